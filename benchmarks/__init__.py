@@ -1,0 +1,1 @@
+"""Side-by-side performance runs (not part of the test suite)."""
