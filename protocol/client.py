@@ -1,0 +1,390 @@
+"""Plain-Python client for the Tangle solver server (no Blender needed).
+
+::
+
+    from protocol.client import SolverClient
+    with SolverClient("tcp://127.0.0.1:5555", timeout=30.0) as client:
+        job = client.submit(scene)
+        for result in job.frames():   # FrameResult(frame, positions {id: float32 (N, 3)}, stats)
+            ...
+
+A client object and its jobs belong to one thread (ZeroMQ sockets are not thread-safe); the one
+exception is :meth:`Job.cancel`, which another thread may call while ``frames()`` is iterating:
+the iterating thread then sends the cancel within about 0.1 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import zmq
+
+from . import messages
+from .errors import ProtocolError, SolverError
+from .wire import MAX_MESSAGE_BYTES, Message, decode, encode
+
+__all__ = ["SolverClient", "Job", "FrameResult", "SolverError", "ProtocolError"]
+
+HEARTBEAT_S = 1.0  # ping the server after this long without hearing from it
+DRIVE_WINDOW = 4  # drive messages are sent at most this many frames ahead of the last result
+_POLL_SLICE_S = 0.1  # how often a waiting frames() loop checks for a cross-thread cancel
+
+DriveCallable = Callable[[int], dict]
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """One simulated frame: ``positions[id]`` is a read-only float32 array of shape (N, 3) in
+    metres (world space); ``stats`` holds the solver's per-frame figures."""
+
+    frame: int
+    positions: dict[str, np.ndarray]
+    stats: dict
+
+
+def _raise_for_error(message: Message) -> None:
+    body = message.body
+    raise SolverError(body["code"], body["message"], object=body.get("object"), frame=body.get("frame"))
+
+
+class Job:
+    """A submitted simulation. Created by :meth:`SolverClient.submit` once the server accepted it."""
+
+    def __init__(self, client: "SolverClient", job_id: str, drive: DriveCallable | None):
+        self._client = client
+        self.id = job_id
+        self._drive = drive
+        self.frame_start: int | None = None
+        self.frame_end: int | None = None
+        self.animated: list[str] = []
+        self.progress: dict | None = None  # body of the last `progress` message
+        self.stats: dict | None = None  # stats of the last frame received
+        self.done_info: dict | None = None  # body of `done` once the job finished
+        self._results: deque[FrameResult] = deque()
+        self._next_frame: int | None = None
+        self._drive_sent_upto: int | None = None
+        self._finished = False
+        self._cancel_sent = False
+        self._cancel_requested = threading.Event()
+        self._iterating_thread: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    # -- internal: message handling ---------------------------------------------------------
+
+    def _on_accepted(self, body: dict) -> None:
+        self.frame_start = body["frame_start"]
+        self.frame_end = body["frame_end"]
+        self.animated = list(body["animated"])
+        self._next_frame = self.frame_start
+        self._drive_sent_upto = self.frame_start - 1  # drive covers frame_start .. frame_end (ARCHITECTURE §2)
+
+    def _handle(self, message: Message) -> None:
+        kind, body = message.type, message.body
+        if kind == messages.FRAME:
+            if body["frame"] != self._next_frame:
+                self._abandon()
+                raise SolverError(
+                    "protocol", f"job {self.id}: expected frame {self._next_frame}, server sent {body['frame']}"
+                )
+            positions = {oid: obj["positions"] for oid, obj in body["objects"].items()}
+            result = FrameResult(frame=body["frame"], positions=positions, stats=body["stats"])
+            self._results.append(result)
+            self.stats = body["stats"]
+            self._next_frame += 1
+            if not self._cancel_sent:
+                self._send_drives(result.frame + DRIVE_WINDOW)
+        elif kind == messages.PROGRESS:
+            self.progress = body
+        elif kind == messages.DONE:
+            self.done_info = body
+            self._finish()
+        elif kind == messages.ERROR:
+            self._finish()
+            _raise_for_error(message)
+        # pong and anything else informational: the silence clock was already reset
+
+    def _send_drives(self, upto: int) -> None:
+        if not self.animated:
+            return
+        last = min(upto, self.frame_end)
+        while self._drive_sent_upto < last:
+            frame = self._drive_sent_upto + 1
+            try:
+                objects = self._drive(frame)
+            except BaseException:
+                self._abandon()
+                raise
+            missing = [oid for oid in self.animated if oid not in (objects or {})]
+            if missing:
+                self._abandon()
+                raise SolverError(
+                    "no_drive", f"drive callable returned no data for animated object(s) {missing}", frame=frame
+                )
+            self._client._send(messages.drive(self.id, frame, objects))
+            self._drive_sent_upto = frame
+
+    def _finish(self) -> None:
+        self._finished = True
+        self._client._forget(self.id)
+
+    def _abandon(self) -> None:
+        """Stop the job on the server without waiting (used when the caller's code failed)."""
+        if not self._finished and not self._cancel_sent:
+            self._cancel_sent = True
+            try:
+                self._client._send(messages.cancel(self.id))
+            except SolverError:
+                pass
+        self._finish()
+
+    def _pump(self, wait_s: float, since: float) -> None:
+        """Receive and handle at most one message for this job, waiting up to ``wait_s``."""
+        message = self._client._receive(self.id, wait_s, since)
+        if message is not None:
+            self._handle(message)
+
+    # -- public -------------------------------------------------------------------------------
+
+    def frames(self) -> Iterator[FrameResult]:
+        """Yield every frame frame_start..frame_end in order as the server produces it.
+
+        Raises :class:`SolverError` on a server error (frames yielded before stay valid) or when
+        the server is silent for longer than the client's timeout. After :meth:`cancel`, frames
+        that arrived before the server's ``done`` are still yielded, then iteration stops.
+        """
+        if self._iterating_thread is not None:
+            raise RuntimeError(f"job {self.id}: frames() is already being iterated")
+        self._iterating_thread = threading.get_ident()
+        try:
+            if not self._cancel_sent and not self._finished:
+                self._send_drives(self._next_frame + DRIVE_WINDOW)
+            since = time.monotonic()  # the silence clock restarts whenever the caller hands back control
+            while True:
+                if self._results:
+                    yield self._results.popleft()
+                    since = time.monotonic()
+                    continue
+                if self._finished:
+                    return
+                if self._cancel_requested.is_set() and not self._cancel_sent:
+                    self._cancel_sent = True
+                    self._client._send(messages.cancel(self.id))
+                self._pump(_POLL_SLICE_S, since)
+        finally:
+            self._iterating_thread = None
+
+    def cancel(self) -> dict | None:
+        """Ask the server to stop this job after the frame it is computing.
+
+        Called from the thread that owns the client, it waits for the server's ``done`` and
+        returns its body (``cancelled`` is False if the job had already completed). Called from
+        another thread while ``frames()`` iterates, it only flags the request and returns None.
+        """
+        self._cancel_requested.set()
+        if self._finished:
+            return self.done_info
+        owner = self._iterating_thread
+        if owner is not None and owner != threading.get_ident():
+            return None
+        if not self._cancel_sent:
+            self._cancel_sent = True
+            self._client._send(messages.cancel(self.id))
+        since = time.monotonic()
+        while not self._finished:
+            self._pump(_POLL_SLICE_S, since)
+        return self.done_info
+
+
+class SolverClient:
+    """A DEALER connection to one solver server.
+
+    ``timeout`` [s]: longest silence tolerated from the server while waiting for it (the client
+    pings every ``HEARTBEAT_S`` while waiting, and any message resets the clock).
+    ``server_public_key`` (Z85, 40 chars) switches on CURVE encryption; the client then uses the
+    key pair from ``client_secret_key_file`` (a ``zmq.auth`` certificate) or a fresh one.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 30.0,
+        *,
+        client_name: str = "tangle-python",
+        server_public_key: str | bytes | None = None,
+        client_secret_key_file: str | None = None,
+    ):
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self.address = address
+        self.timeout = float(timeout)
+        self.client_name = client_name
+        self.server_info: dict | None = None
+        self._seq = 0
+        self._jobs: dict[str, Job] = {}
+        self._inbox: dict[str | None, deque[Message]] = {None: deque()}
+        self._last_heard = float("-inf")
+        self._last_ping = float("-inf")
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self._socket.setsockopt(zmq.SNDTIMEO, int(self.timeout * 1000))
+        try:
+            if server_public_key is not None:
+                self._configure_curve(server_public_key, client_secret_key_file)
+            self._socket.connect(address)
+        except (zmq.ZMQError, OSError, ValueError) as exc:
+            self.close()
+            raise SolverError("connect", f"cannot connect to {address}: {exc}") from exc
+
+    def _configure_curve(self, server_public_key: str | bytes, client_secret_key_file: str | None) -> None:
+        if isinstance(server_public_key, str):
+            server_public_key = server_public_key.encode("ascii")
+        if client_secret_key_file is not None:
+            import zmq.auth
+
+            public, secret = zmq.auth.load_certificate(client_secret_key_file)
+            if secret is None:
+                raise ValueError(f"{client_secret_key_file} holds no secret key")
+        else:
+            public, secret = zmq.curve_keypair()
+        self._socket.curve_serverkey = server_public_key
+        self._socket.curve_publickey = public
+        self._socket.curve_secretkey = secret
+
+    # -- context manager ------------------------------------------------------------------------
+
+    def __enter__(self) -> "SolverClient":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the socket without lingering; never blocks."""
+        if not self._socket.closed:
+            self._socket.close(linger=0)
+        self._context.term()
+
+    # -- transport --------------------------------------------------------------------------------
+
+    def _send(self, message: Message) -> None:
+        self._seq += 1
+        message.seq = self._seq
+        try:
+            self._socket.send_multipart(encode(message), copy=False)
+        except zmq.Again:
+            raise SolverError(
+                "timeout", f"could not send to the solver server at {self.address} within {self.timeout:g} s"
+            ) from None
+
+    def _route(self, message: Message) -> None:
+        if message.type == messages.PONG:
+            return
+        if message.job is None:
+            self._inbox[None].append(message)
+        elif message.job in self._jobs:
+            self._inbox.setdefault(message.job, deque()).append(message)
+        # messages for jobs this client no longer tracks (late pongs, stale errors) are dropped
+
+    def _receive(self, job_id: str | None, wait_s: float, since: float) -> Message | None:
+        """Next message for ``job_id`` (None: messages without a job), or None after ``wait_s``.
+
+        A job-less ``error`` is returned to a job waiter too. Raises SolverError("timeout") if
+        the server has been silent for ``timeout`` seconds, counting from ``since`` at the latest.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            box = self._inbox.get(job_id)
+            if box:
+                return box.popleft()
+            if job_id is not None and any(m.type == messages.ERROR for m in self._inbox[None]):
+                errors = [m for m in self._inbox[None] if m.type == messages.ERROR]
+                self._inbox[None].remove(errors[0])
+                return errors[0]
+            now = time.monotonic()
+            silent_for = now - max(self._last_heard, since)
+            if silent_for >= self.timeout:
+                raise SolverError(
+                    "timeout", f"the solver server at {self.address} did not answer within {self.timeout:g} s"
+                )
+            if silent_for >= HEARTBEAT_S and now - self._last_ping >= HEARTBEAT_S:
+                self._last_ping = now
+                self._send(messages.ping())
+            if now >= deadline:
+                return None
+            wait = min(deadline - now, HEARTBEAT_S, self.timeout - silent_for)
+            if self._socket.poll(max(1, int(wait * 1000)), zmq.POLLIN):
+                frames = self._socket.recv_multipart(copy=False)
+                self._last_heard = time.monotonic()
+                try:
+                    message = messages.validate(decode(frames), "s2c")
+                except ProtocolError as exc:
+                    raise SolverError("protocol", f"undecodable message from {self.address}: {exc}") from None
+                self._route(message)
+
+    def _wait_for(self, job_id: str | None, since: float) -> Message:
+        while True:
+            message = self._receive(job_id, HEARTBEAT_S, since)
+            if message is not None:
+                return message
+
+    # -- public -------------------------------------------------------------------------------------
+
+    def hello(self) -> dict:
+        """Handshake; returns the server's ``welcome`` body (backend, device, limits)."""
+        self._send(messages.hello(self.client_name))
+        since = time.monotonic()
+        while True:
+            message = self._wait_for(None, since)
+            if message.type == messages.ERROR:
+                _raise_for_error(message)
+            if message.type == messages.WELCOME:
+                self.server_info = message.body
+                return message.body
+
+    def submit(self, scene: dict, drive: DriveCallable | None = None, job_id: str | None = None) -> Job:
+        """Send ``scene`` (DESIGN §2) and wait until the server accepted it.
+
+        ``drive(frame) -> {object_id: {"matrix_world": (4, 4), "vertices": (N, 3)?}}`` supplies
+        the animated objects' state for frames frame_start .. frame_end; it is called at most
+        ``DRIVE_WINDOW`` frames ahead of the last result. Raises SolverError (``bad_scene`` with
+        the object named, ``no_drive`` if the scene is animated and ``drive`` is None, ...).
+        """
+        if self.server_info is None:
+            self.hello()
+        job_id = job_id or uuid.uuid4().hex
+        if job_id in self._jobs and not self._jobs[job_id].finished:
+            raise ValueError(f"job id {job_id!r} is already in use by this client")
+        job = Job(self, job_id, drive)
+        self._jobs[job_id] = job
+        self._inbox[job_id] = deque()
+        self._send(messages.submit(scene, job=job_id))
+        since = time.monotonic()
+        while True:
+            message = self._wait_for(job_id, since)
+            if message.type == messages.ERROR:
+                self._forget(job_id)
+                _raise_for_error(message)
+            if message.type == messages.ACCEPTED:
+                job._on_accepted(message.body)
+                break
+        if job.animated and drive is None:
+            job._abandon()
+            raise SolverError(
+                "no_drive", f"the scene marks {job.animated} as animated but submit() was given no drive callable"
+            )
+        return job
+
+    def _forget(self, job_id: str) -> None:
+        self._jobs.pop(job_id, None)
+        self._inbox.pop(job_id, None)

@@ -1,0 +1,94 @@
+"""Command line: ``python -m solver_server --bind tcp://127.0.0.1:5555 --device cpu --log-level INFO``."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import signal
+import sys
+from urllib.parse import urlsplit
+
+from .server import DEFAULT_BIND, SolverServer
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+
+
+def is_loopback(address: str) -> bool:
+    """True for ipc:// and inproc:// endpoints and tcp:// endpoints on a loopback interface."""
+    scheme, _, rest = address.partition("://")
+    if scheme in ("ipc", "inproc"):
+        return True
+    if scheme != "tcp" or not rest:
+        return False
+    host = urlsplit(f"//{rest}").hostname or ""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # an interface name or "*": not provably loopback
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m solver_server", description="Tangle solver server")
+    parser.add_argument("--bind", default=DEFAULT_BIND, help=f"ZeroMQ endpoint to bind (default {DEFAULT_BIND})")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="compute device (default cpu)")
+    parser.add_argument("--max-jobs", type=int, default=4, help="jobs run at the same time (default 4)")
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="stderr log level"
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow binding a non-loopback address without encryption or authentication",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    log = logging.getLogger("tangle.server")
+    if not is_loopback(args.bind):
+        if not args.insecure:
+            print(
+                f"tangle-solver: refusing to bind {args.bind}: it is not a loopback address and this server "
+                "has no authentication; use an SSH tunnel to 127.0.0.1, or pass --insecure on a trusted network",
+                file=sys.stderr,
+            )
+            return 2
+        log.warning("binding %s WITHOUT encryption or authentication (--insecure): anyone who can reach it "
+                    "can submit jobs and read results", args.bind)
+    if args.max_jobs < 1:
+        print("tangle-solver: --max-jobs must be at least 1", file=sys.stderr)
+        return 2
+
+    from .backend import BackendError, get_backend
+
+    try:
+        backend = get_backend(args.device)
+    except BackendError as exc:
+        print(f"tangle-solver: {exc}", file=sys.stderr)
+        return 2
+    try:
+        server = SolverServer(args.bind, backend, max_jobs=args.max_jobs)
+    except OSError as exc:
+        print(f"tangle-solver: {exc}", file=sys.stderr)
+        return 1
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        server.stop()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    print(f"tangle-solver listening on {server.address} (backend {backend.name})", file=sys.stderr, flush=True)
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

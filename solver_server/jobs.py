@@ -1,0 +1,245 @@
+"""One Job per accepted ``submit``: runs a Simulation on a worker thread.
+
+The worker never touches a ZeroMQ socket: it puts :class:`Outgoing` items on the server's
+``queue.Queue`` and the server loop (main thread) sends them. Memory stays bounded: the worker
+waits while more than ``window`` of its frames are queued but not yet sent, and a client may
+keep at most ``max_pending_drives`` drive messages ahead of the frame being computed.
+
+Message order for one job: ``accepted``, then ``frame`` + ``progress`` for every frame
+frame_start .. frame_end (frame_start is the submitted state), then ``done``. Any failure ends
+the job with one ``error`` instead (frames already sent stay valid); an ``error`` carrying a
+job id always means that job has ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from protocol import messages
+from protocol.errors import ProtocolError
+from protocol.wire import Message
+
+from .sim.errors import SceneError, SimulationError
+
+log = logging.getLogger("tangle.jobs")
+
+FRAME_WINDOW = 8  # frames a worker may run ahead of what the server loop has sent
+MAX_PENDING_DRIVES = 64  # drive messages a client may send ahead of the frame being computed
+_WAIT_SLICE_S = 0.05  # how often blocked workers re-check for cancellation
+
+SimulationFactory = Callable[[dict, Any], Any]
+JobKey = tuple[bytes, str]  # (peer routing id, job id): a client can only reach its own jobs
+
+
+def default_simulation_factory(scene: dict, backend: Any) -> Any:
+    """Build the real :class:`solver_server.simulation.Simulation` (imported on first use)."""
+    from .simulation import Simulation
+
+    return Simulation(scene, backend)
+
+
+@dataclass
+class Outgoing:
+    """A message from a job to its client. ``final`` marks the job's last message (done/error);
+    ``frame`` is set for ``frame`` messages so the server can report them sent."""
+
+    key: JobKey
+    message: Message
+    frame: int | None = None
+    final: bool = False
+
+
+class Job:
+    """The server side of one submitted job (state shared between the loop and the worker)."""
+
+    def __init__(
+        self,
+        key: JobKey,
+        scene: dict,
+        backend: Any,
+        outbox: queue.Queue,
+        simulation_factory: SimulationFactory = default_simulation_factory,
+        window: int = FRAME_WINDOW,
+        max_pending_drives: int = MAX_PENDING_DRIVES,
+    ):
+        self.key = key
+        self.id = key[1]
+        self._scene = scene
+        self._backend = backend
+        self._outbox = outbox
+        self._factory = simulation_factory
+        self._window = window
+        self._max_pending_drives = max_pending_drives
+        self._lock = threading.Condition()
+        self._cancelled = threading.Event()
+        self._drives: dict[int, dict] = {}
+        self._frames_queued = 0
+        self._frames_sent = 0
+        self._frame_range: tuple[int, int] | None = None
+        self._computing_frame: int | None = None
+        self._thread = threading.Thread(target=self._run, name=f"tangle-job-{self.id}", daemon=True)
+
+    # -- called by the server loop (main thread) --------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Stop between frames; the worker then queues ``done`` with cancelled=True."""
+        self._cancelled.set()
+        with self._lock:
+            self._lock.notify_all()
+
+    def note_frame_sent(self) -> None:
+        with self._lock:
+            self._frames_sent += 1
+            self._lock.notify_all()
+
+    def add_drive(self, frame: int, objects: dict) -> None:
+        """Store the drive data of ``frame``; raises ProtocolError("bad_message") if it is out
+        of the job's frame range, already computed, or too far ahead."""
+        with self._lock:
+            if self._frame_range is not None:
+                first, last = self._frame_range
+                if not first <= frame <= last:
+                    raise ProtocolError(
+                        "bad_message", f"drive for frame {frame} is outside the job's frames {first}..{last}"
+                    )
+            if self._computing_frame is not None and frame < self._computing_frame:
+                return  # late data for a frame already simulated (e.g. frame_start): nothing to do
+            if len(self._drives) >= self._max_pending_drives and frame not in self._drives:
+                raise ProtocolError(
+                    "bad_message",
+                    f"drive for frame {frame}: more than {self._max_pending_drives} drive messages pending",
+                )
+            self._drives[frame] = objects
+            self._lock.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # -- worker thread --------------------------------------------------------------------------
+
+    def _put(self, message: Message, frame: int | None = None, final: bool = False) -> None:
+        self._outbox.put(Outgoing(self.key, message, frame=frame, final=final))
+
+    def _wait_for_window(self) -> None:
+        with self._lock:
+            while self._frames_queued - self._frames_sent >= self._window and not self._cancelled.is_set():
+                self._lock.wait(_WAIT_SLICE_S)
+
+    def _wait_for_drive(self, frame: int) -> dict | None:
+        """Block until the drive data of ``frame`` arrived; None if the job was cancelled."""
+        with self._lock:
+            self._computing_frame = frame
+            for stale in [f for f in self._drives if f < frame]:
+                del self._drives[stale]
+            while frame not in self._drives:
+                if self._cancelled.is_set():
+                    return None
+                self._lock.wait(_WAIT_SLICE_S)
+            return self._drives.pop(frame)
+
+    def _emit_frame(self, output: tuple, started: float, frame_start: int, frames_total: int, compute_s: float):
+        frame_number, positions, stats = output
+        frame_number = int(frame_number)
+        arrays = {}
+        for object_id, points in positions.items():
+            array = np.array(points, dtype=np.float32, order="C")  # a copy: the solver reuses its buffers
+            if array.ndim != 2 or array.shape[1] != 3:
+                raise SimulationError(
+                    f"solver returned positions of shape {array.shape}, expected (N, 3)",
+                    object=object_id,
+                    frame=frame_number,
+                )
+            arrays[object_id] = array
+        stats = dict(stats or {})
+        stats.setdefault("compute_s", compute_s)
+        self._put(messages.frame(self.id, frame_number, arrays, stats), frame=frame_number)
+        with self._lock:
+            self._frames_queued += 1
+            frames_done = self._frames_queued
+        elapsed = time.monotonic() - started
+        eta = elapsed / frames_done * (frames_total - frames_done)
+        self._put(messages.progress(self.id, frame_number, frames_done, frames_total, elapsed, eta))
+
+    def _check_drive(self, drive: dict, animated: list[str], frame: int) -> dict:
+        for object_id in animated:
+            data = drive.get(object_id)
+            if not isinstance(data, dict):
+                raise SimulationError("the drive message has no data for this animated object", object_id, frame)
+        return drive
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        frame = None
+        last_frame = None
+        try:
+            try:
+                simulation = self._factory(self._scene, self._backend)
+            except SceneError as exc:
+                self._put(messages.error("bad_scene", exc.message, job=self.id, object=exc.object), final=True)
+                return
+            self._scene = None  # the simulation holds what it needs
+            frame_start, frame_end = int(simulation.frame_start), int(simulation.frame_end)
+            animated = [str(object_id) for object_id in simulation.animated_ids]
+            with self._lock:
+                self._frame_range = (frame_start, frame_end)
+            self._put(messages.accepted(self.id, frame_start, frame_end, animated))
+            frames_total = frame_end - frame_start + 1
+            frame = frame_start
+            tick = time.monotonic()
+            self._emit_frame(simulation.initial_frame(), started, frame_start, frames_total, time.monotonic() - tick)
+            last_frame = frame_start
+            for frame in range(frame_start + 1, frame_end + 1):
+                self._wait_for_window()
+                if self._cancelled.is_set():
+                    break
+                drive = None
+                if animated:
+                    drive = self._wait_for_drive(frame)
+                    if drive is None:
+                        break
+                    self._check_drive(drive, animated, frame)
+                tick = time.monotonic()
+                output = simulation.advance(drive)
+                self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick)
+                last_frame = frame
+            with self._lock:
+                frames_done = self._frames_queued
+            cancelled = self._cancelled.is_set() and last_frame != frame_end
+            self._put(
+                messages.done(
+                    self.id,
+                    frames_done,
+                    last_frame if last_frame is not None else frame_start - 1,
+                    cancelled,
+                    time.monotonic() - started,
+                ),
+                final=True,
+            )
+        except SimulationError as exc:
+            failed_frame = exc.frame if exc.frame is not None else frame
+            log.warning("job %s failed at frame %s: %s", self.id, failed_frame, exc)
+            self._put(
+                messages.error("simulation_failed", exc.message, job=self.id, object=exc.object, frame=failed_frame),
+                final=True,
+            )
+        except Exception as exc:  # a bug or a device failure: report it and keep the server alive
+            log.exception("job %s crashed at frame %s", self.id, frame)
+            self._put(
+                messages.error("internal", f"{type(exc).__name__}: {exc}", job=self.id, frame=frame),
+                final=True,
+            )

@@ -1,0 +1,280 @@
+"""The solver server's ROUTER loop (main thread): decode, dispatch, job bookkeeping.
+
+All ZeroMQ calls happen on the thread that runs :meth:`SolverServer.serve`. Job worker threads
+hand their messages over through ``queue.Queue``, drained between polls (10 ms). Outgoing
+messages wait in a per-peer queue while the peer's pipe is full (``ROUTER_MANDATORY`` makes a
+full pipe visible as ``EAGAIN`` and a vanished peer as ``EHOSTUNREACH``; the latter cancels the
+peer's jobs).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from protocol import messages
+from protocol.errors import ProtocolError
+from protocol.wire import MAX_MESSAGE_BYTES, PROTOCOL_VERSION, Message, decode, encode
+
+from . import __version__
+from .jobs import FRAME_WINDOW, MAX_PENDING_DRIVES, Job, JobKey, Outgoing, SimulationFactory, default_simulation_factory
+
+log = logging.getLogger("tangle.server")
+
+DEFAULT_BIND = "tcp://127.0.0.1:5555"
+HEARTBEAT_S = 1.0
+POLL_MS = 10
+MAX_RECEIVES_PER_TICK = 256
+IDLE_PEER_FORGET_S = 300.0  # a peer with no jobs and nothing to send is forgotten after this
+
+
+@dataclass
+class Peer:
+    identity: bytes
+    client: str = "?"
+    seq: int = 0
+    last_seen: float = field(default_factory=time.monotonic)
+    pending: deque = field(default_factory=deque)  # Outgoing items not yet accepted by zmq
+
+
+class SolverServer:
+    """``SolverServer(bind, backend).serve()`` runs until :meth:`stop` (thread-safe) is called."""
+
+    def __init__(
+        self,
+        bind: str,
+        backend: Any,
+        *,
+        simulation_factory: SimulationFactory = default_simulation_factory,
+        max_jobs: int = 4,
+        context: zmq.Context | None = None,
+    ):
+        self.backend = backend
+        self.max_jobs = max_jobs
+        self._factory = simulation_factory
+        self._own_context = context is None
+        self._context = context or zmq.Context()
+        self._socket = self._context.socket(zmq.ROUTER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        try:
+            self._socket.bind(bind)
+        except zmq.ZMQError as exc:
+            self._socket.close(linger=0)
+            if self._own_context:
+                self._context.term()
+            raise OSError(f"cannot bind the solver server to {bind}: {exc}") from exc
+        self.address = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._stop = threading.Event()
+        self._outbox: queue.Queue[Outgoing] = queue.Queue()
+        self._peers: dict[bytes, Peer] = {}
+        self._jobs: dict[JobKey, Job] = {}
+        self._welcome_body = messages.welcome(
+            server=f"tangle-solver {__version__}",
+            backend=backend.name,
+            device=backend.device_info(),
+            max_message_bytes=MAX_MESSAGE_BYTES,
+            heartbeat_s=HEARTBEAT_S,
+            frame_window=FRAME_WINDOW,
+            max_pending_drives=MAX_PENDING_DRIVES,
+            max_jobs=max_jobs,
+        ).body
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask :meth:`serve` to return (safe from signal handlers and other threads)."""
+        self._stop.set()
+
+    def serve(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._socket, zmq.POLLIN)
+        try:
+            while not self._stop.is_set():
+                if poller.poll(POLL_MS):
+                    self._receive_all()
+                self._drain_outbox()
+                self._flush()
+                self._forget_idle_peers()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        for job in self._jobs.values():
+            job.cancel()
+        deadline = time.monotonic() + 2.0
+        for job in self._jobs.values():
+            job.join(max(0.0, deadline - time.monotonic()))
+        self._jobs.clear()
+        self._socket.close(linger=0)
+        if self._own_context:
+            self._context.term()
+        log.info("solver server stopped")
+
+    # -- receiving ----------------------------------------------------------------------------------
+
+    def _receive_all(self) -> None:
+        for _ in range(MAX_RECEIVES_PER_TICK):
+            try:
+                frames = self._socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            identity = frames[0].bytes
+            peer = self._peers.get(identity)
+            if peer is None:
+                peer = self._peers[identity] = Peer(identity)
+            peer.last_seen = time.monotonic()
+            try:
+                message = messages.validate(decode(frames[1:]), "c2s")
+            except ProtocolError as exc:
+                log.warning("peer %s sent a bad message: %s", identity.hex(), exc)
+                self._reply(peer, messages.error(exc.code, exc.message))
+                continue
+            try:
+                self._dispatch(peer, message)
+            except ProtocolError as exc:
+                self._reply(peer, messages.error(exc.code, exc.message, job=message.job))
+
+    def _dispatch(self, peer: Peer, message: Message) -> None:
+        kind = message.type
+        if kind == messages.HELLO:
+            self._on_hello(peer, message)
+        elif kind == messages.SUBMIT:
+            self._on_submit(peer, message)
+        elif kind == messages.DRIVE:
+            job = self._job_of(peer, message)
+            if job is not None:
+                try:
+                    job.add_drive(message.body["frame"], message.body["objects"])
+                except ProtocolError as exc:
+                    self._end_job(job, messages.error(exc.code, exc.message, job=job.id))
+        elif kind == messages.CANCEL:
+            job = self._job_of(peer, message)
+            if job is not None:
+                log.info("job %s: cancel requested", job.id)
+                job.cancel()
+        elif kind == messages.RESUME:
+            raise ProtocolError("bad_message", "this server version does not support 'resume'")
+        elif kind == messages.PING:
+            self._reply(peer, messages.pong(job=message.job))
+        # pong: only a heartbeat
+
+    def _on_hello(self, peer: Peer, message: Message) -> None:
+        if message.body["protocol"] != PROTOCOL_VERSION:
+            raise ProtocolError(
+                "version_mismatch",
+                f"client speaks protocol {message.body['protocol']}, this server speaks {PROTOCOL_VERSION}",
+            )
+        peer.client = message.body["client"]
+        log.info("hello from %s (%s)", peer.client, peer.identity.hex())
+        self._reply(peer, Message(messages.WELCOME, body=self._welcome_body))
+
+    def _on_submit(self, peer: Peer, message: Message) -> None:
+        job_id = message.body.get("job") or uuid.uuid4().hex
+        if not job_id or len(job_id) > messages.MAX_JOB_ID_LENGTH:
+            raise ProtocolError("bad_message", f"job id must be 1..{messages.MAX_JOB_ID_LENGTH} characters")
+        key = (peer.identity, job_id)
+        if key in self._jobs:
+            self._reply(peer, messages.error("bad_message", f"job {job_id!r} is already running", job=job_id))
+            return
+        if len(self._jobs) >= self.max_jobs:
+            self._reply(
+                peer,
+                messages.error("server_busy", f"the server already runs {self.max_jobs} jobs; retry later", job=job_id),
+            )
+            return
+        job = Job(key, message.body["scene"], self.backend, self._outbox, self._factory)
+        self._jobs[key] = job
+        log.info("job %s submitted by %s", job_id, peer.client)
+        job.start()
+
+    def _job_of(self, peer: Peer, message: Message) -> Job | None:
+        job = self._jobs.get((peer.identity, message.job))
+        if job is None:
+            self._reply(
+                peer, messages.error("unknown_job", f"no running job {message.job!r} for this client", job=message.job)
+            )
+        return job
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def _reply(self, peer: Peer, message: Message) -> None:
+        peer.pending.append(Outgoing((peer.identity, message.job or ""), message))
+
+    def _end_job(self, job: Job, final_message: Message) -> None:
+        """End ``job`` now with ``final_message``; its worker's later messages are dropped."""
+        job.cancel()
+        del self._jobs[job.key]
+        peer = self._peers.get(job.key[0])
+        if peer is not None:
+            peer.pending.append(Outgoing(job.key, final_message, final=True))
+
+    def _drain_outbox(self) -> None:
+        while True:
+            try:
+                item = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            if item.key not in self._jobs:
+                continue  # the job was ended by the server (bad drive, vanished peer)
+            peer = self._peers.get(item.key[0])
+            if peer is None:
+                self._jobs.pop(item.key).cancel()
+                continue
+            peer.pending.append(item)
+            if item.final:
+                job = self._jobs.pop(item.key)
+                log.info("job %s ended: %s", job.id, item.message.type)
+
+    def _flush(self) -> None:
+        for peer in list(self._peers.values()):
+            while peer.pending:
+                item = peer.pending[0]
+                peer.seq += 1
+                item.message.seq = peer.seq
+                try:
+                    frames = encode(item.message)
+                except ProtocolError as exc:
+                    log.error("cannot encode %s for job %s: %s", item.message.type, item.key[1], exc)
+                    peer.pending.popleft()
+                    job = self._jobs.get(item.key)
+                    if job is not None:
+                        self._end_job(job, messages.error("internal", f"cannot encode a result: {exc.message}", job=job.id))
+                    continue
+                try:
+                    self._socket.send_multipart([peer.identity, *frames], zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    peer.seq -= 1
+                    break  # the peer's pipe is full: retry on the next tick
+                except zmq.ZMQError as exc:
+                    if exc.errno == zmq.EHOSTUNREACH:
+                        self._drop_peer(peer)
+                        break
+                    raise
+                peer.pending.popleft()
+                if item.frame is not None:
+                    job = self._jobs.get(item.key)
+                    if job is not None:
+                        job.note_frame_sent()
+
+    def _drop_peer(self, peer: Peer) -> None:
+        log.info("peer %s (%s) is gone; cancelling its jobs", peer.client, peer.identity.hex())
+        for key in [k for k in self._jobs if k[0] == peer.identity]:
+            self._jobs.pop(key).cancel()
+        self._peers.pop(peer.identity, None)
+
+    def _forget_idle_peers(self) -> None:
+        now = time.monotonic()
+        busy = {key[0] for key in self._jobs}
+        for identity, peer in list(self._peers.items()):
+            if not peer.pending and identity not in busy and now - peer.last_seen > IDLE_PEER_FORGET_S:
+                del self._peers[identity]
