@@ -1,0 +1,190 @@
+"""Elastic energy of all strands (stretch + bend + twist), its gradient and banded Hessian.
+
+Energies (seed 000 eqs. 2.1, 2.6, 2.7; l̄_i is the Voronoi length ½(|ē^{i−1}| + |ē^i|)):
+
+    E_stretch = Σ_edges  ½ k_s (|e|/|ē| − 1)² |ē|                       k_s = E π r²
+    E_bend    = Σ_i  1/(2 l̄_i) · ½ Σ_{j∈{i−1,i}} (ω_i^j − ω̄_i^j)ᵀ B^j (ω_i^j − ω̄_i^j)   B = diag(E I1, E I2)
+    E_twist   = Σ_i  ½ k_t (τ_i − τ̄_i)² / l̄_i                          k_t = G J = G π r⁴/2
+
+The ½ Σ_j averages the two edge frames (Bergou 2008 writes 1/(2 l_i) Σ_j with l_i = 2 l̄_i).
+
+The Hessian is returned in LAPACK lower band storage `band[d, j] = H[j + d, j]`, shape (11, n_dofs).
+`project=True` makes every element Hessian positive semi-definite (stretch: compressive term dropped;
+bend/twist: negative eigenvalues clamped), used when the exact Hessian makes the system indefinite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .model import BAND_WIDTH, DerModel
+from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, twist_strain_jet)
+
+
+@dataclass
+class Configuration:
+    """Positions (N, 3) [m], twist angles (E,) [rad], reference directors u (E, 3) transported to the
+    current tangents, and the unwrapped reference twist (B,) [rad]."""
+    positions: Any
+    theta: Any
+    reference_u: Any
+    reference_twist: Any
+
+
+def _local_to_element(xp, dtype):
+    """(8, 11) map from element DOFs [x_{i-1}, θ^{i-1}, x_i, θ^i, x_{i+1}] to local [e0, e1, θ0, θ1]."""
+    a = xp.zeros((LOCAL_VARIABLES, 11), dtype=dtype)
+    eye = xp.eye(3, dtype=dtype)
+    a[0:3, 0:3] = -eye
+    a[0:3, 4:7] = eye
+    a[3:6, 4:7] = -eye
+    a[3:6, 8:11] = eye
+    a[6, 3] = 1.0
+    a[7, 7] = 1.0
+    return a
+
+
+def _bend_inputs(xp, model: DerModel, config: Configuration):
+    x = config.positions
+    prev_edge, next_edge = model.bend_edges[:, 0], model.bend_edges[:, 1]
+    vertex = model.bend_vertex
+    e0 = x[vertex] - x[vertex - 1]
+    e1 = x[vertex + 1] - x[vertex]
+    t0 = e0 / xp.linalg.norm(e0, axis=1, keepdims=True)
+    t1 = e1 / xp.linalg.norm(e1, axis=1, keepdims=True)
+    u0, u1 = config.reference_u[prev_edge], config.reference_u[next_edge]
+    frame0 = (u0, xp.cross(t0, u0), config.theta[prev_edge])
+    frame1 = (u1, xp.cross(t1, u1), config.theta[next_edge])
+    rest_product = model.rest_edge_length[prev_edge] * model.rest_edge_length[next_edge]
+    return e0, e1, frame0, frame1, rest_product
+
+
+def _bend_weights(xp, model: DerModel):
+    """(B, 2, 2) weights B^j_c / (2 l̄_i) · ½ matching the layout of the material curvatures."""
+    stiffness = model.bend_stiffness[model.bend_edges]            # (B, 2 edges, 2 components)
+    return 0.25 * stiffness / model.voronoi_length[:, None, None]
+
+
+def _twist_weights(model: DerModel):
+    edge_twist = 0.5 * (model.twist_stiffness[model.bend_edges[:, 0]] + model.twist_stiffness[model.bend_edges[:, 1]])
+    return edge_twist / model.voronoi_length
+
+
+def elastic_energy(xp, model: DerModel, config: Configuration):
+    """Total elastic energy [J] (float)."""
+    x = config.positions
+    edges = x[model.edge_vertex + 1] - x[model.edge_vertex]
+    strain = xp.linalg.norm(edges, axis=1) / model.rest_edge_length - 1.0
+    stretch = 0.5 * xp.sum(model.stretch_stiffness * strain * strain * model.rest_edge_length)
+    e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
+    omega = bend_strain_values(xp, e0, e1, rest_product, frame0, frame1)
+    bend = xp.sum(_bend_weights(xp, model) * (omega - model.rest_bend) ** 2)
+    tau = config.theta[model.bend_edges[:, 1]] - config.theta[model.bend_edges[:, 0]] + config.reference_twist
+    twist = 0.5 * xp.sum(_twist_weights(model) * (tau - model.rest_twist) ** 2)
+    return float(stretch + bend + twist)
+
+
+def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project: bool):
+    """Gradient (E, 7) and Hessian (E, 7, 7) over [x_v, θ, x_{v+1}] for every edge."""
+    edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
+    length = xp.linalg.norm(edges, axis=1)
+    t = edges / length[:, None]
+    k = model.stretch_stiffness
+    rest = model.rest_edge_length
+    force = k * (length / rest - 1.0)
+    grad = xp.zeros((edges.shape[0], 7), dtype=edges.dtype)
+    grad[:, 0:3] = -force[:, None] * t
+    grad[:, 4:7] = force[:, None] * t
+    if not with_hessian:
+        return grad, None
+    lateral = k * (1.0 / rest - 1.0 / length)
+    if project:
+        lateral = xp.maximum(lateral, 0.0)
+    tt = t[:, :, None] * t[:, None, :]
+    block = (k / rest)[:, None, None] * tt + lateral[:, None, None] * (xp.eye(3, dtype=edges.dtype)[None] - tt)
+    hess = xp.zeros((edges.shape[0], 7, 7), dtype=edges.dtype)
+    hess[:, 0:3, 0:3] = block
+    hess[:, 4:7, 4:7] = block
+    hess[:, 0:3, 4:7] = -block
+    hess[:, 4:7, 0:3] = -block
+    return grad, hess
+
+
+def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool):
+    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex."""
+    e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
+    omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, with_hessian)
+    tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], config.reference_twist, frame0[2], frame1[2],
+                           with_hessian)
+    weights = _bend_weights(xp, model).reshape(-1, 4)
+    rest = model.rest_bend.reshape(-1, 4)
+    twist_weight = _twist_weights(model)
+    residuals = [(2.0 * weights[:, c], omega_jets[c].value - rest[:, c], omega_jets[c]) for c in range(4)]
+    residuals.append((twist_weight, tau.value - model.rest_twist, tau))
+    grad8 = sum((w * r)[:, None] * j.grad for w, r, j in residuals)
+    hess8 = None
+    if with_hessian:
+        hess8 = sum(w[:, None, None] * (j.grad[:, :, None] * j.grad[:, None, :] + r[:, None, None] * j.hess)
+                    for w, r, j in residuals)
+    a = _local_to_element(xp, e0.dtype)
+    grad = grad8 @ a
+    hess = None
+    if with_hessian:
+        hess = xp.swapaxes(a, 0, 1)[None] @ hess8 @ a[None]
+        if project:
+            hess = project_psd(xp, hess)
+    return grad, hess
+
+
+def project_psd(xp, blocks):
+    """Clamp negative eigenvalues of symmetric blocks (n, k, k) to zero."""
+    values, vectors = xp.linalg.eigh(0.5 * (blocks + xp.swapaxes(blocks, 1, 2)))
+    values = xp.maximum(values, 0.0)
+    return (vectors * values[:, None, :]) @ xp.swapaxes(vectors, 1, 2)
+
+
+def _scatter_gradient(xp, n_dofs, start, blocks, out):
+    width = blocks.shape[1]
+    index = start[:, None] + xp.arange(width)
+    out += xp.bincount(index.ravel(), weights=blocks.ravel(), minlength=n_dofs)
+
+
+def scatter_band(xp, n_dofs, start, blocks, band):
+    """Add element Hessians (n, w, w) on consecutive DOFs start..start+w-1 into lower band storage."""
+    width = blocks.shape[1]
+    rows, cols = xp.tril_indices(width)
+    flat = (rows - cols)[None, :] * n_dofs + (start[:, None] + cols[None, :])
+    band += xp.bincount(flat.ravel(), weights=blocks[:, rows, cols].ravel(),
+                        minlength=BAND_WIDTH * n_dofs).reshape(BAND_WIDTH, n_dofs)
+
+
+def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_hessian: bool = True,
+                             project: bool = False):
+    """Gradient (n_dofs,) [N or N·m] and, if asked, lower band Hessian (11, n_dofs) of the elastic energy."""
+    n = model.n_dofs
+    grad = xp.zeros(n, dtype=config.positions.dtype)
+    s_grad, s_hess = _stretch_blocks(xp, model, config.positions, with_hessian, project)
+    stretch_start = model.vertex_dof[model.edge_vertex]
+    _scatter_gradient(xp, n, stretch_start, s_grad, grad)
+    band = None
+    if model.bend_vertex.shape[0]:
+        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project)
+        _scatter_gradient(xp, n, model.bend_dof, b_grad, grad)
+    if with_hessian:
+        band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype)
+        scatter_band(xp, n, stretch_start, s_hess, band)
+        if model.bend_vertex.shape[0]:
+            scatter_band(xp, n, model.bend_dof, b_hess, band)
+    return grad, band
+
+
+def band_to_dense(xp, band):
+    """Dense symmetric matrix from lower band storage (tests and debugging only)."""
+    n = band.shape[1]
+    dense = xp.zeros((n, n), dtype=band.dtype)
+    for d in range(band.shape[0]):  # loop over the 11 diagonals, not over entries
+        idx = xp.arange(n - d)
+        dense[idx + d, idx] = band[d, : n - d]
+        dense[idx, idx + d] = band[d, : n - d]
+    return dense
