@@ -1,0 +1,1 @@
+"""Tangle operators: bake (modal in the UI, blocking from scripts), cancel, free bake."""

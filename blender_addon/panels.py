@@ -1,0 +1,75 @@
+"""Tangle panels in the Physics properties tab: the object's role and parameters, and the scene bake."""
+
+import bpy
+
+from .bake_io import is_animated
+from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS
+from .operators.bake import active_session
+
+
+class TANGLE_PT_object(bpy.types.Panel):
+    bl_label = "Tangle"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        obj = context.object
+        settings = obj.tangle
+        layout.prop(settings, "role")
+        if settings.role == "CLOTH":
+            if obj.type != "MESH":
+                layout.label(text="Cloth needs a mesh object", icon="ERROR")
+                return
+            layout.prop_search(settings, "pin_group", obj, "vertex_groups")
+            column = layout.column(align=True)
+            for spec in CLOTH_PARAMS:
+                column.prop(settings.cloth, spec.name)
+            if settings.baked_topology:
+                layout.label(text="Baked (shape keys tangle_f####)", icon="CHECKMARK")
+        elif settings.role == "COLLIDER":
+            layout.prop(settings, "collider_shape")
+            column = layout.column(align=True)
+            for spec in COLLIDER_PARAMS:
+                column.prop(settings.collider, spec.name)
+            layout.label(text="Animated: sent every frame" if is_animated(obj) else "Static",
+                         icon="ANIM" if is_animated(obj) else "OBJECT_DATA")
+        elif settings.role in {"HAIR", "SOFTBODY"}:
+            layout.label(text="This role is not baked by this version yet", icon="INFO")
+
+
+class TANGLE_PT_bake(bpy.types.Panel):
+    bl_label = "Tangle Bake"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.scene.tangle
+        layout.prop(settings, "server_address")
+        layout.prop(settings, "timeout")
+        layout.prop(settings, "substeps")
+        layout.prop(settings, "use_frame_range")
+        if settings.use_frame_range:
+            row = layout.row(align=True)
+            row.prop(settings, "frame_start")
+            row.prop(settings, "frame_end")
+        row = layout.row(align=True)
+        if active_session() is not None:
+            layout.progress(factor=settings.progress, type="BAR", text=settings.status)
+            row.operator("tangle.cancel_bake", icon="CANCEL")
+        else:
+            row.operator("tangle.bake", icon="PHYSICS")
+            row.operator("tangle.free_bake", icon="TRASH")
+            if settings.status:
+                layout.label(text=settings.status)
+        if settings.last_error:
+            layout.label(text=settings.last_error, icon="ERROR")

@@ -1,0 +1,121 @@
+"""Tangle properties: ``Object.tangle`` (role + per-role parameters) and ``Scene.tangle`` (bake settings).
+
+Cloth and collider parameters are generated from ``core/param_table.py`` so names, defaults, ranges
+and tooltips (with units) match the solver server's parameter table exactly.
+"""
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+from bpy.types import PropertyGroup
+
+from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, ParamSpec
+
+DEFAULT_SERVER_ADDRESS = "tcp://127.0.0.1:5555"
+
+ROLE_ITEMS = (
+    ("NONE", "None", "Not part of the Tangle simulation"),
+    ("HAIR", "Hair", "Simulated as hair strands (Discrete Elastic Rods)"),
+    ("CLOTH", "Cloth", "Simulated as cloth (Projective Dynamics)"),
+    ("SOFTBODY", "Soft Body", "Simulated as a volumetric soft body (Projective Dynamics)"),
+    ("COLLIDER", "Collider", "Obstacle the simulated objects collide with"),
+)
+
+COLLIDER_SHAPE_ITEMS = (
+    ("PLANE", "Plane", "Infinite plane: the object's local XY plane through its origin, normal +Z"),
+    ("SPHERE", "Sphere", "Sphere at the bounding-box center, radius half the largest bounding-box dimension"),
+)
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ").title()
+
+
+def _property_for(spec: ParamSpec):
+    """A bpy property declaration for one parameter of the server's table."""
+    common = {"name": _label(spec.name), "description": spec.tooltip}
+    if isinstance(spec.default, bool):
+        return BoolProperty(default=spec.default, **common)
+    bounds = {"min": spec.minimum} | ({"max": spec.maximum} if spec.maximum is not None else {})
+    if isinstance(spec.default, tuple):
+        return FloatVectorProperty(size=len(spec.default), default=spec.default, precision=3, **bounds, **common)
+    return FloatProperty(default=spec.default, precision=4, **bounds, **common)
+
+
+class TangleClothSettings(PropertyGroup):
+    """Cloth parameters (protocol names, SI units)."""
+
+    __annotations__ = {spec.name: _property_for(spec) for spec in CLOTH_PARAMS}
+
+
+class TangleColliderSettings(PropertyGroup):
+    """Collider parameters (protocol names, SI units)."""
+
+    __annotations__ = {spec.name: _property_for(spec) for spec in COLLIDER_PARAMS}
+
+
+class TangleObjectSettings(PropertyGroup):
+    """Per-object Tangle settings, ``Object.tangle``."""
+
+    role: EnumProperty(name="Role", items=ROLE_ITEMS, default="NONE",
+                       description="What this object is in the Tangle simulation")
+    cloth: PointerProperty(type=TangleClothSettings)
+    pin_group: StringProperty(
+        name="Pin Group",
+        description="Vertex group whose vertices are pinned (weight 1 pins exactly, lower weights pin softly)")
+    collider: PointerProperty(type=TangleColliderSettings)
+    collider_shape: EnumProperty(name="Shape", items=COLLIDER_SHAPE_ITEMS, default="PLANE",
+                                 description="Primitive shape fitted to the object")
+    baked_topology: StringProperty(
+        name="Baked Topology", options={"HIDDEN"},
+        description="Topology hash of the mesh when it was baked (empty when not baked)")
+    created_basis: BoolProperty(
+        name="Created Basis", options={"HIDDEN"},
+        description="The bake created the Basis shape key, so Free Bake removes it again")
+
+
+class TangleSceneSettings(PropertyGroup):
+    """Scene-level bake settings and live bake status, ``Scene.tangle``."""
+
+    server_address: StringProperty(
+        name="Server", default=DEFAULT_SERVER_ADDRESS,
+        description="ZeroMQ address of the Tangle solver server (python -m solver_server --bind ADDRESS)")
+    timeout: FloatProperty(name="Timeout", default=30.0, min=1.0, soft_max=600.0, unit="TIME_ABSOLUTE",
+                           description="Seconds without any message from the server before the bake fails [s]")
+    substeps: IntProperty(name="Substeps", default=4, min=1, soft_max=64,
+                          description="Solver steps per frame")
+    use_frame_range: BoolProperty(name="Custom Frame Range", default=False,
+                                  description="Bake this frame range instead of the scene's")
+    frame_start: IntProperty(name="Start", default=1, description="First baked frame (the input state)")
+    frame_end: IntProperty(name="End", default=48, description="Last baked frame")
+    is_baking: BoolProperty(name="Baking", default=False, options={"SKIP_SAVE"})
+    progress: FloatProperty(name="Progress", default=0.0, min=0.0, max=1.0, subtype="FACTOR",
+                            options={"SKIP_SAVE"})
+    status: StringProperty(name="Status", default="", description="Result of the last bake")
+    last_error: StringProperty(name="Last Error", default="", description="Error of the last bake, if any")
+
+
+classes = (
+    TangleClothSettings,
+    TangleColliderSettings,
+    TangleObjectSettings,
+    TangleSceneSettings,
+)
+
+
+def attach() -> None:
+    """Add ``Object.tangle`` and ``Scene.tangle`` (after the classes are registered)."""
+    bpy.types.Object.tangle = PointerProperty(type=TangleObjectSettings)
+    bpy.types.Scene.tangle = PointerProperty(type=TangleSceneSettings)
+
+
+def detach() -> None:
+    del bpy.types.Scene.tangle
+    del bpy.types.Object.tangle

@@ -1,0 +1,63 @@
+"""blender_addon.core.bake_state: shape-key naming, keyframe layout, topology hash, progress."""
+
+import numpy as np
+import pytest
+
+from blender_addon.core import bake_state
+
+
+def test_shape_key_names_round_trip():
+    assert bake_state.shape_key_name(1) == "tangle_f0001"
+    assert bake_state.shape_key_name(12345) == "tangle_f12345"
+    for frame in (-3, 0, 1, 250, 10000):
+        assert bake_state.frame_of_shape_key(bake_state.shape_key_name(frame)) == frame
+    assert bake_state.frame_of_shape_key("Basis") is None
+    assert bake_state.frame_of_shape_key("tangle_fabc") is None
+
+
+def _evaluate_linear(keys, frame):
+    """Value of a LINEAR fcurve with the given (frame, value) keys; constant extrapolation."""
+    frames, values = np.array(keys, dtype=float).T
+    return float(np.interp(frame, frames, values))
+
+
+def test_keyframed_shape_keys_play_back_exactly_and_linearly_in_between():
+    """Blend relative shape keys the way Blender does (basis + Σ w_k (key_k − basis)) with the
+    keyframe layout of shape_key_weights: exact at integer frames, linear between, holds outside."""
+    first, last = 3, 8
+    rng = np.random.default_rng(0)
+    basis = rng.normal(size=(5, 3))
+    baked = {frame: rng.normal(size=(5, 3)) for frame in range(first, last + 1)}
+    curves = {frame: bake_state.shape_key_weights(frame, first, last) for frame in baked}
+
+    def pose(time):
+        return basis + sum(_evaluate_linear(curves[f], time) * (baked[f] - basis) for f in baked)
+
+    for frame in baked:
+        np.testing.assert_allclose(pose(frame), baked[frame], atol=1e-12)
+    np.testing.assert_allclose(pose(5.25), 0.75 * baked[5] + 0.25 * baked[6], atol=1e-12)
+    np.testing.assert_allclose(pose(first - 4), baked[first], atol=1e-12)
+    np.testing.assert_allclose(pose(last + 4), baked[last], atol=1e-12)
+
+
+def test_topology_hash_ignores_positions_but_not_connectivity():
+    triangles = np.array([[0, 1, 2], [0, 2, 3]])
+    reference = bake_state.topology_hash(4, triangles)
+    assert bake_state.topology_hash(4, triangles.astype(np.int64)) == reference
+    assert bake_state.topology_hash(5, triangles) != reference
+    assert bake_state.topology_hash(4, triangles[:, ::-1]) != reference
+
+
+def test_progress_counts_eta_and_last_good_frame():
+    progress = bake_state.BakeProgress(10, 19, started_at=100.0)
+    assert progress.frames_total == 10 and progress.last_good_frame is None
+    assert progress.eta_seconds(now=101.0) is None
+    for frame in (10, 11, 12, 14):
+        progress.record(frame, {"iterations": 3})
+    assert progress.frames_done == 4 and progress.fraction == pytest.approx(0.4)
+    assert progress.last_good_frame == 12
+    assert progress.eta_seconds(now=102.0) == pytest.approx(2.0 / 4 * 6)
+    assert progress.last_stats == {"iterations": 3}
+    assert "4/10" in progress.status_line(now=102.0)
+    with pytest.raises(ValueError, match="outside the bake range"):
+        progress.record(20)
