@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # plain `pytest` (not `python -m pytest`) from an uninstalled checkout
+    sys.path.insert(0, str(REPO_ROOT))
 _LISTENING = re.compile(r"tangle-solver listening on (\S+)")
 
 
