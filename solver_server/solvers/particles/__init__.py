@@ -1,0 +1,8 @@
+"""Game-style particle-spring hair (seed 004) and the analytic colliders shared by the fast hair models."""
+
+from .colliders import ColliderSet
+from .settings import ParticleHairSettings, WindSettings
+from .solver import ParticleHairSolver, ParticleState, StrandControl
+
+__all__ = ["ColliderSet", "ParticleHairSettings", "ParticleHairSolver", "ParticleState", "StrandControl",
+           "WindSettings"]

@@ -1,0 +1,169 @@
+"""Analytic colliders for the fast hair models: planes, spheres and capsules.
+
+Signed distances are vectorized over points and colliders (a loop runs over the three
+shape *types* only). World space, meters. Scene primitives arrive in local space with a
+``matrix_world`` (ARCHITECTURE §2); ``ColliderSet.from_scene`` maps them to world space.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solver_server.sim.errors import SceneError
+
+SUPPORTED_SHAPES = ("plane", "sphere", "capsule")
+
+
+def _empty(shape):
+    return np.zeros(shape, np.float64)
+
+
+@dataclass
+class ColliderSet:
+    """World-space analytic colliders (host or device arrays, float64).
+
+    plane_points (Np, 3), plane_normals (Np, 3) unit, solid below the plane;
+    sphere_centers (Ns, 3), sphere_radii (Ns,);
+    capsule_a (Nc, 3), capsule_b (Nc, 3) axis end points, capsule_radii (Nc,).
+    friction: one Coulomb μ for all (the largest of the scene's colliders).
+    ignored: ids of scene colliders whose shape these models cannot use (reported in stats).
+    """
+
+    plane_points: np.ndarray = field(default_factory=lambda: _empty((0, 3)))
+    plane_normals: np.ndarray = field(default_factory=lambda: _empty((0, 3)))
+    sphere_centers: np.ndarray = field(default_factory=lambda: _empty((0, 3)))
+    sphere_radii: np.ndarray = field(default_factory=lambda: _empty((0,)))
+    capsule_a: np.ndarray = field(default_factory=lambda: _empty((0, 3)))
+    capsule_b: np.ndarray = field(default_factory=lambda: _empty((0, 3)))
+    capsule_radii: np.ndarray = field(default_factory=lambda: _empty((0,)))
+    friction: float = 0.3
+    ignored: tuple = ()
+
+    @property
+    def count(self) -> int:
+        return int(len(self.plane_points) + len(self.sphere_centers) + len(self.capsule_a))
+
+    def to_device(self, xp) -> "ColliderSet":
+        """Copy of this set with its arrays on the device of ``xp``."""
+        arrays = {name: xp.asarray(getattr(self, name)) for name in (
+            "plane_points", "plane_normals", "sphere_centers", "sphere_radii",
+            "capsule_a", "capsule_b", "capsule_radii")}
+        return ColliderSet(**arrays, friction=self.friction, ignored=self.ignored)
+
+    def signed_distance(self, points, xp=np):
+        """Distance to the nearest collider surface and its outward normal.
+
+        points: (..., 3) [m]. Returns (distance (...), normal (..., 3)); distance < 0 inside.
+        With no colliders the distance is +inf.
+        """
+        flat = points.reshape(-1, 3)
+        best = xp.full(flat.shape[0], xp.inf)
+        best_normal = xp.zeros_like(flat)
+        candidates = []
+        if len(self.plane_points):
+            offset = flat[:, None, :] - self.plane_points[None]                      # (N, Np, 3)
+            dist = xp.einsum("npk,pk->np", offset, self.plane_normals)
+            normal = xp.broadcast_to(self.plane_normals[None], offset.shape)
+            candidates.append((dist, normal))
+        if len(self.sphere_centers):
+            offset = flat[:, None, :] - self.sphere_centers[None]
+            candidates.append(_round_distance(offset, self.sphere_radii, xp))
+        if len(self.capsule_a):
+            axis = self.capsule_b - self.capsule_a                                    # (Nc, 3)
+            length2 = xp.maximum(xp.sum(axis * axis, axis=-1), 1e-30)
+            rel = flat[:, None, :] - self.capsule_a[None]
+            t = xp.clip(xp.einsum("nck,ck->nc", rel, axis) / length2, 0.0, 1.0)
+            offset = rel - t[..., None] * axis[None]
+            candidates.append(_round_distance(offset, self.capsule_radii, xp))
+        for dist, normal in candidates:
+            index = xp.argmin(dist, axis=1)
+            rows = xp.arange(flat.shape[0])
+            nearest = dist[rows, index]
+            closer = nearest < best
+            best = xp.where(closer, nearest, best)
+            best_normal = xp.where(closer[:, None], normal[rows, index], best_normal)
+        return best.reshape(points.shape[:-1]), best_normal.reshape(points.shape)
+
+    @classmethod
+    def from_scene(cls, colliders: list[dict]) -> "ColliderSet":
+        """World-space set from scene collider objects.
+
+        Each item: {"id", "shape": {"type": ..., local parameters}, "matrix_world": (4, 4),
+        "params": {"friction", "thickness"}}. Mesh colliders and box/torus primitives are not
+        used by the fast models; their ids are listed in ``ignored``. Spheres under non-uniform
+        scale use the largest axis scale (ARCHITECTURE §2). A collider's ``thickness`` grows it.
+        """
+        planes_p, planes_n, sph_c, sph_r, cap_a, cap_b, cap_r = [], [], [], [], [], [], []
+        ignored, frictions = [], []
+        for obj in colliders:
+            shape = obj.get("shape")
+            object_id = obj.get("id")
+            if not isinstance(shape, dict) or shape.get("type") not in SUPPORTED_SHAPES:
+                ignored.append(object_id)
+                continue
+            matrix = np.asarray(obj.get("matrix_world", np.eye(4)), np.float64)
+            linear, translation = matrix[:3, :3], matrix[:3, 3]
+            scale = float(np.max(np.linalg.norm(linear, axis=0)))
+            params = obj.get("params") or {}
+            thickness = float(params.get("thickness", 0.0))
+            frictions.append(float(params.get("friction", 0.3)))
+            try:
+                kind = shape["type"]
+                if kind == "plane":
+                    normal = np.linalg.inv(linear).T @ np.asarray(shape.get("normal", (0, 0, 1)), np.float64)
+                    norm = np.linalg.norm(normal)
+                    if norm == 0:
+                        raise SceneError("plane normal is zero", object=object_id)
+                    point = linear @ np.asarray(shape.get("point", (0, 0, 0)), np.float64) + translation
+                    planes_n.append(normal / norm)
+                    planes_p.append(point + thickness * normal / norm)
+                elif kind == "sphere":
+                    sph_c.append(linear @ np.asarray(shape["center"], np.float64) + translation)
+                    sph_r.append(float(shape["radius"]) * scale + thickness)
+                else:
+                    cap_a.append(linear @ np.asarray(shape["a"], np.float64) + translation)
+                    cap_b.append(linear @ np.asarray(shape["b"], np.float64) + translation)
+                    cap_r.append(float(shape["radius"]) * scale + thickness)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise SceneError(f"collider shape {shape!r} is malformed ({exc})", object=object_id) from exc
+
+        def stack(items, width):
+            return np.asarray(items, np.float64).reshape((-1, width) if width else (-1,))
+
+        return cls(stack(planes_p, 3), stack(planes_n, 3), stack(sph_c, 3), stack(sph_r, 0),
+                   stack(cap_a, 3), stack(cap_b, 3), stack(cap_r, 0),
+                   friction=max(frictions) if frictions else 0.3, ignored=tuple(ignored))
+
+
+def _round_distance(offset, radii, xp):
+    """Signed distance to spheres of ``radii`` around the offset origins: ((N, M), (N, M, 3))."""
+    length = xp.sqrt(xp.sum(offset * offset, axis=-1))
+    fallback = xp.zeros_like(offset)
+    fallback[..., 2] = 1.0
+    normal = xp.where(length[..., None] > 1e-12, offset / xp.maximum(length, 1e-12)[..., None], fallback)
+    return length - radii[None], normal
+
+
+def resolve_contacts(positions, velocities, radius, colliders: ColliderSet, xp=np):
+    """Push points out of the colliders and apply Coulomb friction to their velocity.
+
+    positions, velocities: (..., 3) [m], [m/s], modified copies are returned; radius: point
+    radius [m] (scalar or broadcastable). The inward normal velocity is removed; the tangential
+    velocity is reduced by μ·|removed normal velocity| (static when it would reverse).
+    Returns (positions, velocities, contact_count).
+    """
+    if colliders.count == 0:
+        return positions, velocities, 0
+    distance, normal = colliders.signed_distance(positions, xp)
+    depth = radius - distance
+    touching = depth > 0.0
+    positions = positions + xp.where(touching[..., None], depth[..., None] * normal, 0.0)
+    normal_speed = xp.sum(velocities * normal, axis=-1)
+    approaching = touching & (normal_speed < 0.0)
+    tangential = velocities - normal_speed[..., None] * normal
+    tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
+    keep = xp.clip(1.0 - colliders.friction * (-normal_speed) / xp.maximum(tangential_speed, 1e-12), 0.0, 1.0)
+    new_velocities = xp.where(approaching[..., None], tangential * keep[..., None], velocities)
+    return positions, new_velocities, int(xp.count_nonzero(touching))
