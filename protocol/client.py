@@ -33,6 +33,7 @@ __all__ = ["SolverClient", "Job", "FrameResult", "SolverError", "ProtocolError"]
 
 HEARTBEAT_S = 1.0  # ping the server after this long without hearing from it
 DRIVE_WINDOW = 4  # drive messages are sent at most this many frames ahead of the last result
+RECEIVE_HWM = 64  # messages zmq buffers for this client before the server has to wait
 _POLL_SLICE_S = 0.1  # how often a waiting frames() loop checks for a cross-thread cancel
 
 DriveCallable = Callable[[int], dict]
@@ -238,6 +239,7 @@ class SolverClient:
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._socket.setsockopt(zmq.SNDTIMEO, int(self.timeout * 1000))
+        self._socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         try:
             if server_public_key is not None:
                 self._configure_curve(server_public_key, client_secret_key_file)

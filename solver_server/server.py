@@ -34,6 +34,8 @@ HEARTBEAT_S = 1.0
 POLL_MS = 10
 MAX_RECEIVES_PER_TICK = 256
 IDLE_PEER_FORGET_S = 300.0  # a peer with no jobs and nothing to send is forgotten after this
+SEND_HWM = 64  # messages zmq queues per peer (a frame is 2 messages: frame + progress)
+MAX_PENDING_REPLIES = 256  # replies (pong, error, welcome) queued for a peer that does not read
 
 
 @dataclass
@@ -66,6 +68,7 @@ class SolverServer:
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
         try:
             self._socket.bind(bind)
         except zmq.ZMQError as exc:
@@ -208,6 +211,9 @@ class SolverServer:
     # -- sending ----------------------------------------------------------------------------------
 
     def _reply(self, peer: Peer, message: Message) -> None:
+        if len(peer.pending) >= MAX_PENDING_REPLIES:
+            log.warning("peer %s does not read its replies; dropping a %s", peer.identity.hex(), message.type)
+            return
         peer.pending.append(Outgoing((peer.identity, message.job or ""), message))
 
     def _end_job(self, job: Job, final_message: Message) -> None:

@@ -1,6 +1,10 @@
-"""Shared fixtures. ``solver_server_address`` starts a real ``python -m solver_server`` subprocess
-on a free loopback port and yields its address (``tcp://127.0.0.1:PORT``); the process is killed
-at teardown."""
+"""Shared fixtures.
+
+``solver_server_address``: starts a real ``python -m solver_server`` subprocess on a free loopback
+port and yields its address (``tcp://127.0.0.1:PORT``); the process is killed at teardown.
+``start_solver_server``: a callable ``(*extra_cli_args) -> ServerProcess`` (``.address``,
+``.process``, ``.stderr_lines``) for tests that need the process itself; all are killed at teardown.
+"""
 
 from __future__ import annotations
 
@@ -55,12 +59,19 @@ class ServerProcess:
 
 
 @pytest.fixture
-def solver_server():
-    server = ServerProcess()
-    yield server
-    server.stop()
+def start_solver_server():
+    started: list[ServerProcess] = []
+
+    def start(*extra_args: str) -> ServerProcess:
+        server = ServerProcess(*extra_args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture
-def solver_server_address(solver_server):
-    return solver_server.address
+def solver_server_address(start_solver_server):
+    return start_solver_server().address

@@ -1,0 +1,173 @@
+"""Job streaming, drive data, cancel, failures and flow control, against the real server loop
+running in-process with FakeSimulation (tests/server/fake_simulation.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from protocol.client import DRIVE_WINDOW, SolverClient
+from protocol.errors import SolverError
+
+
+def scene(frame_end=10, frame_start=1, objects=None, **timing):
+    objects = objects or [{"id": "A", "vertices": np.zeros((4, 3))}]
+    return {"time": {"frame_start": frame_start, "frame_end": frame_end, **timing}, "objects": objects}
+
+
+def wait_until(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_frames_stream_in_order_with_progress_and_done(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_start=3, frame_end=12))
+        results = list(job.frames())
+    assert [r.frame for r in results] == list(range(3, 13))
+    for k, result in enumerate(results):  # FakeSimulation moves -0.01 m per frame
+        np.testing.assert_allclose(result.positions["A"][:, 2], -0.01 * k, atol=1e-7)
+        assert result.positions["A"].dtype == np.float32
+    assert results[1].stats["iterations"] == 3 and "compute_s" in results[1].stats
+    assert job.done_info["frames_done"] == 10 and job.done_info["last_frame"] == 12
+    assert job.done_info["cancelled"] is False
+    assert job.progress["frames_done"] == job.progress["frames_total"] == 10
+
+
+def test_drive_data_reaches_the_frame_it_belongs_to(inprocess_server):
+    server = inprocess_server()
+    calls = []
+
+    def drive(frame):
+        calls.append(frame)
+        matrix = np.eye(4)
+        matrix[:3, 3] = [frame, 2 * frame, 0]
+        return {"Mover": {"matrix_world": matrix}}
+
+    objects = [{"id": "Mover", "vertices": np.ones((2, 3)), "animated": True}]
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=20, objects=objects), drive=drive)
+        assert job.animated == ["Mover"]
+        results = list(job.frames())
+    assert calls == list(range(1, 21))  # frame_start .. frame_end, each exactly once, in order
+    for result in results[1:]:
+        np.testing.assert_allclose(result.positions["Mover"][0], [1 + result.frame, 1 + 2 * result.frame, 1])
+
+
+def test_drive_is_sent_only_a_bounded_window_ahead(inprocess_server):
+    server = inprocess_server()
+    high_water = []
+    received = []
+
+    def drive(frame):
+        high_water.append(frame - (received[-1] if received else 0))
+        return {"Mover": {"matrix_world": np.eye(4)}}
+
+    objects = [{"id": "Mover", "vertices": np.ones((2, 3)), "animated": True}]
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=30, objects=objects), drive=drive)
+        for result in job.frames():
+            received.append(result.frame)
+    assert max(high_water) <= DRIVE_WINDOW + 1
+
+
+def test_animated_scene_without_drive_callable_is_refused(inprocess_server):
+    server = inprocess_server()
+    objects = [{"id": "Mover", "vertices": np.ones((2, 3)), "animated": True}]
+    with SolverClient(server.address, timeout=10) as client:
+        with pytest.raises(SolverError) as info:
+            client.submit(scene(objects=objects))
+        assert info.value.code == "no_drive"
+        assert wait_until(lambda: not server.server._jobs)  # the server-side job was cancelled
+
+
+def test_bad_scene_names_the_object(inprocess_server):
+    server = inprocess_server()
+    objects = [{"id": "Good", "vertices": np.zeros((1, 3))}, {"id": "Broken", "vertices": np.zeros((1, 3)), "invalid": "no faces"}]
+    with SolverClient(server.address, timeout=10) as client:
+        with pytest.raises(SolverError) as info:
+            client.submit(scene(objects=objects))
+        assert (info.value.code, info.value.object, info.value.message) == ("bad_scene", "Broken", "no faces")
+        job = client.submit(scene(frame_end=2))  # the connection still works
+        assert [r.frame for r in job.frames()] == [1, 2]
+
+
+def test_simulation_failure_keeps_earlier_frames_and_names_object_and_frame(inprocess_server):
+    server = inprocess_server()
+    objects = [{"id": "A", "vertices": np.zeros((1, 3))}, {"id": "B", "vertices": np.zeros((1, 3)), "fail_at_frame": 4}]
+    frames = []
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=10, objects=objects))
+        with pytest.raises(SolverError) as info:
+            for result in job.frames():
+                frames.append(result.frame)
+    assert frames == [1, 2, 3]
+    assert (info.value.code, info.value.object, info.value.frame) == ("simulation_failed", "B", 4)
+    assert job.finished
+
+
+def test_cancel_from_the_iterating_thread(inprocess_server):
+    server = inprocess_server()
+    frames = []
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=5000, sleep_s=0.002))
+        for result in job.frames():
+            frames.append(result.frame)
+            if len(frames) == 3:
+                done = job.cancel()
+                assert done["cancelled"] is True
+    assert frames == list(range(1, len(frames) + 1))  # in order, nothing lost, stops early
+    assert len(frames) < 5000
+    assert job.done_info["last_frame"] == frames[-1]
+    assert wait_until(lambda: not server.server._jobs)
+
+
+def test_cancel_from_another_thread(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=100000, sleep_s=0.01))
+        timer = threading.Timer(0.3, job.cancel)
+        timer.start()
+        frames = [r.frame for r in job.frames()]
+        timer.join()
+    assert job.done_info["cancelled"] is True
+    assert 1 <= len(frames) < 100000
+
+
+def test_busy_server_refuses_extra_jobs(inprocess_server):
+    server = inprocess_server(max_jobs=1)
+    with SolverClient(server.address, timeout=10) as first, SolverClient(server.address, timeout=10) as second:
+        job = first.submit(scene(frame_end=100000, sleep_s=0.01))
+        with pytest.raises(SolverError) as info:
+            second.submit(scene(frame_end=2))
+        assert info.value.code == "server_busy"
+        job.cancel()
+
+
+def test_slow_reader_bounds_how_far_the_server_runs_ahead(inprocess_server):
+    server = inprocess_server()
+    big = [{"id": "A", "vertices": np.zeros((50_000, 3))}]  # 600 kB per frame message
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=400, objects=big))
+        time.sleep(1.0)  # the client reads nothing meanwhile
+        simulated = server.created[0].frame
+        print("frames simulated while the client read nothing:", simulated)
+        assert simulated < 200, f"server ran {simulated} frames ahead of a client that read none"
+        assert [r.frame for r in job.frames()] == list(range(1, 401))
+
+
+def test_vanished_client_frees_its_job(inprocess_server):
+    server = inprocess_server()
+    client = SolverClient(server.address, timeout=10)
+    job = client.submit(scene(frame_end=100000, sleep_s=0.002))
+    next(iter(job.frames()))
+    client.close()
+    assert wait_until(lambda: not server.server._jobs), "the job of a closed client kept running"
