@@ -177,7 +177,7 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, C
     colliders = marked_objects(scene, "COLLIDER")
     entries += [export_collider(obj, depsgraph) for obj in colliders]
     fps = scene.render.fps / scene.render.fps_base
-    gravity = scene.gravity if scene.use_gravity else (0.0, 0.0, 0.0)
+    gravity = [round(g, 6) for g in scene.gravity] if scene.use_gravity else [0.0, 0.0, 0.0]
     scene_dict = scene_export.build_scene(entries, fps, first, last, scene.tangle.substeps, tuple(gravity))
     animated = [obj for obj in colliders if is_animated(obj)]
     return scene_dict, (drive_frames(scene, animated, first, last) if animated else None), targets

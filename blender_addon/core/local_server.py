@@ -1,94 +1,90 @@
 """Start and stop a local solver server subprocess on 127.0.0.1 (used by the demo, the CLI and tests).
 
-Blender-free. The server runs as ``<python> -m solver_server --bind tcp://127.0.0.1:<free port>`` and
-is ready once it answers ``hello``.
+Blender-free. The server runs as ``<python> -m solver_server --bind tcp://127.0.0.1:*`` (the OS picks a
+free port) and is ready once it prints ``tangle-solver listening on <address>`` on stderr.
 """
 
 from __future__ import annotations
 
 import os
-import socket
+import re
 import subprocess
 import sys
-import time
+import threading
+from collections import deque
 from pathlib import Path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_tcp_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+_LISTENING = re.compile(r"tangle-solver listening on (\S+)")
 
 
 class LocalServer:
     """``with LocalServer() as address:`` runs a solver server for the block and always stops it.
 
-    python: interpreter that has the ``solver_server`` package (default: this one, run from the
-    repository root). startup_timeout [s]: how long to wait for the first ``welcome``.
+    python: interpreter that has the ``solver_server`` package (default: this one; the repository
+    root is put on PYTHONPATH). startup_timeout [s]: how long to wait for the listening line.
+    log_path: optional file that receives the server's stderr log.
     """
 
-    def __init__(self, python: str | None = None, startup_timeout: float = 30.0, log_path: Path | None = None):
+    def __init__(self, python: str | None = None, startup_timeout: float = 30.0, log_path: Path | None = None,
+                 device: str = "cpu"):
         self.python = python or sys.executable
         self.startup_timeout = startup_timeout
         self.log_path = log_path
-        self.address = f"tcp://127.0.0.1:{free_tcp_port()}"
+        self.device = device
+        self.address: str | None = None
         self.process: subprocess.Popen | None = None
-        self.welcome: dict | None = None
-        self._log_file = None
+        self.recent_log: deque[str] = deque(maxlen=40)
+        self._ready = threading.Event()
+        self._reader: threading.Thread | None = None
 
     def start(self) -> str:
-        command = [self.python, "-m", "solver_server", "--bind", self.address]
+        command = [self.python, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--device", self.device]
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(REPOSITORY_ROOT), environment.get("PYTHONPATH", "")]))
-        self._log_file = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=environment,
-                                        stdout=self._log_file, stderr=self._log_file)
-        try:
-            self.welcome = self._wait_until_ready()
-        except BaseException:
+        self.process = subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=environment, text=True,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._reader = threading.Thread(target=self._read_log, name="tangle-local-server-log", daemon=True)
+        self._reader.start()
+        if not self._ready.wait(self.startup_timeout) or self.address is None:
             self.stop()
-            raise
+            raise RuntimeError(f"the solver server did not start within {self.startup_timeout:g} s "
+                               f"({' '.join(command)}):\n" + "".join(self.recent_log))
         return self.address
 
-    def _wait_until_ready(self) -> dict:
-        from .._protocol import SolverError, solver_client_class
-
-        client_class = solver_client_class()
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the solver server exited with code {self.process.returncode} while starting "
-                                   f"({' '.join(self.process.args)})" +
-                                   (f"; see {self.log_path}" if self.log_path else ""))
-            try:
-                with client_class(self.address, timeout=1.0) as client:
-                    return client.hello()
-            except SolverError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the solver server at {self.address} did not answer within "
-                                       f"{self.startup_timeout:g} s") from None
+    def _read_log(self) -> None:
+        log_file = open(self.log_path, "w") if self.log_path else None
+        try:
+            for line in self.process.stderr:  # drain continuously so the pipe never fills
+                self.recent_log.append(line)
+                if log_file:
+                    log_file.write(line)
+                    log_file.flush()
+                match = _LISTENING.search(line)
+                if match and self.address is None:
+                    self.address = match.group(1)
+                    self._ready.set()
+        finally:
+            self._ready.set()
+            if log_file:
+                log_file.close()
 
     def stop(self, grace: float = 5.0) -> int | None:
-        """Terminate (SIGTERM, then SIGKILL after ``grace`` s); returns the exit code."""
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code (None if never started)."""
         process, self.process = self.process, None
-        code = None
-        if process is not None:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(grace)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(grace)
-            code = process.returncode
-        if self._log_file not in (None, subprocess.DEVNULL):
-            self._log_file.close()
-        self._log_file = None
-        return code
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(grace)
+        if self._reader is not None:
+            self._reader.join(grace)
+        return process.returncode
 
     def __enter__(self) -> str:
         return self.start()

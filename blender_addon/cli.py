@@ -1,0 +1,148 @@
+"""Command line of the add-on, using the ``bpy`` module (no Blender UI):
+
+    python -m blender_addon.cli demo --out out
+        start a local solver server, build and bake the demo scene, write out/demo.blend,
+        Workbench previews out/preview_NNNN.png and out/contact_sheet.png, stop the server.
+    python -m blender_addon.cli bake shot.blend [--address tcp://HOST:PORT | --local-server] [--output baked.blend]
+        bake a saved .blend (headless farm bake) and save it; exit code 0 on success, 1 on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def _load_blender():
+    """Import bpy and register the add-on from the source tree."""
+    import bpy
+
+    from . import register
+
+    if not hasattr(bpy.types.Object, "tangle"):
+        register()
+    return bpy
+
+
+class _Clock:
+    """Named wall-clock timings printed at the end."""
+
+    def __init__(self):
+        self.timings: list[tuple[str, float]] = []
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> float:
+        now = time.perf_counter()
+        self.timings.append((name, now - self._last))
+        self._last = now
+        return self.timings[-1][1]
+
+    def report(self) -> str:
+        return "\n".join(f"  {name:<22} {seconds:7.2f} s" for name, seconds in self.timings)
+
+
+def _bake(bpy, scene, address: str) -> int:
+    from .bake_session import bake_headless
+    from .core.scene_export import ExportError
+
+    try:
+        outcome = bake_headless(scene, address)
+    except ExportError as error:
+        print(f"tangle: nothing sent, fix the scene first: {error}", file=sys.stderr)
+        return 1
+    print(f"tangle: bake {outcome.state}: {outcome.frames_baked}/{outcome.frames_total} frames "
+          f"in {outcome.elapsed_s:.2f} s" + (f" - {outcome.message}" if outcome.message else ""))
+    return 0 if outcome.state == "finished" else 1
+
+
+def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | None) -> int:
+    from .core.local_server import LocalServer
+
+    clock = _Clock()
+    out_dir = out_dir.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    bpy = _load_blender()
+    from . import demo
+
+    clock.lap("load bpy + add-on")
+    server = None
+    try:
+        if address is None:
+            server = LocalServer(log_path=out_dir / "server.log")
+            address = server.start()
+            print(f"tangle demo: solver server at {address} (log {out_dir / 'server.log'})")
+        clock.lap("start server")
+        scene = demo.build_scene(frames=frames, vertices_per_side=vertices_per_side)
+        clock.lap("build scene")
+        code = _bake(bpy, scene, address)
+        bake_seconds = clock.lap("bake")
+        if code != 0:
+            return code
+        print(f"tangle demo: {frames} frames of a {vertices_per_side}x{vertices_per_side} cloth in {bake_seconds:.2f} s "
+              f"({frames / bake_seconds:.1f} frames/s)")
+    finally:
+        if server is not None:
+            server.stop()
+            clock.lap("stop server")
+    blend_path = out_dir / "demo.blend"
+    scene.frame_set(scene.frame_start)
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend_path))
+    clock.lap("save demo.blend")
+    preview_frames = sorted({1, *(round(frames * k / 5) for k in range(1, 6))} - {0})
+    previews = demo.render_previews(scene, preview_frames, out_dir)
+    clock.lap("render previews")
+    sheet = demo.contact_sheet(previews, out_dir / "contact_sheet.png")
+    clock.lap("contact sheet")
+    print(f"tangle demo: wrote {blend_path}, {len(previews)} previews, {sheet}")
+    print("timings:\n" + clock.report())
+    return 0
+
+
+def run_bake(blend: Path, address: str | None, local_server: bool, output: Path | None) -> int:
+    from .core.local_server import LocalServer
+
+    if not blend.is_file():
+        print(f"tangle: {blend} does not exist", file=sys.stderr)
+        return 1
+    bpy = _load_blender()
+    bpy.ops.wm.open_mainfile(filepath=str(blend.resolve()))
+    scene = bpy.context.scene
+    server = LocalServer() if local_server else None
+    try:
+        if server is not None:
+            address = server.start()
+        code = _bake(bpy, scene, address or scene.tangle.server_address)
+    finally:
+        if server is not None:
+            server.stop()
+    target = (output or blend).resolve()
+    bpy.ops.wm.save_as_mainfile(filepath=str(target))
+    print(f"tangle: saved {target}")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m blender_addon.cli", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo_parser = commands.add_parser("demo", help="bake and render the demo scene")
+    demo_parser.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
+    demo_parser.add_argument("--frames", type=int, default=48, help="frames to bake (default: 48)")
+    demo_parser.add_argument("--grid", type=int, default=40, help="cloth vertices per side (default: 40)")
+    demo_parser.add_argument("--address", help="use this running server instead of starting a local one")
+    bake_parser = commands.add_parser("bake", help="bake a saved .blend headless and save it")
+    bake_parser.add_argument("blend", type=Path)
+    where = bake_parser.add_mutually_exclusive_group()
+    where.add_argument("--address", help="solver server address (default: the one saved in the scene)")
+    where.add_argument("--local-server", action="store_true", help="start a local solver server for this bake")
+    bake_parser.add_argument("--output", type=Path, help="save here instead of overwriting the input .blend")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return run_demo(args.out, args.frames, args.grid, args.address)
+    return run_bake(args.blend, args.address, args.local_server, args.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

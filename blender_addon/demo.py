@@ -1,0 +1,147 @@
+"""The demo scene: a cloth sheet pinned at two corners, swept by an animated sphere, above a floor.
+
+Builds the scene in (headless) bpy, and renders Workbench previews plus a contact sheet composed with
+numpy. Used by ``python -m blender_addon.cli demo``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+CLOTH_NAME = "Sheet"
+SPHERE_NAME = "Ball"
+FLOOR_NAME = "Floor"
+PIN_GROUP = "pins"
+
+
+def grid_mesh(name: str, vertices_per_side: int, size: float) -> bpy.types.Mesh:
+    """A square grid mesh in the local XY plane centred on the origin: n² vertices, (n-1)² quads."""
+    n = vertices_per_side
+    coordinates = np.linspace(-size / 2, size / 2, n)
+    x, y = np.meshgrid(coordinates, coordinates, indexing="xy")
+    vertices = np.stack([x.ravel(), y.ravel(), np.zeros(n * n)], axis=1)
+    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
+    quads = np.stack([corner, corner + 1, corner + n + 1, corner + n], axis=1)
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(vertices.tolist(), [], quads.tolist())
+    mesh.validate()
+    return mesh
+
+
+def _material(name: str, rgba: tuple[float, float, float, float]) -> bpy.types.Material:
+    material = bpy.data.materials.new(name)
+    material.diffuse_color = rgba
+    return material
+
+
+def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8) -> bpy.types.Scene:
+    """Replace the current file with the demo scene; returns the scene (frames 1..frames, 24 fps)."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    scene.tangle.substeps = substeps
+
+    # Cloth: a 2 m sheet held at the two corners of its back edge, 1.9 m above the floor.
+    sheet = bpy.data.objects.new(CLOTH_NAME, grid_mesh(CLOTH_NAME, vertices_per_side, 2.0))
+    scene.collection.objects.link(sheet)
+    sheet.location = (0.0, 0.0, 1.9)
+    sheet.data.materials.append(_material("Cloth", (0.85, 0.25, 0.2, 1.0)))
+    n = vertices_per_side
+    pins = sheet.vertex_groups.new(name=PIN_GROUP)
+    pins.add([n * (n - 1), n * n - 1], 1.0, "REPLACE")  # the two corners at local y = +1
+    for polygon in sheet.data.polygons:
+        polygon.use_smooth = True
+    settings = sheet.tangle
+    settings.role, settings.pin_group = "CLOTH", PIN_GROUP
+    settings.cloth.stretch_stiffness = 2000.0
+    settings.cloth.damping = 0.2
+
+    # Animated sphere collider sweeping through the hanging sheet.
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.35, segments=48, ring_count=24)
+    ball = bpy.context.active_object
+    ball.name = SPHERE_NAME
+    ball.data.materials.append(_material("Ball", (0.25, 0.45, 0.85, 1.0)))
+    bpy.ops.object.shade_smooth()
+    ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
+    ball.tangle.collider.friction = 0.4
+    for frame, location in ((1, (0.0, -1.6, 0.7)), (frames, (0.0, 1.4, 0.7))):
+        ball.location = location
+        ball.keyframe_insert("location", frame=frame)
+
+    # Floor plane collider.
+    bpy.ops.mesh.primitive_plane_add(size=8.0)
+    floor = bpy.context.active_object
+    floor.name = FLOOR_NAME
+    floor.data.materials.append(_material("Floor", (0.8, 0.8, 0.78, 1.0)))
+    floor.tangle.role, floor.tangle.collider_shape = "COLLIDER", "PLANE"
+
+    # Camera and light.
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(camera)
+    camera.location = (4.6, -3.6, 2.6)
+    camera.rotation_euler = (math.radians(72.0), 0.0, math.radians(52.0))
+    camera.data.lens = 35.0
+    scene.camera = camera
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", type="SUN"))
+    scene.collection.objects.link(sun)
+    sun.rotation_euler = (math.radians(40.0), math.radians(10.0), math.radians(30.0))
+
+    render = scene.render
+    render.engine = "BLENDER_WORKBENCH"
+    render.resolution_x, render.resolution_y, render.resolution_percentage = 640, 400, 100
+    render.image_settings.file_format = "PNG"
+    render.use_stamp = True
+    for stamp in ("date", "time", "render_time", "filename", "memory", "camera", "lens", "scene", "marker",
+                  "frame_range", "hostname", "sequencer_strip"):
+        setattr(render, f"use_stamp_{stamp}", False)
+    render.use_stamp_frame = True
+    shading = scene.display.shading
+    shading.light, shading.color_type = "STUDIO", "MATERIAL"
+    shading.show_shadows, shading.show_cavity = True, True
+    scene.display.shadow_focus = 0.2
+    return scene
+
+
+def render_previews(scene: bpy.types.Scene, frames: list[int], out_dir: Path) -> list[Path]:
+    """Render ``frames`` with Workbench to ``out_dir/preview_NNNN.png``; returns the paths."""
+    paths = []
+    for frame in frames:
+        scene.frame_set(frame)
+        path = out_dir / f"preview_{frame:04d}.png"
+        scene.render.filepath = str(path)
+        bpy.ops.render.render(write_still=True)
+        paths.append(path)
+    return paths
+
+
+def contact_sheet(paths: list[Path], out_path: Path, columns: int = 3, gap: int = 8) -> Path:
+    """Tile the images at ``paths`` (same size) into one PNG, first image top-left, composed in numpy."""
+    tiles = []
+    for path in paths:
+        image = bpy.data.images.load(str(path), check_existing=False)
+        width, height = image.size
+        pixels = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        tiles.append(pixels.reshape(height, width, 4))
+        bpy.data.images.remove(image)
+    height, width = tiles[0].shape[:2]
+    rows = math.ceil(len(tiles) / columns)
+    sheet_height, sheet_width = rows * height + (rows + 1) * gap, columns * width + (columns + 1) * gap
+    sheet = np.ones((sheet_height, sheet_width, 4), dtype=np.float32)
+    for index, tile in enumerate(tiles):
+        row, column = divmod(index, columns)
+        bottom = sheet_height - (row + 1) * (height + gap)  # Blender images store the bottom row first
+        left = gap + column * (width + gap)
+        sheet[bottom:bottom + height, left:left + width] = tile
+    image = bpy.data.images.new("tangle_contact_sheet", sheet_width, sheet_height, alpha=True)
+    image.pixels.foreach_set(sheet.ravel())
+    image.filepath_raw = str(out_path)
+    image.file_format = "PNG"
+    image.save()
+    bpy.data.images.remove(image)
+    return out_path
