@@ -1,0 +1,155 @@
+"""Collider objects of a scene and the seed's ResolveCollision (Algorithm 2 lines 2 and 12).
+
+A collider is kinematic: its pose (``matrix_world``) and, for meshes, its deformed vertices
+are set for every substep by the Simulation (linearly interpolated drive data). Projection
+pushes every point closer than (point thickness + collider thickness) to the surface out
+along the surface normal and reports the push depth, used by the Coulomb friction step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..sim.builder import ObjectSpec
+from .primitives import PRIMITIVES
+
+
+@dataclass
+class Contacts:
+    """Result of one projection pass over all colliders (arrays on the backend device).
+
+    depth: (n,) [m] total normal push applied (0 where no contact); normal: (n, 3) outward
+    surface normal of the last contact; surface_motion: (n, 3) [m] displacement of the touched
+    surface point over this substep; friction: (n,) Coulomb μ of the contact; mask: (n,) bool.
+    """
+
+    depth: object
+    normal: object
+    surface_motion: object
+    friction: object
+    mask: object
+
+    @property
+    def count(self) -> int:
+        return int(self.mask.sum())
+
+
+class Collider:
+    """One kinematic collider: a primitive shape or a triangle mesh (see collision.mesh)."""
+
+    def __init__(self, spec: ObjectSpec):
+        self.id = spec.id
+        self.friction = float(spec.params["friction"])
+        self.thickness = float(spec.params["thickness"])
+        self.matrix_rest = spec.matrix_world
+        self.matrix = spec.matrix_world
+        self.matrix_previous = spec.matrix_world
+        if spec.shape is not None:
+            self.geometry = PRIMITIVES[spec.shape["type"]](spec.shape, spec.matrix_world)
+            self.is_mesh = False
+        else:
+            from .mesh import MeshGeometry  # noqa: PLC0415
+
+            self.geometry = MeshGeometry(spec.id, spec.vertices, spec.triangles)
+            self.is_mesh = True
+
+    def set_pose(self, matrix: np.ndarray, vertices: np.ndarray | None) -> None:
+        """Move the collider to its pose at the next substep (world space)."""
+        self.matrix_previous = self.matrix
+        self.matrix = matrix
+        if self.is_mesh:
+            if vertices is None:
+                carry = matrix @ np.linalg.inv(self.matrix_rest)
+                vertices = self.geometry.rest_vertices @ carry[:3, :3].T + carry[:3, 3]
+            self.geometry.set_vertices(vertices)
+        else:
+            self.geometry.set_matrix(matrix)
+
+    def surface_motion(self, xp, points):
+        """(n, 3) displacement over the last substep of the surface material at ``points``."""
+        if self.is_mesh:
+            return self.geometry.surface_motion(xp, points)
+        back = self.matrix_previous @ np.linalg.inv(self.matrix)
+        if np.allclose(back, np.eye(4)):
+            return xp.zeros_like(points)
+        back_linear = xp.asarray(back[:3, :3].T, dtype=points.dtype)
+        previous = points @ back_linear + xp.asarray(back[:3, 3], dtype=points.dtype)
+        return points - previous
+
+
+class ColliderSet:
+    """All colliders of a scene; :meth:`project` is ResolveCollision for a batch of points."""
+
+    def __init__(self, specs: list[ObjectSpec]):
+        self.colliders = [Collider(spec) for spec in specs]
+        self.by_id = {collider.id: collider for collider in self.colliders}
+
+    def __len__(self) -> int:
+        return len(self.colliders)
+
+    def set_poses(self, poses: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> None:
+        """poses: id -> (matrix_world (4, 4), vertices (N, 3) or None) at the next substep."""
+        for collider in self.colliders:
+            matrix, vertices = poses.get(collider.id, (collider.matrix, None))
+            collider.set_pose(matrix, vertices)
+
+    def project(self, xp, points, thickness, friction) -> tuple[object, Contacts]:
+        """Push ``points`` (n, 3) out of every collider.
+
+        thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ.
+        Returns (projected points (n, 3), Contacts).
+        """
+        n = len(points)
+        depth = xp.zeros(n, dtype=points.dtype)
+        normal = xp.zeros((n, 3), dtype=points.dtype)
+        motion = xp.zeros((n, 3), dtype=points.dtype)
+        mu = xp.zeros(n, dtype=points.dtype)
+        mask = xp.zeros(n, dtype=bool)
+        points = points.copy()
+        for collider in self.colliders:
+            candidates = collider.geometry.candidates(xp, points, thickness + collider.thickness) \
+                if collider.is_mesh else None
+            subset = points if candidates is None else points[candidates]
+            distance, surface_normal = collider.geometry.signed_distance(xp, subset)
+            target = (thickness if candidates is None else thickness[candidates]) + collider.thickness
+            push = target - distance
+            inside = push > 0
+            if not bool(inside.any()):
+                continue
+            index = xp.nonzero(inside)[0] if candidates is None else candidates[inside]
+            push = push[inside]
+            surface_normal = surface_normal[inside]
+            points[index] = points[index] + push[:, None] * surface_normal
+            depth[index] += push
+            normal[index] = surface_normal
+            motion[index] = collider.surface_motion(xp, points[index])
+            mu[index] = 0.5 * (friction[index] + collider.friction)
+            mask[index] = True
+        return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=mask)
+
+
+def apply_friction(xp, positions, start, contacts: Contacts):
+    """Coulomb friction on a substep's displacement (position-level, static and kinetic).
+
+    positions: (n, 3) end-of-substep positions; start: (n, 3) positions at the substep start.
+    For contact points the displacement relative to the touched surface is split into normal
+    and tangential parts. With the normal push depth d (the position-level normal impulse
+    h²·λ/m), the tangential slip Δt is cancelled when |Δt| ≤ μ·d (static friction) and
+    shortened by μ·d otherwise (kinetic friction). On an incline this gives exactly:
+    stick when tan θ ≤ μ, else acceleration g (sin θ − μ cos θ).
+    """
+    mask = contacts.mask
+    if not bool(mask.any()):
+        return positions
+    index = xp.nonzero(mask)[0]
+    normal = contacts.normal[index]
+    relative = positions[index] - start[index] - contacts.surface_motion[index]
+    tangential = relative - (relative * normal).sum(axis=1)[:, None] * normal
+    slip = xp.linalg.norm(tangential, axis=1)
+    limit = contacts.friction[index] * contacts.depth[index]
+    scale = xp.where(slip <= limit, 1.0, limit / xp.maximum(slip, 1e-30))
+    positions = positions.copy()
+    positions[index] = positions[index] - scale[:, None] * tangential
+    return positions

@@ -1,0 +1,1 @@
+"""Scene model: parameter tables, validated specs, Model/State."""

@@ -1,0 +1,192 @@
+"""Parameter tables per object kind: the one source of truth for names, defaults, units, ranges.
+
+Every key of ``object["params"]`` is optional; missing keys take the default below. Unknown
+keys and absurd values raise :class:`SceneError` naming the object and the key. The add-on's
+property defaults mirror these tables (a test checks they agree).
+
+Units are SI (Blender meters). Stiffness semantics (used by the PD solver, see
+``solver_server/solvers/pd/weights.py`` for the mapping to constraint weights):
+
+- cloth ``stretch_stiffness`` [N/m]: membrane (2D) Young's modulus, i.e. force per unit width
+  per unit strain (E_3D × thickness).
+- cloth ``shear_stiffness`` [N/m]: membrane shear modulus (0 disables the triangle constraint).
+- cloth ``bend_stiffness`` [N·m]: plate bending rigidity D, energy (D/2)(κ1+κ2)² per area
+  (0 disables bending).
+- softbody ``young_modulus`` [Pa], ``poisson_ratio`` [-].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import SceneError
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: name, default, unit, doc and its valid range.
+
+    type: "float" | "int" | "bool" | "choice" | "range2" ([min, max] pair of floats)
+    low/high: closed bounds (floats), ``low_open``: the lower bound itself is invalid.
+    """
+
+    name: str
+    default: Any
+    unit: str
+    doc: str
+    type: str = "float"
+    low: float = -math.inf
+    high: float = math.inf
+    low_open: bool = False
+    choices: tuple = ()
+
+
+def _common_simulated() -> tuple[ParamSpec, ...]:
+    return (
+        ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ against colliders", low=0.0, high=10.0),
+        ParamSpec("thickness", 0.002, "m", "contact offset kept from collider surfaces", low=0.0, high=1.0),
+        ParamSpec("damping", 0.1, "1/s", "velocity drag rate: v ← v / (1 + damping·h) per substep", low=0.0, high=1000.0),
+        ParamSpec("pin_stiffness", 1.0e4, "N/m",
+                  "stiffness of a pin with vertex weight w < 1 (ω = w·pin_stiffness); weight 1 is an exact pin",
+                  low=0.0, high=1.0e12, low_open=True),
+    )
+
+
+CLOTH = _common_simulated() + (
+    ParamSpec("density", 0.2, "kg/m²", "areal density (mass per unit area)", low=0.0, high=1.0e4, low_open=True),
+    ParamSpec("stretch_stiffness", 1000.0, "N/m", "membrane Young's modulus × thickness (edge springs)",
+              low=0.0, high=1.0e9, low_open=True),
+    ParamSpec("shear_stiffness", 0.0, "N/m", "membrane shear modulus (triangle strain); 0 disables",
+              low=0.0, high=1.0e9),
+    ParamSpec("bend_stiffness", 0.0, "N·m", "bending rigidity (mean-value Laplacian); 0 disables",
+              low=0.0, high=1.0e3),
+    ParamSpec("strain_limits", (1.0, 1.0), "",
+              "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1)",
+              type="range2", low=0.0, high=10.0, low_open=True),
+    ParamSpec("self_collision", False, "", "vertex–triangle self collision", type="bool"),
+)
+
+SOFTBODY = _common_simulated() + (
+    ParamSpec("density", 1000.0, "kg/m³", "volumetric density", low=0.0, high=1.0e5, low_open=True),
+    ParamSpec("young_modulus", 1.0e5, "Pa", "Young's modulus E", low=0.0, high=1.0e12, low_open=True),
+    ParamSpec("poisson_ratio", 0.3, "", "Poisson ratio ν (volume preservation)", low=0.0, high=0.49),
+    ParamSpec("strain_limits", (1.0, 1.0), "",
+              "[σmin, σmax]: principal stretches of a tetrahedron that cost no energy",
+              type="range2", low=0.0, high=10.0, low_open=True),
+    ParamSpec("tet_resolution", 8, "", "embedding lattice cells along the longest axis (when no tets are given)",
+              type="int", low=1, high=200),
+)
+
+HAIR = (
+    ParamSpec("model", "der", "", "hair solver", type="choice", choices=("der", "cosserat", "particles")),
+    ParamSpec("friction", 0.1, "", "hair–hair Coulomb friction coefficient μ", low=0.0, high=10.0),
+    ParamSpec("collider_friction", 0.3, "", "hair–collider Coulomb friction coefficient μ", low=0.0, high=10.0),
+    ParamSpec("thickness", 0.0, "m", "extra contact offset", low=0.0, high=1.0),
+    ParamSpec("damping", 0.1, "1/s", "velocity drag rate", low=0.0, high=1000.0),
+    ParamSpec("radius", 5.0e-5, "m", "strand radius", low=0.0, high=1.0, low_open=True),
+    ParamSpec("density", 1300.0, "kg/m³", "strand material density", low=0.0, high=1.0e5, low_open=True),
+    ParamSpec("young_modulus", 3.0e9, "Pa", "Young's modulus", low=0.0, high=1.0e13, low_open=True),
+    ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e13, low_open=True),
+    ParamSpec("pin_stiffness", 1.0e4, "N/m", "stiffness of a pin with weight w < 1", low=0.0, high=1.0e12,
+              low_open=True),
+)
+
+COLLIDER = (
+    ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ (a contact uses the mean of both objects' μ)",
+              low=0.0, high=10.0),
+    ParamSpec("thickness", 0.0, "m", "contact offset of the collider surface", low=0.0, high=1.0),
+)
+
+PARAM_TABLES: dict[str, tuple[ParamSpec, ...]] = {
+    "cloth": CLOTH,
+    "softbody": SOFTBODY,
+    "hair": HAIR,
+    "collider": COLLIDER,
+}
+
+KINDS = tuple(PARAM_TABLES)
+
+
+def defaults(kind: str) -> dict[str, Any]:
+    """All defaults of ``kind`` as a plain dict (for documentation and the add-on mirror test)."""
+    return {spec.name: spec.default for spec in PARAM_TABLES[kind]}
+
+
+def _finite_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _check_bounds(spec: ParamSpec, number: float, object_id: str | None, label: str) -> None:
+    too_low = number <= spec.low if spec.low_open else number < spec.low
+    if too_low or number > spec.high:
+        lower = "(" if spec.low_open else "["
+        raise SceneError(
+            f"parameter {label!r} = {number!r} is outside the valid range {lower}{spec.low}, {spec.high}]"
+            + (f" [{spec.unit}]" if spec.unit else ""),
+            object=object_id,
+        )
+
+
+def _resolve_one(spec: ParamSpec, value: Any, object_id: str | None) -> Any:
+    name = spec.name
+    if spec.type == "bool":
+        if isinstance(value, bool) or (hasattr(value, "dtype") and value.dtype == bool):
+            return bool(value)
+        raise SceneError(f"parameter {name!r} must be true or false, got {value!r}", object=object_id)
+    if spec.type == "choice":
+        if value not in spec.choices:
+            raise SceneError(f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}", object=object_id)
+        return value
+    if spec.type == "range2":
+        try:
+            pair = [_finite_number(v) for v in value]
+        except TypeError:
+            pair = []
+        if len(pair) != 2 or any(v is None for v in pair):
+            raise SceneError(f"parameter {name!r} must be a pair of finite numbers [min, max], got {value!r}",
+                             object=object_id)
+        low, high = pair
+        _check_bounds(spec, low, object_id, name + "[0]")
+        _check_bounds(spec, high, object_id, name + "[1]")
+        if not (low <= 1.0 <= high):
+            raise SceneError(f"parameter {name!r} = [{low}, {high}] must satisfy min ≤ 1 ≤ max", object=object_id)
+        return (low, high)
+    number = _finite_number(value)
+    if number is None:
+        raise SceneError(f"parameter {name!r} must be a finite number, got {value!r}", object=object_id)
+    if spec.type == "int":
+        if number != int(number):
+            raise SceneError(f"parameter {name!r} must be an integer, got {value!r}", object=object_id)
+        number = int(number)
+    _check_bounds(spec, number, object_id, name)
+    return number
+
+
+def resolve_params(kind: str, params: dict | None, object_id: str | None = None) -> dict[str, Any]:
+    """Validate ``params`` of an object of ``kind`` and fill defaults.
+
+    Raises SceneError naming the object and the key for unknown keys, wrong types and
+    out-of-range values (negative density, NaN, stiffness ≤ 0, ...).
+    """
+    if kind not in PARAM_TABLES:
+        raise SceneError(f"unknown kind {kind!r}; expected one of {list(KINDS)}", object=object_id)
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise SceneError(f"'params' must be a map, got {type(params).__name__}", object=object_id)
+    table = {spec.name: spec for spec in PARAM_TABLES[kind]}
+    unknown = sorted(str(key) for key in params if key not in table)
+    if unknown:
+        raise SceneError(
+            f"unknown parameter {unknown[0]!r} for a {kind} object; valid keys: {sorted(table)}", object=object_id
+        )
+    return {name: _resolve_one(spec, params[name], object_id) if name in params else spec.default
+            for name, spec in table.items()}

@@ -1,0 +1,149 @@
+"""Simulation: a validated scene -> solver groups + colliders; advances frame by frame.
+
+Contract (docs/ARCHITECTURE.md §3): ``Simulation(scene, backend)``, ``frame_start``,
+``frame_end``, ``animated_ids``, ``initial_frame()``, ``advance(drive)`` -> (frame,
+{id: float32 (N, 3)}, stats). Drive data of animated objects is interpolated linearly across
+the substeps of a frame (matrices entry-wise, vertices per vertex).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .collision import ColliderSet
+from .sim.builder import SceneSpec, parse_scene
+from .sim.errors import SceneError, SimulationError
+from .solvers import ObjectPose, SubstepInputs, build_groups
+
+FrameOutput = tuple  # (frame: int, positions: dict[str, np.ndarray], stats: dict)
+
+
+class Simulation:
+    """Runs one submitted scene. Raises SceneError on construction, SimulationError in advance()."""
+
+    def __init__(self, scene: dict, backend):
+        self.backend = backend
+        self.scene: SceneSpec = parse_scene(scene)
+        time_spec = self.scene.time
+        self.frame_start = time_spec.frame_start
+        self.frame_end = time_spec.frame_end
+        self.substeps = time_spec.substeps
+        self.dt = time_spec.frame_dt / time_spec.substeps
+        self.frame = self.frame_start
+        self.animated_ids = [spec.id for spec in self.scene.objects if spec.animated]
+        self._specs = {spec.id: spec for spec in self.scene.objects}
+        self.colliders = ColliderSet([spec for spec in self.scene.objects if spec.kind == "collider"])
+        self.groups = build_groups(self.scene, backend)
+        self._poses = {spec.id: ObjectPose(spec.matrix_world, None) for spec in self.scene.objects}
+
+    # ------------------------------------------------------------------ drive handling
+    def _next_poses(self, drive: dict | None, frame: int) -> dict[str, ObjectPose]:
+        drive = drive or {}
+        if not isinstance(drive, dict):
+            raise SimulationError("drive objects must be a map id -> {matrix_world, vertices?}", frame=frame)
+        poses = dict(self._poses)
+        for object_id in self.animated_ids:
+            entry = drive.get(object_id)
+            if entry is None:
+                raise SimulationError("animated object has no drive data for this frame "
+                                      "(the client must send a drive message for every frame)",
+                                      object=object_id, frame=frame)
+            poses[object_id] = self._parse_drive_entry(object_id, entry, frame)
+        return poses
+
+    def _parse_drive_entry(self, object_id: str, entry, frame: int) -> ObjectPose:
+        spec = self._specs[object_id]
+        if not isinstance(entry, dict):
+            raise SimulationError("drive entry must be a map {matrix_world, vertices?}", object=object_id, frame=frame)
+        matrix = self._poses[object_id].matrix
+        if entry.get("matrix_world") is not None:
+            matrix = np.asarray(entry["matrix_world"], dtype=np.float64)
+            if matrix.shape != (4, 4) or not np.all(np.isfinite(matrix)):
+                raise SimulationError(f"drive matrix_world must be a finite 4×4 matrix, got shape {matrix.shape}",
+                                      object=object_id, frame=frame)
+        vertices = None
+        if entry.get("vertices") is not None:
+            vertices = np.asarray(entry["vertices"], dtype=np.float64)
+            expected = None if spec.vertices is None else spec.vertices.shape
+            if expected is None or vertices.shape != expected:
+                raise SimulationError(f"drive vertices must have shape {expected}, got {vertices.shape}",
+                                      object=object_id, frame=frame)
+            if not np.all(np.isfinite(vertices)):
+                raise SimulationError("drive vertices contain NaN or Inf", object=object_id, frame=frame)
+        return ObjectPose(matrix, vertices)
+
+    @staticmethod
+    def _blend(start: ObjectPose, end: ObjectPose, alpha: float, rest: np.ndarray | None) -> ObjectPose:
+        matrix = (1.0 - alpha) * start.matrix + alpha * end.matrix
+        if start.vertices is None and end.vertices is None:
+            return ObjectPose(matrix, None)
+
+        def concrete(pose):
+            if pose.vertices is not None:
+                return pose.vertices
+            return rest  # a pose without vertices means the undeformed rest (carried below)
+
+        vertices = (1.0 - alpha) * concrete(start) + alpha * concrete(end)
+        return ObjectPose(matrix, vertices)
+
+    # ------------------------------------------------------------------ frames
+    def _collect(self) -> dict[str, np.ndarray]:
+        positions: dict[str, np.ndarray] = {}
+        for group in self.groups:
+            positions.update(group.positions())
+        return {spec.id: positions[spec.id] for spec in self.scene.objects if spec.id in positions}
+
+    def initial_frame(self) -> FrameOutput:
+        """Positions at frame_start (the submitted input state)."""
+        stats = {"substeps": 0, "iterations": 0, "contacts": 0, "step_ms": 0.0}
+        return self.frame_start, self._collect(), stats
+
+    def advance(self, drive: dict | None = None) -> FrameOutput:
+        """Step ``substeps`` substeps to the next frame. ``drive``: drive.body["objects"] of that frame."""
+        frame = self.frame + 1
+        if frame > self.frame_end:
+            raise SimulationError(f"advance past frame_end {self.frame_end}", frame=frame)
+        end_poses = self._next_poses(drive, frame)
+        started = time.perf_counter()
+        totals = {"iterations": 0, "contacts": 0}
+        extra: dict[str, float] = {}
+        frame_time = (frame - 1 - self.frame_start) / self.scene.time.fps
+        for k in range(self.substeps):
+            alpha = (k + 1) / self.substeps
+            poses = dict(self._poses)
+            for object_id in self.animated_ids:
+                spec = self._specs[object_id]
+                poses[object_id] = self._blend(self._poses[object_id], end_poses[object_id], alpha, spec.vertices)
+            self.colliders.set_poses({c.id: (poses[c.id].matrix, poses[c.id].vertices) for c in self.colliders.colliders})
+            inputs = SubstepInputs(frame=frame, time=frame_time + alpha / self.scene.time.fps, dt=self.dt,
+                                   gravity=self.scene.gravity, poses=poses, colliders=self.colliders)
+            for group in self.groups:
+                try:
+                    stats = group.step(inputs)
+                except (SimulationError, SceneError):
+                    raise
+                except FloatingPointError as exc:
+                    raise SimulationError(f"floating point failure in the solver ({exc})", object=group.ids[0],
+                                          frame=frame) from exc
+                totals["iterations"] += int(stats.get("iterations", 0))
+                totals["contacts"] = max(totals["contacts"], int(stats.get("contacts", 0)))
+                for key, value in stats.items():
+                    if key.endswith("_ms"):
+                        extra[key] = extra.get(key, 0.0) + float(value)
+                    elif key not in totals:
+                        extra[key] = value
+            for group in self.groups:
+                bad = group.first_non_finite()
+                if bad is not None:
+                    raise SimulationError(
+                        "positions became NaN/Inf; likely cause: stiffness too high for the substep count "
+                        "(raise time.substeps), a collider teleporting through the object, or an "
+                        "inverted/degenerate element", object=bad, frame=frame)
+        self._poses = end_poses
+        self.frame = frame
+        elapsed_ms = (time.perf_counter() - started) * 1e3
+        stats = {"substeps": self.substeps, **totals, "step_ms": elapsed_ms / self.substeps,
+                 "frame_ms": elapsed_ms, **extra}
+        return frame, self._collect(), stats

@@ -1,0 +1,1 @@
+"""Projective Dynamics for cloth and soft bodies (seed 001)."""

@@ -1,0 +1,88 @@
+"""Registry entry for cloth + soft bodies: merges the objects into one PD system."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...sim.errors import SceneError
+from ...sim.state import Control, State
+from ..registry_types import SubstepInputs
+from .assemble import build_particle_model
+from .settings import resolve_pd_settings
+from .solver import PDSolver
+
+
+class PDGroup:
+    """All cloth and soft-body objects of a scene, stepped by one PDSolver."""
+
+    def __init__(self, specs, backend, scene):
+        self.backend = backend
+        self.ids = [spec.id for spec in specs]
+        self.settings = resolve_pd_settings(scene.solver.get("pd"))
+        self.model = build_particle_model(specs)
+        dt = scene.time.frame_dt / scene.time.substeps
+        self.solver = PDSolver(self.model, backend, self.settings, dt, scene.gravity)
+        if any(spec.kind == "cloth" and spec.params.get("self_collision") for spec in specs):
+            from ...collision.self_collision import SelfCollision  # noqa: PLC0415
+
+            self.solver.self_collision = SelfCollision(self.model, iterations=self.settings["self_collision_iterations"])
+        xp = backend.xp
+        self.state = State(positions=xp.asarray(self.model.rest.copy()),
+                           velocities=xp.zeros((self.model.particle_count, 3)))
+        self._pin_rest = self.model.rest[self.model.pin_indices]
+        self._pin_local = self.model.pin_indices - np.array([self.model.slots[s].start for s in self.model.pin_slot],
+                                                            dtype=np.int64)
+        self._pinned_slots = sorted(set(self.model.pin_slot.tolist()))
+
+    def pin_targets(self, poses) -> np.ndarray:
+        """(P, 3) world targets of the pinned particles for the given poses."""
+        targets = self._pin_rest.copy()
+        for slot_index in self._pinned_slots:
+            slot = self.model.slots[slot_index]
+            pose = poses.get(slot.id)
+            if pose is None:
+                continue
+            rows = self.model.pin_slot == slot_index
+            if pose.vertices is not None and slot.embedding is None:
+                targets[rows] = pose.vertices[self._pin_local[rows]]
+            else:
+                carry = pose.matrix @ np.linalg.inv(slot.matrix_rest)
+                targets[rows] = self._pin_rest[rows] @ carry[:3, :3].T + carry[:3, 3]
+        return targets
+
+    def step(self, inputs: SubstepInputs) -> dict:
+        control = Control(pin_targets=self.backend.xp.asarray(self.pin_targets(inputs.poses)),
+                          colliders=inputs.colliders, time=inputs.time)
+        out = State(self.state.positions, self.state.velocities)
+        stats = self.solver.step(self.state, out, control, None, inputs.dt)
+        self.state = out
+        return stats
+
+    def positions(self) -> dict[str, np.ndarray]:
+        host = self.backend.to_host(self.state.positions)
+        result = {}
+        for slot in self.model.slots:
+            if slot.embedding is not None:
+                result[slot.id] = np.asarray(slot.embedding @ host, dtype=np.float32)
+            else:
+                result[slot.id] = host[slot.start:slot.stop].astype(np.float32)
+        return result
+
+    def first_non_finite(self) -> str | None:
+        xp = self.backend.xp
+        finite = self.backend.to_host(xp.isfinite(self.state.positions).all(axis=1)
+                                      & xp.isfinite(self.state.velocities).all(axis=1))
+        if finite.all():
+            return None
+        bad = int(np.argmin(finite))
+        for slot in self.model.slots:
+            if slot.start <= bad < slot.stop:
+                return slot.id
+        return self.ids[0]
+
+
+def build_pd_group(specs, backend, scene) -> PDGroup:
+    """Registry factory for kinds 'cloth' and 'softbody'."""
+    if not specs:
+        raise SceneError("no cloth or soft-body objects given to the PD solver")
+    return PDGroup(specs, backend, scene)

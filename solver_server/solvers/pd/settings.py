@@ -1,0 +1,47 @@
+"""``scene["solver"]["pd"]`` settings: names, defaults, validation."""
+
+from __future__ import annotations
+
+from ...sim.errors import SceneError
+
+GLOBAL_SOLVERS = ("cholesky", "jacobi", "a_jacobi")
+
+DEFAULTS = {
+    "iterations": 10,          # local/global iterations per substep (seed: 2 … 10)
+    "global": "cholesky",      # "cholesky" | "jacobi" | "a_jacobi"
+    "order": 1,                # A-Jacobi order l (1 … 3); "jacobi" forces 1
+    "jacobi_iterations": 30,   # Jacobi sweeps per global step
+    "chebyshev_start": 10,     # S
+    "gamma": 0.9,              # γ under-relaxation
+    "rho": None,               # ρ spectral radius estimate of Rˡ (None: power iteration)
+    "self_collision_iterations": 2,
+}
+
+
+def resolve_pd_settings(settings: dict | None) -> dict:
+    """Validate and fill defaults; raises SceneError naming the bad key."""
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise SceneError(f"unknown solver.pd setting {unknown[0]!r}; valid: {sorted(DEFAULTS)}")
+    out = {**DEFAULTS, **settings}
+
+    def integer(key, low, high):
+        value = out[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise SceneError(f"solver.pd.{key} must be an integer in {low}..{high}, got {value!r}")
+
+    integer("iterations", 1, 1000)
+    integer("order", 1, 3)
+    integer("jacobi_iterations", 1, 10000)
+    integer("chebyshev_start", 0, 10000)
+    integer("self_collision_iterations", 0, 100)
+    if out["global"] not in GLOBAL_SOLVERS:
+        raise SceneError(f"solver.pd.global must be one of {list(GLOBAL_SOLVERS)}, got {out['global']!r}")
+    if not isinstance(out["gamma"], (int, float)) or not 0 < out["gamma"] <= 2:
+        raise SceneError(f"solver.pd.gamma must be in (0, 2], got {out['gamma']!r}")
+    if out["rho"] is not None and (not isinstance(out["rho"], (int, float)) or not 0 <= out["rho"] < 1):
+        raise SceneError(f"solver.pd.rho must be in [0, 1), got {out['rho']!r}")
+    if out["global"] == "jacobi":
+        out["order"] = 1
+    return out

@@ -1,0 +1,218 @@
+"""Projective Dynamics solver (seed Algorithm 2) for a merged cloth / soft-body ParticleModel.
+
+Per substep of length h:
+  1. s = q + h v + h² g                           (f_ext = M g, so M⁻¹ f_ext = g)
+  2. s ← ResolveCollision(s)                      (pre-projection)
+  3. q ← s; repeat `iterations` times:
+        b = M/h² s + Σ_c ω_c A_cᵀ p_c(q)           (local step, one batch per constraint type)
+        q_F = K_FF⁻¹ (b_F − K_FP q_P)               (global step; pinned q_P = targets)
+  4. q ← ResolveCollision(q) (post-projection), Coulomb friction, cloth self-collision
+  5. v = (q − q_t)/h, then v ← v / (1 + damping·h)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import scipy.sparse
+
+from ...collision import ColliderSet, Contacts, apply_friction
+from ...sim.model import ParticleModel
+from ...sim.state import Control, State
+from . import constraints as pdc
+from .global_solve import CholeskySolve, JacobiSolve
+
+log = logging.getLogger(__name__)
+
+
+def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
+    """All constraint batches of a model (soft pins excluded), weights from slot params."""
+    batches: list[pdc.ConstraintBatch] = []
+    rest = model.rest
+    n = model.particle_count
+    cloth_slots = [i for i, slot in enumerate(model.slots) if slot.kind == "cloth"]
+    cloth_mask = np.isin(model.triangle_slot, cloth_slots)
+    if np.any(cloth_mask):
+        triangles = model.triangles[cloth_mask]
+        slot_of = model.triangle_slot[cloth_mask]
+        param = lambda key: np.array([model.params[s][key] for s in slot_of], dtype=float)  # noqa: E731
+        limits = np.array([model.params[s]["strain_limits"] for s in slot_of], dtype=float)
+        batches.append(pdc.edge_strain(rest, triangles, param("stretch_stiffness"), limits))
+        shear = param("shear_stiffness")
+        if np.any(shear > 0):
+            keep = shear > 0
+            batches.append(pdc.triangle_strain(rest, triangles[keep], shear[keep], limits[keep]))
+        bend_per_slot = np.array([model.params[s].get("bend_stiffness", 0.0) for s in range(len(model.slots))])
+        if np.any(bend_per_slot[cloth_slots] > 0):
+            areas = pdc.triangle_areas(rest, triangles)
+            vertex_areas = np.bincount(triangles.ravel(), weights=np.repeat(areas / 3.0, 3), minlength=n)
+            bend = np.zeros(n)
+            for slot_index in cloth_slots:
+                slot = model.slots[slot_index]
+                bend[slot.start:slot.stop] = bend_per_slot[slot_index]
+            batch = pdc.bending(rest, triangles, bend, vertex_areas, object_id=None)
+            if batch is not None:
+                batches.append(batch)
+    if len(model.tets):
+        slot_of = model.tet_slot
+        young = np.array([model.params[s]["young_modulus"] for s in slot_of], dtype=float)
+        poisson = np.array([model.params[s]["poisson_ratio"] for s in slot_of], dtype=float)
+        limits = np.array([model.params[s]["strain_limits"] for s in slot_of], dtype=float)
+        batches.append(pdc.tet_strain(rest, model.tets, young, limits))
+        volume = pdc.tet_volume(rest, model.tets, young, poisson)
+        if volume is not None:
+            batches.append(volume)
+    return batches
+
+
+class PDSolver:
+    """Newton-style solver: built from a Model, ``step(state_in, state_out, control, contacts, dt)``.
+
+    settings: resolved ``solver.pd`` map (see settings.py); dt: substep [s] (the system matrix
+    depends on it; a different dt in ``step`` raises ValueError).
+    """
+
+    def __init__(self, model: ParticleModel, backend, settings: dict, dt: float, gravity: np.ndarray):
+        self.model = model
+        self.backend = backend
+        self.settings = settings
+        self.dt = float(dt)
+        self.gravity = np.asarray(gravity, float)
+        xp = backend.xp
+        n = model.particle_count
+        hard = model.pin_weights >= 1.0
+        self.hard_pin_rows = np.nonzero(hard)[0]                 # rows of model.pin_* that are exact
+        self.hard_indices = model.pin_indices[hard]
+        soft = ~hard
+        self.soft_pin_rows = np.nonzero(soft)[0]
+        self.batches = build_constraints(model)
+        if np.any(soft):
+            stiffness = np.array([model.params[s]["pin_stiffness"] for s in model.pin_slot[soft]])
+            self.soft_pins = pdc.soft_pins(model.pin_indices[soft], model.pin_weights[soft] * stiffness, n)
+            self.batches.append(self.soft_pins)
+        else:
+            self.soft_pins = None
+        inertia = scipy.sparse.diags(model.mass / self.dt**2)
+        system = inertia + sum((batch.normal_matrix() for batch in self.batches), scipy.sparse.csr_matrix((n, n)))
+        system = system.tocsr()
+        free = np.ones(n, bool)
+        free[self.hard_indices] = False
+        self.free = np.nonzero(free)[0]
+        self.system_free = system[self.free][:, self.free].tocsc()
+        self.system_coupling = system[self.free][:, self.hard_indices].tocsr()
+
+        to_device = (lambda m: backend.sparse.csr_matrix(m)) if backend.name != "cpu" else (lambda m: m.tocsr())
+        self.selectors = [to_device(batch.selector) for batch in self.batches]
+        self.scatters = [to_device(batch.weighted_transpose()) for batch in self.batches]
+        self.coupling = to_device(self.system_coupling)
+        self.inertia_over_h2 = xp.asarray(model.mass / self.dt**2)[:, None]
+        self.free_device = xp.asarray(self.free)
+        self.hard_device = xp.asarray(self.hard_indices)
+        self.thickness = xp.asarray(model.thickness)
+        self.friction = xp.asarray(model.friction)
+        self.damping = xp.asarray(model.damping)
+        self.cholesky = CholeskySolve(backend, self.system_free)
+        mode = settings["global"]
+        self.global_solver = self.cholesky
+        if mode in ("jacobi", "a_jacobi"):
+            self.global_solver = JacobiSolve(
+                backend, self.system_free.tocsr(), order=settings["order"],
+                iterations=settings["jacobi_iterations"], chebyshev_start=settings["chebyshev_start"],
+                gamma=settings["gamma"], rho=settings["rho"])
+        self.fell_back = False
+        self.self_collision = None
+
+    def _global(self, rhs_full, pinned_targets, initial):
+        rhs = rhs_full[self.free_device]
+        if len(self.hard_indices):
+            rhs = rhs - self.coupling @ pinned_targets
+        solution, report = self.global_solver.solve(rhs, initial)
+        if report.diverged and self.global_solver is not self.cholesky:
+            log.warning("PD %s global solve diverged (residual %.3g); falling back to Cholesky",
+                        self.global_solver.name, report.residual)
+            self.fell_back = True
+            self.global_solver = self.cholesky
+            solution, report = self.cholesky.solve(rhs)
+        return solution, report
+
+    def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
+        """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms}."""
+        if abs(dt - self.dt) > 1e-12 * self.dt:
+            raise ValueError(f"PD solver was factored for dt={self.dt}, step called with dt={dt}")
+        xp = self.backend.xp
+        h = self.dt
+        q_start = state_in.positions
+        targets_all = control.pin_targets
+        hard_targets = targets_all[self.hard_pin_rows] if len(self.hard_pin_rows) else None
+        if self.soft_pins is not None:
+            self.soft_pins.targets = targets_all[self.soft_pin_rows]
+        colliders: ColliderSet = control.colliders
+        timings = {"local_ms": 0.0, "global_ms": 0.0, "collision_ms": 0.0}
+
+        inertial = q_start + h * state_in.velocities + (h * h) * xp.asarray(self.gravity)
+        if hard_targets is not None:
+            inertial[self.hard_device] = hard_targets
+        tick = time.perf_counter()
+        depth_total = None
+        if len(colliders):
+            inertial, pre = self._project(colliders, inertial)
+            depth_total = pre.depth
+        timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+
+        q = inertial.copy()
+        base_rhs = self.inertia_over_h2 * inertial
+        iterations = self.settings["iterations"]
+        report = None
+        for _ in range(iterations):
+            tick = time.perf_counter()
+            rhs = base_rhs.copy()
+            for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters):
+                state = (selector @ q).reshape(batch.count, batch.rows, 3)
+                projected = batch.project(xp, state, q)
+                rhs += scatter @ projected.reshape(-1, 3)
+            mid = time.perf_counter()
+            solution, report = self._global(rhs, hard_targets, q[self.free_device])
+            q[self.free_device] = solution
+            if hard_targets is not None:
+                q[self.hard_device] = hard_targets
+            timings["local_ms"] += (mid - tick) * 1e3
+            timings["global_ms"] += (time.perf_counter() - mid) * 1e3
+
+        tick = time.perf_counter()
+        contact_count = 0
+        if len(colliders):
+            q, post = self._project(colliders, q)
+            if depth_total is not None:
+                post = Contacts(depth=post.depth + depth_total, normal=xp.where(post.mask[:, None], post.normal, pre.normal),
+                                surface_motion=xp.where(post.mask[:, None], post.surface_motion, pre.surface_motion),
+                                friction=xp.where(post.mask, post.friction, pre.friction), mask=post.mask | pre.mask)
+            q = apply_friction(xp, q, q_start, post)
+            q, _ = self._project(colliders, q)
+            if hard_targets is not None:
+                q[self.hard_device] = hard_targets
+            contact_count = post.count
+        if self.self_collision is not None:
+            q, self_contacts = self.self_collision.resolve(xp, q, q_start)
+            contact_count += self_contacts
+        timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+
+        velocities = (q - q_start) / h
+        velocities = velocities / (1.0 + self.damping * h)[:, None]
+        state_out.positions = q
+        state_out.velocities = velocities
+        stats = {"iterations": iterations, "contacts": int(contact_count), **timings}
+        if report is not None and self.global_solver is not self.cholesky:
+            stats["global_residual"] = report.residual
+        if self.fell_back:
+            stats["global_fallback"] = "cholesky"
+        return stats
+
+    def _project(self, colliders: ColliderSet, points):
+        projected, contacts = colliders.project(self.backend.xp, points, self.thickness, self.friction)
+        if len(self.hard_indices):
+            projected[self.hard_device] = points[self.hard_device]
+            contacts.mask[self.hard_device] = False
+            contacts.depth[self.hard_device] = 0.0
+        return projected, contacts
