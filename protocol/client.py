@@ -31,7 +31,7 @@ from .wire import MAX_MESSAGE_BYTES, Message, decode, encode
 
 __all__ = ["SolverClient", "Job", "FrameResult", "SolverError", "ProtocolError"]
 
-HEARTBEAT_S = 1.0  # ping the server after this long without hearing from it
+HEARTBEAT_S = 1.0  # ping the server after this long without hearing from it (at most timeout / 3)
 DRIVE_WINDOW = 4  # drive messages are sent at most this many frames ahead of the last result
 RECEIVE_HWM = 64  # messages zmq buffers for this client before the server has to wait
 _POLL_SLICE_S = 0.1  # how often a waiting frames() loop checks for a cross-thread cancel
@@ -161,6 +161,7 @@ class Job:
         Raises :class:`SolverError` on a server error (frames yielded before stay valid) or when
         the server is silent for longer than the client's timeout. After :meth:`cancel`, frames
         that arrived before the server's ``done`` are still yielded, then iteration stops.
+        Leaving the loop early (``break``) cancels the job on the server without waiting.
         """
         if self._iterating_thread is not None:
             raise RuntimeError(f"job {self.id}: frames() is already being iterated")
@@ -180,21 +181,26 @@ class Job:
                     self._cancel_sent = True
                     self._client._send(messages.cancel(self.id))
                 self._pump(_POLL_SLICE_S, since)
+        except GeneratorExit:
+            if self._client._owned_by_caller():
+                self._abandon()
+            raise
         finally:
             self._iterating_thread = None
 
     def cancel(self) -> dict | None:
         """Ask the server to stop this job after the frame it is computing.
 
-        Called from the thread that owns the client, it waits for the server's ``done`` and
+        Called from the thread that uses the client, it waits for the server's ``done`` and
         returns its body (``cancelled`` is False if the job had already completed). Called from
-        another thread while ``frames()`` iterates, it only flags the request and returns None.
+        any other thread it only flags the request (``frames()`` sends it within ~0.1 s) and
+        returns None: the socket is never touched from two threads.
         """
         self._cancel_requested.set()
         if self._finished:
             return self.done_info
-        owner = self._iterating_thread
-        if owner is not None and owner != threading.get_ident():
+        iterating = self._iterating_thread
+        if (iterating is not None and iterating != threading.get_ident()) or not self._client._owned_by_caller():
             return None
         if not self._cancel_sent:
             self._cancel_sent = True
@@ -227,6 +233,7 @@ class SolverClient:
             raise ValueError(f"timeout must be positive, got {timeout}")
         self.address = address
         self.timeout = float(timeout)
+        self._ping_interval = min(HEARTBEAT_S, self.timeout / 3.0)
         self.client_name = client_name
         self.server_info: dict | None = None
         self._seq = 0
@@ -234,6 +241,7 @@ class SolverClient:
         self._inbox: dict[str | None, deque[Message]] = {None: deque()}
         self._last_heard = float("-inf")
         self._last_ping = float("-inf")
+        self._socket_thread: int | None = None  # the thread that last used the socket
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.DEALER)
         self._socket.setsockopt(zmq.LINGER, 0)
@@ -279,7 +287,12 @@ class SolverClient:
 
     # -- transport --------------------------------------------------------------------------------
 
+    def _owned_by_caller(self) -> bool:
+        """True unless another thread is the one using this client's socket."""
+        return self._socket_thread in (None, threading.get_ident())
+
     def _send(self, message: Message) -> None:
+        self._socket_thread = threading.get_ident()
         self._seq += 1
         message.seq = self._seq
         try:
@@ -304,6 +317,7 @@ class SolverClient:
         A job-less ``error`` is returned to a job waiter too. Raises SolverError("timeout") if
         the server has been silent for ``timeout`` seconds, counting from ``since`` at the latest.
         """
+        self._socket_thread = threading.get_ident()
         deadline = time.monotonic() + wait_s
         while True:
             box = self._inbox.get(job_id)
@@ -319,12 +333,12 @@ class SolverClient:
                 raise SolverError(
                     "timeout", f"the solver server at {self.address} did not answer within {self.timeout:g} s"
                 )
-            if silent_for >= HEARTBEAT_S and now - self._last_ping >= HEARTBEAT_S:
+            if silent_for >= self._ping_interval and now - self._last_ping >= self._ping_interval:
                 self._last_ping = now
                 self._send(messages.ping())
             if now >= deadline:
                 return None
-            wait = min(deadline - now, HEARTBEAT_S, self.timeout - silent_for)
+            wait = min(deadline - now, self._ping_interval, self.timeout - silent_for)
             if self._socket.poll(max(1, int(wait * 1000)), zmq.POLLIN):
                 frames = self._socket.recv_multipart(copy=False)
                 self._last_heard = time.monotonic()

@@ -210,3 +210,19 @@ def test_non_loopback_bind_is_refused_without_insecure():
     )
     assert result.returncode == 2
     assert "refusing to bind tcp://0.0.0.0:5599" in result.stderr
+
+
+def test_a_frozen_server_is_detected_within_the_timeout(start_solver_server):
+    server = start_solver_server()
+    with SolverClient(server.address, timeout=1.5) as client:
+        job = client.submit(grid_cloth(n=5, frame_end=100000))
+        frames = job.frames()
+        next(frames)
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(SolverError) as info:
+                for _ in frames:  # frames already buffered in the client are still delivered
+                    pass
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+    assert info.value.code == "timeout"

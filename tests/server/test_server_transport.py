@@ -171,3 +171,34 @@ def test_vanished_client_frees_its_job(inprocess_server):
     next(iter(job.frames()))
     client.close()
     assert wait_until(lambda: not server.server._jobs), "the job of a closed client kept running"
+
+
+def test_slow_frames_do_not_time_out_because_pings_are_answered(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=1.0) as client:  # each frame takes 2.5x the timeout
+        job = client.submit(scene(frame_end=2, sleep_s=2.5))
+        assert [r.frame for r in job.frames()] == [1, 2]
+
+
+def test_breaking_out_of_the_loop_cancels_the_job(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=100000, sleep_s=0.002))
+        for result in job.frames():
+            if result.frame == 3:
+                break
+        assert wait_until(lambda: not server.server._jobs), "job kept running after the loop was left"
+        assert [r.frame for r in client.submit(scene(frame_end=3)).frames()] == [1, 2, 3]
+
+
+def test_cancel_from_a_thread_that_does_not_own_the_socket_only_flags(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=100000, sleep_s=0.002))
+        outcome = []
+        worker = threading.Thread(target=lambda: outcome.append(job.cancel()))
+        worker.start()
+        worker.join(5)
+        assert outcome == [None]  # flagged, socket untouched
+        frames = [r.frame for r in job.frames()]  # the owner's loop sends the cancel
+    assert job.done_info["cancelled"] is True and len(frames) < 100000
