@@ -1,0 +1,368 @@
+"""Newton-based Coulomb friction contact for hair (seed 000 §3, Algorithms 2 and 3).
+
+After the first global (quasi-)Newton step of a time step, continuous collision detection between the
+start positions x_t and the predicted end positions x_t + h v¹ builds the contact set:
+
+* edge–edge contacts between rod edges that do not share a vertex (broad phase: scipy cKDTree over the
+  swept bounding spheres of the edges; narrow phase: coplanarity times of seed eq. 4.1 plus the end points
+  of the step, segment–segment distance below r_a + r_b + thickness);
+* vertex–collider contacts from the colliders' signed distances at the predicted end positions.
+
+Then, after every global step, every contact solves its local problem with the velocities v^{k+1} (Jacobi,
+all contacts at once): the rods of an edge–edge contact are rigid bodies with response
+K = δ/m + [l]ₓᵀ I⁻¹ [l]ₓ (I = m|e|²/12 about the centre; rods with a clamped end pivot about it, K = 3α²/m
+(δ − t tᵀ)), a vertex is a point mass (K = δ/m).  The impulse increment that brings the relative velocity to
+the target (tangential 0, normal u_min: the normal speed that ends the step at the contact distance) is
+added to the contact's accumulated impulse λ, which is then projected onto the Coulomb cone
+(‖λ_T‖ ≤ μ λ_N, λ_N ≥ 0; seed eq. 3.5).  Masses are divided by the number of active contacts of each
+vertex (seed §3.2.3).  Accumulating λ (instead of only adding new increments, seed Algorithm 3 line 16) lets
+an over-estimated impulse shrink again in later iterations; the cone holds for the total impulse.
+The global step then uses the generalized impulse I = Σ Jᵀλ (equal and opposite on the two rods of a pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .colliders import adapt_collider
+from .frames import cross3
+from .geometry import coplanarity_times, segment_closest_points
+from .model import DerModel
+
+
+@dataclass
+class ContactSettings:
+    friction: float = 0.3                     # hair–hair μ
+    collider_friction: float | None = None    # hair–collider μ (None: each collider's own `friction`, else 0.3)
+    thickness: float = 0.0                    # extra contact distance [m] added to the hair radii
+    self_collision: bool = True
+
+
+def _rows_dot(xp, a, b):
+    return xp.einsum("nc,nc->n", a, b)
+
+
+def _normalize(xp, vectors):
+    return vectors / xp.maximum(xp.linalg.norm(vectors, axis=1, keepdims=True), 1e-300)
+
+
+class ContactSolver:
+    def __init__(self, xp, model: DerModel, colliders, settings: ContactSettings):
+        self.xp = xp
+        self.model = model
+        self.colliders = [adapt_collider(collider) for collider in colliders]
+        self.settings = settings
+        for name in ("friction", "thickness"):
+            if getattr(settings, name) < 0.0:
+                raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.colliders) or (self.settings.self_collision and self.model.n_strands > 0)
+
+    def begin_step(self, state, dt: float, fixed_dofs) -> "StepContacts":
+        return StepContacts(self, state, dt, fixed_dofs)
+
+
+class StepContacts:
+    """Contact set and impulses of one time step (the `impulses` handler of the integrator)."""
+
+    def __init__(self, solver: ContactSolver, state, dt: float, fixed_dofs):
+        xp, model = solver.xp, solver.model
+        self.xp, self.model, self.solver, self.h = xp, model, solver, dt
+        self.start_positions = state.positions
+        fixed = xp.zeros(model.n_dofs, dtype=bool)
+        fixed[fixed_dofs] = True
+        self.vertex_fixed = fixed[model.position_dofs[:, 0]]
+        n = 0
+        # contact arrays: 4 vertex slots (rod A: a0, a1; rod B: b0, b1) with interpolation weights
+        self.vertices = xp.zeros((n, 4), dtype=xp.int64)
+        self.weights = xp.zeros((n, 4))
+        self.kind_edge = xp.zeros(n, dtype=bool)
+        self.normal = xp.zeros((n, 3))
+        self.target_normal = xp.zeros(n)
+        self.surface_velocity = xp.zeros((n, 3))
+        self.mu = xp.zeros(n)
+        self.impulse = xp.zeros((n, 3))
+        self.applied = xp.zeros((n, 3))
+        self.active_mask = xp.zeros(n, dtype=bool)
+        self.last_velocity = None
+        self.n_edge_contacts = 0
+        self.n_collider_contacts = 0
+
+    # ---------------------------------------------------------------- detection
+    def _detect(self, velocity):
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        x0 = self.start_positions
+        x1 = x0 + self.h * velocity
+        parts = []
+        if settings.self_collision:
+            parts.append(self._detect_edges(x0, x1))
+        for collider in self.solver.colliders:
+            parts.append(self._detect_collider(collider, x0, x1, velocity))
+        parts = [part for part in parts if part is not None and part[0].shape[0]]
+        if not parts:
+            return
+        self.vertices = xp.concatenate([p[0] for p in parts])
+        self.weights = xp.concatenate([p[1] for p in parts])
+        self.kind_edge = xp.concatenate([p[2] for p in parts])
+        self.normal = xp.concatenate([p[3] for p in parts])
+        self.target_normal = xp.concatenate([p[4] for p in parts])
+        self.surface_velocity = xp.concatenate([p[5] for p in parts])
+        self.mu = xp.concatenate([p[6] for p in parts])
+        n = self.vertices.shape[0]
+        self.impulse = xp.zeros((n, 3))
+        self.applied = xp.zeros((n, 3))
+        self.active_mask = xp.ones(n, dtype=bool)
+        self.n_edge_contacts = int(self.kind_edge.sum())
+        self.n_collider_contacts = n - self.n_edge_contacts
+
+    def _candidate_pairs(self, x0, x1):
+        """Edge pairs whose swept bounding spheres overlap (cKDTree broad phase), no shared vertex."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        ev = model.edge_vertex
+        a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
+        centre = 0.25 * (a0 + a1 + b0 + b1)
+        reach = (0.5 * xp.maximum(xp.linalg.norm(a1 - a0, axis=1), xp.linalg.norm(b1 - b0, axis=1))
+                 + 0.5 * xp.maximum(xp.linalg.norm(b0 - a0, axis=1), xp.linalg.norm(b1 - a1, axis=1))
+                 + model.edge_radius + 0.5 * settings.thickness)
+        centre_host = np.asarray(centre if xp is np else xp.asnumpy(centre))
+        reach_host = np.asarray(reach if xp is np else xp.asnumpy(reach))
+        tree = cKDTree(centre_host)
+        pairs = tree.query_pairs(2.0 * float(reach_host.max()), output_type="ndarray")
+        if pairs.shape[0] == 0:
+            return None
+        i, j = pairs[:, 0], pairs[:, 1]
+        close = np.linalg.norm(centre_host[i] - centre_host[j], axis=1) <= reach_host[i] + reach_host[j]
+        ev_host = np.asarray(ev if xp is np else xp.asnumpy(ev))
+        disjoint = np.abs(ev_host[i] - ev_host[j]) > 1
+        keep = close & disjoint
+        return xp.asarray(i[keep]), xp.asarray(j[keep])
+
+    def _detect_edges(self, x0, x1):
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        candidates = self._candidate_pairs(x0, x1)
+        if candidates is None or candidates[0].shape[0] == 0:
+            return None
+        ea, eb = candidates
+        va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
+        movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
+        ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
+        points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
+        motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
+        roots = coplanarity_times(xp, *points0, *motion)
+        times = xp.concatenate((xp.zeros((ea.shape[0], 1)), xp.ones((ea.shape[0], 1)), roots), axis=1)
+        times = xp.where(xp.isnan(times), 1.0, times)
+        contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+        best_distance = xp.full(ea.shape[0], xp.inf)
+        best = [xp.zeros(ea.shape[0]) for _ in range(3)]   # time, s, t
+        for column in range(times.shape[1]):  # the 5 candidate times
+            tau = times[:, column][:, None]
+            p = [p0 + tau * m for p0, m in zip(points0, motion)]
+            s, t, distance = segment_closest_points(xp, p[0], p[1], p[2], p[3])
+            better = distance < best_distance
+            best_distance = xp.where(better, distance, best_distance)
+            for slot, value in enumerate((times[:, column], s, t)):
+                best[slot] = xp.where(better, value, best[slot])
+        hit = best_distance < contact_distance
+        if not bool(hit.any()):
+            return None
+        tau, s, t = (value[hit] for value in best)
+        va, vb, contact_distance = va[hit], vb[hit], contact_distance[hit]
+        points0 = [p[hit] for p in points0]
+        motion = [m[hit] for m in motion]
+        at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
+        on_a = at[0] + s[:, None] * (at[1] - at[0])
+        on_b = at[2] + t[:, None] * (at[3] - at[2])
+        start_a = points0[0] + s[:, None] * (points0[1] - points0[0])
+        start_b = points0[2] + t[:, None] * (points0[3] - points0[2])
+        normal = on_a - on_b
+        crossing = xp.linalg.norm(normal, axis=1) < 1e-3 * contact_distance
+        if bool(crossing.any()):
+            normal[crossing] = cross3(xp, at[1][crossing] - at[0][crossing], at[3][crossing] - at[2][crossing])
+            parallel = xp.linalg.norm(normal, axis=1) < 1e-12
+            normal[parallel] = (start_a - start_b)[parallel]
+        normal = _normalize(xp, normal)
+        flip = _rows_dot(xp, start_a - start_b, normal) < 0.0
+        normal[flip] *= -1.0
+        start_gap = _rows_dot(xp, start_a - start_b, normal)
+        n = va.shape[0]
+        vertices = xp.stack((va, va + 1, vb, vb + 1), axis=1)
+        weights = xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1)
+        return (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
+                xp.zeros((n, 3)), xp.full(n, settings.friction))
+
+    def _detect_collider(self, collider, x0, x1, velocity):
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        distance, normal = collider.signed_distance(xp, x1)
+        radius = self._vertex_radius()
+        contact_distance = radius + collider.thickness + settings.thickness
+        hit = (distance < contact_distance) & ~self.vertex_fixed
+        if not bool(hit.any()):
+            return None
+        index = xp.nonzero(hit)[0]
+        normal = _normalize(xp, normal[index])
+        surface_velocity = collider.velocity(xp, x1[index], self.h)
+        # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹)
+        relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
+        target = relative_now + (contact_distance[index] - distance[index]) / self.h
+        mu = settings.collider_friction if settings.collider_friction is not None else \
+            (collider.friction if collider.friction is not None else 0.3)
+        n = index.shape[0]
+        vertices = xp.stack((index, index, index, index), axis=1)
+        weights = xp.zeros((n, 4))
+        weights[:, 0] = 1.0
+        return (vertices, weights, xp.zeros(n, dtype=bool), normal, target, surface_velocity, xp.full(n, float(mu)))
+
+    def _vertex_radius(self):
+        xp, model = self.xp, self.model
+        radius = xp.zeros(model.n_vertices)
+        count = xp.zeros(model.n_vertices)
+        for shift in (0, 1):
+            radius += xp.bincount(model.edge_vertex + shift, weights=model.edge_radius, minlength=model.n_vertices)
+            count += xp.bincount(model.edge_vertex + shift, minlength=model.n_vertices)
+        return radius / count
+
+    # ---------------------------------------------------------------- local impulses
+    def relative_velocity(self, velocity):
+        """(n, 3) velocity of side A minus side B (minus the collider surface velocity)."""
+        return xp_einsum(self.xp, self.weights, velocity[self.vertices]) - self.surface_velocity
+
+    def _response(self, contact_counts):
+        """Per-contact 3×3 response K_A + K_B (n, 3, 3) with masses divided by the active-contact counts."""
+        xp, model = self.xp, self.model
+        eye = xp.eye(3)[None]
+        mass = model.vertex_mass[self.vertices] / contact_counts[self.vertices]   # (n, 4), seed §3.2.3
+        fixed = self.vertex_fixed[self.vertices]
+        total = xp.zeros((self.vertices.shape[0], 3, 3))
+        # point contacts (vertex vs collider): K = δ/m
+        point = ~self.kind_edge
+        total[point] = eye / mass[point, 0][:, None, None]
+        if bool(self.kind_edge.any()):
+            for side in (0, 2):  # rod A uses slots 0-1, rod B slots 2-3
+                e = xp.nonzero(self.kind_edge)[0]
+                first, second = self.vertices[e, side], self.vertices[e, side + 1]
+                alpha = xp.abs(self.weights[e, side + 1])
+                rod_mass = 0.5 * (mass[e, side] + mass[e, side + 1])
+                tangent = _normalize(xp, self._end_positions[second] - self._end_positions[first])
+                lateral = eye - tangent[:, :, None] * tangent[:, None, :]
+                fixed_first, fixed_second = fixed[e, side], fixed[e, side + 1]
+                free = eye / rod_mass[:, None, None] + (12.0 * (alpha - 0.5) ** 2 / rod_mass)[:, None, None] * lateral
+                arm = xp.where(fixed_first, alpha, 1.0 - alpha)
+                pivot = (3.0 * arm * arm / rod_mass)[:, None, None] * lateral
+                k = xp.where((fixed_first | fixed_second)[:, None, None], pivot, free)
+                k = xp.where((fixed_first & fixed_second)[:, None, None], 0.0, k)
+                total[e] += k
+        return total
+
+    def _contact_counts(self):
+        xp, model = self.xp, self.model
+        touching = self.vertices[self.active_mask]
+        weights = self.weights[self.active_mask] != 0.0
+        counts = xp.bincount(touching[weights], minlength=model.n_vertices).astype(float)
+        return xp.maximum(counts, 1.0)
+
+    def update(self, iteration: int, velocity_before, velocity_after):
+        """Seed Algorithm 3: new generalized impulse (n_dofs,) from the velocities after a global step."""
+        xp, model = self.xp, self.model
+        v_after = model.gather_positions(velocity_after)
+        if iteration == 0:
+            self._detect(v_after)
+        self.last_velocity = v_after
+        n = self.vertices.shape[0]
+        if n == 0:
+            return None
+        self._end_positions = self.start_positions + self.h * v_after
+        self.applied = self.impulse.copy()
+        response = self._response(self._contact_counts())
+        relative = self.relative_velocity(v_after)
+        goal = self.target_normal[:, None] * self.normal - relative
+        regularization = 1e-9 * xp.trace(response, axis1=1, axis2=2)[:, None, None] * xp.eye(3)[None] + 1e-300
+        increment = xp.linalg.solve(response + regularization, goal[:, :, None])[:, :, 0]
+        self.impulse = project_to_cone(xp, self.impulse + increment, self.normal, self.mu)
+        self.active_mask = xp.linalg.norm(self.impulse, axis=1) > 0.0
+        return self.generalized_impulse(self.impulse)
+
+    def generalized_impulse(self, impulse):
+        xp, model = self.xp, self.model
+        per_slot = self.weights[:, :, None] * impulse[:, None, :]            # (n, 4, 3)
+        vertex_impulse = xp.zeros((model.n_vertices, 3))
+        for axis in range(3):
+            vertex_impulse[:, axis] = xp.bincount(self.vertices.ravel(), weights=per_slot[:, :, axis].ravel(),
+                                                  minlength=model.n_vertices)
+        generalized = xp.zeros(model.n_dofs)
+        generalized[model.position_dofs] = vertex_impulse
+        return generalized
+
+    # ---------------------------------------------------------------- diagnostics
+    def statistics(self) -> dict:
+        xp = self.xp
+        n = self.vertices.shape[0]
+        stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
+                 "collider_contacts": self.n_collider_contacts, "active_contacts": 0,
+                 "mean_impulse": 0.0, "fischer_burmeister": 0.0}
+        if n == 0 or self.last_velocity is None:
+            return stats
+        residual = self.fischer_burmeister(self.last_velocity)
+        active = xp.linalg.norm(self.applied, axis=1) > 0.0
+        stats["active_contacts"] = int(active.sum())
+        stats["mean_impulse"] = float(xp.linalg.norm(self.applied[active], axis=1).mean()) if bool(active.any()) else 0.0
+        stats["fischer_burmeister"] = float(residual.mean())
+        return stats
+
+    def fischer_burmeister(self, velocity):
+        """Per-contact ‖f_FB‖ of the SOCCP form of Coulomb's law (seed eqs. 4.5-4.6), in m/s.
+
+        Velocities are shifted by the normal target (so the complementarity is at the contact distance) and
+        impulses converted to velocities by the unscaled normal response nᵀKn.
+        """
+        xp = self.xp
+        relative = self.relative_velocity(velocity) - self.target_normal[:, None] * self.normal
+        response = self._response(xp.ones(self.model.n_vertices))
+        scale = xp.einsum("ni,nij,nj->n", self.normal, response, self.normal)
+        return fischer_burmeister_residual(xp, self.applied * scale[:, None], relative, self.normal, self.mu)
+
+
+def xp_einsum(xp, weights, velocities):
+    return xp.einsum("nk,nkc->nc", weights, velocities)
+
+
+def project_to_cone(xp, impulse, normal, mu):
+    """Seed eq. 3.5: λ_N ≥ 0 (else λ = 0) and ‖λ_T‖ ≤ μ λ_N by scaling the tangential part."""
+    normal_part = _rows_dot(xp, impulse, normal)
+    tangential = impulse - normal_part[:, None] * normal
+    tangential_norm = xp.linalg.norm(tangential, axis=1)
+    limit = mu * xp.maximum(normal_part, 0.0)
+    scale = xp.where(tangential_norm > limit, limit / xp.maximum(tangential_norm, 1e-300), 1.0)
+    projected = xp.maximum(normal_part, 0.0)[:, None] * normal + scale[:, None] * tangential
+    return xp.where((normal_part > 0.0)[:, None], projected, 0.0)
+
+
+def fischer_burmeister_residual(xp, impulse, velocity, normal, mu):
+    """‖x + y − (x∘x + y∘y)^{1/2}‖ in the Lorentz cone with x = (μ r_N, r_T), y = (û_N/μ, u_T),
+    û_N = u_N + μ‖u_T‖ (De Saxcé/Daviet change of variables).  μ = 0 uses the scalar FB function on the
+    normal components (tangential impulse is zero then)."""
+    r_n = _rows_dot(xp, impulse, normal)
+    u_n = _rows_dot(xp, velocity, normal)
+    r_t = impulse - r_n[:, None] * normal
+    u_t = velocity - u_n[:, None] * normal
+    u_t_norm = xp.linalg.norm(u_t, axis=1)
+    safe_mu = xp.where(mu > 0.0, mu, 1.0)
+    x0, x1 = mu * r_n, r_t
+    y0, y1 = (u_n + mu * u_t_norm) / safe_mu, u_t
+    w0 = x0 * x0 + _rows_dot(xp, x1, x1) + y0 * y0 + _rows_dot(xp, y1, y1)
+    w1 = 2.0 * (x0[:, None] * x1 + y0[:, None] * y1)
+    w1_norm = xp.linalg.norm(w1, axis=1)
+    root_hi = xp.sqrt(xp.maximum(w0 + w1_norm, 0.0))
+    root_lo = xp.sqrt(xp.maximum(w0 - w1_norm, 0.0))
+    direction = w1 / xp.maximum(w1_norm, 1e-300)[:, None]
+    sqrt0 = 0.5 * (root_hi + root_lo)
+    sqrt1 = 0.5 * (root_hi - root_lo)[:, None] * direction
+    f0 = x0 + y0 - sqrt0
+    f1 = x1 + y1 - sqrt1
+    cone = xp.sqrt(f0 * f0 + _rows_dot(xp, f1, f1))
+    scalar = xp.abs(r_n + u_n - xp.sqrt(r_n * r_n + u_n * u_n))
+    return xp.where(mu > 0.0, cone, scalar)

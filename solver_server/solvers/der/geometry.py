@@ -1,0 +1,87 @@
+"""Vectorized geometric queries for contact detection: segment–segment closest points and the
+coplanarity times of two moving segments (seed 000 eq. 4.1)."""
+
+from __future__ import annotations
+
+from .frames import cross3
+
+
+def _dot(xp, a, b):
+    return xp.einsum("nc,nc->n", a, b)
+
+
+def segment_closest_points(xp, p1, q1, p2, q2):
+    """Closest points of segments [p1, q1] and [p2, q2] (rows independent, shapes (n, 3)).
+
+    Returns (s, t, distance): parameters in [0, 1] of the closest points on each segment and their distance.
+    """
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = _dot(xp, d1, d1)
+    e = _dot(xp, d2, d2)
+    f = _dot(xp, d2, r)
+    c = _dot(xp, d1, r)
+    b = _dot(xp, d1, d2)
+    denominator = a * e - b * b
+    parallel = denominator <= 1e-12 * a * e
+    s = xp.where(parallel, 0.0, xp.clip((b * f - c * e) / xp.where(parallel, 1.0, denominator), 0.0, 1.0))
+    t = (b * s + f) / e
+    # t outside [0, 1]: clamp it and recompute s for the clamped t
+    below, above = t < 0.0, t > 1.0
+    t = xp.clip(t, 0.0, 1.0)
+    s = xp.where(below, xp.clip(-c / a, 0.0, 1.0), s)
+    s = xp.where(above, xp.clip((b - c) / a, 0.0, 1.0), s)
+    closest1 = p1 + s[:, None] * d1
+    closest2 = p2 + t[:, None] * d2
+    return s, t, xp.linalg.norm(closest1 - closest2, axis=1)
+
+
+def coplanarity_times(xp, x0, x1, x2, x3, v0, v1, v2, v3, bisection_steps: int = 40):
+    """Times τ ∈ [0, 1] where four linearly moving points become coplanar (up to 3 per row).
+
+    Solves ((x1−x0) + τ(v1−v0)) × ((x2−x0) + τ(v2−v0)) · ((x3−x0) + τ(v3−v0)) = 0 by splitting [0, 1] at the
+    cubic's critical points and bisecting every sub-interval with a sign change.  Returns (n, 3) times,
+    NaN where there is no root.
+    """
+    a1, a2, a3 = x1 - x0, x2 - x0, x3 - x0
+    b1, b2, b3 = v1 - v0, v2 - v0, v3 - v0
+
+    def cubic(tau):
+        tau = tau[:, None]
+        return _dot(xp, cross3(xp, a1 + tau * b1, a2 + tau * b2), a3 + tau * b3)
+
+    # coefficients of the cubic c3 τ³ + c2 τ² + c1 τ + c0
+    c0 = _dot(xp, cross3(xp, a1, a2), a3)
+    c3 = _dot(xp, cross3(xp, b1, b2), b3)
+    c2 = (_dot(xp, cross3(xp, b1, b2), a3) + _dot(xp, cross3(xp, a1, b2), b3) + _dot(xp, cross3(xp, b1, a2), b3))
+    c1 = (_dot(xp, cross3(xp, a1, a2), b3) + _dot(xp, cross3(xp, a1, b2), a3) + _dot(xp, cross3(xp, b1, a2), a3))
+    # critical points of the cubic (roots of 3 c3 τ² + 2 c2 τ + c1), clipped to [0, 1]; 0 where absent
+    qa, qb, qc = 3.0 * c3, 2.0 * c2, c1
+    quadratic = xp.abs(qa) > 1e-300
+    discriminant = qb * qb - 4.0 * qa * qc
+    root_disc = xp.sqrt(xp.maximum(discriminant, 0.0))
+    safe_qa = xp.where(quadratic, qa, 1.0)
+    safe_qb = xp.where(xp.abs(qb) > 1e-300, qb, 1.0)
+    crit_a = xp.where(quadratic, (-qb - root_disc) / (2.0 * safe_qa), -qc / safe_qb)
+    crit_b = xp.where(quadratic, (-qb + root_disc) / (2.0 * safe_qa), -qc / safe_qb)
+    valid = xp.where(quadratic, discriminant > 0.0, xp.abs(qb) > 1e-300)
+    crit_a = xp.clip(xp.where(valid, crit_a, 0.0), 0.0, 1.0)
+    crit_b = xp.clip(xp.where(valid, crit_b, 0.0), 0.0, 1.0)
+    lo_crit, hi_crit = xp.minimum(crit_a, crit_b), xp.maximum(crit_a, crit_b)
+    zero = xp.zeros_like(c0)
+    bounds = [(zero, lo_crit), (lo_crit, hi_crit), (hi_crit, zero + 1.0)]
+    roots = []
+    for left, right in bounds:  # three monotone pieces
+        f_left, f_right = cubic(left), cubic(right)
+        has_root = (f_left * f_right <= 0.0) & (right > left)
+        lo, hi = left.copy(), right.copy()
+        for _ in range(bisection_steps):
+            mid = 0.5 * (lo + hi)
+            f_mid = cubic(mid)
+            go_left = f_left * f_mid <= 0.0
+            hi = xp.where(go_left, mid, hi)
+            lo = xp.where(go_left, lo, mid)
+            f_left = xp.where(go_left, f_left, f_mid)
+        roots.append(xp.where(has_root, 0.5 * (lo + hi), xp.nan))
+    return xp.stack(roots, axis=1)

@@ -1,0 +1,155 @@
+"""Implicit Euler in velocity form for all strands (seed 000 §2.2, §3.3, Algorithm 2).
+
+Per step of length h, with q_t the generalized coordinates (positions and twist angles) and M the diagonal
+generalized mass:
+
+    g(v) = ½ (v − ṽ)ᵀ M (v − ṽ) + ½ h c vᵀ M v + E(q_t + h v),      ṽ = v_t + h M⁻¹ f_ext + M⁻¹ I
+    ∇g   = M (v − ṽ) + h c M v + h ∇E,       ∇²g = (1 + h c) M + h² ∇²E
+
+c is the mass-proportional damping [1/s] and I the generalized contact impulse of the current iteration.
+Each iteration takes one (quasi-)Newton step with backtracking (Armijo) line search; kinematic DOFs
+(clamped roots, pins) keep their prescribed velocities.  With `quasi_newton` the Hessian of the first
+iteration is factorized once and reused (seed §3.3).  A contact handler (contact.py) may update I after
+every global step (seed Algorithm 2 lines 10-13).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .banded import BandedCholesky, NotPositiveDefinite, constrain_band
+from .energy import elastic_energy, elastic_gradient_hessian
+from .model import DerModel
+from .state import DerState, transported_configuration
+
+
+@dataclass
+class NewtonSettings:
+    max_iterations: int = 50
+    tolerance: float = 1e-6          # mean |Δv| over DOFs [m/s, rad/s] that ends the iteration
+    quasi_newton: bool = True
+    armijo: float = 1e-4
+    backtrack: float = 0.5
+    max_backtracks: int = 10
+
+
+class ImpulseHandler(Protocol):
+    def update(self, iteration: int, velocity_before, velocity_after) -> Any:
+        """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact)."""
+
+
+@dataclass
+class StepStats:
+    iterations: int = 0
+    mean_dv: float = 0.0
+    factorizations: int = 0
+    projected_hessian: bool = False
+    line_search_fallbacks: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {"iterations": self.iterations, "mean_dv": self.mean_dv, "factorizations": self.factorizations,
+                "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
+                **self.extra}
+
+
+class ImplicitEulerSolver:
+    """Velocity-form implicit Euler with (quasi-)Newton iterations over the whole banded system."""
+
+    def __init__(self, xp, to_host, from_host, model: DerModel, settings: NewtonSettings):
+        self.xp = xp
+        self._to_host = to_host
+        self._from_host = from_host
+        self.model = model
+        self.settings = settings
+
+    def _factor(self, config, h, fixed_dofs, stats: StepStats):
+        xp, model = self.xp, self.model
+        diagonal = (1.0 + h * model.damping) * model.mass
+        for project in (False, True):
+            _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project)
+            band *= h * h
+            band[0] += diagonal
+            constrain_band(xp, band, fixed_dofs)
+            try:
+                factor = BandedCholesky(self._to_host, self._from_host, band)
+            except NotPositiveDefinite:
+                continue
+            stats.factorizations += 1
+            stats.projected_hessian = stats.projected_hessian or project
+            return factor
+        raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
+
+    def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
+             impulses: ImpulseHandler | None = None) -> tuple[DerState, StepStats]:
+        """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,)."""
+        xp, model, settings = self.xp, self.model, self.settings
+        mass = model.mass
+        q_t = model.pack(state.positions, state.theta)
+        v_t = model.pack(state.velocities, state.theta_velocity)
+        external = xp.zeros(model.n_dofs)
+        external[model.position_dofs] = model.vertex_mass[:, None] * xp.asarray(gravity, dtype=q_t.dtype)
+        free_velocity = v_t + h * external / mass
+        impulse = xp.zeros(model.n_dofs)
+        damping = h * model.damping
+
+        def configuration(v):
+            q = q_t + h * v
+            return transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
+
+        def objective(v, target, config):
+            difference = v - target
+            return (0.5 * float(difference @ (mass * difference)) + 0.5 * damping * float(v @ (mass * v))
+                    + elastic_energy(xp, model, config))
+
+        v = v_t.copy()
+        v[fixed_dofs] = fixed_velocity
+        stats = StepStats()
+        factor = None
+        config = configuration(v)
+        for iteration in range(settings.max_iterations):
+            target = free_velocity + impulse / mass
+            if factor is None or not settings.quasi_newton:
+                factor = self._factor(config, h, fixed_dofs, stats)
+            elastic_grad, _ = elastic_gradient_hessian(xp, model, config, with_hessian=False)
+            gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
+            gradient[fixed_dofs] = 0.0
+            direction = -factor.solve(gradient)
+            direction[fixed_dofs] = 0.0
+            slope = float(gradient @ direction)
+            current = objective(v, target, config)
+            alpha = 1.0
+            for _ in range(settings.max_backtracks):
+                trial_config = configuration(v + alpha * direction)
+                if objective(v + alpha * direction, target, trial_config) <= current + settings.armijo * alpha * slope:
+                    break
+                alpha *= settings.backtrack
+            else:
+                stats.line_search_fallbacks += 1
+                trial_config = configuration(v + alpha * direction)
+            v_new = v + alpha * direction
+            config = trial_config
+            stats.iterations = iteration + 1
+            stats.mean_dv = float(xp.mean(xp.abs(v_new - v)))
+            if impulses is not None:
+                new_impulse = impulses.update(iteration, v, v_new)
+                if new_impulse is not None:
+                    impulse = new_impulse
+            contact_just_found = iteration == 0 and bool(xp.any(impulse != 0.0))
+            v = v_new
+            if stats.mean_dv < settings.tolerance and not contact_just_found:
+                break
+        q = q_t + h * v
+        positions = model.gather_positions(q)
+        new_state = DerState(
+            positions=positions, velocities=model.gather_positions(v), theta=model.gather_theta(q),
+            theta_velocity=model.gather_theta(v),
+            tangents=_unit_tangents(xp, model, positions), reference_u=config.reference_u,
+            reference_twist=config.reference_twist)
+        return new_state, stats
+
+
+def _unit_tangents(xp, model, positions):
+    edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
+    return edges / xp.linalg.norm(edges, axis=1, keepdims=True)

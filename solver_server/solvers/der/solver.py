@@ -1,0 +1,86 @@
+"""DER hair solver (Newton-style interface): step(state_in, state_out, control, contacts, dt) -> stats.
+
+Kinematic DOFs: by default the first two vertices and the first twist angle of every strand are clamped
+(the root vertex and root + direction · |ē^0|), so hair does not swivel at the scalp.  The caller moves
+them every substep through `DerControl` (root positions and directions, or explicit vertex targets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .contact import ContactSettings, ContactSolver
+from .integrator import ImplicitEulerSolver, NewtonSettings
+from .model import DerModel
+from .state import DerState
+
+
+@dataclass
+class DerControl:
+    """Kinematic targets at the END of the step.
+
+    vertex_targets: (F, 3) [m] positions of the solver's fixed vertices, in their order; or, for clamped
+    roots, root_positions (S, 3) [m] and root_directions (S, 3) (unit first-edge directions).
+    """
+    vertex_targets: Any = None
+    root_positions: Any = None
+    root_directions: Any = None
+
+
+def clamped_root_vertices(xp, model: DerModel):
+    """Indices (2S,) of the first two vertices of every strand, ordered [roots..., second vertices...]."""
+    first = model.strand_offsets[:-1]
+    return xp.concatenate((first, first + 1))
+
+
+class DerSolver:
+    def __init__(self, model: DerModel, backend, settings: NewtonSettings | None = None,
+                 fixed_vertices=None, fixed_edges=None, colliders=(), contact: ContactSettings | None = None):
+        xp = backend.xp
+        self.xp = xp
+        self.model = model
+        self.clamped_roots = fixed_vertices is None
+        if fixed_vertices is None:
+            fixed_vertices = clamped_root_vertices(xp, model)
+            first_edges = model.strand_offsets[:-1] - xp.arange(model.n_strands)
+            fixed_edges = first_edges if fixed_edges is None else fixed_edges
+        self.fixed_vertices = xp.asarray(fixed_vertices, dtype=xp.int64)
+        self.fixed_edges = xp.asarray([] if fixed_edges is None else fixed_edges, dtype=xp.int64)
+        self.fixed_dofs = xp.concatenate((model.position_dofs[self.fixed_vertices].ravel(),
+                                          model.edge_dof[self.fixed_edges]))
+        self.integrator = ImplicitEulerSolver(xp, backend.to_host, backend.from_host, model,
+                                              settings or NewtonSettings())
+        self.contact = ContactSolver(xp, model, list(colliders), contact or ContactSettings())
+
+    def vertex_targets(self, control: DerControl | None, state: DerState):
+        """(F, 3) target positions of the fixed vertices at the end of the step."""
+        xp, model = self.xp, self.model
+        if control is None:
+            return state.positions[self.fixed_vertices]
+        if control.vertex_targets is not None:
+            return xp.asarray(control.vertex_targets, dtype=state.positions.dtype)
+        if control.root_positions is None:
+            return state.positions[self.fixed_vertices]
+        if not self.clamped_roots:
+            raise ValueError("root_positions control needs clamped roots (fixed_vertices left at its default)")
+        roots = xp.asarray(control.root_positions, dtype=state.positions.dtype)
+        directions = xp.asarray(control.root_directions, dtype=state.positions.dtype)
+        directions = directions / xp.linalg.norm(directions, axis=1, keepdims=True)
+        first_edge_length = model.rest_edge_length[model.strand_offsets[:-1] - xp.arange(model.n_strands)]
+        return xp.concatenate((roots, roots + directions * first_edge_length[:, None]))
+
+    def step(self, state_in: DerState, state_out: DerState, control: DerControl | None, contacts, dt: float,
+             gravity=(0.0, 0.0, -9.81)) -> dict:
+        """Advance state_in by dt [s] into state_out (arrays replaced); returns per-step statistics."""
+        xp = self.xp
+        targets = self.vertex_targets(control, state_in)
+        fixed_velocity = xp.concatenate((((targets - state_in.positions[self.fixed_vertices]) / dt).ravel(),
+                                         xp.zeros(self.fixed_edges.shape[0])))
+        handler = self.contact.begin_step(state_in, dt, self.fixed_dofs) if self.contact.active else None
+        new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler)
+        if handler is not None:
+            stats.extra.update(handler.statistics())
+        for name in DerState.__dataclass_fields__:
+            setattr(state_out, name, getattr(new_state, name))
+        return stats.as_dict()

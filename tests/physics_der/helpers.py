@@ -1,0 +1,49 @@
+"""Shared set-up for the DER physics tests."""
+
+import numpy as np
+
+from solver_server.backend import get_backend
+from solver_server.solvers.der.contact import ContactSettings
+from solver_server.solvers.der.energy import Configuration, elastic_energy
+from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.model import DerMaterial, build_model
+from solver_server.solvers.der.solver import DerSolver
+from solver_server.solvers.der.state import rest_state
+
+BACKEND = get_backend("cpu")
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+def make(points, offsets, material, settings=None, contact=None, colliders=(), **fixed):
+    model = build_model(np, points, offsets, material)
+    contact = contact or ContactSettings(self_collision=False)
+    solver = DerSolver(model, BACKEND, settings or NewtonSettings(), colliders=colliders, contact=contact, **fixed)
+    return model, solver, rest_state(np, model)
+
+
+def run(solver, state, steps, dt, gravity=GRAVITY, control=None, every=None):
+    """Advance `steps` steps; returns the final state and the list of per-step stats."""
+    history = []
+    for index in range(steps):
+        out = state.copy()
+        history.append(solver.step(state, out, control, None, dt, gravity=gravity))
+        state = out
+        if every is not None:
+            every(index, state)
+    return state, history
+
+
+def total_energy(model, state, gravity=GRAVITY):
+    """Kinetic + gravitational + elastic energy [J]."""
+    config = Configuration(state.positions, state.theta, state.reference_u, state.reference_twist)
+    kinetic = 0.5 * np.sum(model.vertex_mass[:, None] * state.velocities ** 2) \
+        + 0.5 * np.sum(model.edge_inertia * state.theta_velocity ** 2)
+    potential = -np.sum(model.vertex_mass[:, None] * state.positions * gravity)
+    return kinetic + potential + elastic_energy(np, model, config)
+
+
+def straight(n, length, direction=(1.0, 0.0, 0.0), origin=(0.0, 0.0, 0.0)):
+    return np.asarray(origin) + np.linspace(0.0, length, n)[:, None] * np.asarray(direction)
+
+
+HAIR = DerMaterial(radius=1e-4, young_modulus=3e9, shear_modulus=1e9, density=1300.0)
