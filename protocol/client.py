@@ -27,6 +27,7 @@ import zmq
 
 from . import messages
 from .errors import ProtocolError, SolverError
+from .keys import load_key_pair, load_public_key, require_curve
 from .wire import MAX_MESSAGE_BYTES, Message, decode, encode
 
 __all__ = ["SolverClient", "Job", "FrameResult", "SolverError", "ProtocolError"]
@@ -216,8 +217,9 @@ class SolverClient:
 
     ``timeout`` [s]: longest silence tolerated from the server while waiting for it (the client
     pings every ``HEARTBEAT_S`` while waiting, and any message resets the clock).
-    ``server_public_key`` (Z85, 40 chars) switches on CURVE encryption; the client then uses the
-    key pair from ``client_secret_key_file`` (a ``zmq.auth`` certificate) or a fresh one.
+    ``server_public_key`` (Z85, 40 chars, or the path of the server's ``server.key``) switches on
+    CURVE encryption; the client then uses the key pair from ``client_secret_key_file`` (its
+    ``*.key_secret`` certificate, see :mod:`protocol.keys`) or a fresh, unauthorized one.
     """
 
     def __init__(
@@ -252,22 +254,17 @@ class SolverClient:
             if server_public_key is not None:
                 self._configure_curve(server_public_key, client_secret_key_file)
             self._socket.connect(address)
-        except (zmq.ZMQError, OSError, ValueError) as exc:
+        except (zmq.ZMQError, OSError, ValueError, RuntimeError) as exc:
             self.close()
             raise SolverError("connect", f"cannot connect to {address}: {exc}") from exc
 
     def _configure_curve(self, server_public_key: str | bytes, client_secret_key_file: str | None) -> None:
-        if isinstance(server_public_key, str):
-            server_public_key = server_public_key.encode("ascii")
+        require_curve()
         if client_secret_key_file is not None:
-            import zmq.auth
-
-            public, secret = zmq.auth.load_certificate(client_secret_key_file)
-            if secret is None:
-                raise ValueError(f"{client_secret_key_file} holds no secret key")
+            public, secret = load_key_pair(client_secret_key_file)
         else:
             public, secret = zmq.curve_keypair()
-        self._socket.curve_serverkey = server_public_key
+        self._socket.curve_serverkey = load_public_key(server_public_key)
         self._socket.curve_publickey = public
         self._socket.curve_secretkey = secret
 

@@ -39,11 +39,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="stderr log level"
     )
     parser.add_argument(
+        "--keys",
+        metavar="DIR",
+        help="CURVE key folder (server.key_secret + authorized_clients/): encrypt and accept only known clients",
+    )
+    parser.add_argument(
+        "--generate-keys",
+        metavar="DIR",
+        help="create a server key pair (if missing) and one client key pair in DIR, then exit",
+    )
+    parser.add_argument("--client-name", default="client", help="name of the client key pair --generate-keys makes")
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="allow binding a non-loopback address without encryption or authentication",
     )
     return parser.parse_args(argv)
+
+
+def generate_keys_command(directory: str, client_name: str) -> int:
+    from protocol.keys import generate_keys, load_public_key
+
+    try:
+        paths = generate_keys(directory, client_name)
+    except (OSError, RuntimeError) as exc:
+        print(f"tangle-solver: {exc}", file=sys.stderr)
+        return 1
+    server_key = load_public_key(paths["server_public"]).decode("ascii")
+    print(f"server public key ({paths['server_public']}): {server_key}")
+    print(f"client secret key for the add-on / SolverClient: {paths['client_secret']}")
+    print(f"start the server with: python -m solver_server --keys {directory} --bind tcp://0.0.0.0:5555")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("tangle.server")
-    if not is_loopback(args.bind):
+    if args.generate_keys:
+        return generate_keys_command(args.generate_keys, args.client_name)
+    if not is_loopback(args.bind) and not args.keys:
         if not args.insecure:
             print(
-                f"tangle-solver: refusing to bind {args.bind}: it is not a loopback address and this server "
-                "has no authentication; use an SSH tunnel to 127.0.0.1, or pass --insecure on a trusted network",
+                f"tangle-solver: refusing to bind {args.bind}: it is not a loopback address and no --keys were "
+                "given; use --keys DIR (CURVE), an SSH tunnel to 127.0.0.1, or --insecure on a trusted network",
                 file=sys.stderr,
             )
             return 2
@@ -74,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 2
     try:
-        server = SolverServer(args.bind, backend, max_jobs=args.max_jobs)
+        server = SolverServer(args.bind, backend, max_jobs=args.max_jobs, keys_dir=args.keys)
     except OSError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 1

@@ -16,12 +16,14 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import zmq
 
 from protocol import messages
 from protocol.errors import ProtocolError
+from protocol.keys import AUTHORIZED_DIR, SERVER_NAME, load_key_pair, require_curve
 from protocol.wire import MAX_MESSAGE_BYTES, PROTOCOL_VERSION, Message, decode, encode
 
 from . import __version__
@@ -48,7 +50,12 @@ class Peer:
 
 
 class SolverServer:
-    """``SolverServer(bind, backend).serve()`` runs until :meth:`stop` (thread-safe) is called."""
+    """``SolverServer(bind, backend).serve()`` runs until :meth:`stop` (thread-safe) is called.
+
+    ``keys_dir`` switches on CURVE (Ironhouse, layout of :mod:`protocol.keys`): traffic is
+    encrypted and only clients whose public keys are in ``keys_dir/authorized_clients`` (read at
+    start) can connect; others get no answer at all.
+    """
 
     def __init__(
         self,
@@ -57,6 +64,7 @@ class SolverServer:
         *,
         simulation_factory: SimulationFactory = default_simulation_factory,
         max_jobs: int = 4,
+        keys_dir: str | Path | None = None,
         context: zmq.Context | None = None,
     ):
         self.backend = backend
@@ -69,13 +77,14 @@ class SolverServer:
         self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
+        self._authenticator = None
         try:
+            if keys_dir is not None:
+                self._setup_curve(Path(keys_dir))
             self._socket.bind(bind)
-        except zmq.ZMQError as exc:
-            self._socket.close(linger=0)
-            if self._own_context:
-                self._context.term()
-            raise OSError(f"cannot bind the solver server to {bind}: {exc}") from exc
+        except (zmq.ZMQError, OSError, ValueError, RuntimeError) as exc:
+            self._close_sockets()
+            raise OSError(f"cannot start the solver server on {bind}: {exc}") from exc
         self.address = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self._stop = threading.Event()
         self._outbox: queue.Queue[Outgoing] = queue.Queue()
@@ -91,6 +100,33 @@ class SolverServer:
             max_pending_drives=MAX_PENDING_DRIVES,
             max_jobs=max_jobs,
         ).body
+
+    def _setup_curve(self, keys_dir: Path) -> None:
+        from zmq.auth.thread import ThreadAuthenticator
+
+        require_curve()
+        secret_file = keys_dir / f"{SERVER_NAME}.key_secret"
+        authorized = keys_dir / AUTHORIZED_DIR
+        if not secret_file.is_file():
+            raise OSError(f"no server key {secret_file} (create one with: python -m solver_server --generate-keys DIR)")
+        if not authorized.is_dir() or not any(authorized.glob("*.key")):
+            raise OSError(f"no authorized client public keys (*.key) in {authorized}")
+        public, secret = load_key_pair(secret_file)
+        self._authenticator = ThreadAuthenticator(self._context, log=logging.getLogger("tangle.auth"))
+        self._authenticator.start()
+        self._authenticator.configure_curve(domain="*", location=str(authorized))
+        self._socket.curve_secretkey = secret
+        self._socket.curve_publickey = public
+        self._socket.curve_server = True
+        log.info("CURVE on: %d authorized client key(s) in %s", len(list(authorized.glob("*.key"))), authorized)
+
+    def _close_sockets(self) -> None:
+        self._socket.close(linger=0)
+        if self._authenticator is not None:
+            self._authenticator.stop()
+            self._authenticator = None
+        if self._own_context:
+            self._context.term()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -118,9 +154,7 @@ class SolverServer:
         for job in self._jobs.values():
             job.join(max(0.0, deadline - time.monotonic()))
         self._jobs.clear()
-        self._socket.close(linger=0)
-        if self._own_context:
-            self._context.term()
+        self._close_sockets()
         log.info("solver server stopped")
 
     # -- receiving ----------------------------------------------------------------------------------
