@@ -122,16 +122,15 @@ class Job:
             frame = self._drive_sent_upto + 1
             try:
                 objects = self._drive(frame)
+                missing = [oid for oid in self.animated if oid not in (objects or {})]
+                if missing:
+                    raise SolverError(
+                        "no_drive", f"drive callable returned no data for animated object(s) {missing}", frame=frame
+                    )
+                self._client._send(messages.drive(self.id, frame, objects))  # ProtocolError if unencodable
             except BaseException:
                 self._abandon()
                 raise
-            missing = [oid for oid in self.animated if oid not in (objects or {})]
-            if missing:
-                self._abandon()
-                raise SolverError(
-                    "no_drive", f"drive callable returned no data for animated object(s) {missing}", frame=frame
-                )
-            self._client._send(messages.drive(self.id, frame, objects))
             self._drive_sent_upto = frame
 
     def _finish(self) -> None:
@@ -381,7 +380,11 @@ class SolverClient:
         job = Job(self, job_id, drive)
         self._jobs[job_id] = job
         self._inbox[job_id] = deque()
-        self._send(messages.submit(scene, job=job_id))
+        try:
+            self._send(messages.submit(scene, job=job_id))  # ProtocolError names an unencodable value
+        except BaseException:
+            self._forget(job_id)
+            raise
         since = time.monotonic()
         while True:
             message = self._wait_for(job_id, since)

@@ -204,3 +204,19 @@ def test_a_frozen_server_is_detected_within_the_timeout(start_solver_server):
         finally:
             server.process.send_signal(signal.SIGCONT)
     assert info.value.code == "timeout"
+
+
+def test_cli_refuses_an_unusable_device_and_bad_job_limit():
+    try:
+        import cupy  # noqa: F401
+
+        has_cupy = True
+    except ImportError:
+        has_cupy = False
+    if not has_cupy:
+        cuda = subprocess.run([sys.executable, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--device", "cuda"],
+                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert cuda.returncode == 2 and "cuda" in cuda.stderr.lower()
+    jobs = subprocess.run([sys.executable, "-m", "solver_server", "--max-jobs", "0"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert jobs.returncode == 2 and "--max-jobs" in jobs.stderr

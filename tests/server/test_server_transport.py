@@ -202,3 +202,30 @@ def test_cancel_from_a_thread_that_does_not_own_the_socket_only_flags(inprocess_
         assert outcome == [None]  # flagged, socket untouched
         frames = [r.frame for r in job.frames()]  # the owner's loop sends the cancel
     assert job.done_info["cancelled"] is True and len(frames) < 100000
+
+
+def test_unencodable_scene_raises_protocol_error_naming_the_value(inprocess_server):
+    from protocol.errors import ProtocolError
+
+    server = inprocess_server()
+    bad = [{"id": "A", "vertices": np.zeros((4, 3), np.float16)}]
+    with SolverClient(server.address, timeout=10) as client:
+        with pytest.raises(ProtocolError, match=r"body.scene.objects\[0\].vertices: array dtype '<f2'"):
+            client.submit(scene(objects=bad))
+        assert [r.frame for r in client.submit(scene(frame_end=2)).frames()] == [1, 2]
+
+
+def test_failing_drive_callable_cancels_the_job(inprocess_server):
+    server = inprocess_server()
+
+    def drive(frame):
+        if frame == 5:
+            raise KeyError("no data prepared for frame 5")
+        return {"Mover": {"matrix_world": np.eye(4)}}
+
+    objects = [{"id": "Mover", "vertices": np.ones((2, 3)), "animated": True}]
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=50, objects=objects), drive=drive)
+        with pytest.raises(KeyError, match="frame 5"):
+            list(job.frames())
+        assert wait_until(lambda: not server.server._jobs)
