@@ -42,6 +42,50 @@ class BandedCholesky:
         except np.linalg.LinAlgError as error:
             raise NotPositiveDefinite(str(error)) from error
 
+    @property
+    def lower_factor(self):
+        """L of A = L Lᵀ in lower band storage (11, n), host array."""
+        return self._factor
+
     def solve(self, rhs):
         result = scipy.linalg.cho_solve_banded((self._factor, True), self._to_host(rhs), check_finite=False)
         return self._from_host(result)
+
+
+def band_of_inverse(xp, lower_factor, segment_ends):
+    """Entries of A⁻¹ inside the band of A (Takahashi recurrence), lower storage (p+1, n), on the host.
+
+    lower_factor: Cholesky factor L of A in lower band storage (p+1, n) (L[d, j] = L_{j+d, j});
+    segment_ends: (S,) one-past-last DOF of every independent block (strand).  The recurrence runs from
+    the last column of each block backwards; columns at the same distance from their block's end are
+    processed together, so the Python loop runs over the longest block's DOF count, vectorized over blocks:
+
+        Z_ij = δ_ij / L_jj² − (1/L_jj) Σ_{m=1..p} L_{j+m, j} Z_{i, j+m}     (i ≥ j, i − j ≤ p)
+    """
+    factor = np.asarray(lower_factor)
+    ends = np.asarray(segment_ends)
+    width, n = factor.shape
+    p = width - 1
+    starts = np.concatenate(([0], ends[:-1]))
+    lengths = ends - starts
+    inverse = np.zeros((width, n + p))           # padded so that j + m never runs off the end
+    padded_factor = np.zeros((width, n + p))
+    padded_factor[:, :n] = factor
+    m = np.arange(1, p + 1)
+    d = np.arange(0, p + 1)
+    for back in range(int(lengths.max())):
+        j = (ends - 1 - back)[lengths > back]                           # (B,) one column per block
+        l_col = padded_factor[1:, j].T                                  # (B, p): L_{j+m, j}
+        # Z_{j+d, j+m} for d = 0..p, m = 1..p from the already computed columns right of j
+        dd, mm = d[:, None], m[None, :]
+        row_minus_col = dd - mm                                         # (p+1, p)
+        diag_index = np.abs(row_minus_col)
+        col_index = j[:, None, None] + np.minimum(dd, mm)[None]         # column of the lower entry
+        z = inverse[np.broadcast_to(diag_index, col_index.shape), col_index]   # (B, p+1, p)
+        z = np.where(np.broadcast_to(diag_index <= p, z.shape), z, 0.0)
+        pivot = padded_factor[0, j]
+        # off-diagonal entries first (they only need columns right of j), then the diagonal, which needs them
+        off_diagonal = -np.einsum("bm,bdm->bd", l_col, z[:, 1:, :]) / pivot[:, None]
+        inverse[1:, j] = off_diagonal.T
+        inverse[0, j] = 1.0 / (pivot * pivot) - np.einsum("bm,bm->b", l_col, off_diagonal) / pivot
+    return inverse[:, :n]

@@ -29,6 +29,7 @@ from scipy.spatial import cKDTree
 
 from .colliders import adapt_collider
 from .frames import cross3
+from .banded import band_of_inverse
 from .geometry import coplanarity_times, segment_closest_points
 from .model import DerModel
 
@@ -39,6 +40,12 @@ class ContactSettings:
     collider_friction: float | None = None    # hair–collider μ (None: each collider's own `friction`, else 0.3)
     thickness: float = 0.0                    # extra contact distance [m] added to the hair radii
     self_collision: bool = True
+    # pairs closer than (1 + proximity) × contact distance during the step join the contact set (a slack
+    # contact carries no impulse, but it is there when the other contacts' impulses push the pair together)
+    proximity: float = 0.5
+    # local response of a contact: "rigid_rod" (seed eq. 3.3: each edge a rigid rod, a vertex a point mass) or
+    # "delassus" (exact response J A⁻¹ Jᵀ of the factorized global system, from the band of A⁻¹)
+    response: str = "delassus"
 
 
 def _rows_dot(xp, a, b):
@@ -55,6 +62,8 @@ class ContactSolver:
         self.model = model
         self.colliders = [adapt_collider(collider) for collider in colliders]
         self.settings = settings
+        if settings.response not in ("rigid_rod", "delassus"):
+            raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         for name in ("friction", "thickness"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
@@ -92,6 +101,12 @@ class StepContacts:
         self.last_velocity = None
         self.n_edge_contacts = 0
         self.n_collider_contacts = 0
+        self._factor = None
+        self._inverse_band = None
+
+    def set_system(self, factor) -> None:
+        self._factor = factor
+        self._inverse_band = None
 
     # ---------------------------------------------------------------- detection
     def _detect(self, velocity):
@@ -167,24 +182,26 @@ class StepContacts:
             best_distance = xp.where(better, distance, best_distance)
             for slot, value in enumerate((times[:, column], s, t)):
                 best[slot] = xp.where(better, value, best[slot])
-        hit = best_distance < contact_distance
+        hit = best_distance < (1.0 + settings.proximity) * contact_distance
         if not bool(hit.any()):
             return None
-        tau, s, t = (value[hit] for value in best)
+        tau = best[0][hit]
         va, vb, contact_distance = va[hit], vb[hit], contact_distance[hit]
         points0 = [p[hit] for p in points0]
         motion = [m[hit] for m in motion]
-        at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
-        on_a = at[0] + s[:, None] * (at[1] - at[0])
-        on_b = at[2] + t[:, None] * (at[3] - at[2])
+        # contact point and normal from the closest points at the START of the step, where the strands are
+        # apart even when the predicted motion crosses them; duplicate pairs around a shared vertex then
+        # describe the very same constraint.  Touching at the start: normal of the two lines at contact time.
+        s, t, distance0 = segment_closest_points(xp, *points0)
         start_a = points0[0] + s[:, None] * (points0[1] - points0[0])
         start_b = points0[2] + t[:, None] * (points0[3] - points0[2])
-        normal = on_a - on_b
-        crossing = xp.linalg.norm(normal, axis=1) < 1e-3 * contact_distance
-        if bool(crossing.any()):
-            normal[crossing] = cross3(xp, at[1][crossing] - at[0][crossing], at[3][crossing] - at[2][crossing])
-            parallel = xp.linalg.norm(normal, axis=1) < 1e-12
-            normal[parallel] = (start_a - start_b)[parallel]
+        normal = start_a - start_b
+        touching = distance0 < 1e-3 * contact_distance
+        if bool(touching.any()):
+            at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
+            normal[touching] = cross3(xp, at[1] - at[0], at[3] - at[2])[touching]
+            degenerate = xp.linalg.norm(normal, axis=1) < 1e-12
+            normal[degenerate] = xp.asarray([0.0, 0.0, 1.0])
         normal = _normalize(xp, normal)
         flip = _rows_dot(xp, start_a - start_b, normal) < 0.0
         normal[flip] *= -1.0
@@ -200,7 +217,7 @@ class StepContacts:
         distance, normal = collider.signed_distance(xp, x1)
         radius = self._vertex_radius()
         contact_distance = radius + collider.thickness + settings.thickness
-        hit = (distance < contact_distance) & ~self.vertex_fixed
+        hit = (distance < (1.0 + settings.proximity) * contact_distance) & ~self.vertex_fixed
         if not bool(hit.any()):
             return None
         index = xp.nonzero(hit)[0]
@@ -232,7 +249,36 @@ class StepContacts:
         return xp_einsum(self.xp, self.weights, velocity[self.vertices]) - self.surface_velocity
 
     def _response(self, contact_counts):
-        """Per-contact 3×3 response K_A + K_B (n, 3, 3) with masses divided by the active-contact counts."""
+        """Per-contact 3×3 response (n, 3, 3): Δu = K λ, with the active-contact count correction."""
+        if self.solver.settings.response == "delassus" and self._factor is not None:
+            return self._delassus_response(contact_counts)
+        return self._rigid_rod_response(contact_counts)
+
+    def _delassus_response(self, contact_counts):
+        """W_c = J_c A⁻¹ J_cᵀ from the band of A⁻¹ (entries outside the band, i.e. far apart on one strand,
+        are neglected), multiplied by the largest active-contact count of its vertices (seed §3.2.3)."""
+        xp, model = self.xp, self.model
+        if self._inverse_band is None:
+            ends = model.vertex_dof[model.strand_offsets[1:] - 1] + 3
+            self._inverse_band = xp.asarray(band_of_inverse(xp, self._factor.lower_factor, ends))
+        band = self._inverse_band
+        p = band.shape[0] - 1
+        dofs = model.vertex_dof[self.vertices][:, :, None] + xp.arange(3)            # (n, 4, 3)
+        rows = dofs[:, :, None, :, None]
+        cols = dofs[:, None, :, None, :]
+        rows, cols = xp.broadcast_arrays(rows, cols)                                  # (n, 4, 4, 3, 3)
+        lower = xp.maximum(rows, cols)
+        upper = xp.minimum(rows, cols)
+        offset = lower - upper
+        inside = offset <= p
+        entries = xp.where(inside, band[xp.minimum(offset, p), upper], 0.0)
+        pair_weights = self.weights[:, :, None] * self.weights[:, None, :]            # (n, 4, 4)
+        response = xp.einsum("nkl,nklab->nab", pair_weights, entries)
+        touched = self.weights != 0.0
+        count = xp.max(xp.where(touched, contact_counts[self.vertices], 1.0), axis=1)
+        return response * count[:, None, None]
+
+    def _rigid_rod_response(self, contact_counts):
         xp, model = self.xp, self.model
         eye = xp.eye(3)[None]
         mass = model.vertex_mass[self.vertices] / contact_counts[self.vertices]   # (n, 4), seed §3.2.3
@@ -321,7 +367,7 @@ class StepContacts:
         """
         xp = self.xp
         relative = self.relative_velocity(velocity) - self.target_normal[:, None] * self.normal
-        response = self._response(xp.ones(self.model.n_vertices))
+        response = self._rigid_rod_response(xp.ones(self.model.n_vertices))
         scale = xp.einsum("ni,nij,nj->n", self.normal, response, self.normal)
         return fischer_burmeister_residual(xp, self.applied * scale[:, None], relative, self.normal, self.mu)
 

@@ -35,6 +35,9 @@ class NewtonSettings:
 
 
 class ImpulseHandler(Protocol):
+    def set_system(self, factor: BandedCholesky) -> None:
+        """The factorized system matrix of the first iteration (its inverse is the contacts' response)."""
+
     def update(self, iteration: int, velocity_before, velocity_after) -> Any:
         """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact)."""
 
@@ -112,6 +115,8 @@ class ImplicitEulerSolver:
             target = free_velocity + impulse / mass
             if factor is None or not settings.quasi_newton:
                 factor = self._factor(config, h, fixed_dofs, stats)
+                if iteration == 0 and impulses is not None:
+                    impulses.set_system(factor)
             elastic_grad, _ = elastic_gradient_hessian(xp, model, config, with_hessian=False)
             gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
             gradient[fixed_dofs] = 0.0

@@ -52,6 +52,7 @@ class DerSolver:
         self.integrator = ImplicitEulerSolver(xp, backend.to_host, backend.from_host, model,
                                               settings or NewtonSettings())
         self.contact = ContactSolver(xp, model, list(colliders), contact or ContactSettings())
+        self.last_contacts = None   # contact set of the last step (inspection, tests)
 
     def vertex_targets(self, control: DerControl | None, state: DerState):
         """(F, 3) target positions of the fixed vertices at the end of the step."""
@@ -78,6 +79,7 @@ class DerSolver:
         fixed_velocity = xp.concatenate((((targets - state_in.positions[self.fixed_vertices]) / dt).ravel(),
                                          xp.zeros(self.fixed_edges.shape[0])))
         handler = self.contact.begin_step(state_in, dt, self.fixed_dofs) if self.contact.active else None
+        self.last_contacts = handler
         new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler)
         if handler is not None:
             stats.extra.update(handler.statistics())
