@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import bpy
+import mathutils
 import numpy as np
 
 CLOTH_NAME = "Sheet"
@@ -59,9 +60,9 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
     settings = sheet.tangle
     settings.role, settings.pin_group = "CLOTH", PIN_GROUP
     settings.cloth.stretch_stiffness = 2000.0
-    settings.cloth.damping = 0.2
+    settings.cloth.damping = 0.5
 
-    # Animated sphere collider sweeping through the hanging sheet.
+    # Animated sphere collider under the sheet: the sheet falls onto it and is dragged along.
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.35, segments=48, ring_count=24)
     ball = bpy.context.active_object
     ball.name = SPHERE_NAME
@@ -69,12 +70,12 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
     bpy.ops.object.shade_smooth()
     ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
     ball.tangle.collider.friction = 0.4
-    for frame, location in ((1, (0.0, -1.6, 0.7)), (frames, (0.0, 1.4, 0.7))):
+    for frame, location in ((1, (-0.9, -0.3, 0.75)), (frames, (1.0, 0.5, 0.75))):
         ball.location = location
         ball.keyframe_insert("location", frame=frame)
 
     # Floor plane collider.
-    bpy.ops.mesh.primitive_plane_add(size=8.0)
+    bpy.ops.mesh.primitive_plane_add(size=30.0)
     floor = bpy.context.active_object
     floor.name = FLOOR_NAME
     floor.data.materials.append(_material("Floor", (0.8, 0.8, 0.78, 1.0)))
@@ -83,9 +84,10 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
     # Camera and light.
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(camera)
-    camera.location = (4.6, -3.6, 2.6)
-    camera.rotation_euler = (math.radians(72.0), 0.0, math.radians(52.0))
-    camera.data.lens = 35.0
+    camera.location = (4.4, -4.4, 3.3)
+    look_at = mathutils.Vector((0.0, 0.2, 0.8))
+    camera.rotation_euler = (look_at - camera.location).to_track_quat("-Z", "Y").to_euler()
+    camera.data.lens = 45.0
     scene.camera = camera
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", type="SUN"))
     scene.collection.objects.link(sun)
