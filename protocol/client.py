@@ -15,6 +15,7 @@ the iterating thread then sends the cancel within about 0.1 s.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -75,6 +76,8 @@ class Job:
         self._cancel_sent = False
         self._cancel_requested = threading.Event()
         self._iterating_thread: int | None = None
+        self._resume_asked_for: int | None = None
+        self._resume_asked_at = float("-inf")
 
     @property
     def finished(self) -> bool:
@@ -92,13 +95,14 @@ class Job:
     def _handle(self, message: Message) -> None:
         kind, body = message.type, message.body
         if kind == messages.FRAME:
-            if body["frame"] != self._next_frame:
-                self._abandon()
-                raise SolverError(
-                    "protocol", f"job {self.id}: expected frame {self._next_frame}, server sent {body['frame']}"
-                )
+            frame = body["frame"]
+            if frame < self._next_frame:
+                return  # a duplicate sent again after a resume
+            if frame > self._next_frame:
+                self._request_resume()  # frames were lost on a broken connection
+                return
             positions = {oid: obj["positions"] for oid, obj in body["objects"].items()}
-            result = FrameResult(frame=body["frame"], positions=positions, stats=body["stats"])
+            result = FrameResult(frame=frame, positions=positions, stats=body["stats"])
             self._results.append(result)
             self.stats = body["stats"]
             self._next_frame += 1
@@ -106,13 +110,32 @@ class Job:
                 self._send_drives(result.frame + DRIVE_WINDOW)
         elif kind == messages.PROGRESS:
             self.progress = body
+        elif kind == messages.PONG:
+            # the pong travels behind everything the server sent before it: if it reports a frame
+            # (or the final message) that never arrived, those were lost
+            if self._next_frame is None:
+                return
+            if body.get("frames_sent", self._next_frame - 1) >= self._next_frame or body.get("ended"):
+                self._request_resume()
         elif kind == messages.DONE:
+            if body["last_frame"] >= self._next_frame:
+                self._request_resume()  # `done` overtook lost frames; the server sends it again after them
+                return
             self.done_info = body
             self._finish()
         elif kind == messages.ERROR:
             self._finish()
             _raise_for_error(message)
-        # pong and anything else informational: the silence clock was already reset
+
+    def _request_resume(self) -> None:
+        """Ask the server to send again everything from the next expected frame (idempotent; at
+        most once per expected frame and ping interval)."""
+        now = time.monotonic()
+        if self._resume_asked_for == self._next_frame and now - self._resume_asked_at < self._client._ping_interval:
+            return
+        self._resume_asked_for = self._next_frame
+        self._resume_asked_at = now
+        self._client._send(messages.resume(self.id, self._next_frame))
 
     def _send_drives(self, upto: int) -> None:
         if not self.animated:
@@ -249,6 +272,8 @@ class SolverClient:
         self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._socket.setsockopt(zmq.SNDTIMEO, int(self.timeout * 1000))
         self._socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
+        # a fixed routing id lets the server recognise this client after a reconnect
+        self._socket.setsockopt(zmq.ROUTING_ID, b"T" + os.urandom(15))
         try:
             if server_public_key is not None:
                 self._configure_curve(server_public_key, client_secret_key_file)
@@ -288,6 +313,8 @@ class SolverClient:
         return self._socket_thread in (None, threading.get_ident())
 
     def _send(self, message: Message) -> None:
+        if self._socket.closed:
+            raise SolverError("closed", f"the connection to {self.address} was closed")
         self._socket_thread = threading.get_ident()
         self._seq += 1
         message.seq = self._seq
@@ -299,7 +326,7 @@ class SolverClient:
             ) from None
 
     def _route(self, message: Message) -> None:
-        if message.type == messages.PONG:
+        if message.type == messages.PONG and message.job is None:
             return
         if message.job is None:
             self._inbox[None].append(message)
@@ -331,7 +358,7 @@ class SolverClient:
                 )
             if silent_for >= self._ping_interval and now - self._last_ping >= self._ping_interval:
                 self._last_ping = now
-                self._send(messages.ping())
+                self._send(messages.ping(job_id if job_id in self._jobs else None))
             if now >= deadline:
                 return None
             wait = min(deadline - now, self._ping_interval, self.timeout - silent_for)

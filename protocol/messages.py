@@ -38,6 +38,7 @@ ERROR_CODES = (
     "unknown_job",
     "simulation_failed",
     "server_busy",
+    "frames_unavailable",
     "internal",
 )
 
@@ -96,7 +97,7 @@ SPECS: dict[str, MessageSpec] = {
     CANCEL: MessageSpec("c2s", "required", {}, {}),
     RESUME: MessageSpec("c2s", "required", {"from_frame": (int,)}, {}),
     PING: MessageSpec("both", "optional", {}, {}),
-    PONG: MessageSpec("both", "optional", {}, {}),
+    PONG: MessageSpec("both", "optional", {}, {"frames_sent": (int,), "ended": (bool,)}),
     ERROR: MessageSpec(
         "s2c", "optional", {"code": (str,), "message": (str,)}, {"object": (str,), "frame": (int,)}
     ),
@@ -236,8 +237,15 @@ def ping(job: str | None = None) -> Message:
     return Message(PING, job=job, body={})
 
 
-def pong(job: str | None = None) -> Message:
-    return Message(PONG, job=job, body={})
+def pong(job: str | None = None, frames_sent: int | None = None, ended: bool | None = None) -> Message:
+    """A pong for a job-level ping tells the client the last frame the server sent for the job
+    and whether its final message (done/error) was sent, so the client can detect lost frames."""
+    body: dict[str, Any] = {}
+    if frames_sent is not None:
+        body["frames_sent"] = int(frames_sent)
+    if ended is not None:
+        body["ended"] = bool(ended)
+    return Message(PONG, job=job, body=body)
 
 
 def error(

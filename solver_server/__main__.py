@@ -36,6 +36,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="compute device (default cpu)")
     parser.add_argument("--max-jobs", type=int, default=4, help="jobs run at the same time (default 4)")
     parser.add_argument(
+        "--peer-grace",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds an unreachable client's jobs keep running in case it reconnects (default 30)",
+    )
+    parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="stderr log level"
     )
     parser.add_argument(
@@ -102,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 2
     try:
-        server = SolverServer(args.bind, backend, max_jobs=args.max_jobs, keys_dir=args.keys)
+        server = SolverServer(
+            args.bind, backend, max_jobs=args.max_jobs, keys_dir=args.keys, peer_grace_s=args.peer_grace
+        )
     except OSError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 1

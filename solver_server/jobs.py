@@ -17,6 +17,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -32,6 +33,8 @@ log = logging.getLogger("tangle.jobs")
 
 FRAME_WINDOW = 8  # frames a worker may run ahead of what the server loop has sent
 MAX_PENDING_DRIVES = 64  # drive messages a client may send ahead of the frame being computed
+RETAIN_FRAMES = 96  # sent frames kept per job for `resume` (covers what zmq can hold in flight)
+RETAIN_BYTES = 256 * 1024 * 1024  # ... but never more than this many bytes of them
 _WAIT_SLICE_S = 0.05  # how often blocked workers re-check for cancellation
 
 SimulationFactory = Callable[[dict, Any], Any]
@@ -48,12 +51,49 @@ def default_simulation_factory(scene: dict, backend: Any) -> Any:
 @dataclass
 class Outgoing:
     """A message from a job to its client. ``final`` marks the job's last message (done/error);
-    ``frame`` is set for ``frame`` messages so the server can report them sent."""
+    ``frame`` is set for ``frame`` messages so the server can report them sent. ``job`` is
+    attached by the server loop; ``resend`` marks a copy sent again for ``resume``."""
 
     key: JobKey
     message: Message
     frame: int | None = None
     final: bool = False
+    job: "Job | None" = None
+    resend: bool = False
+
+
+class SentFrames:
+    """The newest frame messages already handed to zmq, kept so a client that lost some on a
+    broken connection can ask for them again. At most ``max_frames`` and ``max_bytes`` (the
+    newest frame is always kept). Used by the server loop only."""
+
+    def __init__(self, max_frames: int = RETAIN_FRAMES, max_bytes: int = RETAIN_BYTES):
+        self._frames: deque[tuple[int, Message, int]] = deque()
+        self._bytes = 0
+        self._max_frames = max_frames
+        self._max_bytes = max_bytes
+        self.last_frame: int | None = None
+
+    def add(self, frame: int, message: Message, nbytes: int) -> None:
+        self._frames.append((frame, message, nbytes))
+        self._bytes += nbytes
+        self.last_frame = frame
+        while len(self._frames) > 1 and (len(self._frames) > self._max_frames or self._bytes > self._max_bytes):
+            self._bytes -= self._frames.popleft()[2]
+
+    def since(self, from_frame: int) -> list[tuple[int, Message]]:
+        """Kept frames >= ``from_frame`` in order; ProtocolError("frames_unavailable") if some
+        sent frame in that range is no longer kept."""
+        if self.last_frame is None or from_frame > self.last_frame:
+            return []
+        oldest = self._frames[0][0]
+        if from_frame < oldest:
+            raise ProtocolError(
+                "frames_unavailable",
+                f"frames {from_frame}..{oldest - 1} were sent and are no longer kept (the server keeps "
+                f"the last {self._max_frames} frames); resubmit the job",
+            )
+        return [(frame, message) for frame, message, _ in self._frames if frame >= from_frame]
 
 
 class Job:
@@ -85,6 +125,10 @@ class Job:
         self._frame_range: tuple[int, int] | None = None
         self._computing_frame: int | None = None
         self._thread = threading.Thread(target=self._run, name=f"tangle-job-{self.id}", daemon=True)
+        # server-loop bookkeeping (never touched by the worker thread)
+        self.sent = SentFrames()
+        self.final_message: Message | None = None
+        self.final_sent = False
 
     # -- called by the server loop (main thread) --------------------------------------------
 

@@ -3,8 +3,10 @@
 All ZeroMQ calls happen on the thread that runs :meth:`SolverServer.serve`. Job worker threads
 hand their messages over through ``queue.Queue``, drained between polls (10 ms). Outgoing
 messages wait in a per-peer queue while the peer's pipe is full (``ROUTER_MANDATORY`` makes a
-full pipe visible as ``EAGAIN`` and a vanished peer as ``EHOSTUNREACH``; the latter cancels the
-peer's jobs).
+full pipe visible as ``EAGAIN`` and a vanished peer as ``EHOSTUNREACH``). A vanished peer's jobs
+keep running for ``peer_grace_s``: a client that reconnects with the same routing id
+(``ROUTER_HANDOVER``) carries on, and asks with ``resume`` for frames lost on the broken
+connection; each job keeps its last sent frames (``jobs.SentFrames``) for that.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ MAX_RECEIVES_PER_TICK = 256
 IDLE_PEER_FORGET_S = 300.0  # a peer with no jobs and nothing to send is forgotten after this
 SEND_HWM = 64  # messages zmq queues per peer (a frame is 2 messages: frame + progress)
 MAX_PENDING_REPLIES = 256  # replies (pong, error, welcome) queued for a peer that does not read
+PEER_GRACE_S = 30.0  # an unreachable peer's jobs keep running this long (it may reconnect)
+UNREACHABLE_RETRY_S = 0.1  # how often sending to an unreachable peer is retried
+RESULT_TTL_S = 120.0  # an ended job's kept frames and final message stay available for resume
 
 
 @dataclass
@@ -47,6 +52,8 @@ class Peer:
     seq: int = 0
     last_seen: float = field(default_factory=time.monotonic)
     pending: deque = field(default_factory=deque)  # Outgoing items not yet accepted by zmq
+    unreachable_since: float | None = None  # first failed send (EHOSTUNREACH) since the last success
+    retry_at: float = 0.0
 
 
 class SolverServer:
@@ -65,9 +72,11 @@ class SolverServer:
         simulation_factory: SimulationFactory = default_simulation_factory,
         max_jobs: int = 4,
         keys_dir: str | Path | None = None,
+        peer_grace_s: float = PEER_GRACE_S,
         context: zmq.Context | None = None,
     ):
         self.backend = backend
+        self.peer_grace_s = peer_grace_s
         self.max_jobs = max_jobs
         self._factory = simulation_factory
         self._own_context = context is None
@@ -77,6 +86,7 @@ class SolverServer:
         self._socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._socket.setsockopt(zmq.SNDHWM, SEND_HWM)
+        self._socket.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting client keeps its routing id
         self._authenticator = None
         try:
             if keys_dir is not None:
@@ -89,7 +99,8 @@ class SolverServer:
         self._stop = threading.Event()
         self._outbox: queue.Queue[Outgoing] = queue.Queue()
         self._peers: dict[bytes, Peer] = {}
-        self._jobs: dict[JobKey, Job] = {}
+        self._jobs: dict[JobKey, Job] = {}  # running
+        self._ended: dict[JobKey, tuple[Job, float]] = {}  # ended: (job, expiry) for resume
         self._welcome_body = messages.welcome(
             server=f"tangle-solver {__version__}",
             backend=backend.name,
@@ -143,7 +154,7 @@ class SolverServer:
                     self._receive_all()
                 self._drain_outbox()
                 self._flush()
-                self._forget_idle_peers()
+                self._housekeeping()
         finally:
             self._shutdown()
 
@@ -170,6 +181,7 @@ class SolverServer:
             if peer is None:
                 peer = self._peers[identity] = Peer(identity)
             peer.last_seen = time.monotonic()
+            peer.retry_at = 0.0  # it talks again: retry sending to it at once
             try:
                 message = messages.validate(decode(frames[1:]), "c2s")
             except ProtocolError as exc:
@@ -188,21 +200,21 @@ class SolverServer:
         elif kind == messages.SUBMIT:
             self._on_submit(peer, message)
         elif kind == messages.DRIVE:
-            job = self._job_of(peer, message)
+            job = self._running_job(peer, message)
             if job is not None:
                 try:
                     job.add_drive(message.body["frame"], message.body["objects"])
                 except ProtocolError as exc:
                     self._end_job(job, messages.error(exc.code, exc.message, job=job.id))
         elif kind == messages.CANCEL:
-            job = self._job_of(peer, message)
+            job = self._running_job(peer, message)
             if job is not None:
                 log.info("job %s: cancel requested", job.id)
                 job.cancel()
         elif kind == messages.RESUME:
-            raise ProtocolError("bad_message", "this server version does not support 'resume'")
+            self._on_resume(peer, message)
         elif kind == messages.PING:
-            self._reply(peer, messages.pong(job=message.job))
+            self._on_ping(peer, message)
         # pong: only a heartbeat
 
     def _on_hello(self, peer: Peer, message: Message) -> None:
@@ -229,16 +241,58 @@ class SolverServer:
                 messages.error("server_busy", f"the server already runs {self.max_jobs} jobs; retry later", job=job_id),
             )
             return
+        self._ended.pop(key, None)  # a job id may be reused once its job ended
         job = Job(key, message.body["scene"], self.backend, self._outbox, self._factory)
         self._jobs[key] = job
         log.info("job %s submitted by %s", job_id, peer.client)
         job.start()
 
-    def _job_of(self, peer: Peer, message: Message) -> Job | None:
+    def _on_ping(self, peer: Peer, message: Message) -> None:
+        """A job-level ping is answered with the job's send state (see messages.pong)."""
+        if message.job is None:
+            self._reply(peer, messages.pong())
+            return
+        job = self._known_job(peer, message)
+        if job is not None:
+            self._reply(peer, messages.pong(job.id, frames_sent=job.sent.last_frame, ended=job.final_sent))
+
+    def _on_resume(self, peer: Peer, message: Message) -> None:
+        """Send again the kept frames >= from_frame (ahead of anything queued), then the final
+        message if it was already sent. Idempotent: the client drops frames it already has."""
+        job = self._known_job(peer, message)
+        if job is None:
+            return
+        try:
+            frames = job.sent.since(message.body["from_frame"])
+        except ProtocolError as exc:
+            if job.key in self._jobs:
+                self._end_job(job, messages.error(exc.code, exc.message, job=job.id))
+            else:
+                self._reply(peer, messages.error(exc.code, exc.message, job=job.id))
+            return
+        log.info("job %s: resume from frame %d (%d frame(s) sent again)", job.id, message.body["from_frame"], len(frames))
+        peer.pending.extendleft(
+            Outgoing(job.key, frame_message, frame=frame, job=job, resend=True)
+            for frame, frame_message in reversed(frames)
+        )
+        if job.final_sent:
+            peer.pending.append(Outgoing(job.key, job.final_message, final=True, job=job, resend=True))
+
+    def _running_job(self, peer: Peer, message: Message) -> Job | None:
         job = self._jobs.get((peer.identity, message.job))
         if job is None:
             self._reply(
                 peer, messages.error("unknown_job", f"no running job {message.job!r} for this client", job=message.job)
+            )
+        return job
+
+    def _known_job(self, peer: Peer, message: Message) -> Job | None:
+        """A running job, or an ended one whose results are still kept."""
+        key = (peer.identity, message.job)
+        job = self._jobs.get(key) or self._ended.get(key, (None, 0.0))[0]
+        if job is None:
+            self._reply(
+                peer, messages.error("unknown_job", f"no job {message.job!r} known for this client", job=message.job)
             )
         return job
 
@@ -250,13 +304,20 @@ class SolverServer:
             return
         peer.pending.append(Outgoing((peer.identity, message.job or ""), message))
 
+    def _retire(self, job: Job, final_message: Message) -> None:
+        """Move ``job`` from the running table to the ended one (kept RESULT_TTL_S for resume)."""
+        job.final_message = final_message
+        self._jobs.pop(job.key, None)
+        self._ended[job.key] = (job, time.monotonic() + RESULT_TTL_S)
+        log.info("job %s ended: %s", job.id, final_message.type)
+
     def _end_job(self, job: Job, final_message: Message) -> None:
         """End ``job`` now with ``final_message``; its worker's later messages are dropped."""
         job.cancel()
-        del self._jobs[job.key]
+        self._retire(job, final_message)
         peer = self._peers.get(job.key[0])
         if peer is not None:
-            peer.pending.append(Outgoing(job.key, final_message, final=True))
+            peer.pending.append(Outgoing(job.key, final_message, final=True, job=job))
 
     def _drain_outbox(self) -> None:
         while True:
@@ -264,19 +325,23 @@ class SolverServer:
                 item = self._outbox.get_nowait()
             except queue.Empty:
                 return
-            if item.key not in self._jobs:
+            job = self._jobs.get(item.key)
+            if job is None:
                 continue  # the job was ended by the server (bad drive, vanished peer)
             peer = self._peers.get(item.key[0])
             if peer is None:
                 self._jobs.pop(item.key).cancel()
                 continue
+            item.job = job
             peer.pending.append(item)
             if item.final:
-                job = self._jobs.pop(item.key)
-                log.info("job %s ended: %s", job.id, item.message.type)
+                self._retire(job, item.message)
 
     def _flush(self) -> None:
+        now = time.monotonic()
         for peer in list(self._peers.values()):
+            if peer.unreachable_since is not None and now < peer.retry_at:
+                continue
             while peer.pending:
                 item = peer.pending[0]
                 peer.seq += 1
@@ -296,25 +361,41 @@ class SolverServer:
                     peer.seq -= 1
                     break  # the peer's pipe is full: retry on the next tick
                 except zmq.ZMQError as exc:
-                    if exc.errno == zmq.EHOSTUNREACH:
-                        self._drop_peer(peer)
-                        break
-                    raise
+                    if exc.errno != zmq.EHOSTUNREACH:
+                        raise
+                    peer.seq -= 1
+                    if peer.unreachable_since is None:
+                        peer.unreachable_since = now
+                        log.info("peer %s is unreachable; keeping its jobs for %g s", peer.identity.hex(), self.peer_grace_s)
+                    peer.retry_at = now + UNREACHABLE_RETRY_S
+                    break
+                peer.unreachable_since = None
                 peer.pending.popleft()
-                if item.frame is not None:
-                    job = self._jobs.get(item.key)
-                    if job is not None:
+                job = item.job
+                if job is not None and not item.resend:
+                    if item.frame is not None:
                         job.note_frame_sent()
+                        job.sent.add(item.frame, item.message, sum(memoryview(f).nbytes for f in frames))
+                    if item.final:
+                        job.final_sent = True
 
     def _drop_peer(self, peer: Peer) -> None:
         log.info("peer %s (%s) is gone; cancelling its jobs", peer.client, peer.identity.hex())
         for key in [k for k in self._jobs if k[0] == peer.identity]:
             self._jobs.pop(key).cancel()
+        for key in [k for k in self._ended if k[0] == peer.identity]:
+            del self._ended[key]
         self._peers.pop(peer.identity, None)
 
-    def _forget_idle_peers(self) -> None:
+    def _housekeeping(self) -> None:
+        """Drop peers unreachable past the grace period, idle peers, and expired results."""
         now = time.monotonic()
-        busy = {key[0] for key in self._jobs}
+        for peer in list(self._peers.values()):
+            if peer.unreachable_since is not None and now - peer.unreachable_since > self.peer_grace_s:
+                self._drop_peer(peer)
+        busy = {key[0] for key in self._jobs} | {key[0] for key in self._ended}
         for identity, peer in list(self._peers.items()):
             if not peer.pending and identity not in busy and now - peer.last_seen > IDLE_PEER_FORGET_S:
                 del self._peers[identity]
+        for key in [k for k, (_, expiry) in self._ended.items() if expiry < now]:
+            del self._ended[key]

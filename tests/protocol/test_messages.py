@@ -42,8 +42,8 @@ ALL_MESSAGES = {
     "cancel": (m.cancel("j1"), "c2s"),
     "resume": (m.resume("j1", 3), "c2s"),
     "ping": (m.ping(), "c2s"),
-    "pong": (m.pong(), "s2c"),
-    "error": (m.error("bad_scene", "no vertices", job="j1", object="Cloth", frame=3), "s2c"),
+    "pong": (m.pong("j1", frames_sent=3, ended=False), "s2c"),
+    "error": (m.error("frames_unavailable", "gone", job="j1", object="Cloth", frame=3), "s2c"),
 }
 
 

@@ -142,6 +142,10 @@ def test_a_client_cannot_touch_another_clients_job(solver_server_address, raw_pe
         assert (reply.type, reply.body["code"], reply.job) == ("error", "unknown_job", "shared-name")
         raw_peer.send_message(messages.drive("shared-name", 3, {"Cloth": {"matrix_world": np.eye(4)}}))
         assert raw_peer.receive().body["code"] == "unknown_job"
+        raw_peer.send_message(messages.resume("shared-name", 1))  # cannot read its frames either
+        assert raw_peer.receive().body["code"] == "unknown_job"
+        raw_peer.send_message(messages.ping("shared-name"))
+        assert raw_peer.receive().body["code"] == "unknown_job"
         frames = [r.frame for r in job.frames()]
     assert frames == list(range(1, 151))
     assert job.done_info["cancelled"] is False

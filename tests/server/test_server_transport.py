@@ -164,13 +164,15 @@ def test_slow_reader_bounds_how_far_the_server_runs_ahead(inprocess_server):
         assert [r.frame for r in job.frames()] == list(range(1, 401))
 
 
-def test_vanished_client_frees_its_job(inprocess_server):
-    server = inprocess_server()
+def test_vanished_client_frees_its_job_after_the_grace_period(inprocess_server):
+    server = inprocess_server(peer_grace_s=0.3)
     client = SolverClient(server.address, timeout=10)
     job = client.submit(scene(frame_end=100000, sleep_s=0.002))
-    next(iter(job.frames()))
-    client.close()
+    frames = job.frames()
+    next(frames)
+    client.close()  # gone without a cancel
     assert wait_until(lambda: not server.server._jobs), "the job of a closed client kept running"
+    frames.close()
 
 
 def test_slow_frames_do_not_time_out_because_pings_are_answered(inprocess_server):
@@ -229,3 +231,104 @@ def test_failing_drive_callable_cancels_the_job(inprocess_server):
         with pytest.raises(KeyError, match="frame 5"):
             list(job.frames())
         assert wait_until(lambda: not server.server._jobs)
+
+
+def test_frames_lost_on_a_dropped_connection_are_sent_again(inprocess_server, caplog):
+    from tcp_proxy import DroppingProxy
+
+    caplog.set_level("INFO", logger="tangle.server")
+    server = inprocess_server()
+    proxy = DroppingProxy("127.0.0.1", int(server.address.rsplit(":", 1)[1]))
+    objects = [{"id": "A", "vertices": np.zeros((20_000, 3))}]  # 240 kB frames: several in flight
+    received = []
+    try:
+        with SolverClient(f"tcp://127.0.0.1:{proxy.port}", timeout=10) as client:
+            job = client.submit(scene(frame_end=80, objects=objects, sleep_s=0.005))
+            for result in job.frames():
+                received.append(result.frame)
+                np.testing.assert_allclose(result.positions["A"][0, 2], -0.01 * (result.frame - 1), atol=1e-6)
+                if result.frame in (10, 40):
+                    proxy.drop_all()
+    finally:
+        proxy.close()
+    assert proxy.drops == 2
+    assert received == list(range(1, 81))  # every frame exactly once, in order
+    assert job.done_info["frames_done"] == 80 and not job.done_info["cancelled"]
+    assert "resume from frame" in caplog.text  # frames really were lost and sent again
+
+
+class RawClient:
+    """A bare DEALER with a chosen routing id, speaking the protocol message by message."""
+
+    def __init__(self, address, routing_id):
+        import zmq
+
+        self.context = zmq.Context()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.ROUTING_ID, routing_id)
+        self.socket.connect(address)
+
+    def send(self, message):
+        from protocol.wire import encode
+
+        self.socket.send_multipart(encode(message))
+
+    def receive(self, timeout=10.0):
+        from protocol import messages
+        from protocol.wire import decode
+
+        assert self.socket.poll(int(timeout * 1000)), "server did not answer"
+        return messages.validate(decode(self.socket.recv_multipart()), "s2c")
+
+    def receive_until(self, kind):
+        seen = []
+        while not seen or seen[-1].type != kind:
+            seen.append(self.receive())
+        return seen
+
+    def close(self):
+        self.socket.close(linger=0)
+        self.context.term()
+
+
+def test_a_reconnecting_client_recovers_frames_and_done_it_never_read(inprocess_server):
+    from protocol import messages
+
+    server = inprocess_server()
+    first = RawClient(server.address, b"Tsame-client-id")
+    first.send(messages.submit(scene(frame_end=5), job="J"))
+    assert wait_until(lambda: ("J" in [k[1] for k in server.server._ended]))  # finished, nothing read
+    first.close()  # everything it was sent is lost with it
+    second = RawClient(server.address, b"Tsame-client-id")
+    try:
+        second.send(messages.ping("J"))
+        pong = second.receive()
+        assert (pong.type, pong.job, pong.body) == ("pong", "J", {"frames_sent": 5, "ended": True})
+        second.send(messages.resume("J", 2))
+        replies = second.receive_until("done")
+        assert [m.body["frame"] for m in replies if m.type == "frame"] == [2, 3, 4, 5]
+        assert replies[-1].body["last_frame"] == 5
+    finally:
+        second.close()
+
+
+def test_resume_beyond_the_kept_frames_is_refused(inprocess_server):
+    from protocol import messages
+    from solver_server.jobs import RETAIN_FRAMES
+
+    server = inprocess_server()
+    peer = RawClient(server.address, b"Tretention")
+    try:
+        peer.send(messages.submit(scene(frame_end=RETAIN_FRAMES + 20), job="long"))
+        peer.receive_until("done")
+        peer.send(messages.resume("long", 1))
+        refused = peer.receive()
+        assert (refused.type, refused.body["code"]) == ("error", "frames_unavailable")
+        assert "resubmit" in refused.body["message"]
+        peer.send(messages.resume("long", RETAIN_FRAMES + 20))
+        assert [m.type for m in peer.receive_until("done")] == ["frame", "done"]
+        peer.send(messages.resume("other", 1))
+        assert peer.receive().body["code"] == "unknown_job"
+    finally:
+        peer.close()

@@ -1,0 +1,82 @@
+"""A TCP forwarder whose live connections can be cut on demand, to break a client's connection
+to the server mid-bake (the client's ZeroMQ socket then reconnects through it)."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+
+
+class DroppingProxy:
+    def __init__(self, target_host: str, target_port: int):
+        self.target = (target_host, target_port)
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.listener.setblocking(False)
+        self.port = self.listener.getsockname()[1]
+        self.drops = 0
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.listener, selectors.EVENT_READ)
+        self._peers: dict[socket.socket, socket.socket] = {}
+        self._drop = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def drop_all(self) -> None:
+        """Cut every connection open now (new ones are accepted afterwards)."""
+        self._drop.set()
+        while self._drop.is_set() and self._thread.is_alive():
+            self._stop.wait(0.01)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for sock in list(self._peers):
+            sock.close()
+        self.listener.close()
+
+    def _close_pair(self, sock: socket.socket) -> None:
+        other = self._peers.pop(sock, None)
+        for s in (sock, other):
+            if s is None:
+                continue
+            self._peers.pop(s, None)
+            try:
+                self._selector.unregister(s)
+            except (KeyError, ValueError):
+                pass
+            s.close()
+
+    def _pump(self) -> None:
+        while not self._stop.is_set():
+            if self._drop.is_set():
+                for sock in list(self._peers):
+                    self._close_pair(sock)
+                self.drops += 1
+                self._drop.clear()
+            for key, _ in self._selector.select(timeout=0.02):
+                sock = key.fileobj
+                if sock is self.listener:
+                    try:
+                        client, _ = self.listener.accept()
+                        upstream = socket.create_connection(self.target)
+                    except OSError:
+                        continue
+                    for s in (client, upstream):
+                        s.setblocking(True)
+                        self._selector.register(s, selectors.EVENT_READ)
+                    self._peers[client], self._peers[upstream] = upstream, client
+                    continue
+                if sock not in self._peers:
+                    continue
+                try:
+                    data = sock.recv(1 << 16)
+                    if data:
+                        self._peers[sock].sendall(data)
+                        continue
+                except OSError:
+                    pass
+                self._close_pair(sock)
