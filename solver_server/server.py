@@ -192,6 +192,9 @@ class SolverServer:
                 self._dispatch(peer, message)
             except ProtocolError as exc:
                 self._reply(peer, messages.error(exc.code, exc.message, job=message.job))
+            except Exception as exc:  # a server bug must not take every other client down with it
+                log.exception("handling %s from peer %s failed", message.type, identity.hex())
+                self._reply(peer, messages.error("internal", f"{type(exc).__name__}: {exc}", job=message.job))
 
     def _dispatch(self, peer: Peer, message: Message) -> None:
         kind = message.type
