@@ -11,7 +11,7 @@ from solver_server.solvers.der.model import DerMaterial
 
 from .helpers import make, straight
 
-SETTINGS = NewtonSettings(max_iterations=30, tolerance=1e-5)
+SETTINGS = NewtonSettings(max_iterations=50, tolerance=1e-5)
 
 
 class Pipe:

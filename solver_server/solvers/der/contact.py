@@ -46,6 +46,9 @@ class ContactSettings:
     # local response of a contact: "rigid_rod" (seed eq. 3.3: each edge a rigid rod, a vertex a point mass) or
     # "delassus" (exact response J A⁻¹ Jᵀ of the factorized global system, from the band of A⁻¹)
     response: str = "delassus"
+    # the global/local loop also continues while a contact predicts a deeper penetration than this fraction
+    # of the hair radius (the smaller one for a pair; seed: mean |Δv| only)
+    penetration_tolerance: float = 0.05
 
 
 def _rows_dot(xp, a, b):
@@ -95,6 +98,8 @@ class StepContacts:
         self.target_normal = xp.zeros(n)
         self.surface_velocity = xp.zeros((n, 3))
         self.mu = xp.zeros(n)
+        self.radius_scale = xp.ones(n)
+        self.worst_penetration = 0.0
         self.impulse = xp.zeros((n, 3))
         self.applied = xp.zeros((n, 3))
         self.active_mask = xp.zeros(n, dtype=bool)
@@ -103,6 +108,7 @@ class StepContacts:
         self.n_collider_contacts = 0
         self._factor = None
         self._inverse_band = None
+        self._delassus = None
 
     def set_system(self, factor) -> None:
         self._factor = factor
@@ -128,6 +134,7 @@ class StepContacts:
         self.target_normal = xp.concatenate([p[4] for p in parts])
         self.surface_velocity = xp.concatenate([p[5] for p in parts])
         self.mu = xp.concatenate([p[6] for p in parts])
+        self.radius_scale = xp.concatenate([p[7] for p in parts])
         n = self.vertices.shape[0]
         self.impulse = xp.zeros((n, 3))
         self.applied = xp.zeros((n, 3))
@@ -210,7 +217,8 @@ class StepContacts:
         vertices = xp.stack((va, va + 1, vb, vb + 1), axis=1)
         weights = xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1)
         return (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
-                xp.zeros((n, 3)), xp.full(n, settings.friction))
+                xp.zeros((n, 3)), xp.full(n, settings.friction),
+                xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]))
 
     def _detect_collider(self, collider, x0, x1, velocity):
         xp, model, settings = self.xp, self.model, self.solver.settings
@@ -232,7 +240,8 @@ class StepContacts:
         vertices = xp.stack((index, index, index, index), axis=1)
         weights = xp.zeros((n, 4))
         weights[:, 0] = 1.0
-        return (vertices, weights, xp.zeros(n, dtype=bool), normal, target, surface_velocity, xp.full(n, float(mu)))
+        return (vertices, weights, xp.zeros(n, dtype=bool), normal, target, surface_velocity, xp.full(n, float(mu)),
+                radius[index])
 
     def _vertex_radius(self):
         xp, model = self.xp, self.model
@@ -254,29 +263,71 @@ class StepContacts:
             return self._delassus_response(contact_counts)
         return self._rigid_rod_response(contact_counts)
 
-    def _delassus_response(self, contact_counts):
-        """W_c = J_c A⁻¹ J_cᵀ from the band of A⁻¹ (entries outside the band, i.e. far apart on one strand,
-        are neglected), multiplied by the largest active-contact count of its vertices (seed §3.2.3)."""
-        xp, model = self.xp, self.model
+    def _inverse_entries(self, rows, cols):
+        """Entries (A⁻¹)_{rows, cols} from its band; 0 outside the band (far apart on a strand or two strands)."""
+        xp = self.xp
         if self._inverse_band is None:
+            model = self.model
             ends = model.vertex_dof[model.strand_offsets[1:] - 1] + 3
             self._inverse_band = xp.asarray(band_of_inverse(xp, self._factor.lower_factor, ends))
         band = self._inverse_band
         p = band.shape[0] - 1
-        dofs = model.vertex_dof[self.vertices][:, :, None] + xp.arange(3)            # (n, 4, 3)
-        rows = dofs[:, :, None, :, None]
-        cols = dofs[:, None, :, None, :]
-        rows, cols = xp.broadcast_arrays(rows, cols)                                  # (n, 4, 4, 3, 3)
-        lower = xp.maximum(rows, cols)
-        upper = xp.minimum(rows, cols)
+        lower, upper = xp.maximum(rows, cols), xp.minimum(rows, cols)
         offset = lower - upper
-        inside = offset <= p
-        entries = xp.where(inside, band[xp.minimum(offset, p), upper], 0.0)
-        pair_weights = self.weights[:, :, None] * self.weights[:, None, :]            # (n, 4, 4)
-        response = xp.einsum("nkl,nklab->nab", pair_weights, entries)
+        return xp.where(offset <= p, band[xp.minimum(offset, p), upper], 0.0)
+
+    def _coupling(self, first, second):
+        """Delassus blocks W_{c c'} = J_c A⁻¹ J_{c'}ᵀ (m, 3, 3) for contact index pairs (first, second)."""
+        xp, model = self.xp, self.model
+        dofs_first = model.vertex_dof[self.vertices[first]][:, :, None] + xp.arange(3)     # (m, 4, 3)
+        dofs_second = model.vertex_dof[self.vertices[second]][:, :, None] + xp.arange(3)
+        rows, cols = xp.broadcast_arrays(dofs_first[:, :, None, :, None], dofs_second[:, None, :, None, :])
+        pair_weights = self.weights[first][:, :, None] * self.weights[second][:, None, :]     # (m, 4, 4)
+        return xp.einsum("nkl,nklab->nab", pair_weights, self._inverse_entries(rows, cols))
+
+    def _neighbour_pairs(self):
+        """Pairs (c, c') of contacts with a vertex within ±2 of each other on one strand (c ≠ c')."""
+        xp, model = self.xp, self.model
         touched = self.weights != 0.0
-        count = xp.max(xp.where(touched, contact_counts[self.vertices], 1.0), axis=1)
-        return response * count[:, None, None]
+        contact, slot = xp.nonzero(touched)
+        vertex = self.vertices[contact, slot]
+        order = xp.argsort(vertex, kind="stable")
+        contact, vertex = contact[order], vertex[order]
+        pairs = []
+        for shift in range(-2, 3):  # the five vertex offsets that share band entries
+            target = vertex + shift
+            lo = xp.searchsorted(vertex, target, side="left")
+            hi = xp.searchsorted(vertex, target, side="right")
+            count = hi - lo
+            if int(count.sum()) == 0:
+                continue
+            owner = xp.repeat(xp.arange(vertex.shape[0]), count)
+            partner = lo[owner] + (xp.arange(owner.shape[0]) - xp.repeat(xp.cumsum(count) - count, count))
+            same_strand = model.vertex_strand[vertex[owner]] == model.vertex_strand[vertex[partner]]
+            pairs.append(xp.stack((contact[owner], contact[partner]), axis=1)[same_strand])
+        if not pairs:
+            return xp.zeros((0, 2), dtype=xp.int64)
+        pairs = xp.unique(xp.concatenate(pairs), axis=0)
+        return pairs[pairs[:, 0] != pairs[:, 1]]
+
+    def _delassus_response(self, contact_counts):
+        """W_cc = J_c A⁻¹ J_cᵀ from the band of A⁻¹, scaled for the Jacobi iteration by
+        1 + Σ_{c'} ‖W_{cc'}‖ / ‖W_cc‖ over the active contacts c' coupled to c through the band (the
+        Delassus generalisation of the seed's division of masses by the number of contacts, §3.2.3).
+        The blocks depend only on the contact set, so they are computed once per step."""
+        xp = self.xp
+        n = self.vertices.shape[0]
+        if self._delassus is None:
+            everyone = xp.arange(n)
+            own = self._coupling(everyone, everyone)
+            pairs = self._neighbour_pairs()
+            coupling = xp.linalg.norm(self._coupling(pairs[:, 0], pairs[:, 1]), axis=(1, 2)) if pairs.shape[0] \
+                else xp.zeros(0)
+            self._delassus = (own, pairs, coupling / xp.maximum(xp.linalg.norm(own, axis=(1, 2))[pairs[:, 0]], 1e-300))
+        own, pairs, relative_coupling = self._delassus
+        active_partner = self.active_mask[pairs[:, 1]]
+        scale = 1.0 + xp.bincount(pairs[:, 0], weights=relative_coupling * active_partner, minlength=n)
+        return own * scale[:, None, None]
 
     def _rigid_rod_response(self, contact_counts):
         xp, model = self.xp, self.model
@@ -305,11 +356,16 @@ class StepContacts:
         return total
 
     def _contact_counts(self):
+        """Active contacts per vertex (seed §3.2.3: masses are divided by it in the rigid-rod response)."""
         xp, model = self.xp, self.model
         touching = self.vertices[self.active_mask]
         weights = self.weights[self.active_mask] != 0.0
         counts = xp.bincount(touching[weights], minlength=model.n_vertices).astype(float)
         return xp.maximum(counts, 1.0)
+
+    def converged(self) -> bool:
+        """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius."""
+        return self.worst_penetration <= self.solver.settings.penetration_tolerance
 
     def update(self, iteration: int, velocity_before, velocity_after):
         """Seed Algorithm 3: new generalized impulse (n_dofs,) from the velocities after a global step."""
@@ -325,10 +381,10 @@ class StepContacts:
         self.applied = self.impulse.copy()
         response = self._response(self._contact_counts())
         relative = self.relative_velocity(v_after)
-        goal = self.target_normal[:, None] * self.normal - relative
-        regularization = 1e-9 * xp.trace(response, axis1=1, axis2=2)[:, None, None] * xp.eye(3)[None] + 1e-300
-        increment = xp.linalg.solve(response + regularization, goal[:, :, None])[:, :, 0]
-        self.impulse = project_to_cone(xp, self.impulse + increment, self.normal, self.mu)
+        # predicted end-of-step penetration beyond the contact distance, relative to that distance
+        shortfall = (self.target_normal - _rows_dot(xp, relative, self.normal)) * self.h / self.radius_scale
+        self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
+        self.impulse = local_impulse_update(xp, response, relative, self.normal, self.target_normal, self.impulse, self.mu)
         self.active_mask = xp.linalg.norm(self.impulse, axis=1) > 0.0
         return self.generalized_impulse(self.impulse)
 
@@ -374,6 +430,26 @@ class StepContacts:
 
 def xp_einsum(xp, weights, velocities):
     return xp.einsum("nk,nkc->nc", weights, velocities)
+
+
+def local_impulse_update(xp, response, relative, normal, target_normal, impulse, mu):
+    """One local step per contact: normal first, then friction (seed eqs. 3.1, 3.4, 3.5).
+
+    The normal impulse brings the normal relative velocity to its target (u'_N = target, λ_N ≥ 0); the
+    tangential impulse then cancels the tangential relative velocity (including the tangential effect of the
+    normal change) and is clamped to the Coulomb disc ‖λ_T‖ ≤ μ λ_N.  response (n, 3, 3): Δu = W λ.
+    """
+    u_normal = _rows_dot(xp, relative, normal)
+    w_normal = xp.einsum("ni,nij,nj->n", normal, response, normal)
+    old_normal = _rows_dot(xp, impulse, normal)
+    new_normal = xp.maximum(old_normal + (target_normal - u_normal) / w_normal, 0.0)
+    projector = xp.eye(3)[None] - normal[:, :, None] * normal[:, None, :]
+    normal_effect = xp.einsum("nij,nj->ni", response, normal) * (new_normal - old_normal)[:, None]
+    goal = -xp.einsum("nij,nj->ni", projector, relative + normal_effect)
+    tangential_response = projector @ response @ projector + w_normal[:, None, None] * normal[:, :, None] * normal[:, None, :]
+    increment = xp.linalg.solve(tangential_response, goal[:, :, None])[:, :, 0]
+    tangential = xp.einsum("nij,nj->ni", projector, impulse + increment)
+    return project_to_cone(xp, new_normal[:, None] * normal + tangential, normal, mu)
 
 
 def project_to_cone(xp, impulse, normal, mu):

@@ -27,7 +27,7 @@ from .state import DerState, transported_configuration
 @dataclass
 class NewtonSettings:
     max_iterations: int = 50
-    tolerance: float = 1e-6          # mean |Δv| over DOFs [m/s, rad/s] that ends the iteration
+    tolerance: float = 1e-6          # mean |Δv| over the vertex velocity components [m/s] that ends the iteration
     quasi_newton: bool = True
     armijo: float = 1e-4
     backtrack: float = 0.5
@@ -41,6 +41,9 @@ class ImpulseHandler(Protocol):
     def update(self, iteration: int, velocity_before, velocity_after) -> Any:
         """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact)."""
 
+    def converged(self) -> bool:
+        """Whether the contacts accept ending the iteration."""
+
 
 @dataclass
 class StepStats:
@@ -49,11 +52,13 @@ class StepStats:
     factorizations: int = 0
     projected_hessian: bool = False
     line_search_fallbacks: int = 0
+    smallest_step: float = 1.0
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"iterations": self.iterations, "mean_dv": self.mean_dv, "factorizations": self.factorizations,
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
+                "smallest_step": self.smallest_step,
                 **self.extra}
 
 
@@ -101,16 +106,16 @@ class ImplicitEulerSolver:
             q = q_t + h * v
             return transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
 
-        def objective(v, target, config):
+        def objective(v, target, elastic):
             difference = v - target
-            return (0.5 * float(difference @ (mass * difference)) + 0.5 * damping * float(v @ (mass * v))
-                    + elastic_energy(xp, model, config))
+            return 0.5 * float(difference @ (mass * difference)) + 0.5 * damping * float(v @ (mass * v)) + elastic
 
         v = v_t.copy()
         v[fixed_dofs] = fixed_velocity
         stats = StepStats()
         factor = None
         config = configuration(v)
+        elastic = elastic_energy(xp, model, config)
         for iteration in range(settings.max_iterations):
             target = free_velocity + impulse / mass
             if factor is None or not settings.quasi_newton:
@@ -123,27 +128,30 @@ class ImplicitEulerSolver:
             direction = -factor.solve(gradient)
             direction[fixed_dofs] = 0.0
             slope = float(gradient @ direction)
-            current = objective(v, target, config)
+            current = objective(v, target, elastic)
             alpha = 1.0
             for _ in range(settings.max_backtracks):
                 trial_config = configuration(v + alpha * direction)
-                if objective(v + alpha * direction, target, trial_config) <= current + settings.armijo * alpha * slope:
+                trial_elastic = elastic_energy(xp, model, trial_config)
+                if objective(v + alpha * direction, target, trial_elastic) <= current + settings.armijo * alpha * slope:
                     break
                 alpha *= settings.backtrack
             else:
                 stats.line_search_fallbacks += 1
-                trial_config = configuration(v + alpha * direction)
             v_new = v + alpha * direction
-            config = trial_config
+            stats.smallest_step = min(stats.smallest_step, alpha)
+            config, elastic = trial_config, trial_elastic
             stats.iterations = iteration + 1
-            stats.mean_dv = float(xp.mean(xp.abs(v_new - v)))
+            # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
+            stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))
             if impulses is not None:
                 new_impulse = impulses.update(iteration, v, v_new)
                 if new_impulse is not None:
                     impulse = new_impulse
             contact_just_found = iteration == 0 and bool(xp.any(impulse != 0.0))
             v = v_new
-            if stats.mean_dv < settings.tolerance and not contact_just_found:
+            contacts_settled = impulses is None or impulses.converged()
+            if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
                 break
         q = q_t + h * v
         positions = model.gather_positions(q)
