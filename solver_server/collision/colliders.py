@@ -71,9 +71,9 @@ class Collider:
         """(n, 3) displacement over the last substep of the surface material at ``points``."""
         if self.is_mesh:
             return self.geometry.surface_motion(xp, points)
-        back = self.matrix_previous @ np.linalg.inv(self.matrix)
-        if np.allclose(back, np.eye(4)):
+        if self.matrix is self.matrix_previous or np.array_equal(self.matrix, self.matrix_previous):
             return xp.zeros_like(points)
+        back = self.matrix_previous @ np.linalg.inv(self.matrix)
         back_linear = xp.asarray(back[:3, :3].T, dtype=points.dtype)
         previous = points @ back_linear + xp.asarray(back[:3, 3], dtype=points.dtype)
         return points - previous

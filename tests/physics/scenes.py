@@ -43,3 +43,48 @@ def run(simulation, drive=None):
     for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
         frames.append(simulation.advance(drive(frame) if drive else None))
     return frames
+
+
+def box_tets(counts, size, origin=(0.0, 0.0, 0.0)):
+    """Tetrahedralized box: counts (nx, ny, nz) cubes of a box of size (3,) [m], 6 Kuhn tets per cube.
+    Returns (vertices (n, 3), tets (T, 4) int32, boundary triangles (F, 3) int32, node grid index)."""
+    from solver_server.solvers.pd.tetgen import KUHN
+
+    counts = np.asarray(counts)
+    axes = [np.linspace(origin[k], origin[k] + size[k], counts[k] + 1) for k in range(3)]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
+    vertices = grid.reshape(-1, 3)
+    index = np.arange(len(vertices)).reshape(grid.shape[:3])
+    cells = np.stack(np.meshgrid(*(np.arange(c) for c in counts), indexing="ij"), axis=-1).reshape(-1, 3)
+    corners = cells[:, None, None, :] + KUHN[None]
+    tets = index[corners[..., 0], corners[..., 1], corners[..., 2]].reshape(-1, 4)
+    faces = np.concatenate([tets[:, [0, 2, 1]], tets[:, [0, 1, 3]], tets[:, [1, 2, 3]], tets[:, [0, 3, 2]]])
+    key = np.sort(faces, axis=1)
+    _, first, counts_f = np.unique(key, axis=0, return_index=True, return_counts=True)
+    boundary = faces[first[counts_f == 1]]
+    return vertices, tets.astype(np.int32), boundary.astype(np.int32), index
+
+
+def tet_volume(positions, tets):
+    x = positions[tets]
+    return np.linalg.det(np.stack([x[:, 0] - x[:, 3], x[:, 1] - x[:, 3], x[:, 2] - x[:, 3]], axis=2)).sum() / 6.0
+
+
+def uv_sphere(rings=10, segments=20, radius=1.0, center=(0.0, 0.0, 0.0)):
+    """Closed, consistently oriented (outward) UV sphere: (vertices, triangles)."""
+    theta = np.linspace(0, np.pi, rings + 1)[1:-1]
+    phi = np.linspace(0, 2 * np.pi, segments, endpoint=False)
+    t, p = np.meshgrid(theta, phi, indexing="ij")
+    ring = np.stack([np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)], axis=-1).reshape(-1, 3)
+    vertices = np.concatenate([[[0, 0, 1]], ring, [[0, 0, -1]]]) * radius + np.asarray(center)
+    m = segments
+    j = np.arange(m)
+    tris = [np.stack([np.zeros(m, int), 1 + j, 1 + (j + 1) % m], 1)]
+    for i in range(rings - 2):
+        a = 1 + i * m + j
+        b = 1 + i * m + (j + 1) % m
+        tris += [np.stack([a, a + m, b + m], 1), np.stack([a, b + m, b], 1)]
+    last = len(vertices) - 1
+    base = 1 + (rings - 2) * m
+    tris.append(np.stack([np.full(m, last), base + (j + 1) % m, base + j], 1))
+    return vertices, np.concatenate(tris).astype(np.int32)

@@ -38,6 +38,12 @@ def _tet_masses(rest: np.ndarray, tets: np.ndarray, density: float, object_id: s
     return mass
 
 
+def surface_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
+    """Volume [m³] enclosed by a closed, outward-oriented triangle surface (divergence theorem)."""
+    a, b, c = (vertices[triangles[:, k]] for k in range(3))
+    return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
+
+
 def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
     """Merge cloth and soft-body objects into one ParticleModel with per-object slots."""
     slots, rests, masses, thick, fric, damp = [], [], [], [], [], []
@@ -66,6 +72,9 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
                 embedding = lattice.weights  # (N_out, n_nodes)
                 local_pins, weights = lattice.pins_for(spec.pin_indices, spec.pin_weights)
             mass = _tet_masses(rest, local_tets, spec.params["density"], spec.id)
+            if embedding is not None:
+                # the lattice covers more than the surface: keep the true mass density × enclosed volume
+                mass *= surface_volume(spec.vertices, spec.triangles) * spec.params["density"] / mass.sum()
             tets.append(local_tets + offset)
             tet_slot.append(np.full(len(local_tets), slot_index))
         else:

@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse
 
 from ...sim.errors import SceneError
+from .projections import project_strain_2d, project_strain_3d, project_volume_3d
 
 log = logging.getLogger(__name__)
 
@@ -139,24 +140,6 @@ def soft_pins(indices: np.ndarray, weights: np.ndarray, n: int) -> ConstraintBat
 
 # ----------------------------------------------------------------------------- strain (SVD clamp)
 
-def _clamped_rotation_projection(xp, gradient, low, high, invert_fix: bool):
-    """F (C, 3, k) -> U Σ* Vᵀ with σ clamped to [low, high] (C,) each.
-
-    With invert_fix (square F), an inverted element (det F < 0) gets U, V made proper
-    rotations by negating its smallest singular value; clamping that value back into
-    [σmin, σmax] un-inverts the projection (seed §3.5: 'σ3 clamped and negated')."""
-    u, sigma, vt = xp.linalg.svd(gradient, full_matrices=False)
-    if invert_fix:
-        det_u = xp.linalg.det(u)
-        det_v = xp.linalg.det(vt)
-        flip = (det_u * det_v) < 0
-        if bool(flip.any()):
-            u[flip, :, -1] *= -1.0
-            sigma[flip, -1] *= -1.0
-    sigma = xp.clip(sigma, low[:, None], high[:, None])
-    return (u * sigma[:, None, :]) @ vt
-
-
 def triangle_strain(rest: np.ndarray, triangles: np.ndarray, shear: np.ndarray, limits: np.ndarray) -> ConstraintBatch:
     """Continuum membrane strain per triangle (cloth shear): F = Ds·Dm⁻¹ (3×2) projected to the
     nearest matrix with singular values in [σmin, σmax].
@@ -185,12 +168,11 @@ def triangle_strain(rest: np.ndarray, triangles: np.ndarray, shear: np.ndarray, 
     stencil[:, :, 0] = -(dm_inv[:, 0, :] + dm_inv[:, 1, :])
     area = 0.5 * dm[:, 0, 0] * dm[:, 1, 1]
     weights = 2.0 * shear * area
-    low, high = limits[:, 0].copy(), limits[:, 1].copy()
+    low_device, high_device = limits[:, 0].copy(), limits[:, 1].copy()
 
     def project(xp, state, positions):
         gradient = xp.swapaxes(state, 1, 2)  # (C, 3, 2)
-        projected = _clamped_rotation_projection(xp, gradient, xp.asarray(low), xp.asarray(high), False)
-        return xp.swapaxes(projected, 1, 2)
+        return xp.swapaxes(project_strain_2d(xp, gradient, low_device, high_device), 1, 2)
 
     return ConstraintBatch("triangle_strain", _selector(stencil, triangles, n), weights, 2, project)
 
@@ -223,12 +205,11 @@ def tet_strain(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, limits: np
     stencil[:, :, :3] = np.swapaxes(dm_inv, 1, 2)  # row j, vertex i: Dm⁻¹[i, j]
     stencil[:, :, 3] = -dm_inv.sum(axis=1)          # eq. 3-23
     weights = young * volume
-    low, high = limits[:, 0].copy(), limits[:, 1].copy()
+    low_device, high_device = limits[:, 0].copy(), limits[:, 1].copy()
 
     def project(xp, state, positions):
         gradient = xp.swapaxes(state, 1, 2)
-        projected = _clamped_rotation_projection(xp, gradient, xp.asarray(low), xp.asarray(high), True)
-        return xp.swapaxes(projected, 1, 2)
+        return xp.swapaxes(project_strain_3d(xp, gradient, low_device, high_device), 1, 2)
 
     batch = ConstraintBatch("tet_strain", _selector(stencil, tets, n), weights, 3, project)
     batch.volume = volume
@@ -236,8 +217,9 @@ def tet_strain(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, limits: np
 
 
 def tet_volume(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, poisson: np.ndarray) -> ConstraintBatch | None:
-    """Volume preservation per tetrahedron: F projected to the nearest (in σ) matrix with
-    det = 1 (σ scaled by J^(-1/3)), inverted elements pushed back to positive volume.
+    """Volume preservation per tetrahedron: F projected to the closest matrix with det = 1
+    (closest point on σ1σ2σ3 = 1 in singular-value space, Bouaziz et al. 2014; inverted elements
+    start from |σ|, which restores positive volume).
 
     Linearised, ‖F − P(F)‖² ≈ ε_vol²/3, so ω = 3·K_extra·V with K_extra = E/3 · 2ν/(1 − 2ν) [Pa]
     brings the bulk modulus of the tet strain energy (E/3) up to E/(3(1 − 2ν)).
@@ -257,16 +239,7 @@ def tet_volume(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, poisson: n
     weights = 3.0 * extra_bulk * volume
 
     def project(xp, state, positions):
-        gradient = xp.swapaxes(state, 1, 2)
-        u, sigma, vt = xp.linalg.svd(gradient)
-        flip = (xp.linalg.det(u) * xp.linalg.det(vt)) < 0
-        if bool(flip.any()):
-            u[flip, :, -1] *= -1.0
-            sigma[flip, -1] *= -1.0
-        sigma = xp.abs(sigma)
-        ratio = xp.prod(sigma, axis=1) ** (1.0 / 3.0)
-        sigma = sigma / xp.maximum(ratio, 1e-9)[:, None]
-        return xp.swapaxes((u * sigma[:, None, :]) @ vt, 1, 2)
+        return xp.swapaxes(project_volume_3d(xp, xp.swapaxes(state, 1, 2)), 1, 2)
 
     return ConstraintBatch("tet_volume", _selector(stencil, tets, n), weights, 3, project)
 

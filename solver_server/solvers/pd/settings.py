@@ -15,6 +15,7 @@ DEFAULTS = {
     "gamma": 0.9,              # γ under-relaxation
     "rho": None,               # ρ spectral radius estimate of Rˡ (None: power iteration)
     "self_collision_iterations": 2,
+    "contact_forces": True,    # collider contact (and friction) as forces inside the iterations
 }
 
 
@@ -36,6 +37,8 @@ def resolve_pd_settings(settings: dict | None) -> dict:
     integer("jacobi_iterations", 1, 10000)
     integer("chebyshev_start", 0, 10000)
     integer("self_collision_iterations", 0, 100)
+    if not isinstance(out["contact_forces"], bool):
+        raise SceneError("solver.pd.contact_forces must be true or false")
     if out["global"] not in GLOBAL_SOLVERS:
         raise SceneError(f"solver.pd.global must be one of {list(GLOBAL_SOLVERS)}, got {out['global']!r}")
     if not isinstance(out["gamma"], (int, float)) or not 0 < out["gamma"] <= 2:

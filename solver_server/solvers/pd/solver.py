@@ -4,8 +4,12 @@ Per substep of length h:
   1. s = q + h v + h² g                           (f_ext = M g, so M⁻¹ f_ext = g)
   2. s ← ResolveCollision(s)                      (pre-projection)
   3. q ← s; repeat `iterations` times:
-        b = M/h² s + Σ_c ω_c A_cᵀ p_c(q)           (local step, one batch per constraint type)
+        b = M/h² s + Σ_c ω_c A_cᵀ p_c(q) + f       (local step, one batch per constraint type)
         q_F = K_FF⁻¹ (b_F − K_FP q_P)               (global step; pinned q_P = targets)
+        contact forces f ← local contact step on q     (contact.py; setting contact_forces: the
+                                                    next global step includes f, so bodies squeezed by
+                                                    colliders bulge instead of losing volume, and
+                                                    Coulomb friction acts inside the solve)
   4. q ← ResolveCollision(q) (post-projection), Coulomb friction, cloth self-collision
   5. v = (q − q_t)/h, then v ← v / (1 + damping·h)
 """
@@ -18,10 +22,11 @@ import time
 import numpy as np
 import scipy.sparse
 
-from ...collision import ColliderSet, Contacts, apply_friction
+from ...collision import ColliderSet
 from ...sim.model import ParticleModel
 from ...sim.state import Control, State
 from . import constraints as pdc
+from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 
 log = logging.getLogger(__name__)
@@ -110,8 +115,7 @@ class PDSolver:
         self.inertia_over_h2 = xp.asarray(model.mass / self.dt**2)[:, None]
         self.free_device = xp.asarray(self.free)
         self.hard_device = xp.asarray(self.hard_indices)
-        self.thickness = xp.asarray(model.thickness)
-        self.friction = xp.asarray(model.friction)
+        self.contact = ContactPoints(model, backend, model.mass / self.dt**2, self.hard_indices)
         self.damping = xp.asarray(model.damping)
         self.cholesky = CholeskySolve(backend, self.system_free)
         mode = settings["global"]
@@ -149,21 +153,24 @@ class PDSolver:
         if self.soft_pins is not None:
             self.soft_pins.targets = targets_all[self.soft_pin_rows]
         colliders: ColliderSet = control.colliders
+        has_colliders = len(colliders) > 0
         timings = {"local_ms": 0.0, "global_ms": 0.0, "collision_ms": 0.0}
 
         inertial = q_start + h * state_in.velocities + (h * h) * xp.asarray(self.gravity)
         if hard_targets is not None:
             inertial[self.hard_device] = hard_targets
         tick = time.perf_counter()
-        depth_total = None
-        if len(colliders):
-            inertial, pre = self._project(colliders, inertial)
-            depth_total = pre.depth
+        pre = None
+        if has_colliders:
+            inertial, pre = self.contact.project(colliders, inertial)          # Algorithm 2, line 2
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         q = inertial.copy()
         base_rhs = self.inertia_over_h2 * inertial
         iterations = self.settings["iterations"]
+        use_forces = self.settings["contact_forces"] and has_colliders
+        point_force = xp.zeros((self.contact.count, 3)) if use_forces else None
+        particle_force = None
         report = None
         for _ in range(iterations):
             tick = time.perf_counter()
@@ -172,6 +179,8 @@ class PDSolver:
                 state = (selector @ q).reshape(batch.count, batch.rows, 3)
                 projected = batch.project(xp, state, q)
                 rhs += scatter @ projected.reshape(-1, 3)
+            if particle_force is not None:
+                rhs += particle_force
             mid = time.perf_counter()
             solution, report = self._global(rhs, hard_targets, q[self.free_device])
             q[self.free_device] = solution
@@ -179,20 +188,25 @@ class PDSolver:
                 q[self.hard_device] = hard_targets
             timings["local_ms"] += (mid - tick) * 1e3
             timings["global_ms"] += (time.perf_counter() - mid) * 1e3
+            if use_forces:
+                tick = time.perf_counter()
+                point_force, particle_force = self.contact.forces(colliders, q, point_force, q_start)
+                timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         tick = time.perf_counter()
         contact_count = 0
-        if len(colliders):
-            q, post = self._project(colliders, q)
-            if depth_total is not None:
-                post = Contacts(depth=post.depth + depth_total, normal=xp.where(post.mask[:, None], post.normal, pre.normal),
-                                surface_motion=xp.where(post.mask[:, None], post.surface_motion, pre.surface_motion),
-                                friction=xp.where(post.mask, post.friction, pre.friction), mask=post.mask | pre.mask)
-            q = apply_friction(xp, q, q_start, post)
-            q, _ = self._project(colliders, q)
+        if has_colliders:
+            q, post = self.contact.project(colliders, q)                       # Algorithm 2, line 12
+            # position-level friction for the pushes outside the force iteration (pre + post);
+            # the in-loop forces already carry friction for their own normal force
+            q = self.contact.apply_friction(q, q_start, merge_contacts(xp, pre, post))
+            q, _ = self.contact.project(colliders, q)
             if hard_targets is not None:
                 q[self.hard_device] = hard_targets
-            contact_count = post.count
+            touching = post.mask
+            if point_force is not None:
+                touching = touching | (xp.abs(point_force).sum(axis=1) > 0)
+            contact_count = int(touching.sum())
         if self.self_collision is not None:
             q, self_contacts = self.self_collision.resolve(xp, q, q_start)
             contact_count += self_contacts
@@ -208,11 +222,3 @@ class PDSolver:
         if self.fell_back:
             stats["global_fallback"] = "cholesky"
         return stats
-
-    def _project(self, colliders: ColliderSet, points):
-        projected, contacts = colliders.project(self.backend.xp, points, self.thickness, self.friction)
-        if len(self.hard_indices):
-            projected[self.hard_device] = points[self.hard_device]
-            contacts.mask[self.hard_device] = False
-            contacts.depth[self.hard_device] = 0.0
-        return projected, contacts

@@ -1,0 +1,139 @@
+"""Collider contact for a PD ParticleModel: which points collide and how corrections reach particles.
+
+Collision points y = C q (C sparse (n_c, n)): every particle of an object that is simulated
+directly (cloth, soft body with given tets) is its own collision point (a row of the identity);
+a soft body embedded in a lattice collides through its SURFACE vertices (rows of its barycentric
+embedding), so the visible surface, not the coarse lattice, touches colliders. Exactly pinned
+particles never collide.
+
+- ``project``: the seed's ResolveCollision on the points; a point correction Δy reaches the
+  particles as Δq_j = Σ_s C_sj Δy_s / Σ_s C_sj over the touching points (exact for identity rows;
+  a weighted average for embedded points, repeated a few times).
+- ``forces``: contact and Coulomb friction forces inside the PD iterations (see PDSolver docs);
+  a point's gain is k_s = 1 / Σ_j C_sj² / k_j with particle gains k_j = m_j/h².
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+
+from ...collision import ColliderSet, Contacts, apply_friction
+from ...sim.model import ParticleModel
+
+
+class ContactPoints:
+    def __init__(self, model: ParticleModel, backend, particle_gain: np.ndarray, hard_indices: np.ndarray,
+                 distribution_iterations: int = 3):
+        xp = backend.xp
+        self.xp = xp
+        n = model.particle_count
+        blocks, thickness, friction = [], [], []
+        for slot_index, slot in enumerate(model.slots):
+            params = model.params[slot_index]
+            if slot.embedding is not None:
+                block = scipy.sparse.csr_matrix(slot.embedding)
+            else:
+                rows = np.arange(slot.start, slot.stop)
+                block = scipy.sparse.csr_matrix((np.ones(len(rows)), (np.arange(len(rows)), rows)),
+                                                shape=(len(rows), n))
+            blocks.append(block)
+            thickness.append(np.full(block.shape[0], params["thickness"]))
+            friction.append(np.full(block.shape[0], params["friction"]))
+        matrix = scipy.sparse.vstack(blocks).tocsr()
+        movable = np.ones(n)
+        movable[hard_indices] = 0.0
+        # drop pinned particles from the map (they do not move), and points carried only by pinned ones
+        matrix = (matrix @ scipy.sparse.diags(movable)).tocsr()
+        matrix.eliminate_zeros()
+        support = np.asarray(matrix.sum(axis=1)).ravel()
+        keep = support > 1e-12
+        self.identity = all(slot.embedding is None for slot in model.slots)
+        inverse_gain = np.zeros(n)
+        inverse_gain[movable > 0] = 1.0 / particle_gain[movable > 0]
+        point_inverse_gain = np.asarray(matrix.multiply(matrix) @ inverse_gain).ravel()
+        gain = np.where(keep, 1.0 / np.maximum(point_inverse_gain, 1e-300), 0.0)
+        to_device = (lambda m: backend.sparse.csr_matrix(m)) if backend.name != "cpu" else (lambda m: m)
+        self.matrix = to_device(matrix)
+        self.transpose = to_device(matrix.T.tocsr())
+        self.keep = xp.asarray(keep)
+        self.gain = xp.asarray(gain)
+        self.thickness = xp.asarray(np.concatenate(thickness))
+        self.friction = xp.asarray(np.concatenate(friction))
+        self.iterations = 1 if self.identity else distribution_iterations
+        self.count = matrix.shape[0]
+
+    def points(self, q):
+        return self.matrix @ q
+
+    def _distribute(self, q, delta, mask):
+        """Particle positions after point corrections ``delta`` (n_c, 3) on points ``mask``."""
+        xp = self.xp
+        weight = xp.where(mask, 1.0, 0.0)
+        numerator = self.transpose @ (delta * weight[:, None])
+        denominator = self.transpose @ weight
+        moved = denominator > 1e-12
+        return q + numerator / xp.where(moved, denominator, 1.0)[:, None]
+
+    def _project_points(self, colliders: ColliderSet, points):
+        projected, contacts = colliders.project(self.xp, points, self.thickness, self.friction)
+        contacts.mask &= self.keep
+        return projected, contacts
+
+    def project(self, colliders: ColliderSet, q):
+        """ResolveCollision: returns (q, Contacts of the points; depth summed over the repeats)."""
+        total = None
+        for _ in range(self.iterations):
+            points = self.points(q)
+            projected, contacts = self._project_points(colliders, points)
+            if total is None:
+                total = contacts
+            else:
+                total = _merge(self.xp, total, contacts)
+            if not bool(contacts.mask.any()):
+                break
+            q = self._distribute(q, projected - points, contacts.mask)
+        return q, total
+
+    def apply_friction(self, q, q_start, contacts: Contacts):
+        """Position-level Coulomb friction of the points (see collision.apply_friction), distributed."""
+        if not bool(contacts.mask.any()):
+            return q
+        points = self.points(q)
+        corrected = apply_friction(self.xp, points, self.points(q_start), contacts)
+        return self._distribute(q, corrected - points, contacts.mask)
+
+    def forces(self, colliders: ColliderSet, q, point_force, q_start):
+        """One contact local step: returns (point forces (n_c, 3), particle forces (n, 3) = Cᵀ f)."""
+        xp = self.xp
+        points = self.points(q)
+        gain = xp.where(self.keep, self.gain, 1.0)
+        free = points - point_force / gain[:, None]
+        projected, contacts = self._project_points(colliders, free)
+        new_force = xp.zeros_like(points)
+        if bool(contacts.mask.any()):
+            index = xp.nonzero(contacts.mask)[0]
+            k = gain[index][:, None]
+            normal_force = k * (projected[index] - free[index])
+            normal = contacts.normal[index]
+            slip = projected[index] - self.points(q_start)[index] - contacts.surface_motion[index]
+            slip = slip - (slip * normal).sum(axis=1)[:, None] * normal
+            slip_length = xp.linalg.norm(slip, axis=1)
+            limit = contacts.friction[index] * xp.linalg.norm(normal_force, axis=1)
+            wanted = k[:, 0] * slip_length
+            scale = xp.where(wanted <= limit, 1.0, limit / xp.maximum(wanted, 1e-300))
+            new_force[index] = normal_force - (scale[:, None] * k) * slip
+        return new_force, self.transpose @ new_force
+
+
+def _merge(xp, first: Contacts, second: Contacts) -> Contacts:
+    """Contacts of two passes: depths add up, the later normal/motion/μ win where it touched."""
+    mask = second.mask
+    return Contacts(depth=first.depth + second.depth,
+                    normal=xp.where(mask[:, None], second.normal, first.normal),
+                    surface_motion=xp.where(mask[:, None], second.surface_motion, first.surface_motion),
+                    friction=xp.where(mask, second.friction, first.friction),
+                    mask=first.mask | mask)
+
+
+merge_contacts = _merge
