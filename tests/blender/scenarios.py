@@ -1,0 +1,209 @@
+"""Real-Blender scenarios, each run in a fresh subprocess by test_*.py (bpy can be imported only once
+per process, and its state must not leak between tests).
+
+    python scenarios.py SCENARIO JSON_ARGS   ->  prints one line "RESULT <json>" with measurements
+
+Assertions live in the pytest modules; this file only drives Blender and measures.
+"""
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_addon(mode: str, zip_path: str | None) -> dict:
+    """Install the built extension zip ("zip") or register from the source tree ("source")."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    if mode == "zip":
+        result = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="user_default",
+                                                         enable_on_install=True)
+        module = sys.modules.get("bl_ext.user_default.tangle")
+        return {"install_result": sorted(result), "enabled": "bl_ext.user_default.tangle" in
+                bpy.context.preferences.addons, "module_file": getattr(module, "__file__", None),
+                "protocol_module": importlib.import_module("bl_ext.user_default.tangle._protocol").PROTOCOL_PACKAGE}
+    sys.path.insert(0, str(REPOSITORY_ROOT))
+    import blender_addon
+
+    blender_addon.register()
+    return {"enabled": True, "module_file": blender_addon.__file__}
+
+
+def call(operator) -> dict:
+    """Run an operator; bpy raises RuntimeError when it reports an ERROR, which is data here."""
+    try:
+        return {"result": sorted(operator()), "error": None}
+    except RuntimeError as error:
+        return {"result": ["RAISED"], "error": str(error)}
+
+
+def grid_object(name: str, n: int, size: float, height: float) -> bpy.types.Object:
+    """n x n vertex grid centred above the origin at ``height`` [m]."""
+    xs = np.linspace(-size / 2, size / 2, n)
+    x, y = np.meshgrid(xs, xs, indexing="xy")
+    vertices = np.stack([x.ravel(), y.ravel(), np.zeros(n * n)], axis=1)
+    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
+    quads = np.stack([corner, corner + 1, corner + n + 1, corner + n], axis=1)
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata(vertices.tolist(), [], quads.tolist())
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location = (0.0, 0.0, height)
+    return obj
+
+
+def evaluated_world_positions(obj, frame: int) -> np.ndarray:
+    """World positions (N, 3) of the evaluated (shape-key animated) mesh at ``frame``."""
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    local = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", local)
+    evaluated.to_mesh_clear()
+    matrix = np.array(obj.matrix_world)
+    return local.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def shape_key_summary(obj) -> dict:
+    key = obj.data.shape_keys
+    if key is None:
+        return {"names": [], "fcurves": 0, "has_action": False}
+    action = key.animation_data.action if key.animation_data else None
+    fcurves = list(action.fcurves) if action else []
+    return {
+        "names": [block.name for block in key.key_blocks],
+        "has_action": action is not None,
+        "fcurves": len(fcurves),
+        "interpolations": sorted({point.interpolation for fc in fcurves for point in fc.keyframe_points}),
+        "keys_of_frame_5": sorted((point.co[0], point.co[1]) for fc in fcurves
+                                  if fc.data_path == 'key_blocks["tangle_f0005"].value' for point in fc.keyframe_points),
+    }
+
+
+def scenario_bake_grid(args: dict) -> dict:
+    """Pinned cloth grid, 10 frames, bake -> inspect playback -> free bake."""
+    result = {"addon": load_addon(args["mode"], args.get("zip"))}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 10
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 4
+    n = 8
+    sheet = grid_object("Sheet", n, 1.0, 1.0)
+    sheet.rotation_euler = (0.0, 0.0, 0.5)  # results come back in world space: the bake must undo this
+    pins = sheet.vertex_groups.new(name="pins")
+    pinned = [n * (n - 1), n * n - 1]
+    pins.add(pinned, 1.0, "REPLACE")
+    sheet.tangle.role = "CLOTH"
+
+    # Bad input first: a missing pin group is refused before anything is sent.
+    sheet.tangle.pin_group = "no_such_group"
+    result["bad_pin_group"] = call(bpy.ops.tangle.bake) | {"last_error": scene.tangle.last_error,
+                                                          "shape_keys": sheet.data.shape_keys is not None}
+    sheet.tangle.pin_group = "pins"
+
+    rest = evaluated_world_positions(sheet, 1)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["status"] = scene.tangle.status
+    result["last_error"] = scene.tangle.last_error
+    result["baked_topology"] = sheet.tangle.baked_topology
+    result["shape_keys"] = shape_key_summary(sheet)
+    frames = {frame: evaluated_world_positions(sheet, frame) for frame in (1, 5, 10)}
+    frame_5_5 = None
+    scene.frame_set(5, subframe=0.5)
+    evaluated = sheet.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    local = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", local)
+    evaluated.to_mesh_clear()
+    frame_5_5 = local.reshape(-1, 3) @ np.array(sheet.matrix_world)[:3, :3].T + np.array(sheet.matrix_world)[:3, 3]
+    free_vertices = np.setdiff1d(np.arange(n * n), pinned)
+    result["pinned_drift"] = {f: float(np.abs(p[pinned] - rest[pinned]).max()) for f, p in frames.items()}
+    result["free_drop"] = {f: float((rest[free_vertices, 2] - p[free_vertices, 2]).min()) for f, p in frames.items()}
+    far_edge = np.arange(n)  # the row opposite the pinned corners
+    result["far_edge_drop"] = {f: float((rest[far_edge, 2] - p[far_edge, 2]).mean()) for f, p in frames.items()}
+    result["first_frame_error"] = float(np.abs(frames[1] - rest).max())
+    six = evaluated_world_positions(sheet, 6)
+    result["subframe_error"] = float(np.abs(frame_5_5 - 0.5 * (frames[5] + six)).max())
+    result["free_result"] = call(bpy.ops.tangle.free_bake)
+    result["after_free"] = shape_key_summary(sheet)
+    result["after_free_topology"] = sheet.tangle.baked_topology
+    result["after_free_matches_rest"] = float(np.abs(evaluated_world_positions(sheet, 10) - rest).max())
+    result["free_poll_after"] = bpy.ops.tangle.free_bake.poll()
+    return result
+
+
+def scenario_sphere_collider(args: dict) -> dict:
+    """Cloth dropped on a scaled sphere collider that rises (animated): no vertex may enter it."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, args["frames"]
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 8
+    sheet = grid_object("Sheet", 12, 1.2, 0.9)
+    sheet.tangle.role = "CLOTH"
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0)
+    ball = bpy.context.active_object
+    ball.name = "Ball"
+    ball.scale = (0.3, 0.3, 0.3)  # the shape is sent in local space (radius 1) with a scaled matrix
+    ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
+    for frame, z in ((1, 0.3), (args["frames"], 0.6)):
+        ball.location = (0.0, 0.0, z)
+        ball.keyframe_insert("location", frame=frame)
+    from importlib import import_module
+
+    bake_io = import_module("blender_addon.bake_io")
+    result["ball_animated"] = bake_io.is_animated(ball)
+    result["sheet_animated"] = bake_io.is_animated(sheet)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    clearance, lowest = [], []
+    for frame in range(1, args["frames"] + 1):
+        positions = evaluated_world_positions(sheet, frame)
+        center = np.array(ball.matrix_world.translation)
+        clearance.append(float(np.linalg.norm(positions - center, axis=1).min()))
+        lowest.append(float(positions[:, 2].min()))
+    result["clearance"] = clearance
+    result["center_z_last"] = float(np.array(ball.matrix_world.translation)[2])
+    result["lowest"] = lowest
+    return result
+
+
+def scenario_save_for_cli(args: dict) -> dict:
+    """Write a .blend with a marked cloth grid (for the headless CLI bake test)."""
+    load_addon("source", None)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 6
+    sheet = grid_object("Sheet", 6, 1.0, 1.0)
+    sheet.vertex_groups.new(name="pins").add([30, 35], 1.0, "REPLACE")
+    sheet.tangle.role, sheet.tangle.pin_group = "CLOTH", "pins"
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    return {"saved": args["path"]}
+
+
+def scenario_inspect_without_addon(args: dict) -> dict:
+    """Open a baked .blend WITHOUT the add-on and play it back from the keyframes alone."""
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    sheet = bpy.data.objects["Sheet"]
+    first = evaluated_world_positions(sheet, 1)
+    last = evaluated_world_positions(sheet, 6)
+    return {"shape_keys": shape_key_summary(sheet)["names"],
+            "pinned_drift": float(np.abs(last[[30, 35]] - first[[30, 35]]).max()),
+            "max_drop": float((first[:, 2] - last[:, 2]).max())}
+
+
+if __name__ == "__main__":
+    name, arguments = sys.argv[1], json.loads(sys.argv[2])
+    outcome = globals()[f"scenario_{name}"](arguments)
+    print("RESULT " + json.dumps(outcome))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip the bpy module's teardown: it can stall at exit (static destructors after the leak
+    # detector), and the result is already out.
+    os._exit(0)
