@@ -75,7 +75,8 @@ class JacobiSolve:
             beta_terms.append(power)
             power = (power @ jacobi).tocsr()
         beta_operator = sum(beta_terms[1:], beta_terms[0]) @ scipy.sparse.diags(inv_diag)  # Σ_{j<l} Rʲ D⁻¹
-        self.rho = float(rho) if rho is not None else self._spectral_radius(power)
+        self.spectral_radius = self._spectral_radius(power)      # of Rˡ; ≥ 1 means (A-)Jacobi diverges
+        self.rho = float(rho) if rho is not None else min(self.spectral_radius, 0.9999)
         sparse = backend.sparse
         self.matrix = sparse.csr_matrix(matrix) if backend.name != "cpu" else matrix
         self.iteration_matrix = sparse.csr_matrix(power) if backend.name != "cpu" else power
@@ -93,7 +94,7 @@ class JacobiSolve:
                 return 0.0
             estimate = norm / np.linalg.norm(vector)
             vector = nxt / norm
-        return float(min(estimate, 0.9999))
+        return float(estimate)
 
     def solve(self, rhs, initial=None) -> tuple[object, SolveReport]:
         xp = self.backend.xp
