@@ -2,5 +2,6 @@
 
 from .settings import CosseratSettings
 from .solver import CosseratControl, CosseratSolver, CosseratState
+from .group import build_group
 
-__all__ = ["CosseratControl", "CosseratSettings", "CosseratSolver", "CosseratState"]
+__all__ = ["build_group", "CosseratControl", "CosseratSettings", "CosseratSolver", "CosseratState"]

@@ -61,24 +61,33 @@ def normalize(q, xp=np):
     return q / xp.linalg.norm(q, axis=-1, keepdims=True)
 
 
-def from_matrix(matrix):
-    """Unit quaternion (4,) of a 3×3 rotation matrix (numpy, host; scale is removed first)."""
-    m = np.asarray(matrix, np.float64)
-    m = m / np.linalg.norm(m, axis=0, keepdims=True)
-    u, _, vt = np.linalg.svd(m)
-    m = u @ vt
-    trace = np.trace(m)
-    if trace > 0:
-        s = 2.0 * np.sqrt(trace + 1.0)
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(m)))
+def from_matrices(matrices):
+    """Unit quaternions (S, 4) of rotation matrices (S, 3, 3) (numpy, host), Shepperd's method:
+    of the four algebraically equal forms each row uses the one with the largest pivot."""
+    m = np.asarray(matrices, np.float64)
+    trace = np.trace(m, axis1=1, axis2=2)
+    diagonal = np.diagonal(m, axis1=1, axis2=2)
+    pivots = np.concatenate([trace[:, None], diagonal], axis=1)
+    choice = np.argmax(pivots, axis=1)
+    s = np.sqrt(np.maximum(1.0 + trace, 0.0)) * 2.0
+    safe = np.maximum(s, 1e-300)
+    forms = [np.stack([0.25 * s, (m[:, 2, 1] - m[:, 1, 2]) / safe, (m[:, 0, 2] - m[:, 2, 0]) / safe,
+                       (m[:, 1, 0] - m[:, 0, 1]) / safe], axis=1)]
+    for i in range(3):
         j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + m[i, i] - m[j, j] - m[k, k])
-        q = np.zeros(4)
-        q[0] = (m[k, j] - m[j, k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (m[j, i] + m[i, j]) / s
-        q[1 + k] = (m[k, i] + m[i, k]) / s
-    q = np.asarray(q, np.float64)
-    return q / np.linalg.norm(q)
+        s = np.sqrt(np.maximum(1.0 + m[:, i, i] - m[:, j, j] - m[:, k, k], 0.0)) * 2.0
+        form = np.empty((len(m), 4))
+        safe = np.maximum(s, 1e-300)
+        form[:, 0] = (m[:, k, j] - m[:, j, k]) / safe
+        form[:, 1 + i] = 0.25 * s
+        form[:, 1 + j] = (m[:, j, i] + m[:, i, j]) / safe
+        form[:, 1 + k] = (m[:, k, i] + m[:, i, k]) / safe
+        forms.append(form)
+    stacked = np.stack(forms, axis=1)                                       # (S, 4 forms, 4)
+    q = stacked[np.arange(len(m)), choice]
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def from_matrix(matrix):
+    """Unit quaternion (4,) of a 3×3 rotation matrix (numpy, host)."""
+    return from_matrices(np.asarray(matrix, np.float64)[None])[0]

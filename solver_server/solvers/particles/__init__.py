@@ -3,6 +3,7 @@
 from .colliders import ColliderSet
 from .settings import ParticleHairSettings, WindSettings
 from .solver import ParticleHairSolver, ParticleState, StrandControl
+from .group import build_group
 
-__all__ = ["ColliderSet", "ParticleHairSettings", "ParticleHairSolver", "ParticleState", "StrandControl",
+__all__ = ["build_group", "ColliderSet", "ParticleHairSettings", "ParticleHairSolver", "ParticleState", "StrandControl",
            "WindSettings"]

@@ -45,6 +45,10 @@ class ColliderSet:
     def count(self) -> int:
         return int(len(self.plane_points) + len(self.sphere_centers) + len(self.capsule_a))
 
+    def resolve(self, positions, velocities, radius, xp=np):
+        """Push points out and apply friction (see :func:`resolve_contacts`)."""
+        return resolve_contacts(positions, velocities, radius, self, xp)
+
     def to_device(self, xp) -> "ColliderSet":
         """Copy of this set with its arrays on the device of ``xp``."""
         arrays = {name: xp.asarray(getattr(self, name)) for name in (
@@ -167,3 +171,56 @@ def resolve_contacts(positions, velocities, radius, colliders: ColliderSet, xp=n
     keep = xp.clip(1.0 - colliders.friction * (-normal_speed) / xp.maximum(tangential_speed, 1e-12), 0.0, 1.0)
     new_velocities = xp.where(approaching[..., None], tangential * keep[..., None], velocities)
     return positions, new_velocities, int(xp.count_nonzero(touching))
+
+
+class SceneColliders:
+    """Adapter giving the fast hair models the scene's colliders (``solver_server.collision``,
+    posed by the Simulation for every substep) through the same interface as :class:`ColliderSet`:
+    ``count``, ``friction``, ``ignored``, ``to_device``, ``signed_distance`` and ``resolve``.
+    Every collider type of the scene (plane, sphere, box, torus, mesh) is used."""
+
+    def __init__(self, scene_set, friction: float):
+        self.scene_set = scene_set
+        self.friction = friction
+        self.ignored = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.scene_set)
+
+    def to_device(self, xp) -> "SceneColliders":
+        return self
+
+    def signed_distance(self, points, xp=np):
+        """(..., 3) -> (distance (...), outward normal (..., 3)) to the nearest collider, with each
+        collider's thickness subtracted from the distance."""
+        flat = points.reshape(-1, 3)
+        best = xp.full(flat.shape[0], xp.inf)
+        best_normal = xp.zeros_like(flat)
+        for collider in self.scene_set.colliders:
+            distance, normal = collider.geometry.signed_distance(xp, flat)
+            distance = distance - collider.thickness
+            closer = distance < best
+            best = xp.where(closer, distance, best)
+            best_normal = xp.where(closer[:, None], normal, best_normal)
+        return best.reshape(points.shape[:-1]), best_normal.reshape(points.shape)
+
+    def resolve(self, positions, velocities, radius, xp=np):
+        """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project) and
+        apply Coulomb friction to their velocities; returns (positions, velocities, contacts)."""
+        shape = positions.shape
+        flat = positions.reshape(-1, 3)
+        count = flat.shape[0]
+        projected, contacts = self.scene_set.project(
+            xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction))
+        if contacts.count == 0:
+            return positions, velocities, 0
+        flat_velocities = velocities.reshape(-1, 3)
+        normal = contacts.normal
+        normal_speed = xp.sum(flat_velocities * normal, axis=-1)
+        tangential = flat_velocities - normal_speed[:, None] * normal
+        speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
+        keep = xp.clip(1.0 - contacts.friction * xp.maximum(-normal_speed, 0.0) / xp.maximum(speed, 1e-12), 0.0, 1.0)
+        touched = contacts.mask & (normal_speed < 0.0)
+        new_velocities = xp.where(touched[:, None], tangential * keep[:, None], flat_velocities)
+        return projected.reshape(shape), new_velocities.reshape(shape), contacts.count

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..guides.layout import StrandLayout
-from .colliders import ColliderSet, resolve_contacts
+from .colliders import ColliderSet
 from .settings import ParticleHairSettings
 
 
@@ -186,7 +186,7 @@ class ParticleHairSolver:
             # from shortened segments nearer the root is not turned into velocity, which would whip the tip)
             local = xp.concatenate([xp.zeros_like(segments[:, :1]), clamped - segments], axis=1)
             velocities = velocities + xp.where(free, local / h, 0.0)
-            collided, collided_velocities, count = resolve_contacts(corrected, velocities, s.radius, colliders, xp)
+            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp)
             contact_count += count
             positions = xp.where(free, collided, corrected)
             velocities = xp.where(free, collided_velocities, velocities)

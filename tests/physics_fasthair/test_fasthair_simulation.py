@@ -1,0 +1,58 @@
+"""The fast hair models through the Simulation (registry, scene parsing, drive, colliders)."""
+
+import numpy as np
+import pytest
+
+from solver_server.backend import get_backend
+from solver_server.sim.errors import SceneError
+from solver_server.simulation import Simulation
+
+
+def hair_scene(model, animated=False, pins=None, frames=12):
+    strands, points = 4, 9
+    pos = np.zeros((strands, points, 3))
+    pos[:, :, 0] = np.linspace(0.0, 0.16, points)
+    pos[:, :, 1] = np.arange(strands)[:, None] * 0.02
+    pos[:, :, 2] = 1.0
+    hair = {"id": "Hair", "kind": "hair", "points": pos.reshape(-1, 3),
+            "strand_offsets": np.arange(strands + 1, dtype=np.int32) * points,
+            "animated": animated, "matrix_world": np.eye(4),
+            "params": {"model": model, "radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7, "damping": 2.0}}
+    if pins is not None:
+        hair["pins"] = pins
+    ball = {"id": "Ball", "kind": "collider", "shape": {"type": "sphere", "center": [0.1, 0.03, 0.9], "radius": 0.06},
+            "matrix_world": np.eye(4), "params": {"friction": 0.3, "thickness": 0.0}}
+    return {"gravity": [0.0, 0.0, -9.81], "time": {"fps": 24, "frame_start": 1, "frame_end": frames, "substeps": 2},
+            "objects": [hair, ball]}
+
+
+@pytest.mark.parametrize("model", ["particles", "cosserat"])
+def test_hair_falls_onto_a_sphere_and_roots_stay(model):
+    sim = Simulation(hair_scene(model), get_backend("cpu"))
+    _, first, _ = sim.initial_frame()
+    for _ in range(11):
+        frame, positions, stats = sim.advance(None)
+    out = positions["Hair"]
+    assert out.dtype == np.float32 and out.shape == (36, 3)
+    np.testing.assert_allclose(out[::9], first["Hair"][::9], atol=1e-6)
+    assert out[8, 2] < 0.99, "hair did not fall"
+    center = np.array([0.1, 0.03, 0.9])
+    assert np.linalg.norm(out - center, axis=1).min() > 0.06 - 0.01
+
+
+@pytest.mark.parametrize("model", ["particles", "cosserat"])
+def test_roots_follow_the_animated_hair_object(model):
+    sim = Simulation(hair_scene(model, animated=True), get_backend("cpu"))
+    _, first, _ = sim.initial_frame()
+    matrix = np.eye(4)
+    for frame in range(2, 13):
+        matrix = np.eye(4)
+        matrix[2, 3] = 0.01 * (frame - 1)
+        _, positions, _ = sim.advance({"Hair": {"matrix_world": matrix}})
+    np.testing.assert_allclose(positions["Hair"][::9, 2], first["Hair"][::9, 2] + 0.11, atol=1e-5)
+
+
+def test_free_strands_are_rejected_by_the_fast_models():
+    scene = hair_scene("cosserat", pins={"indices": np.zeros(0, np.int32)})
+    with pytest.raises(SceneError, match="root pins only"):
+        Simulation(scene, get_backend("cpu"))
