@@ -14,6 +14,7 @@ job id always means that job has ended.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -62,6 +63,36 @@ class Outgoing:
     resend: bool = False
 
 
+class Outbox(queue.Queue):
+    """The queue from job threads to the server loop. ``put`` also writes one byte to a pipe the
+    loop polls (``wake_fd``), so a queued message is sent at once instead of at the next poll
+    timeout. Only the loop reads; it calls :meth:`clear_wakeups` before draining."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wake_fd, self._wake_write_fd = os.pipe()
+        os.set_blocking(self.wake_fd, False)
+        os.set_blocking(self._wake_write_fd, False)
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        try:
+            os.write(self._wake_write_fd, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (the loop is awake anyway) or already closed at shutdown
+
+    def clear_wakeups(self) -> None:
+        try:
+            while os.read(self.wake_fd, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def close(self) -> None:
+        os.close(self.wake_fd)
+        os.close(self._wake_write_fd)
+
+
 class SentFrames:
     """The newest frame messages already handed to zmq, kept so a client that lost some on a
     broken connection can ask for them again. At most ``max_frames`` and ``max_bytes`` (the
@@ -104,7 +135,7 @@ class Job:
         key: JobKey,
         scene: dict,
         backend: Any,
-        outbox: queue.Queue,
+        outbox: Outbox,
         simulation_factory: SimulationFactory = default_simulation_factory,
         window: int = FRAME_WINDOW,
         max_pending_drives: int = MAX_PENDING_DRIVES,

@@ -1,7 +1,8 @@
 """The solver server's ROUTER loop (main thread): decode, dispatch, job bookkeeping.
 
 All ZeroMQ calls happen on the thread that runs :meth:`SolverServer.serve`. Job worker threads
-hand their messages over through ``queue.Queue``, drained between polls (10 ms). Outgoing
+hand their messages over through ``jobs.Outbox`` (a ``queue.Queue`` whose ``put`` also wakes the
+poll through a pipe), drained between polls (10 ms at most). Outgoing
 messages wait in a per-peer queue while the peer's pipe is full (``ROUTER_MANDATORY`` makes a
 full pipe visible as ``EAGAIN`` and a vanished peer as ``EHOSTUNREACH``). A vanished peer's jobs
 keep running for ``peer_grace_s``: a client that reconnects with the same routing id
@@ -29,7 +30,16 @@ from protocol.keys import AUTHORIZED_DIR, SERVER_NAME, load_key_pair, require_cu
 from protocol.wire import MAX_MESSAGE_BYTES, PROTOCOL_VERSION, Message, decode, encode
 
 from . import __version__
-from .jobs import FRAME_WINDOW, MAX_PENDING_DRIVES, Job, JobKey, Outgoing, SimulationFactory, default_simulation_factory
+from .jobs import (
+    FRAME_WINDOW,
+    MAX_PENDING_DRIVES,
+    Job,
+    JobKey,
+    Outbox,
+    Outgoing,
+    SimulationFactory,
+    default_simulation_factory,
+)
 
 log = logging.getLogger("tangle.server")
 
@@ -97,7 +107,7 @@ class SolverServer:
             raise OSError(f"cannot start the solver server on {bind}: {exc}") from exc
         self.address = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
         self._stop = threading.Event()
-        self._outbox: queue.Queue[Outgoing] = queue.Queue()
+        self._outbox = Outbox()
         self._peers: dict[bytes, Peer] = {}
         self._jobs: dict[JobKey, Job] = {}  # running
         self._ended: dict[JobKey, tuple[Job, float]] = {}  # ended: (job, expiry) for resume
@@ -148,9 +158,11 @@ class SolverServer:
     def serve(self) -> None:
         poller = zmq.Poller()
         poller.register(self._socket, zmq.POLLIN)
+        poller.register(self._outbox.wake_fd, zmq.POLLIN)
         try:
             while not self._stop.is_set():
-                if poller.poll(POLL_MS):
+                events = dict(poller.poll(POLL_MS))
+                if self._socket in events:
                     self._receive_all()
                 self._drain_outbox()
                 self._flush()
@@ -166,6 +178,7 @@ class SolverServer:
             job.join(max(0.0, deadline - time.monotonic()))
         self._jobs.clear()
         self._close_sockets()
+        self._outbox.close()
         log.info("solver server stopped")
 
     # -- receiving ----------------------------------------------------------------------------------
@@ -323,6 +336,7 @@ class SolverServer:
             peer.pending.append(Outgoing(job.key, final_message, final=True, job=job))
 
     def _drain_outbox(self) -> None:
+        self._outbox.clear_wakeups()
         while True:
             try:
                 item = self._outbox.get_nowait()
