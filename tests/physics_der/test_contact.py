@@ -39,10 +39,14 @@ def strand_distances(model, positions):
     return distance, model.edge_radius[a] + model.edge_radius[b]
 
 
-def check_invariants(solver, state):
+def check_invariants(solver, state, colliders=()):
     """Coulomb cone, pair momentum balance and penetration after a converged step."""
     contacts = solver.last_contacts
     model = solver.model
+    smallest_radius = model.edge_radius.min()
+    for collider in colliders:
+        distance, _ = collider.signed_distance(np, state.positions)
+        assert np.all(distance >= 0.9 * smallest_radius)
     if contacts is not None and contacts.vertices.shape[0]:
         impulse = contacts.applied
         normal_part = np.einsum("nc,nc->n", impulse, contacts.normal)
@@ -56,19 +60,22 @@ def check_invariants(solver, state):
             assert np.linalg.norm(total) <= 1e-12 * max(1e-300, np.abs(per_slot).sum())
     if model.n_strands > 1:
         distance, contact_distance = strand_distances(model, state.positions)
-        smallest_radius = model.edge_radius.min()
         assert np.all(distance >= contact_distance - 0.1 * smallest_radius)
 
 
-def simulate(solver, state, steps, dt, check=True):
+def simulate(solver, state, steps, dt, colliders=()):
+    """Run `steps` steps, checking the invariants after every step whose global/local loop converged
+    (fewer iterations than N_max).  Returns the final state, per-step stats and the converged count."""
     stats = []
+    converged = 0
     for _ in range(steps):
         out = state.copy()
         stats.append(solver.step(state, out, None, None, dt))
         state = out
-        if check:
-            check_invariants(solver, state)
-    return state, stats
+        if stats[-1]["iterations"] < solver.integrator.settings.max_iterations:
+            converged += 1
+            check_invariants(solver, state, colliders)
+    return state, stats, converged
 
 
 @pytest.mark.parametrize("mu", [0.6, 0.0])
@@ -83,8 +90,9 @@ def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu):
     material = DerMaterial(radius=radius, young_modulus=1e7, shear_modulus=4e6, density=1300.0, damping=1.0)
     model, solver, state = make(np.concatenate((support, dropped)), [0, 11, 32], material, SETTINGS,
                                 ContactSettings(friction=mu), fixed_vertices=[0, 1, 9, 10], fixed_edges=[0, 9])
-    state, stats = simulate(solver, state, steps=50, dt=4e-3)
+    state, stats, converged = simulate(solver, state, steps=50, dt=4e-3)
     assert max(s["contacts"] for s in stats) > 0
+    assert converged >= 5
     downhill = -state.positions[11:, 0].mean()           # horizontal travel of the dropped strand
     drop = state.positions[11:, 2].mean()
     assert drop < -0.01                                   # it fell onto the support and drapes over it
@@ -92,3 +100,41 @@ def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu):
         assert abs(downhill) < 2e-3
     else:
         assert downhill > 0.02
+
+
+def test_strand_on_a_tilted_pipe_slides_faster_for_smaller_friction():
+    """Seed Fig. 4-9: a strand dropped across a pipe tilted by 30°; lower μ slides further downhill."""
+    angle = np.radians(30.0)
+    axis = np.array([np.cos(angle), 0.0, np.sin(angle)])
+    travel = {}
+    for mu in (0.1, 0.4):
+        pipe = Pipe([0.0, 0.0, 0.0], axis, radius=0.01, friction=mu)
+        strand = straight(21, 0.1, direction=(0.0, 1.0, 0.0), origin=(0.0, -0.05, 0.0102))
+        material = DerMaterial(radius=1e-4, young_modulus=1e7, shear_modulus=4e6, density=1300.0, damping=1.0)
+        model, solver, state = make(strand, [0, 21], material, SETTINGS, ContactSettings(self_collision=False),
+                                    colliders=[pipe], fixed_vertices=[], fixed_edges=[])
+        state, stats, converged = simulate(solver, state, steps=30, dt=4e-3, colliders=[pipe])
+        assert max(s["collider_contacts"] for s in stats) > 3          # it drapes over the pipe
+        assert converged >= 5
+        travel[mu] = -state.positions[:, 0].mean()
+    assert travel[0.1] > 2.0 * travel[0.4] > 0.0
+
+
+def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration():
+    """Seed Fig. 4-4: a two-layer bundle of strands falls on the ground and rests on it and on itself."""
+    radius = 1e-4
+    ground = PRIMITIVES["plane"]({"normal": [0.0, 0.0, 1.0], "offset": 0.0}, np.eye(4))
+    direction = np.array([np.cos(np.radians(5.0)), 0.0, -np.sin(np.radians(5.0))])
+    layout = [(-1.25, 0.0), (1.25, 0.0), (0.0, 2.3), (2.5, 2.3)]          # (y, z) in radii: upper layer in the grooves
+    strands = [straight(11, 0.05, direction=direction, origin=(0.0, y * radius, 0.006 + z * radius)) for y, z in layout]
+    material = DerMaterial(radius=radius, young_modulus=1e8, shear_modulus=4e7, density=1300.0, damping=5.0)
+    model, solver, state = make(np.concatenate(strands), np.arange(5) * 11, material, SETTINGS,
+                                ContactSettings(friction=0.3), colliders=[ground], fixed_vertices=[], fixed_edges=[])
+    state, stats, converged = simulate(solver, state, steps=30, dt=4e-3, colliders=[ground])
+    assert converged >= 3
+    assert max(s["collider_contacts"] for s in stats) >= 11            # a whole strand lies on the ground
+    assert max(s["active_edge_contacts"] for s in stats) > 0             # strands press on strands
+    assert np.abs(state.velocities).max() < 0.02                          # at rest (m/s)
+    distance, contact_distance = strand_distances(model, state.positions)
+    assert np.all(distance >= contact_distance - 0.1 * radius)
+    assert state.positions[:, 2].min() >= 0.9 * radius

@@ -404,13 +404,14 @@ class StepContacts:
         xp = self.xp
         n = self.vertices.shape[0]
         stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
-                 "collider_contacts": self.n_collider_contacts, "active_contacts": 0,
+                 "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
                  "mean_impulse": 0.0, "fischer_burmeister": 0.0}
         if n == 0 or self.last_velocity is None:
             return stats
         residual = self.fischer_burmeister(self.last_velocity)
         active = xp.linalg.norm(self.applied, axis=1) > 0.0
         stats["active_contacts"] = int(active.sum())
+        stats["active_edge_contacts"] = int((active & self.kind_edge).sum())
         stats["mean_impulse"] = float(xp.linalg.norm(self.applied[active], axis=1).mean()) if bool(active.any()) else 0.0
         stats["fischer_burmeister"] = float(residual.mean())
         return stats
