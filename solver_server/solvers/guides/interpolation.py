@@ -1,0 +1,71 @@
+"""Child strands from simulated guides (seed 002 §4.2), root-relative and vectorized.
+
+For child point j at arc-length fraction t_j and its two guides g (weights w_g, eq. 4.2):
+
+    x_j = root_now + Σ_g w_g [ (g(t_j) − g_root)_now + R (c_rel,j − (g(t_j) − g_root)_rest) ]
+
+with c_rel,j = x_j,rest − root_rest and R the rotation of the child's root frame (object rotation or
+emitter triangle frame). At t = 0 both bracketed terms vanish, so a child root stays exactly on its
+own root point; at rest (guides at rest, R = I) every child is its own rest shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .layout import StrandLayout
+from .selection import GuideAssignment, arc_length_samples
+
+
+class GuideInterpolator:
+    """Interpolates all strands of an object from its guide strands.
+
+    rest: (S, P, 3) padded rest strands; layout; assignment: GuideAssignment (guide strand indices,
+    (S, 2) guide slots and weights).
+    """
+
+    def __init__(self, rest, layout: StrandLayout, assignment: GuideAssignment, xp=np):
+        self.xp = xp
+        self.layout = layout
+        self.assignment = assignment
+        rest = np.asarray(rest, np.float64)
+        guide_rest = rest[assignment.guides]
+        guide_layout = StrandLayout(offsets=np.zeros(1, np.int64), gather=layout.gather[assignment.guides],
+                                    valid=layout.valid[assignment.guides])
+        # arc-length fraction of every child point, then where it falls on each of its two guides
+        segment = np.linalg.norm(np.diff(rest, axis=1), axis=-1) * layout.segment_valid
+        cumulative = np.concatenate([np.zeros((len(rest), 1)), np.cumsum(segment, axis=1)], axis=1)
+        fractions = cumulative / np.maximum(cumulative[:, -1:], 1e-300)                      # (S, P)
+        index = np.empty((len(rest), 2, rest.shape[1]), np.int64)
+        fraction = np.empty(index.shape)
+        for k in range(2):                                # the two guide slots of each child
+            slots = assignment.pairs[:, k]
+            sub = StrandLayout(offsets=guide_layout.offsets, gather=guide_layout.gather[slots],
+                               valid=guide_layout.valid[slots])
+            index[:, k], fraction[:, k] = arc_length_samples(guide_rest[slots], sub, fractions)
+        self.index = xp.asarray(index)
+        self.fraction = xp.asarray(fraction)
+        self.slots = xp.asarray(assignment.pairs)
+        self.weights = xp.asarray(assignment.weights)
+        guide_relative_rest = self._sample(xp.asarray(guide_rest))                           # (S, 2, P, 3)
+        child_relative = xp.asarray(rest - rest[:, :1])
+        self.rest_difference = child_relative[:, None] - guide_relative_rest               # (S, 2, P, 3)
+
+    def _sample(self, guide_points):
+        """Root-relative guide points at the children's fractions: (S, 2, P, 3)."""
+        xp = self.xp
+        relative = guide_points - guide_points[:, :1]
+        strands = relative[self.slots]                                                     # (S, 2, Pg, 3)
+        a = xp.take_along_axis(strands, self.index[..., None], axis=2)
+        b = xp.take_along_axis(strands, (self.index + 1)[..., None], axis=2)
+        return a + self.fraction[..., None] * (b - a)
+
+    def interpolate(self, guide_points, child_roots, rotations=None):
+        """All strands (S, P, 3) [m] from guide strands (K, Pg, 3), child roots (S, 3) and optional
+        root-frame rotations (S, 3, 3) (identity when None)."""
+        xp = self.xp
+        difference = self.rest_difference
+        if rotations is not None:
+            difference = xp.einsum("sij,skpj->skpi", xp.asarray(rotations), difference)
+        shaped = self._sample(guide_points) + difference
+        return xp.asarray(child_roots)[:, None, :] + xp.einsum("sk,skpd->spd", self.weights, shaped)

@@ -1,0 +1,100 @@
+"""Guide hair (seed 002 §4.1–4.2): strand distance, k-means guides, eq. 4.2 weights, interpolation."""
+
+import numpy as np
+
+from solver_server.solvers.guides.interpolation import GuideInterpolator
+from solver_server.solvers.guides.layout import StrandLayout
+from solver_server.solvers.guides.selection import assign_guides, resample, select_guides, strand_distance
+from solver_server.solvers.particles import ParticleHairSettings, ParticleHairSolver, StrandControl, WindSettings
+
+
+def scalp(strands=64, points=10, length=0.2, seed=0):
+    """Strands hanging from roots scattered on a 0.2 m square; lengths ±25 % and curvature vary
+    smoothly with the root position (neighbours look alike, as in a groomed head)."""
+    rng = np.random.default_rng(seed)
+    roots = np.concatenate([rng.uniform(-0.1, 0.1, (strands, 2)), np.zeros((strands, 1))], axis=1)
+    t = np.linspace(0.0, 1.0, points)[None, :]
+    lengths = length * (1.0 + 2.5 * roots[:, :1])
+    bend = 0.03 + 0.4 * roots[:, 1:2]
+    shape = np.stack([bend * t ** 2, np.zeros_like(t * bend), -lengths * t], axis=-1)
+    return roots[:, None, :] + shape
+
+
+def test_strand_distance_is_eq_4_1():
+    t = np.linspace(0.0, 1.0, 11)
+    guide = np.stack([np.zeros_like(t), np.zeros_like(t), -t], axis=-1)
+    offset = guide + [0.03, 0.04, 0.0]
+    assert strand_distance(guide, guide) == 0.0
+    np.testing.assert_allclose(strand_distance(offset, guide), 0.05)
+    shifted = guide + [0.0, 0.0, -0.5]          # half the points beyond the guide's end
+    expected = np.mean(np.maximum(0.0, 0.5 + (-shifted[:, 2] - 1.0) - 0.5))
+    np.testing.assert_allclose(strand_distance(shifted, guide), expected)
+
+
+def test_k_means_gives_every_cluster_a_guide_and_weights_follow_eq_4_2():
+    left = scalp(20, seed=1) + [-1.0, 0.0, 0.0]
+    right = scalp(20, seed=2) + [1.0, 0.0, 0.0]
+    strands = np.concatenate([left, right])
+    layout = StrandLayout.uniform(40, 10)
+    guides = select_guides(strands, layout, 4)
+    assert len(set(guides.tolist())) == 4
+    assert (guides < 20).sum() == 2 and (guides >= 20).sum() == 2
+    assignment = assign_guides(strands, layout, guides)
+    np.testing.assert_allclose(assignment.weights.sum(axis=1), 1.0)
+    child = next(i for i in range(40) if i not in set(guides.tolist()))
+    shapes = resample(strands, layout, 12)
+    distances = [strand_distance(shapes[child], shapes[guides[slot]]) for slot in assignment.pairs[child]]
+    inverse = 1.0 / np.asarray(distances)
+    np.testing.assert_allclose(assignment.weights[child], inverse / inverse.sum(), rtol=1e-9)
+    for slot, guide in enumerate(guides):
+        assert assignment.weights[guide, 0] == 1.0 and assignment.pairs[guide, 0] == slot
+
+
+def test_children_keep_their_roots_exactly_and_rest_is_reproduced():
+    strands = scalp()
+    layout = StrandLayout.uniform(64, 10)
+    guides = select_guides(strands, layout, 12)
+    interpolator = GuideInterpolator(strands, layout, assign_guides(strands, layout, guides))
+    np.testing.assert_allclose(interpolator.interpolate(strands[guides], strands[:, 0]), strands, atol=1e-12)
+    rng = np.random.default_rng(3)
+    moved = strands[guides] + rng.normal(size=strands[guides].shape) * 0.05
+    moved[:, 0] = strands[guides, 0]
+    angle = 0.7
+    rotation = np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0.0, 0.0, 1.0]])
+    roots = strands[:, 0] @ rotation.T + [0.3, 0.0, 0.1]
+    children = interpolator.interpolate(moved, roots, np.broadcast_to(rotation, (64, 3, 3)))
+    np.testing.assert_array_equal(children[:, 0], roots)
+
+
+def test_interpolated_children_follow_a_rigid_head_turn_exactly():
+    strands = scalp()
+    layout = StrandLayout.uniform(64, 10)
+    interpolator = GuideInterpolator(strands, layout, assign_guides(strands, layout, select_guides(strands, layout, 8)))
+    angle = 0.4
+    rotation = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(angle), -np.sin(angle)], [0.0, np.sin(angle), np.cos(angle)]])
+    turned = strands @ rotation.T
+    guides = interpolator.assignment.guides
+    children = interpolator.interpolate(turned[guides], turned[:, 0], np.broadcast_to(rotation, (64, 3, 3)))
+    np.testing.assert_allclose(children, turned, atol=1e-12)
+
+
+def test_shape_error_of_interpolated_children_vs_simulating_them():
+    """Documented in docs/fast_hair.md: wind-blown particle hair, 64 strands, 16 guides."""
+    strands = scalp(points=10)
+    layout = StrandLayout.uniform(64, 10)
+    wind = WindSettings(direction=(0.0, 1.0, 0.0), strength=6.0, amplitude=3.0, period=1.0)
+    solver = ParticleHairSolver(strands, layout, ParticleHairSettings(damping=1.0, wind=wind), [0.0, 0.0, -9.81])
+    state = solver.initial_state()
+    targets = strands[:, :2].copy()
+    interpolator = GuideInterpolator(strands, layout, assign_guides(strands, layout, select_guides(strands, layout, 16)))
+    guides = interpolator.assignment.guides
+    errors, motions = [], []
+    for _ in range(96):
+        solver.step(state, state, StrandControl(targets), None, 1.0 / 96.0)
+        children = interpolator.interpolate(state.positions[guides], strands[:, 0])
+        errors.append(np.linalg.norm(children - state.positions, axis=-1).mean())
+        motions.append(np.linalg.norm(state.positions - strands, axis=-1).mean())
+    error, motion = float(np.mean(errors)), float(np.mean(motions))
+    print(f"mean child shape error {error * 1000:.2f} mm vs mean motion {motion * 1000:.2f} mm")
+    assert motion > 0.02
+    assert error < 0.1 * motion
