@@ -56,3 +56,26 @@ def test_free_strands_are_rejected_by_the_fast_models():
     scene = hair_scene("cosserat", pins={"indices": np.zeros(0, np.int32)})
     with pytest.raises(SceneError, match="root pins only"):
         Simulation(scene, get_backend("cpu"))
+
+
+@pytest.mark.parametrize("model", ["particles", "cosserat"])
+def test_guide_count_simulates_guides_and_interpolates_children(model):
+    from solver_server.sim.builder import parse_scene
+    from solver_server.solvers import factory_for
+    from solver_server.solvers.registry_types import ObjectPose, SubstepInputs
+
+    scene = parse_scene(hair_scene(model))
+    hair = scene.by_id("Hair")
+    hair.params["guide_count"] = 2
+    group = factory_for(hair)([hair], get_backend("cpu"), scene)
+    assert group.objects[0].simulated[0].shape[0] == 2
+    matrix = np.eye(4)
+    for k in range(24):
+        matrix = np.eye(4)
+        matrix[0, 3] = 0.005 * (k + 1)
+        poses = {"Hair": ObjectPose(matrix, None), "Ball": ObjectPose(np.eye(4), None)}
+        group.step(SubstepInputs(frame=1, time=k / 48, dt=1 / 48, gravity=scene.gravity, poses=poses, colliders=None))
+    out = group.positions()["Hair"]
+    assert out.shape == (36, 3)
+    np.testing.assert_allclose(out[::9], hair.vertices[::9] + [0.12, 0.0, 0.0], atol=1e-6)
+    assert out[8, 2] < 0.99

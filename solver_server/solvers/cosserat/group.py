@@ -19,19 +19,22 @@ class CosseratHairGroup:
         self.backend = backend
         self.ids = [spec.id for spec in specs]
         self.objects, self.solvers, self.states = [], [], []
+        self.poses: dict = {}
         for spec in specs:
             strands = StrandObject.from_spec(spec, scene, "cosserat")
             settings = CosseratSettings.from_params(strands.params, spec.id)
-            solver = CosseratSolver(strands.rest, strands.layout, settings, scene.gravity, backend.xp)
+            rest, layout = strands.simulated
+            solver = CosseratSolver(rest, layout, settings, scene.gravity, backend.xp)
             self.objects.append(strands)
             self.solvers.append(solver)
             self.states.append(solver.initial_state())
 
     def step(self, inputs: SubstepInputs) -> dict:
         xp = self.backend.xp
+        self.poses = inputs.poses
         totals = {"iterations": 0, "contacts": 0}
         for strands, solver, state in zip(self.objects, self.solvers, self.states):
-            roots, rotations = strands.root_frames(inputs.poses)
+            roots, rotations = strands.simulated_root_frames(inputs.poses)
             quaternions = quat.from_matrices(rotations)
             colliders = SceneColliders(inputs.colliders, solver.settings.collider_friction) \
                 if inputs.colliders is not None and len(inputs.colliders) else None
@@ -43,7 +46,7 @@ class CosseratHairGroup:
 
     def positions(self) -> dict[str, np.ndarray]:
         xp = self.backend.xp
-        return {strands.id: self.backend.to_host(strands.layout.unpad(solver.positions(state), xp))
+        return {strands.id: self.backend.to_host(strands.output(solver.positions(state), self.poses, xp))
                 .astype(np.float32) for strands, solver, state in zip(self.objects, self.solvers, self.states)}
 
     def first_non_finite(self) -> str | None:

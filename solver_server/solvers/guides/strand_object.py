@@ -9,14 +9,18 @@ import numpy as np
 
 from solver_server.sim.errors import SceneError
 
+from .interpolation import GuideInterpolator
 from .layout import StrandLayout
 from .roots import RootBinding
+from .selection import assign_guides, select_guides
 
 
 @dataclass
 class StrandObject:
     """id; layout; rest (S, P, 3) padded rest points [m]; pinned: root points per strand that
-    follow the root kinematically (1 or 2); binding: RootBinding; params: resolved hair params."""
+    follow the root kinematically (1 or 2); binding: RootBinding; params: resolved hair params;
+    interpolator: GuideInterpolator when only guide strands are simulated (params ``guide_count``
+    > 0 or ``guides`` = artist-chosen strand indices), else None."""
 
     id: str
     layout: StrandLayout
@@ -24,6 +28,7 @@ class StrandObject:
     pinned: int
     binding: RootBinding
     params: dict
+    interpolator: GuideInterpolator | None = None
 
     @classmethod
     def from_spec(cls, spec, scene, model: str) -> "StrandObject":
@@ -32,7 +37,40 @@ class StrandObject:
         rest = layout.pad(spec.vertices)
         pinned = cls._pinned_root_points(spec, layout, model)
         binding = RootBinding(spec, scene, rest[:, 0])
-        return cls(spec.id, layout, rest, pinned, binding, dict(spec.params))
+        params = dict(spec.params)
+        interpolator = None
+        guides = params.get("guides", spec.raw.get("guides"))
+        count = int(params.get("guide_count", 0) or 0)
+        if guides is not None and len(guides):
+            guides = np.unique(np.asarray(guides, np.int64))
+            if guides.min() < 0 or guides.max() >= layout.strand_count:
+                raise SceneError(f"guides has a strand index outside 0..{layout.strand_count - 1}", object=spec.id)
+        elif 0 < count < layout.strand_count:
+            guides = select_guides(rest, layout, count)
+        else:
+            guides = None
+        if guides is not None:
+            interpolator = GuideInterpolator(rest, layout, assign_guides(rest, layout, guides))
+        return cls(spec.id, layout, rest, pinned, binding, params, interpolator)
+
+    @property
+    def simulated(self) -> tuple[np.ndarray, StrandLayout]:
+        """Rest points (G, P, 3) and layout of the strands that are simulated (guides or all)."""
+        if self.interpolator is None:
+            return self.rest, self.layout
+        guides = self.interpolator.assignment.guides
+        layout = StrandLayout(offsets=np.zeros(1, np.int64), gather=self.layout.gather[guides],
+                              valid=self.layout.valid[guides])
+        return self.rest[guides], layout
+
+    def output(self, simulated_points, poses, xp=np):
+        """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are
+        interpolated from the guides at the instant of ``poses``."""
+        if self.interpolator is None:
+            return self.layout.unpad(simulated_points, xp)
+        roots, rotations = self.root_frames(poses)
+        return self.layout.unpad(self.interpolator.interpolate(simulated_points, xp.asarray(roots),
+                                                               xp.asarray(rotations)), xp)
 
     @staticmethod
     def _pinned_root_points(spec, layout: StrandLayout, model: str) -> int:
@@ -59,7 +97,16 @@ class StrandObject:
         return self.binding.frames(poses)
 
     def root_targets(self, poses) -> np.ndarray:
-        """(S, pinned, 3) world positions of the pinned root points at the instant of ``poses``."""
-        roots, rotations = self.root_frames(poses)
-        local = self.rest[:, :self.pinned] - self.rest[:, :1]
+        """(G, pinned, 3) world positions of the pinned root points of the simulated strands."""
+        roots, rotations = self.simulated_root_frames(poses)
+        rest = self.simulated[0]
+        local = rest[:, :self.pinned] - rest[:, :1]
         return roots[:, None, :] + np.einsum("sij,skj->ski", rotations, local)
+
+    def simulated_root_frames(self, poses):
+        """(roots (G, 3), rotations (G, 3, 3)) of the simulated strands."""
+        roots, rotations = self.root_frames(poses)
+        if self.interpolator is None:
+            return roots, rotations
+        guides = self.interpolator.assignment.guides
+        return roots[guides], rotations[guides]

@@ -18,17 +18,20 @@ class ParticleHairGroup:
         self.backend = backend
         self.ids = [spec.id for spec in specs]
         self.objects, self.solvers, self.states = [], [], []
+        self.poses: dict = {}
         for spec in specs:
             strands = StrandObject.from_spec(spec, scene, "particles")
             settings = ParticleHairSettings.from_params({**strands.params, "particle_pinned_points": strands.pinned},
                                                         spec.id)
-            solver = ParticleHairSolver(strands.rest, strands.layout, settings, scene.gravity, backend.xp)
+            rest, layout = strands.simulated
+            solver = ParticleHairSolver(rest, layout, settings, scene.gravity, backend.xp)
             self.objects.append(strands)
             self.solvers.append(solver)
             self.states.append(solver.initial_state())
 
     def step(self, inputs: SubstepInputs) -> dict:
         xp = self.backend.xp
+        self.poses = inputs.poses
         totals = {"iterations": 0, "contacts": 0, "teleported_strands": 0}
         for strands, solver, state in zip(self.objects, self.solvers, self.states):
             colliders = SceneColliders(inputs.colliders, solver.settings.collider_friction) \
@@ -41,8 +44,9 @@ class ParticleHairGroup:
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:
-        return {strands.id: self.backend.to_host(strands.layout.unpad(state.positions, self.backend.xp))
-                .astype(np.float32) for strands, state in zip(self.objects, self.states)}
+        xp = self.backend.xp
+        return {strands.id: self.backend.to_host(strands.output(state.positions, self.poses, xp)).astype(np.float32)
+                for strands, state in zip(self.objects, self.states)}
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
