@@ -37,7 +37,7 @@ from .model import DerModel
 @dataclass
 class ContactSettings:
     friction: float = 0.3                     # hair–hair μ
-    collider_friction: float | None = None    # hair–collider μ (None: each collider's own `friction`, else 0.3)
+    collider_friction: float | None = None    # hair–collider μ (averaged with the collider's own `friction`)
     thickness: float = 0.0                    # extra contact distance [m] added to the hair radii
     self_collision: bool = True
     # pairs closer than (1 + proximity) × contact distance during the step join the contact set (a slack
@@ -70,6 +70,10 @@ class ContactSolver:
         for name in ("friction", "thickness"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
+
+    def set_colliders(self, colliders) -> None:
+        """Replace the colliders (e.g. the scene's ColliderSet entries, posed for the coming step)."""
+        self.colliders = [adapt_collider(collider) for collider in colliders]
 
     @property
     def active(self) -> bool:
@@ -234,8 +238,9 @@ class StepContacts:
         # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹)
         relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
         target = relative_now + (contact_distance[index] - distance[index]) / self.h
-        mu = settings.collider_friction if settings.collider_friction is not None else \
-            (collider.friction if collider.friction is not None else 0.3)
+        # μ: the mean of the hair's collider friction and the collider's own, where both are given
+        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
+        mu = sum(given) / len(given) if given else 0.3
         n = index.shape[0]
         vertices = xp.stack((index, index, index, index), axis=1)
         weights = xp.zeros((n, 4))

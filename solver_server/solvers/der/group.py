@@ -1,0 +1,132 @@
+"""Registry entry for hair with ``params.model == "der"`` (solver_server.solvers registry, ("hair", "der")).
+
+Each DER hair object gets one DerSolver over all of its strands (hair–hair contact inside the object;
+between two hair objects it is not simulated).  Kinematic points:
+
+* no ``pins`` key: clamped roots (first two points and the first twist angle of every strand), bound to the
+  emitter surface (``roots``) or carried by the object's matrix_world;
+* ``pins`` with weight 1: those points follow their rest positions carried by matrix_world; empty pins: free.
+
+Scene solver settings (``scene["solver"]["der"]``): max_iterations, tolerance [m/s], quasi_newton,
+response ("delassus" | "rigid_rod").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...sim.errors import SceneError
+from ..guides.roots import RootBinding
+from ..registry_types import SubstepInputs
+from .contact import ContactSettings
+from .integrator import NewtonSettings
+from .model import DerInputError, DerMaterial, build_model
+from .solver import DerControl, DerSolver
+from .state import rest_state
+
+_SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str}
+
+
+def _settings(scene, object_id):
+    raw = dict(scene.solver.get("der", {}) or {})
+    unknown = sorted(set(raw) - set(_SETTING_KEYS))
+    if unknown:
+        raise SceneError(f"unknown scene.solver.der setting(s) {unknown}; known: {sorted(_SETTING_KEYS)}",
+                         object=object_id)
+    newton = NewtonSettings()
+    for key in ("max_iterations", "tolerance", "quasi_newton"):
+        if key in raw:
+            setattr(newton, key, _SETTING_KEYS[key](raw[key]))
+    if newton.max_iterations < 1 or not newton.tolerance > 0.0:
+        raise SceneError("scene.solver.der needs max_iterations >= 1 and tolerance > 0", object=object_id)
+    return newton, raw.get("response", "delassus")
+
+
+class _DerObject:
+    def __init__(self, spec, backend, scene):
+        xp = backend.xp
+        self.id = spec.id
+        points = np.asarray(spec.vertices, np.float64)
+        offsets = np.asarray(spec.raw.get("strand_offsets", [0, len(points)]), np.int64)
+        params = spec.params
+        radius = spec.raw.get("radius", params["radius"])
+        material = DerMaterial(radius=np.asarray(radius, np.float64), young_modulus=float(params["young_modulus"]),
+                               shear_modulus=float(params["shear_modulus"]), density=float(params["density"]),
+                               damping=float(params["damping"]))
+        try:
+            self.model = build_model(xp, backend.from_host(points), backend.from_host(offsets), material)
+        except DerInputError as error:
+            raise SceneError(str(error), object=spec.id) from error
+        newton, response = _settings(scene, spec.id)
+        contact = ContactSettings(friction=float(params["friction"]), collider_friction=float(params["collider_friction"]),
+                                  thickness=float(params["thickness"]), response=response)
+        self.matrix_rest = spec.matrix_world
+        self.rest_points = points
+        self.binding = None
+        fixed_vertices, fixed_edges = None, None
+        if "pins" in spec.raw and spec.raw.get("pins") is not None:
+            if np.any(spec.pin_weights < 1.0):
+                raise SceneError("the der hair model supports hard pins only (weight 1); use clamped roots "
+                                 "(no 'pins') or weights of 1", object=spec.id)
+            fixed_vertices, fixed_edges = spec.pin_indices.astype(np.int64), np.zeros(0, np.int64)
+        else:
+            self.binding = RootBinding(spec, scene, points[offsets[:-1]])
+        try:
+            self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices, fixed_edges=fixed_edges,
+                                    contact=contact)
+        except ValueError as error:
+            raise SceneError(str(error), object=spec.id) from error
+        self.state = rest_state(xp, self.model)
+        self.offsets = offsets
+
+    def control(self, poses) -> DerControl:
+        if self.binding is not None:
+            roots, rotations = self.binding.frames(poses)
+            first = self.offsets[:-1]
+            second = roots + np.einsum("sij,sj->si", rotations, self.rest_points[first + 1] - self.rest_points[first])
+            return DerControl(vertex_targets=np.concatenate((roots, second)))
+        pose = poses.get(self.id)
+        matrix = self.matrix_rest if pose is None else pose.matrix
+        carry = matrix @ np.linalg.inv(self.matrix_rest)
+        pinned = self.rest_points[np.asarray(self.solver.fixed_vertices)]
+        return DerControl(vertex_targets=pinned @ carry[:3, :3].T + carry[:3, 3])
+
+
+class DerHairGroup:
+    """All DER hair objects of a scene."""
+
+    def __init__(self, specs, backend, scene):
+        self.backend = backend
+        self.ids = [spec.id for spec in specs]
+        self.objects = [_DerObject(spec, backend, scene) for spec in specs]
+
+    def step(self, inputs: SubstepInputs) -> dict:
+        totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0}
+        colliders = list(inputs.colliders.colliders) if inputs.colliders is not None else []
+        for hair in self.objects:
+            hair.solver.contact.set_colliders(colliders)
+            control = hair.control(inputs.poses)
+            control.vertex_targets = self.backend.from_host(control.vertex_targets)
+            out = hair.state.copy()
+            stats = hair.solver.step(hair.state, out, control, None, inputs.dt, gravity=inputs.gravity)
+            hair.state = out
+            totals["iterations"] = max(totals["iterations"], stats["iterations"])
+            totals["contacts"] += stats.get("contacts", 0)
+            totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
+            totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
+        return totals
+
+    def positions(self) -> dict[str, np.ndarray]:
+        return {hair.id: self.backend.to_host(hair.state.positions).astype(np.float32) for hair in self.objects}
+
+    def first_non_finite(self) -> str | None:
+        xp = self.backend.xp
+        for hair in self.objects:
+            if not bool(xp.all(xp.isfinite(hair.state.positions))):
+                return hair.id
+        return None
+
+
+def build_group(specs, backend, scene) -> DerHairGroup:
+    """Registry factory for ("hair", "der")."""
+    return DerHairGroup(specs, backend, scene)

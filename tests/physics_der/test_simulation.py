@@ -1,0 +1,59 @@
+"""DER hair through the Simulation contract (registry ("hair", "der"), scene params, colliders, roots)."""
+
+import numpy as np
+import pytest
+
+from solver_server.backend import get_backend
+from solver_server.sim.errors import SceneError
+from solver_server.simulation import Simulation
+
+
+def _scene(extra_objects=(), hair_extra=None, solver=None):
+    strands = []
+    for k in range(3):
+        z = np.linspace(0.0, -0.05, 6)
+        strands.append(np.stack((np.full(6, 0.01 * k), np.zeros(6), 0.1 + z), axis=1))
+    hair = {"id": "Hair", "kind": "hair", "points": np.concatenate(strands).astype(np.float32),
+            "strand_offsets": np.array([0, 6, 12, 18], np.int32),
+            "params": {"model": "der", "radius": 1e-4, "young_modulus": 1e8, "damping": 1.0}}
+    hair.update(hair_extra or {})
+    scene = {"gravity": [0.0, 0.0, -9.81], "time": {"fps": 24, "frame_start": 1, "frame_end": 3, "substeps": 4},
+             "objects": [hair, *extra_objects]}
+    if solver is not None:
+        scene["solver"] = solver
+    return scene
+
+
+def test_clamped_hair_hangs_and_keeps_its_roots():
+    simulation = Simulation(_scene(solver={"der": {"max_iterations": 20, "tolerance": 1e-6}}), get_backend("cpu"))
+    frame, positions, _ = simulation.initial_frame()
+    rest = positions["Hair"].copy()
+    for _ in range(2):
+        frame, positions, stats = simulation.advance(None)
+    assert frame == 3
+    hair = positions["Hair"]
+    assert hair.dtype == np.float32 and hair.shape == (18, 3)
+    roots = np.array([0, 1, 6, 7, 12, 13])
+    assert np.allclose(hair[roots], rest[roots], atol=1e-6)
+    assert np.all(np.isfinite(hair))
+    assert stats["iterations"] >= 1
+
+
+def test_free_hair_falls_onto_a_plane_collider():
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane", "normal": [0, 0, 1], "offset": 0.0},
+             "params": {"friction": 0.5}}
+    simulation = Simulation(_scene([floor], {"pins": {"indices": np.zeros(0, np.int32),
+                                                      "weights": np.zeros(0, np.float32)}}), get_backend("cpu"))
+    simulation.initial_frame()
+    for _ in range(2):
+        _, positions, stats = simulation.advance(None)
+    hair = positions["Hair"]
+    assert hair[:, 2].mean() < 0.075 - 0.5 * 9.81 * (2 / 24) ** 2 * 0.5   # it fell freely so far
+    assert hair[:, 2].min() > 0.0
+
+
+def test_unknown_der_setting_is_a_scene_error_naming_the_object():
+    with pytest.raises(SceneError) as error:
+        Simulation(_scene(solver={"der": {"iterations": 3}}), get_backend("cpu"))
+    assert error.value.object == "Hair"
+    assert "iterations" in str(error.value)
