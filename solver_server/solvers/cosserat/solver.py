@@ -53,6 +53,7 @@ import numpy as np
 from ..guides.layout import StrandLayout
 from ..particles.colliders import ColliderSet
 from . import quaternion as quat
+from .interaction import SweptSphereInteraction
 from .settings import CosseratSettings
 
 
@@ -70,6 +71,7 @@ class CosseratState:
     root_velocities: object
     root_angular_velocities: object
     time: float = 0.0
+    interaction_pairs: int = 0
 
 
 @dataclass
@@ -135,6 +137,11 @@ class CosseratSolver:
         free = segment_valid.copy()
         free[:, 0] = False
         self.free_joint = xp.asarray(free)
+        self.interaction = None
+        if settings.interaction_outer_radius > 0.0:
+            self.interaction = SweptSphereInteraction(
+                settings.interaction_inner_radius, settings.interaction_outer_radius,
+                settings.interaction_stiffness, settings.interaction_damping, segment_valid)
 
     # ----------------------------------------------------------------- set-up helpers
     @staticmethod
@@ -311,7 +318,8 @@ class CosseratSolver:
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time"):
             setattr(state_out, name, getattr(state, name))
-        return {"substeps": substeps, "contacts": contact_count, "ignored_colliders": list(colliders.ignored)}
+        return {"substeps": substeps, "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
+                "ignored_colliders": list(colliders.ignored)}
 
     def _substep(self, state: CosseratState, root_pos, root_rot, colliders, extra_forces, h) -> int:
         xp = self.xp
@@ -345,6 +353,11 @@ class CosseratSolver:
             forces = forces + xp.asarray(extra_forces)
         contact_forces, count = self._collider_forces(positions, node_velocity, colliders, h)
         forces = forces + contact_forces
+        if self.interaction is not None:
+            to_host = np.asarray if xp is np else xp.asnumpy
+            interaction, pairs = self.interaction.forces(to_host(positions), to_host(node_velocity))
+            forces = forces + xp.asarray(interaction)
+            state.interaction_pairs = pairs
 
         stiffness, holding = self.stiffness_torques(q, with_joint=True)
         tf = xp.cross(holding, d3) / xp.maximum(self.lengths, 1e-300)[..., None]
