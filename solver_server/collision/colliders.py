@@ -67,10 +67,11 @@ class Collider:
         else:
             self.geometry.set_matrix(matrix)
 
-    def surface_motion(self, xp, points):
-        """(n, 3) displacement over the last substep of the surface material at ``points``."""
+    def surface_motion(self, xp, points, selection=None):
+        """(n, 3) displacement over the last substep of the surface material at ``points``
+        (for meshes: the rows ``selection`` of the last signed-distance query)."""
         if self.is_mesh:
-            return self.geometry.surface_motion(xp, points)
+            return self.geometry.surface_motion(xp, selection)
         if self.matrix is self.matrix_previous or np.array_equal(self.matrix, self.matrix_previous):
             return xp.zeros_like(points)
         back = self.matrix_previous @ np.linalg.inv(self.matrix)
@@ -124,7 +125,7 @@ class ColliderSet:
             points[index] = points[index] + push[:, None] * surface_normal
             depth[index] += push
             normal[index] = surface_normal
-            motion[index] = collider.surface_motion(xp, points[index])
+            motion[index] = collider.surface_motion(xp, points[index], inside)
             mu[index] = 0.5 * (friction[index] + collider.friction)
             mask[index] = True
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=mask)
