@@ -43,9 +43,9 @@ class GuideInterpolator:
             sub = StrandLayout(offsets=guide_layout.offsets, gather=guide_layout.gather[slots],
                                valid=guide_layout.valid[slots])
             index[:, k], fraction[:, k] = arc_length_samples(guide_rest[slots], sub, fractions)
-        self.index = xp.asarray(index)
+        guide_points = rest.shape[1]
+        self.flat_index = xp.asarray(assignment.pairs[:, :, None] * guide_points + index)      # (S, 2, P)
         self.fraction = xp.asarray(fraction)
-        self.slots = xp.asarray(assignment.pairs)
         self.weights = xp.asarray(assignment.weights)
         guide_relative_rest = self._sample(xp.asarray(guide_rest))                           # (S, 2, P, 3)
         child_relative = xp.asarray(rest - rest[:, :1])
@@ -53,11 +53,9 @@ class GuideInterpolator:
 
     def _sample(self, guide_points):
         """Root-relative guide points at the children's fractions: (S, 2, P, 3)."""
-        xp = self.xp
-        relative = guide_points - guide_points[:, :1]
-        strands = relative[self.slots]                                                     # (S, 2, Pg, 3)
-        a = xp.take_along_axis(strands, self.index[..., None], axis=2)
-        b = xp.take_along_axis(strands, (self.index + 1)[..., None], axis=2)
+        relative = (guide_points - guide_points[:, :1]).reshape(-1, 3)                     # (K·Pg, 3)
+        a = relative[self.flat_index]
+        b = relative[self.flat_index + 1]
         return a + self.fraction[..., None] * (b - a)
 
     def interpolate(self, guide_points, child_roots, rotations=None):
