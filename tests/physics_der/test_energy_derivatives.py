@@ -77,3 +77,11 @@ def test_hessian_matches_finite_differences(deformed, energy):
                      - _energy_at(model, base, q0 - di + dj) + _energy_at(model, base, q0 - di - dj)) / (4 * eps * eps)
             fd[i, j] = fd[j, i] = value
     assert np.linalg.norm(fd - hess) / np.linalg.norm(hess) < 1e-5
+
+
+def test_closed_form_gradient_equals_the_jet_gradient(deformed):
+    model, base, q0 = deformed
+    config = transported_configuration(np, model, base, model.gather_positions(q0), model.gather_theta(q0))
+    closed_form, _ = elastic_gradient_hessian(np, model, config, with_hessian=False)
+    from_jets, _ = elastic_gradient_hessian(np, model, config, with_hessian=True)
+    assert np.allclose(closed_form, from_jets, rtol=1e-10, atol=1e-12 * np.abs(from_jets).max())

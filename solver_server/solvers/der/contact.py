@@ -177,12 +177,22 @@ class StepContacts:
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
         movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
         ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
+        contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
         points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
         motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
+        # conservative prefilter: the distance can shrink by at most the largest endpoint motions of both edges
+        _, _, start_distance = segment_closest_points(xp, *points0)
+        speed = [xp.linalg.norm(m, axis=1) for m in motion]
+        reach = xp.maximum(speed[0], speed[1]) + xp.maximum(speed[2], speed[3])
+        possible = start_distance - reach < (1.0 + settings.proximity) * contact_distance
+        if not bool(possible.any()):
+            return None
+        ea, eb, va, vb, contact_distance = ea[possible], eb[possible], va[possible], vb[possible], contact_distance[possible]
+        points0 = [p[possible] for p in points0]
+        motion = [m[possible] for m in motion]
         roots = coplanarity_times(xp, *points0, *motion)
         times = xp.concatenate((xp.zeros((ea.shape[0], 1)), xp.ones((ea.shape[0], 1)), roots), axis=1)
         times = xp.where(xp.isnan(times), 1.0, times)
-        contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
         best_distance = xp.full(ea.shape[0], xp.inf)
         best = [xp.zeros(ea.shape[0]) for _ in range(3)]   # time, s, t
         for column in range(times.shape[1]):  # the 5 candidate times

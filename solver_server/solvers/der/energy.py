@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import BAND_WIDTH, DerModel
-from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, twist_strain_jet)
+from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
+                      twist_strain_jet)
 
 
 @dataclass
@@ -111,30 +112,40 @@ def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project:
     return grad, hess
 
 
-def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool):
-    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex."""
+def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool,
+                       gauss_newton: bool = False):
+    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (Hessian: jets;
+    gradient only: closed form)."""
     e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
-    omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, with_hessian)
-    tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], config.reference_twist, frame0[2], frame1[2],
-                           with_hessian)
     weights = _bend_weights(xp, model).reshape(-1, 4)
     rest = model.rest_bend.reshape(-1, 4)
     twist_weight = _twist_weights(model)
+    theta0, theta1 = frame0[2], frame1[2]
+    tau_value = theta1 - theta0 + config.reference_twist
+    a = _local_to_element(xp, e0.dtype)
+    if not with_hessian or gauss_newton:
+        omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
+        grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
+                 + (twist_weight * (tau_value - model.rest_twist))[:, None] * twist_grad)
+        if not with_hessian:
+            return grad8 @ a, None
+        # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms)
+        grad11 = omega_grad @ a[None]
+        twist11 = twist_grad @ a
+        hess = (xp.einsum("nr,nri,nrj->nij", 2.0 * weights, grad11, grad11)
+                + twist_weight[:, None, None] * twist11[:, :, None] * twist11[:, None, :])
+        return grad8 @ a, hess
+    omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, True)
+    tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], config.reference_twist, theta0, theta1, True)
     residuals = [(2.0 * weights[:, c], omega_jets[c].value - rest[:, c], omega_jets[c]) for c in range(4)]
     residuals.append((twist_weight, tau.value - model.rest_twist, tau))
     grad8 = sum((w * r)[:, None] * j.grad for w, r, j in residuals)
-    hess8 = None
-    if with_hessian:
-        hess8 = sum(w[:, None, None] * (j.grad[:, :, None] * j.grad[:, None, :] + r[:, None, None] * j.hess)
-                    for w, r, j in residuals)
-    a = _local_to_element(xp, e0.dtype)
-    grad = grad8 @ a
-    hess = None
-    if with_hessian:
-        hess = xp.swapaxes(a, 0, 1)[None] @ hess8 @ a[None]
-        if project:
-            hess = project_psd(xp, hess)
-    return grad, hess
+    hess8 = sum(w[:, None, None] * (j.grad[:, :, None] * j.grad[:, None, :] + r[:, None, None] * j.hess)
+                for w, r, j in residuals)
+    hess = xp.swapaxes(a, 0, 1)[None] @ hess8 @ a[None]
+    if project:
+        hess = project_psd(xp, hess)
+    return grad8 @ a, hess
 
 
 def project_psd(xp, blocks):
@@ -160,16 +171,19 @@ def scatter_band(xp, n_dofs, start, blocks, band):
 
 
 def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_hessian: bool = True,
-                             project: bool = False):
-    """Gradient (n_dofs,) [N or N·m] and, if asked, lower band Hessian (11, n_dofs) of the elastic energy."""
+                             project: bool = False, gauss_newton: bool = False):
+    """Gradient (n_dofs,) [N or N·m] and, if asked, lower band Hessian (11, n_dofs) of the elastic energy.
+
+    gauss_newton: the Hessian keeps only Σ w ∇s ∇sᵀ of every strain s (PSD, about the cost of a gradient);
+    a quasi-Newton matrix, not the exact Hessian."""
     n = model.n_dofs
     grad = xp.zeros(n, dtype=config.positions.dtype)
-    s_grad, s_hess = _stretch_blocks(xp, model, config.positions, with_hessian, project)
+    s_grad, s_hess = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton)
     stretch_start = model.vertex_dof[model.edge_vertex]
     _scatter_gradient(xp, n, stretch_start, s_grad, grad)
     band = None
     if model.bend_vertex.shape[0]:
-        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project)
+        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton)
         _scatter_gradient(xp, n, model.bend_dof, b_grad, grad)
     if with_hessian:
         band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype)

@@ -29,6 +29,9 @@ class NewtonSettings:
     max_iterations: int = 50
     tolerance: float = 1e-6          # mean |Δv| over the vertex velocity components [m/s] that ends the iteration
     quasi_newton: bool = True
+    # matrix of the quasi-Newton variant: "exact" (first-iteration Hessian, seed §3.3) or "gauss_newton"
+    # (Σ w ∇s∇sᵀ over the strains: positive semi-definite and about as cheap as a gradient)
+    quasi_newton_matrix: str = "exact"
     armijo: float = 1e-4
     backtrack: float = 0.5
     max_backtracks: int = 10
@@ -66,6 +69,8 @@ class ImplicitEulerSolver:
     """Velocity-form implicit Euler with (quasi-)Newton iterations over the whole banded system."""
 
     def __init__(self, xp, to_host, from_host, model: DerModel, settings: NewtonSettings):
+        if settings.quasi_newton_matrix not in ("exact", "gauss_newton"):
+            raise ValueError(f"quasi_newton_matrix must be 'exact' or 'gauss_newton', got {settings.quasi_newton_matrix!r}")
         self.xp = xp
         self._to_host = to_host
         self._from_host = from_host
@@ -75,8 +80,10 @@ class ImplicitEulerSolver:
     def _factor(self, config, h, fixed_dofs, stats: StepStats):
         xp, model = self.xp, self.model
         diagonal = (1.0 + h * model.damping) * model.mass
+        gauss_newton = self.settings.quasi_newton and self.settings.quasi_newton_matrix == "gauss_newton"
         for project in (False, True):
-            _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project)
+            _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
+                                               gauss_newton=gauss_newton)
             band *= h * h
             band[0] += diagonal
             constrain_band(xp, band, fixed_dofs)

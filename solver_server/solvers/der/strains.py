@@ -81,3 +81,40 @@ def twist_strain_jet(xp, e0, e1, u0, u1, reference_twist, theta0, theta1, with_h
     grad[:, SLOT_THETA1] += 1.0
     grad[:, SLOT_THETA0] -= 1.0
     return J.Jet(theta1 - theta0 + reference_twist, grad, r.hess)
+
+
+def bend_twist_gradients(xp, e0, e1, rest_length_product, frame0, frame1):
+    """Closed-form values and gradients (over the 8 local variables) of the four material curvatures and of
+    the reference twist, the cheap path used when no Hessian is needed (equal to the jets' gradients):
+
+        ∂ω/∂e^{i−1} = (2 e^i × m − ω e^i)/D,   ∂ω/∂e^i = (−2 e^{i−1} × m − ω e^{i−1})/D   (m ⊥-transport terms
+        vanish since κb ⊥ t), ∂ω^j_1/∂θ^j = ω^j_2, ∂ω^j_2/∂θ^j = −ω^j_1;
+        ∂r/∂e^{i−1} = κb̂/(2|e^{i−1}|), ∂r/∂e^i = κb̂/(2|e^i|), κb̂ = 2 t^{i−1} × t^i / (1 + t^{i−1}·t^i).
+
+    Returns (omega (B, 4), omega_grad (B, 4, 8), twist_grad (B, 8)).
+    """
+    n = e0.shape[0]
+    denominator = rest_length_product + xp.einsum("nc,nc->n", e0, e1)
+    kb = 2.0 * cross3(xp, e0, e1) / denominator[:, None]
+    omega = xp.zeros((n, 4), dtype=e0.dtype)
+    grad = xp.zeros((n, 4, LOCAL_VARIABLES), dtype=e0.dtype)
+    for j, (u, v, theta) in enumerate((frame0, frame1)):
+        m1, m2 = material_directors(xp, u, v, theta)
+        for c, m in enumerate((m1, m2)):
+            row = 2 * j + c
+            omega[:, row] = xp.einsum("nc,nc->n", kb, m)
+            grad[:, row, SLOT_E0:SLOT_E0 + 3] = (2.0 * cross3(xp, e1, m) - omega[:, row, None] * e1) / denominator[:, None]
+            grad[:, row, SLOT_E1:SLOT_E1 + 3] = (-2.0 * cross3(xp, e0, m) - omega[:, row, None] * e0) / denominator[:, None]
+        slot_theta = SLOT_THETA0 if j == 0 else SLOT_THETA1
+        grad[:, 2 * j, slot_theta] = omega[:, 2 * j + 1]
+        grad[:, 2 * j + 1, slot_theta] = -omega[:, 2 * j]
+    length0 = xp.linalg.norm(e0, axis=1)
+    length1 = xp.linalg.norm(e1, axis=1)
+    t0, t1 = e0 / length0[:, None], e1 / length1[:, None]
+    kb_unit = 2.0 * cross3(xp, t0, t1) / (1.0 + xp.einsum("nc,nc->n", t0, t1))[:, None]
+    twist_grad = xp.zeros((n, LOCAL_VARIABLES), dtype=e0.dtype)
+    twist_grad[:, SLOT_E0:SLOT_E0 + 3] = kb_unit / (2.0 * length0[:, None])
+    twist_grad[:, SLOT_E1:SLOT_E1 + 3] = kb_unit / (2.0 * length1[:, None])
+    twist_grad[:, SLOT_THETA0] = -1.0
+    twist_grad[:, SLOT_THETA1] = 1.0
+    return omega, grad, twist_grad

@@ -1,0 +1,103 @@
+"""Seed 000 hairball: a sphere with 1000 clamped strands on its upper half (~40k DOF) turning once about its
+vertical axis, dt = 1 ms, hair–hair and hair–sphere μ = 0.3.  Prints ms per step and contacts per step and
+the ratio to the seed's figure (C++/OpenMP: 609 ms per step; ADONIS: 8931 ms per step).
+
+    python -m benchmarks.der_hairball [--steps 20] [--strands 1000] [--vertices 10] [--iterations 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from solver_server.backend import get_backend
+from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
+                                       build_model, rest_state)
+
+SEED_MS_PER_STEP = 609.22
+SEED_ADONIS_MS_PER_STEP = 8930.93
+SEED_CONTACTS_PER_STEP = 5500
+
+
+class SpinningSphere:
+    """Sphere collider (centre, radius [m]) turning about +z at `spin` [rad/s]."""
+
+    def __init__(self, radius: float, spin: float, friction: float):
+        self.radius, self.spin, self.friction, self.thickness = radius, spin, friction, 0.0
+
+    def signed_distance(self, xp, points):
+        length = xp.linalg.norm(points, axis=1)
+        return length - self.radius, points / length[:, None]
+
+    def velocity(self, xp, points):
+        return self.spin * xp.stack((-points[:, 1], points[:, 0], xp.zeros(points.shape[0])), axis=1)
+
+
+def hairball(strands: int, vertices: int, sphere_radius: float, length: float):
+    """Rest points (strands·vertices, 3) of straight radial strands rooted on the upper hemisphere."""
+    index = np.arange(strands) + 0.5
+    z = 1.0 - index / strands                          # uniform in z over the upper half: uniform in area
+    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index       # golden-angle spiral
+    ring = np.sqrt(1.0 - z * z)
+    directions = np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
+    along = sphere_radius + np.linspace(0.0, length, vertices)
+    points = directions[:, None, :] * along[None, :, None]
+    return points.reshape(-1, 3), np.arange(strands + 1) * vertices
+
+
+def rotate_z(points, angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return points @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]).T
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--strands", type=int, default=1000)
+    parser.add_argument("--vertices", type=int, default=10)
+    parser.add_argument("--iterations", type=int, default=50, help="N_max of the global/local loop")
+    parser.add_argument("--dt", type=float, default=1e-3)
+    parser.add_argument("--warmup", type=int, default=0, help="steps run before timing starts")
+    parser.add_argument("--matrix", choices=("exact", "gauss_newton"), default="gauss_newton",
+                        help="quasi-Newton matrix (first-iteration exact Hessian or Gauss-Newton)")
+    args = parser.parse_args(argv)
+
+    backend = get_backend("cpu")
+    sphere_radius, length, period = 0.1, 0.12, 5.0
+    points, offsets = hairball(args.strands, args.vertices, sphere_radius, length)
+    material = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
+    model = build_model(np, points, offsets, material)
+    spin = 2.0 * np.pi / period
+    sphere = SpinningSphere(sphere_radius, spin, friction=0.3)
+    solver = DerSolver(model, backend, NewtonSettings(max_iterations=args.iterations, tolerance=1e-6, quasi_newton=True,
+                                                      quasi_newton_matrix=args.matrix),
+                       colliders=[sphere], contact=ContactSettings(friction=0.3, collider_friction=0.3))
+    state = rest_state(np, model)
+    rest_targets = points[np.asarray(solver.fixed_vertices)]
+    print(f"hairball: {args.strands} strands x {args.vertices} points, {model.n_dofs} DOF, dt = {args.dt * 1e3:g} ms, "
+          f"mu = 0.3, sphere turning once in {period:g} s, quasi-Newton matrix: {args.matrix}")
+    timings, contacts, iterations = [], [], []
+    for step in range(args.warmup + args.steps):
+        control = DerControl(vertex_targets=rotate_z(rest_targets, spin * (step + 1) * args.dt))
+        out = state.copy()
+        start = time.perf_counter()
+        stats = solver.step(state, out, control, None, args.dt)
+        elapsed = time.perf_counter() - start
+        state = out
+        if step >= args.warmup:
+            timings.append(elapsed)
+            contacts.append(stats.get("contacts", 0))
+            iterations.append(stats["iterations"])
+    ms = 1e3 * float(np.mean(timings))
+    print(f"ms per step: {ms:.1f} (median {1e3 * float(np.median(timings)):.1f}); contacts per step: "
+          f"{np.mean(contacts):.0f} (max {max(contacts)}); iterations per step: {np.mean(iterations):.1f}")
+    print(f"ratio to the seed's C++/OpenMP solver ({SEED_MS_PER_STEP:g} ms/step, ~{SEED_CONTACTS_PER_STEP} contacts): "
+          f"{ms / SEED_MS_PER_STEP:.2f}x its time; to ADONIS ({SEED_ADONIS_MS_PER_STEP:g} ms/step): "
+          f"{ms / SEED_ADONIS_MS_PER_STEP:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
