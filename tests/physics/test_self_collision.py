@@ -1,0 +1,71 @@
+"""Cloth self-collision: a cloth folding onto itself does not pass through itself."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver_server.backend import get_backend
+from solver_server.collision.mesh import closest_points_on_triangles
+from solver_server.simulation import Simulation
+
+from .scenes import cloth_object, grid, run, scene
+
+BACKEND = get_backend("cpu")
+THICKNESS = 0.005
+
+
+def _folding_cloth(self_collision: bool):
+    """A 0.6 × 0.3 m cloth: its first half lies on the floor, the second half is raised 60° and
+    leans over the first half, so gravity folds it down onto itself."""
+    vertices, triangles, index = grid(25, 13, size=1.0, height=0.0)
+    vertices[:, 0] *= 0.6
+    vertices[:, 1] *= 0.3
+    hinge = 0.3
+    lifted = vertices[:, 0] > hinge
+    angle = np.radians(120)  # past vertical: leans back over the lying half
+    run_length = vertices[lifted, 0] - hinge
+    vertices[lifted, 0] = hinge + run_length * np.cos(angle)
+    vertices[lifted, 2] = run_length * np.sin(angle)
+    vertices[:, 2] += THICKNESS
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane"}}
+    cloth = cloth_object(vertices, triangles, params={"thickness": THICKNESS, "self_collision": self_collision,
+                                                       "friction": 0.5, "stretch_stiffness": 500.0})
+    return Simulation(scene([cloth, floor], frame_end=30, substeps=6), BACKEND), vertices, triangles, lifted
+
+
+def _min_vertex_triangle_distance(positions, triangles):
+    """Smallest distance from a vertex to a triangle that does not contain it and is not adjacent."""
+    best = np.inf
+    for start in range(0, len(triangles), 64):
+        block = triangles[start:start + 64]
+        for tri in block:
+            a, b, c = positions[tri]
+            others = np.setdiff1d(np.arange(len(positions)), tri)
+            near = others[np.linalg.norm(positions[others] - (a + b + c) / 3, axis=1) < 0.1]
+            if len(near) == 0:
+                continue
+            closest, bary = closest_points_on_triangles(positions[near], *(np.broadcast_to(x, (len(near), 3))
+                                                                           for x in (a, b, c)))
+            interior = (bary > 1e-6).all(axis=1)  # ignore contacts with edges/corners shared through the fold
+            if np.any(interior):
+                best = min(best, np.linalg.norm(positions[near][interior] - closest[interior], axis=1).min())
+    return best
+
+
+def test_folded_cloth_keeps_its_layers_apart():
+    sim, vertices, triangles, lifted = _folding_cloth(self_collision=True)
+    frames = run(sim)
+    final = frames[-1][1]["Cloth"].astype(float)
+    far = lifted & (vertices[:, 0] < 0.25) & (vertices[:, 2] > 0.1)  # tip region of the folding half
+    assert final[far, 2].max() < 0.05                                   # it folded down
+    # the folded half lies on top of the lying half: at least one layer thickness above the floor layer
+    assert final[far, 2].min() > 2 * THICKNESS - 1e-3
+    assert frames[-1][2]["contacts"] > 0
+    assert _min_vertex_triangle_distance(final, triangles) > 0.5 * THICKNESS
+
+
+def test_without_self_collision_the_layers_interpenetrate():
+    sim, vertices, triangles, lifted = _folding_cloth(self_collision=False)
+    final = run(sim)[-1][1]["Cloth"].astype(float)
+    far = lifted & (vertices[:, 0] < 0.25) & (vertices[:, 2] > 0.1)
+    assert final[far, 2].min() < 1.5 * THICKNESS  # sinks to the floor, through the lying half
