@@ -9,7 +9,10 @@ strands (or of the same strand more than two segments apart) at closest distance
 
 dir the unit vector from the other segment's closest point, Δv the relative velocity of the
 closest points. The forces are split onto the segment end nodes by the closest-point parameter.
-Broad phase: scipy cKDTree over segment midpoints (host; a CUDA backend copies positions over).
+Broad phase: scipy cKDTree over segment midpoints (host; a CUDA backend copies positions over),
+with a Verlet list: candidate pairs are gathered with a margin and reused until some node has moved
+more than half the margin. Segments of one strand closer along it than the interaction reach are
+never paired (they are neighbours, not a collision).
 Closest points of two segments: Ericson, Real-Time Collision Detection §5.1.9, vectorized.
 """
 
@@ -54,6 +57,27 @@ class SweptSphereInteraction:
         self.damping = float(damping)
         strand_of, segment_of = np.nonzero(self.segment_valid)
         self.strand_of, self.segment_of = strand_of, segment_of
+        self.margin = 0.5 * float(self.outer.max()) + 1e-6
+        self._pairs = None
+        self._anchor = None
+
+    def _candidates(self, positions, start, end):
+        """(n, 2) candidate segment pairs (indices into the valid segments), refreshed when needed."""
+        if self._pairs is not None:
+            moved = np.linalg.norm(positions - self._anchor, axis=-1).max()
+            if moved < 0.5 * self.margin:
+                return self._pairs
+        length = np.linalg.norm(end - start, axis=1)
+        reach = float(length.max()) + 2.0 * float(self.outer.max()) + self.margin
+        pairs = cKDTree(0.5 * (start + end)).query_pairs(reach, output_type="ndarray")
+        strand, segment = self.strand_of, self.segment_of
+        if len(pairs):
+            i, j = pairs[:, 0], pairs[:, 1]
+            along = np.ceil(reach / max(float(length.min()), 1e-12))
+            neighbours = (strand[i] == strand[j]) & (np.abs(segment[i] - segment[j]) <= max(2.0, along))
+            pairs = pairs[~neighbours]
+        self._pairs, self._anchor = pairs, positions.copy()
+        return pairs
 
     def forces(self, positions, velocities):
         """Node forces (S, P, 3) [N] and the number of interacting segment pairs.
@@ -64,13 +88,10 @@ class SweptSphereInteraction:
         strand, segment = self.strand_of, self.segment_of
         start = positions[strand, segment]
         end = positions[strand, segment + 1]
-        reach = float(np.max(np.linalg.norm(end - start, axis=1))) + 2.0 * float(self.outer.max())
-        pairs = cKDTree(0.5 * (start + end)).query_pairs(reach, output_type="ndarray")
+        pairs = self._candidates(positions, start, end)
         if len(pairs) == 0:
             return result.reshape(strands, points, 3), 0
         i, j = pairs[:, 0], pairs[:, 1]
-        neighbours = (strand[i] == strand[j]) & (np.abs(segment[i] - segment[j]) <= 2)
-        i, j = i[~neighbours], j[~neighbours]
         s, t = closest_points_between_segments(start[i], end[i], start[j], end[j])
         on_i = start[i] + s[:, None] * (end[i] - start[i])
         on_j = start[j] + t[:, None] * (end[j] - start[j])

@@ -62,7 +62,7 @@ class CosseratSettings:
             key = "cosserat_max_step" if f.name == "max_step" else f.name
             if key in params:
                 values[f.name] = float(params[key])
-        values["wind"] = WindSettings.from_params(params.get("wind"), object_id)
+        values["wind"] = WindSettings.from_hair_params(params, object_id)
         settings = cls(**values)
         for name in ("radius", "density", "young_modulus", "shear_modulus", "max_step"):
             if not getattr(settings, name) > 0:

@@ -20,7 +20,7 @@ class StrandObject:
     """id; layout; rest (S, P, 3) padded rest points [m]; pinned: root points per strand that
     follow the root kinematically (1 or 2); binding: RootBinding; params: resolved hair params;
     interpolator: GuideInterpolator when only guide strands are simulated (params ``guide_count``
-    > 0 or ``guides`` = artist-chosen strand indices), else None."""
+    > 0, or the hair object's ``guides``: artist-chosen strand indices), else None."""
 
     id: str
     layout: StrandLayout
@@ -39,7 +39,7 @@ class StrandObject:
         binding = RootBinding(spec, scene, rest[:, 0])
         params = dict(spec.params)
         interpolator = None
-        guides = params.get("guides", spec.raw.get("guides"))
+        guides = spec.raw.get("guides")
         count = int(params.get("guide_count", 0) or 0)
         if guides is not None and len(guides):
             guides = np.unique(np.asarray(guides, np.int64))

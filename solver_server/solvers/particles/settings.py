@@ -32,6 +32,16 @@ class WindSettings:
         return tuple(scale * c for c in self.direction)
 
     @classmethod
+    def from_hair_params(cls, params: dict, object_id: str | None = None) -> "WindSettings":
+        """From a hair object's params: a ``wind`` map, or the flat keys ``wind_direction``,
+        ``wind_strength``, ``wind_amplitude``, ``wind_period`` (the scene parameter table's form)."""
+        if params.get("wind") is not None:
+            return cls.from_params(params["wind"], object_id)
+        flat = {key[len("wind_"):]: params[key] for key in
+                ("wind_direction", "wind_strength", "wind_amplitude", "wind_period") if params.get(key) is not None}
+        return cls.from_params(flat, object_id)
+
+    @classmethod
     def from_params(cls, value, object_id: str | None = None) -> "WindSettings":
         """From ``{"direction": [x, y, z], "strength", "amplitude", "period"}`` (all optional)."""
         if value is None:
@@ -101,7 +111,7 @@ class ParticleHairSettings:
                 values[name] = float(params[key])
         if "particle_pinned_points" in params:
             values["pinned_points"] = int(params["particle_pinned_points"])
-        values["wind"] = WindSettings.from_params(params.get("wind"), object_id)
+        values["wind"] = WindSettings.from_hair_params(params, object_id)
         settings = cls(**values)
         settings.validate(object_id)
         return settings
