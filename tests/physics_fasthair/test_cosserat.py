@@ -214,3 +214,14 @@ def test_heavy_strand_statics_match_the_der_solver():
     reference = np.asarray(rod_state.positions)
     assert np.abs(cosserat - reference).max() < 0.05 * 1.0          # the bound: 5 % of the length
     assert np.linalg.norm(cosserat[-1] - reference[-1]) < 0.01     # measured 0.6 mm
+
+
+def test_quaternions_from_rotation_matrices():
+    from scipy.spatial.transform import Rotation
+
+    matrices = np.concatenate([Rotation.random(200, random_state=4).as_matrix(),
+                               np.array([np.eye(3), np.diag([1.0, -1.0, -1.0]), np.diag([-1.0, 1.0, -1.0]),
+                                         np.diag([-1.0, -1.0, 1.0])])])
+    q = quat.from_matrices(matrices)
+    rebuilt = np.stack([quat.axis(q, k) for k in range(3)], axis=-1)
+    np.testing.assert_allclose(rebuilt, matrices, atol=1e-12)

@@ -87,7 +87,3 @@ def from_matrices(matrices):
     q = stacked[np.arange(len(m)), choice]
     return q / np.linalg.norm(q, axis=1, keepdims=True)
 
-
-def from_matrix(matrix):
-    """Unit quaternion (4,) of a 3×3 rotation matrix (numpy, host)."""
-    return from_matrices(np.asarray(matrix, np.float64)[None])[0]

@@ -221,8 +221,7 @@ class CosseratSolver:
     def joint_inertia(self, positions, d3):
         """Inertia of the part distal of each joint as a rigid body about node i.
 
-        Returns bend, twist (S, M) [kg·m²] (about axes ⊥ and ∥ to d3_i) and the first mass moment
-        Σ m_k (c_k − x_i) (S, M, 3) [kg·m] over the distal segments (centres c_k)."""
+        Returns bend, twist (S, M) [kg·m²] about axes ⊥ and ∥ to d3_i (distal segment centres c_k)."""
         xp = self.xp
         relative = positions - positions[:, :1]
         centers = 0.5 * (relative[:, 1:] + relative[:, :-1])                                  # (S, M, 3)
@@ -238,9 +237,8 @@ class CosseratSolver:
         node_axial = xp.sum(node * d3, axis=-1)
         axial = axial_second - 2.0 * node_axial * xp.sum(first * d3, axis=-1) + total * node_axial ** 2
         twist = bend - axial + total * self.settings.radius ** 2 / 2.0
-        first_moment = first - total[..., None] * node
         tiny = 1e-300
-        return xp.maximum(bend, tiny), xp.maximum(twist, tiny), first_moment
+        return xp.maximum(bend, tiny), xp.maximum(twist, tiny)
 
     # ----------------------------------------------------------------- dynamics
     def transport(self, node_forces, d3, tf):
@@ -283,7 +281,7 @@ class CosseratSolver:
         """
         xp = self.xp
         damping = self.settings.damping
-        bend, twist, _ = self.joint_inertia(positions, d3)
+        bend, twist = self.joint_inertia(positions, d3)
         bend, twist = bend[..., None], twist[..., None]
         rate = _dot(w, d3, xp)
         torque_along = _dot(joint_torque, d3, xp)
