@@ -295,9 +295,13 @@ def bending(rest: np.ndarray, triangles: np.ndarray, bend: np.ndarray, vertex_ar
 
     bend: (n,) bending rigidity D [N·m] per vertex; vertex_areas (n,) [m²] (one third of the
     adjacent triangle areas). δ_i ≈ −c_i ∇²q = −c_i (κ1+κ2) N, so ω_i = D·A_i / c_i² [N·m]
-    makes ω/2‖δ − δ*‖² the plate energy (D/2)(κ1+κ2)²·A_i. The projection keeps the rest
-    curvature magnitude ‖v_m‖ along the current direction v_s/‖v_s‖ (eq. 3-10); when ‖v_s‖ is
-    tiny it uses the ring normal N_s instead (eq. 3-14). Returns None without interior vertices.
+    makes ω/2‖δ − δ*‖² the plate energy (D/2)(κ1+κ2)²·A_i (checked in tests). The projection is
+    the seed's eq. 3-14, H_m·N_s: the rest mean curvature with its sign relative to the surface
+    normal, along the current ring normal N_s (area-weighted, from the triangle winding). The
+    seed's main form, eq. 3-10 (‖v_m‖ along v_s/‖v_s‖), is the same while the curvature keeps its
+    sign, but makes an inverted (snapped-through) curvature free of energy — a curved sheet then
+    collapses; 3-14 penalises that and needs no small-‖v_s‖ special case.
+    Returns None without interior vertices.
     """
     interior, laplacian, scale = mean_value_laplacian(rest, triangles, object_id)
     keep = bend[interior] > 0
@@ -325,19 +329,13 @@ def bending(rest: np.ndarray, triangles: np.ndarray, bend: np.ndarray, vertex_ar
     orientation = np.sign((rest_curvature * rest_normals).sum(axis=1))
     orientation[orientation == 0] = 1.0
     signed_magnitude = orientation * rest_magnitude
-    scale_tiny = 1e-9 * np.maximum(rest_magnitude, 1e-3) + 1e-12
+    curved = rest_magnitude > 1e-12 * np.maximum(scale, 1e-300)
+    signed_device = signed_magnitude
 
     def project(xp, state, positions):
-        current = state[:, 0, :]
-        length = xp.linalg.norm(current, axis=1)
-        magnitude = xp.asarray(rest_magnitude)
-        result = current * (magnitude / xp.maximum(length, 1e-30))[:, None]
-        small = length < xp.asarray(scale_tiny)
-        if bool(small.any()) and bool((magnitude[small] > 0).any()):
-            normals = ring_normals(xp, positions)
-            result[small] = (xp.asarray(signed_magnitude)[:, None] * normals)[small]
-        elif bool(small.any()):
-            result[small] = 0.0
-        return result[:, None, :]
+        if not curved.any():
+            return xp.zeros_like(state)            # flat rest: the target curvature is zero
+        normals = ring_normals(xp, positions)
+        return (xp.asarray(signed_device)[:, None] * normals)[:, None, :]
 
     return ConstraintBatch("bending", laplacian.tocsr(), weights, 1, project)
