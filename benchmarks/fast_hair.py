@@ -4,8 +4,9 @@
    step on a Core 2 Duo 6700 + GeForce 8800): ms per solver step for both models, interaction on/off.
 2. 10 000 strands interpolated from 200 guides: ms per frame including the interpolation, and the
    bytes one frame costs on the wire with server-side vs client-side interpolation.
-3. Largest stable step of the Cosserat model for 50/100/200 segments and E = 1/10/100 MPa
-   (seed 002 §5.1.4 table; 5 m strand there, 1 m here, wisp radius 5 mm).
+3. Largest stable step of the Cosserat model and of our DER solver (the same-process anchor) for
+   50/100/200 segments and E = 1/10/100 MPa (seed 002 §5.1.4 table; 5 m strand there, 1 m here,
+   wisp radius 5 mm), with the peak node speed (free fall from 1 m: 4.4 m/s).
 
     python -m benchmarks.fast_hair [--device cpu|cuda] [--quick]
 """
@@ -119,39 +120,85 @@ def interpolation_benchmark(backend, strands: int, guides: int, points: int, fra
 
 
 def stability_table(quick: bool) -> None:
-    print("\nCosserat largest stable step (1 m strand, r = 5 mm, ρ = 1300, released horizontally, 0.5 s;"
-          " stable = finite and node speed < 60 m/s)")
-    print(f"  {'segments':>8} {'E [MPa]':>8} {'max step [ms]':>14}")
+    print("\nLargest stable step (1 m strand, r = 5 mm, ρ = 1300, released horizontally, damping 0.1/s, 0.5 s;"
+          " stable = finite and node speed < 60 m/s), and the peak node speed at that step")
+    print(f"  {'segments':>8} {'E [MPa]':>8} {'Cosserat [ms]':>14} {'peak [m/s]':>11} {'DER [ms]':>9} {'peak [m/s]':>11}")
     candidates = [1e-3, 2e-3, 5e-3, 1e-2, 2e-2] if not quick else [5e-3, 1e-2]
     for segments in (50, 100, 200):
         for young in (1e6, 1e7, 1e8):
-            best = 0.0
-            for step in candidates:
-                if _stable(segments, young, step):
-                    best = step
-                else:
-                    break
-            print(f"  {segments:8d} {young / 1e6:8.0f} {best * 1e3:14.1f}" + ("" if best < candidates[-1] else "+"))
+            cosserat = _largest_stable(lambda step: _released_cosserat(segments, young, step), candidates)
+            der = _largest_stable(lambda step: _released_der(segments, young, step), candidates[::-1], descending=True)
+            cells = []
+            for best, peak in (cosserat, der):
+                mark = "+" if best == max(candidates) else " "
+                cells.append(f"{best * 1e3:13.1f}{mark} {peak:11.1f}" if best else f"{'—':>14} {'—':>11}")
+            print(f"  {segments:8d} {young / 1e6:8.0f} {cells[0]} {cells[1]}", flush=True)
 
 
-def _stable(segments: int, young: float, step: float) -> bool:
+def _largest_stable(run, candidates, descending: bool = False):
+    """(largest stable step, its peak speed) scanning ``candidates`` upward (stop at the first
+    failure) or downward (stop at the first success)."""
+    best, best_peak = 0.0, 0.0
+    for step in candidates:
+        stable, peak = run(step)
+        if stable:
+            best, best_peak = step, peak
+            if descending:
+                break
+        elif not descending:
+            break
+    return best, best_peak
+
+
+def _released_cosserat(segments: int, young: float, step: float):
     rest = np.zeros((1, segments + 1, 3))
     rest[0, :, 0] = np.linspace(0.0, 1.0, segments + 1)
     settings = CosseratSettings(radius=5e-3, young_modulus=young, shear_modulus=young / 2.6, max_step=step)
     solver = CosseratSolver(rest, StrandLayout.uniform(1, segments + 1), settings, GRAVITY)
     state = solver.initial_state()
     control = CosseratControl(state.root_positions.copy(), state.root_rotations.copy())
-    previous = solver.positions(state)
-    for _ in range(int(0.5 / step)):
+    return _track(lambda: solver.step(state, state, control, None, step), lambda: solver.positions(state)[0], step)
+
+
+def _released_der(segments: int, young: float, step: float):
+    try:
+        from solver_server.solvers.der import (DerControl, DerMaterial, DerSolver, NewtonSettings,  # noqa: PLC0415
+                                               build_model, rest_state)
+    except ImportError:
+        return False, 0.0
+    points = np.zeros((segments + 1, 3))
+    points[:, 0] = np.linspace(0.0, 1.0, segments + 1)
+    material = DerMaterial(radius=5e-3, young_modulus=young, shear_modulus=young / 2.6, density=1300.0, damping=0.1)
+    model = build_model(np, points, np.array([0, segments + 1]), material)
+    solver = DerSolver(model, get_backend("cpu"), NewtonSettings(max_iterations=50, tolerance=1e-6, quasi_newton=True))
+    holder = {"state": rest_state(np, model)}
+    control = DerControl(vertex_targets=points[np.asarray(solver.fixed_vertices)])
+
+    def advance():
+        out = holder["state"].copy()
+        solver.step(holder["state"], out, control, None, step)
+        holder["state"] = out
+
+    return _track(advance, lambda: np.asarray(holder["state"].positions), step)
+
+
+def _track(advance, positions, step: float, seconds: float = 0.5):
+    """Run ``advance`` for ``seconds``; (stable, peak node speed [m/s])."""
+    previous = positions().copy()
+    peak = 0.0
+    for _ in range(int(round(seconds / step))):
         try:
-            solver.step(state, state, control, None, step)
-        except FloatingPointError:
-            return False
-        positions = solver.positions(state)
-        if not np.all(np.isfinite(positions)) or np.linalg.norm(positions - previous, axis=-1).max() / step > 60.0:
-            return False
-        previous = positions
-    return True
+            advance()
+        except (FloatingPointError, ArithmeticError):
+            return False, peak
+        current = positions()
+        if not np.all(np.isfinite(current)):
+            return False, peak
+        peak = max(peak, float(np.linalg.norm(current - previous, axis=-1).max()) / step)
+        if peak > 60.0:
+            return False, peak
+        previous = current.copy()
+    return True, peak
 
 
 def main(argv=None) -> int:

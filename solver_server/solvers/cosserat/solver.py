@@ -230,7 +230,7 @@ class CosseratSolver:
         first = _reverse_cumsum(m[..., None] * centers, xp)
         second = _reverse_cumsum(m[..., None, None] * centers[..., :, None] * centers[..., None, :], xp)
         node = relative[:, :-1]
-        trace = xp.einsum("smii->sm", second)
+        trace = second[..., 0, 0] + second[..., 1, 1] + second[..., 2, 2]
         bend = (trace - 2.0 * xp.sum(node * first, axis=-1) + total * xp.sum(node * node, axis=-1)
                 + _reverse_cumsum(m * self.lengths ** 2, xp) / 12.0)
         axial_second = xp.einsum("smi,smij,smj->sm", d3, second, d3)
