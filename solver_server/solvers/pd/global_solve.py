@@ -29,6 +29,16 @@ class SolveReport:
     diverged: bool = False
 
 
+def chebyshev_weight(k: int, start: int, rho: float, omega: float) -> float:
+    """ω_{k+1} of the Chebyshev semi-iteration (seed eq. 4-12): 1 before S, then 2/(2 − ρ²), then
+    4/(4 − ρ²ω)."""
+    if k < start:
+        return 1.0
+    if k == start:
+        return 2.0 / (2.0 - rho * rho)
+    return 4.0 / (4.0 - rho * rho * omega)
+
+
 class CholeskySolve:
     """Prefactored sparse SPD solve of K_FF (host-built, device-resident via the backend)."""
 
@@ -106,12 +116,7 @@ class JacobiSolve:
         start_residual = float(xp.linalg.norm(rhs - self.matrix @ x)) / rhs_norm
         report = SolveReport()
         for k in range(self.iterations):
-            if k < self.chebyshev_start:
-                omega = 1.0
-            elif k == self.chebyshev_start:
-                omega = 2.0 / (2.0 - self.rho**2)
-            else:
-                omega = 4.0 / (4.0 - self.rho**2 * omega)
+            omega = chebyshev_weight(k, self.chebyshev_start, self.rho, omega)
             x_next = self.iteration_matrix @ x + beta
             x_next = omega * (self.gamma * (x_next - x) + x - x_prev) + x_prev
             x_prev, x = x, x_next
