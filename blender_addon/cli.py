@@ -16,14 +16,28 @@ from pathlib import Path
 
 
 def _load_blender():
-    """Import bpy and register the add-on from the source tree."""
+    """Import bpy and register the add-on from the source tree (undone by :func:`_unload_blender`)."""
     import bpy
 
     from . import register
 
     if not hasattr(bpy.types.Object, "tangle"):
         register()
+        _registered_here.append(True)
     return bpy
+
+
+_registered_here: list[bool] = []
+
+
+def _unload_blender() -> None:
+    """Unregister what :func:`_load_blender` registered: the bpy 4.5 module hangs at interpreter exit
+    while any operator class is still registered."""
+    if _registered_here:
+        from . import unregister
+
+        unregister()
+        _registered_here.clear()
 
 
 class _Clock:
@@ -43,12 +57,12 @@ class _Clock:
         return "\n".join(f"  {name:<22} {seconds:7.2f} s" for name, seconds in self.timings)
 
 
-def _bake(bpy, scene, address: str) -> int:
+def _bake(bpy, scene, address: str, timeout: float | None = None) -> int:
     from .bake_session import bake_headless
     from .core.scene_export import ExportError
 
     try:
-        outcome = bake_headless(scene, address)
+        outcome = bake_headless(scene, address, timeout)
     except ExportError as error:
         print(f"tangle: nothing sent, fix the scene first: {error}", file=sys.stderr)
         return 1
@@ -100,7 +114,8 @@ def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | 
     return 0
 
 
-def run_bake(blend: Path, address: str | None, local_server: bool, output: Path | None) -> int:
+def run_bake(blend: Path, address: str | None, local_server: bool, output: Path | None,
+             timeout: float | None) -> int:
     from .core.local_server import LocalServer
 
     if not blend.is_file():
@@ -113,7 +128,7 @@ def run_bake(blend: Path, address: str | None, local_server: bool, output: Path 
     try:
         if server is not None:
             address = server.start()
-        code = _bake(bpy, scene, address or scene.tangle.server_address)
+        code = _bake(bpy, scene, address or scene.tangle.server_address, timeout)
     finally:
         if server is not None:
             server.stop()
@@ -138,10 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--address", help="solver server address (default: the one saved in the scene)")
     where.add_argument("--local-server", action="store_true", help="start a local solver server for this bake")
     bake_parser.add_argument("--output", type=Path, help="save here instead of overwriting the input .blend")
+    bake_parser.add_argument("--timeout", type=float,
+                             help="seconds of server silence before failing (default: the scene's setting)")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return run_demo(args.out, args.frames, args.grid, args.address)
-    return run_bake(args.blend, args.address, args.local_server, args.output)
+    try:
+        if args.command == "demo":
+            return run_demo(args.out, args.frames, args.grid, args.address)
+        return run_bake(args.blend, args.address, args.local_server, args.output, args.timeout)
+    finally:
+        _unload_blender()
 
 
 if __name__ == "__main__":
