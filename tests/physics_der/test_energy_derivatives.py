@@ -18,8 +18,9 @@ def _curly_strands():
 
 
 def _isolated(model, keep):
+    """The model with every energy but `keep` switched off (stretch_stiffness, bend_weight, twist_weight)."""
     zero = {name: np.zeros_like(getattr(model, name))
-            for name in ("stretch_stiffness", "bend_stiffness", "twist_stiffness") if name != keep}
+            for name in ("stretch_stiffness", "bend_weight", "twist_weight") if name != keep}
     return dataclasses.replace(model, **zero)
 
 
@@ -46,7 +47,7 @@ def _energy_at(model, base, q):
     return elastic_energy(np, model, config)
 
 
-@pytest.mark.parametrize("energy", ["stretch_stiffness", "bend_stiffness", "twist_stiffness"])
+@pytest.mark.parametrize("energy", ["stretch_stiffness", "bend_weight", "twist_weight"])
 def test_gradient_matches_finite_differences(deformed, energy):
     model, base, q0 = deformed
     model = _isolated(model, energy)
@@ -59,7 +60,7 @@ def test_gradient_matches_finite_differences(deformed, energy):
     assert np.linalg.norm(fd - grad) / np.linalg.norm(grad) < 1e-5
 
 
-@pytest.mark.parametrize("energy", ["stretch_stiffness", "bend_stiffness", "twist_stiffness"])
+@pytest.mark.parametrize("energy", ["stretch_stiffness", "bend_weight", "twist_weight"])
 def test_hessian_matches_finite_differences(deformed, energy):
     model, base, q0 = deformed
     model = _isolated(model, energy)

@@ -270,7 +270,7 @@ class StepContacts:
     # ---------------------------------------------------------------- local impulses
     def relative_velocity(self, velocity):
         """(n, 3) velocity of side A minus side B (minus the collider surface velocity)."""
-        return xp_einsum(self.xp, self.weights, velocity[self.vertices]) - self.surface_velocity
+        return _interpolate(self.xp, self.weights, velocity[self.vertices]) - self.surface_velocity
 
     def _response(self, contact_counts):
         """Per-contact 3×3 response (n, 3, 3): Δu = K λ, with the active-contact count correction."""
@@ -444,7 +444,8 @@ class StepContacts:
         return fischer_burmeister_residual(xp, self.applied * scale[:, None], relative, self.normal, self.mu)
 
 
-def xp_einsum(xp, weights, velocities):
+def _interpolate(xp, weights, velocities):
+    """Σ_k w_k v_k over the 4 vertex slots of every contact: (n, 4), (n, 4, 3) -> (n, 3)."""
     return xp.einsum("nk,nkc->nc", weights, velocities)
 
 

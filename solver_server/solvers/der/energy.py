@@ -61,17 +61,6 @@ def _bend_inputs(xp, model: DerModel, config: Configuration):
     return e0, e1, frame0, frame1, rest_product
 
 
-def _bend_weights(xp, model: DerModel):
-    """(B, 2, 2) weights B^j_c / (2 l̄_i) · ½ matching the layout of the material curvatures."""
-    stiffness = model.bend_stiffness[model.bend_edges]            # (B, 2 edges, 2 components)
-    return 0.25 * stiffness / model.voronoi_length[:, None, None]
-
-
-def _twist_weights(model: DerModel):
-    edge_twist = 0.5 * (model.twist_stiffness[model.bend_edges[:, 0]] + model.twist_stiffness[model.bend_edges[:, 1]])
-    return edge_twist / model.voronoi_length
-
-
 def elastic_energy(xp, model: DerModel, config: Configuration):
     """Total elastic energy [J] (float)."""
     x = config.positions
@@ -80,9 +69,9 @@ def elastic_energy(xp, model: DerModel, config: Configuration):
     stretch = 0.5 * xp.sum(model.stretch_stiffness * strain * strain * model.rest_edge_length)
     e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
     omega = bend_strain_values(xp, e0, e1, rest_product, frame0, frame1)
-    bend = xp.sum(_bend_weights(xp, model) * (omega - model.rest_bend) ** 2)
+    bend = xp.sum(model.bend_weight * (omega - model.rest_bend) ** 2)
     tau = config.theta[model.bend_edges[:, 1]] - config.theta[model.bend_edges[:, 0]] + config.reference_twist
-    twist = 0.5 * xp.sum(_twist_weights(model) * (tau - model.rest_twist) ** 2)
+    twist = 0.5 * xp.sum(model.twist_weight * (tau - model.rest_twist) ** 2)
     return float(stretch + bend + twist)
 
 
@@ -117,9 +106,9 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
     """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (Hessian: jets;
     gradient only: closed form)."""
     e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
-    weights = _bend_weights(xp, model).reshape(-1, 4)
+    weights = model.bend_weight.reshape(-1, 4)
     rest = model.rest_bend.reshape(-1, 4)
-    twist_weight = _twist_weights(model)
+    twist_weight = model.twist_weight
     theta0, theta1 = frame0[2], frame1[2]
     tau_value = theta1 - theta0 + config.reference_twist
     a = _local_to_element(xp, e0.dtype)

@@ -115,7 +115,7 @@ class ImplicitEulerSolver:
 
         def objective(v, target, elastic):
             difference = v - target
-            return 0.5 * float(difference @ (mass * difference)) + 0.5 * damping * float(v @ (mass * v)) + elastic
+            return 0.5 * float(xp.sum(mass * (difference * difference + damping * v * v))) + elastic
 
         v = v_t.copy()
         v[fixed_dofs] = fixed_velocity

@@ -66,6 +66,8 @@ class DerModel:
     damping: float
     rest_u: Any              # (E, 3) space-parallel reference directors at rest
     position_dofs: Any       # (N, 3) DOF index of each vertex coordinate
+    bend_weight: Any         # (B, 2, 2) B^j_c / (4 l̄_i): E_bend = Σ bend_weight (ω − ω̄)²
+    twist_weight: Any        # (B,) k_t / l̄_i (k_t averaged over the element's two edges)
 
     def gather_positions(self, q):
         return q[self.position_dofs]
@@ -162,6 +164,8 @@ def build_model(xp, points, strand_offsets, material: DerMaterial) -> DerModel:
         (rest_u[bend_edges[:, 1]], rest_v[bend_edges[:, 1]], xp.zeros(bend_vertex.shape[0])))
     rest_twist = reference_twist_value(xp, tangents[bend_edges[:, 0]], tangents[bend_edges[:, 1]],
                                        rest_u[bend_edges[:, 0]], rest_u[bend_edges[:, 1]])
+    bend_weight = 0.25 * bend_stiffness[bend_edges] / voronoi_length[:, None, None]
+    twist_weight = 0.5 * (twist_stiffness[bend_edges[:, 0]] + twist_stiffness[bend_edges[:, 1]]) / voronoi_length
     return DerModel(
         xp=xp, n_vertices=n_vertices, n_strands=n_strands, n_edges=n_edges, n_dofs=n_dofs,
         strand_offsets=strand_offsets, vertex_strand=vertex_strand, vertex_dof=vertex_dof,
@@ -171,7 +175,7 @@ def build_model(xp, points, strand_offsets, material: DerMaterial) -> DerModel:
         rest_twist=rest_twist, stretch_stiffness=stretch_stiffness, bend_stiffness=bend_stiffness,
         twist_stiffness=twist_stiffness, edge_radius=edge_radius, vertex_mass=vertex_mass,
         edge_inertia=edge_inertia, mass=mass, damping=float(material.damping), rest_u=rest_u,
-        position_dofs=position_dofs)
+        position_dofs=position_dofs, bend_weight=bend_weight, twist_weight=twist_weight)
 
 
 def current_tangents(xp, model: DerModel, positions):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .energy import Configuration
-from .frames import cross3, normalize_rows, orthonormalize, parallel_transport, reference_twist_value
+from .frames import normalize_rows, orthonormalize, parallel_transport, reference_twist_value
 from .model import DerModel
 
 
@@ -47,10 +47,4 @@ def transported_configuration(xp, model: DerModel, base: DerState, positions, th
                          reference_twist=base.reference_twist + change)
 
 
-def frames_of(xp, config: Configuration, model: DerModel):
-    """Tangents (E, 3) of a configuration (for storing it as the next base)."""
-    edges = config.positions[model.edge_vertex + 1] - config.positions[model.edge_vertex]
-    return normalize_rows(xp, edges)
-
-
-__all__ = ["DerState", "rest_state", "transported_configuration", "frames_of", "cross3"]
+__all__ = ["DerState", "rest_state", "transported_configuration"]
