@@ -161,6 +161,23 @@ def scenario_sphere_collider(args: dict) -> dict:
     bake_io = import_module("blender_addon.bake_io")
     result["ball_animated"] = bake_io.is_animated(ball)
     result["sheet_animated"] = bake_io.is_animated(sheet)
+    # Animation reaches objects in other ways too: through a parent, a constraint, a deforming modifier.
+    rig = bpy.data.objects.new("Rig", None)
+    child = bpy.data.objects.new("Child", None)
+    constrained = bpy.data.objects.new("Constrained", None)
+    waved = bpy.data.objects.new("Waved", bpy.data.meshes.new("Waved"))
+    for obj in (rig, child, constrained, waved):
+        scene.collection.objects.link(obj)
+    child.parent = rig
+    result["child_of_static_parent_animated"] = bake_io.is_animated(child)
+    rig.keyframe_insert("location", frame=1)
+    constrained.constraints.new("COPY_LOCATION").target = ball
+    waved.modifiers.new("Wave", "WAVE")
+    result["child_of_animated_parent_animated"] = bake_io.is_animated(child)
+    result["constrained_animated"] = bake_io.is_animated(constrained)
+    result["deformed_animated"] = bake_io.is_animated(waved)
+    for obj in (rig, child, constrained, waved):
+        bpy.data.objects.remove(obj)
     result["bake_result"] = call(bpy.ops.tangle.bake)
     result["last_error"] = scene.tangle.last_error
     clearance, lowest = [], []

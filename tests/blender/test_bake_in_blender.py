@@ -63,6 +63,9 @@ def test_animated_scaled_sphere_collider_keeps_cloth_out(run_scenario, solver_se
     frames = 16
     result = run_scenario("sphere_collider", frames=frames, address=solver_server_address)
     assert result["ball_animated"] is True and result["sheet_animated"] is False
+    assert result["child_of_static_parent_animated"] is False
+    assert result["child_of_animated_parent_animated"] is True
+    assert result["constrained_animated"] is True and result["deformed_animated"] is True
     assert result["bake_result"]["result"] == ["FINISHED"], result["bake_result"]
     radius = 0.3  # local radius 1 (bounding box) x object scale 0.3: the matrix carries the scale
     contact = radius + 0.002  # + the cloth's default contact thickness [m]
