@@ -87,3 +87,17 @@ def test_energy_does_not_grow_in_a_free_undamped_swing():
     assert state.positions[-1, 2] < -0.05                          # it really swung down
     assert np.all(np.diff(energies) <= 1e-9 * scale)
     assert energies[-1] > energies[0] - 0.05 * scale              # and did not just damp out
+
+
+def test_soft_pin_carries_the_strand_weight_like_a_spring():
+    """A free strand hanging from one zero-length spring (seed §4.1) of stiffness k sinks by m g / k."""
+    n, stiffness = 8, 2e-3
+    model, solver, state = make(straight(n, 0.05, direction=(0.0, 0.0, -1.0)), [0, n],
+                                dataclasses.replace(HAIR, damping=20.0), fixed_vertices=[], fixed_edges=[],
+                                soft_pins=([0], stiffness))
+    state, _ = run(solver, state, steps=8, dt=2.0)                 # large implicit steps: static equilibrium
+    expected = model.vertex_mass.sum() * 9.81 / stiffness
+    sink = model.rest_positions[0, 2] - state.positions[0, 2]
+    assert expected > 1e-3
+    assert sink == pytest.approx(expected, rel=1e-3)
+    assert np.allclose(state.positions[:, :2], 0.0, atol=1e-9)

@@ -57,3 +57,15 @@ def test_unknown_der_setting_is_a_scene_error_naming_the_object():
         Simulation(_scene(solver={"der": {"iterations": 3}}), get_backend("cpu"))
     assert error.value.object == "Hair"
     assert "iterations" in str(error.value)
+
+
+def test_soft_root_pins_hold_the_hair_elastically():
+    pins = {"indices": np.array([0, 6, 12], np.int32), "weights": np.full(3, 0.5, np.float32)}
+    simulation = Simulation(_scene(hair_extra={"pins": pins}), get_backend("cpu"))
+    _, rest, _ = simulation.initial_frame()
+    for _ in range(2):
+        _, positions, _ = simulation.advance(None)
+    roots = positions["Hair"][[0, 6, 12]]
+    sink = rest["Hair"][[0, 6, 12], 2] - roots[:, 2]
+    assert np.all(sink > 0.0) and np.all(sink < 0.01)               # pulled down, held by 0.5·pin_stiffness
+    assert positions["Hair"][:, 2].min() < rest["Hair"][:, 2].min()  # the free ends fell

@@ -5,7 +5,8 @@ between two hair objects it is not simulated).  Kinematic points:
 
 * no ``pins`` key: clamped roots (first two points and the first twist angle of every strand), bound to the
   emitter surface (``roots``) or carried by the object's matrix_world;
-* ``pins`` with weight 1: those points follow their rest positions carried by matrix_world; empty pins: free.
+* ``pins``: weight 1 points follow their rest positions carried by matrix_world; weight w < 1 points are
+  pulled there by a zero-length spring of stiffness w · ``pin_stiffness`` (seed §4.1); empty pins: free.
 
 Scene solver settings (``scene["solver"]["der"]``): max_iterations, tolerance [m/s], quasi_newton,
 response ("delassus" | "rigid_rod").
@@ -63,17 +64,19 @@ class _DerObject:
         self.matrix_rest = spec.matrix_world
         self.rest_points = points
         self.binding = None
-        fixed_vertices, fixed_edges = None, None
+        fixed_vertices, fixed_edges, soft = None, None, None
+        self.soft_indices = np.zeros(0, np.int64)
         if "pins" in spec.raw and spec.raw.get("pins") is not None:
-            if np.any(spec.pin_weights < 1.0):
-                raise SceneError("the der hair model supports hard pins only (weight 1); use clamped roots "
-                                 "(no 'pins') or weights of 1", object=spec.id)
-            fixed_vertices, fixed_edges = spec.pin_indices.astype(np.int64), np.zeros(0, np.int64)
+            hard = spec.pin_weights >= 1.0
+            fixed_vertices, fixed_edges = spec.pin_indices[hard].astype(np.int64), np.zeros(0, np.int64)
+            self.soft_indices = spec.pin_indices[~hard].astype(np.int64)
+            if self.soft_indices.size:   # weight w < 1: spring of stiffness w · pin_stiffness (ARCHITECTURE §2)
+                soft = (self.soft_indices, spec.pin_weights[~hard] * float(params["pin_stiffness"]))
         else:
             self.binding = RootBinding(spec, scene, points[offsets[:-1]])
         try:
             self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices, fixed_edges=fixed_edges,
-                                    contact=contact)
+                                    contact=contact, soft_pins=soft)
         except ValueError as error:
             raise SceneError(str(error), object=spec.id) from error
         self.state = rest_state(xp, self.model)
@@ -89,7 +92,9 @@ class _DerObject:
         matrix = self.matrix_rest if pose is None else pose.matrix
         carry = matrix @ np.linalg.inv(self.matrix_rest)
         pinned = self.rest_points[np.asarray(self.solver.fixed_vertices)]
-        return DerControl(vertex_targets=pinned @ carry[:3, :3].T + carry[:3, 3])
+        soft = self.rest_points[self.soft_indices]
+        return DerControl(vertex_targets=pinned @ carry[:3, :3].T + carry[:3, 3],
+                          soft_targets=soft @ carry[:3, :3].T + carry[:3, 3])
 
 
 class DerHairGroup:
@@ -107,6 +112,8 @@ class DerHairGroup:
             hair.solver.contact.set_colliders(colliders)
             control = hair.control(inputs.poses)
             control.vertex_targets = self.backend.from_host(control.vertex_targets)
+            if control.soft_targets is not None:
+                control.soft_targets = self.backend.from_host(control.soft_targets)
             out = hair.state.copy()
             stats = hair.solver.step(hair.state, out, control, None, inputs.dt, gravity=inputs.gravity)
             hair.state = out

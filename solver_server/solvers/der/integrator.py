@@ -37,6 +37,21 @@ class NewtonSettings:
     max_backtracks: int = 10
 
 
+@dataclass
+class SoftPins:
+    """Zero-length springs E = ½ k ‖x − x̂‖² (seed §4.1) on vertex coordinates.
+
+    dofs (P, 3): DOF indices of the pinned vertices; stiffness (P,) [N/m]; targets (P, 3) [m] at the end
+    of the step."""
+    dofs: Any
+    stiffness: Any
+    targets: Any
+
+    def energy(self, xp, q) -> float:
+        offset = q[self.dofs] - self.targets
+        return 0.5 * float(xp.sum(self.stiffness[:, None] * offset * offset))
+
+
 class ImpulseHandler(Protocol):
     def set_system(self, factor: BandedCholesky) -> None:
         """The factorized system matrix of the first iteration (its inverse is the contacts' response)."""
@@ -77,9 +92,12 @@ class ImplicitEulerSolver:
         self.model = model
         self.settings = settings
 
-    def _factor(self, config, h, fixed_dofs, stats: StepStats):
+    def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None):
         xp, model = self.xp, self.model
         diagonal = (1.0 + h * model.damping) * model.mass
+        if soft_pins is not None:
+            diagonal = diagonal.copy()
+            diagonal[soft_pins.dofs.ravel()] += h * h * xp.repeat(soft_pins.stiffness, 3)
         gauss_newton = self.settings.quasi_newton and self.settings.quasi_newton_matrix == "gauss_newton"
         for project in (False, True):
             _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
@@ -97,7 +115,7 @@ class ImplicitEulerSolver:
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
-             impulses: ImpulseHandler | None = None) -> tuple[DerState, StepStats]:
+             impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None) -> tuple[DerState, StepStats]:
         """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,)."""
         xp, model, settings = self.xp, self.model, self.settings
         mass = model.mass
@@ -113,6 +131,13 @@ class ImplicitEulerSolver:
             q = q_t + h * v
             return transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
 
+        def potential(v, config):
+            """Elastic energy plus the soft pins' springs at q_t + h v [J]."""
+            energy = elastic_energy(xp, model, config)
+            if soft_pins is not None:
+                energy += soft_pins.energy(xp, q_t + h * v)
+            return energy
+
         def objective(v, target, elastic):
             difference = v - target
             return 0.5 * float(xp.sum(mass * (difference * difference + damping * v * v))) + elastic
@@ -122,15 +147,19 @@ class ImplicitEulerSolver:
         stats = StepStats()
         factor = None
         config = configuration(v)
-        elastic = elastic_energy(xp, model, config)
+        elastic = potential(v, config)
         for iteration in range(settings.max_iterations):
             target = free_velocity + impulse / mass
             if factor is None or not settings.quasi_newton:
-                factor = self._factor(config, h, fixed_dofs, stats)
+                factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
                 if iteration == 0 and impulses is not None:
                     impulses.set_system(factor)
             elastic_grad, _ = elastic_gradient_hessian(xp, model, config, with_hessian=False)
             gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
+            if soft_pins is not None:
+                pulled = soft_pins.dofs.ravel()
+                offset = (q_t + h * v)[pulled] - soft_pins.targets.ravel()
+                gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             direction = -factor.solve(gradient)
             direction[fixed_dofs] = 0.0
@@ -139,7 +168,7 @@ class ImplicitEulerSolver:
             alpha = 1.0
             for _ in range(settings.max_backtracks):
                 trial_config = configuration(v + alpha * direction)
-                trial_elastic = elastic_energy(xp, model, trial_config)
+                trial_elastic = potential(v + alpha * direction, trial_config)
                 if objective(v + alpha * direction, target, trial_elastic) <= current + settings.armijo * alpha * slope:
                     break
                 alpha *= settings.backtrack

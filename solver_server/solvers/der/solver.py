@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contact import ContactSettings, ContactSolver
-from .integrator import ImplicitEulerSolver, NewtonSettings
+from .integrator import ImplicitEulerSolver, NewtonSettings, SoftPins
 from .model import DerModel
 from .state import DerState
 
@@ -26,6 +26,7 @@ class DerControl:
     vertex_targets: Any = None
     root_positions: Any = None
     root_directions: Any = None
+    soft_targets: Any = None   # (P, 3) [m] targets of the soft-pinned vertices (None: their rest positions)
 
 
 def clamped_root_vertices(xp, model: DerModel):
@@ -36,7 +37,9 @@ def clamped_root_vertices(xp, model: DerModel):
 
 class DerSolver:
     def __init__(self, model: DerModel, backend, settings: NewtonSettings | None = None,
-                 fixed_vertices=None, fixed_edges=None, colliders=(), contact: ContactSettings | None = None):
+                 fixed_vertices=None, fixed_edges=None, colliders=(), contact: ContactSettings | None = None,
+                 soft_pins=None):
+        """soft_pins: optional (vertex indices (P,), stiffness (P,) [N/m]) of zero-length springs."""
         xp = backend.xp
         self.xp = xp
         self.model = model
@@ -49,6 +52,14 @@ class DerSolver:
         self.fixed_edges = xp.asarray([] if fixed_edges is None else fixed_edges, dtype=xp.int64)
         self.fixed_dofs = xp.concatenate((model.position_dofs[self.fixed_vertices].ravel(),
                                           model.edge_dof[self.fixed_edges]))
+        self.soft_pins = None
+        if soft_pins is not None:
+            indices, stiffness = soft_pins
+            indices = xp.asarray(indices, dtype=xp.int64)
+            stiffness = xp.broadcast_to(xp.asarray(stiffness, dtype=xp.float64), indices.shape)
+            if bool(xp.any(stiffness <= 0.0)):
+                raise ValueError("soft pin stiffness must be positive")
+            self.soft_pins = (indices, stiffness)
         self.integrator = ImplicitEulerSolver(xp, backend.to_host, backend.from_host, model,
                                               settings or NewtonSettings())
         self.contact = ContactSolver(xp, model, list(colliders), contact or ContactSettings())
@@ -80,7 +91,14 @@ class DerSolver:
                                          xp.zeros(self.fixed_edges.shape[0])))
         handler = self.contact.begin_step(state_in, dt, self.fixed_dofs) if self.contact.active else None
         self.last_contacts = handler
-        new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler)
+        springs = None
+        if self.soft_pins is not None:
+            indices, stiffness = self.soft_pins
+            targets = self.model.rest_positions[indices] if control is None or control.soft_targets is None \
+                else xp.asarray(control.soft_targets, dtype=state_in.positions.dtype)
+            springs = SoftPins(self.model.position_dofs[indices], stiffness, targets)
+        new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler,
+                                                springs)
         if handler is not None:
             stats.extra.update(handler.statistics())
         for name in DerState.__dataclass_fields__:
