@@ -192,6 +192,53 @@ def scenario_sphere_collider(args: dict) -> dict:
     return result
 
 
+def scenario_cancel_and_server_loss(args: dict) -> dict:
+    """Drive BakeSession the way the modal timer does (handle_pending), cancel mid-bake; then bake
+    again and kill the server mid-bake. Frames baked so far must be kept and the last pose must hold."""
+    import time
+
+    result = {"addon": load_addon("source", None)}
+    bake_session = importlib.import_module("blender_addon.bake_session")
+    local_server = importlib.import_module("blender_addon.core.local_server")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 400
+    scene.tangle.substeps = 2
+    scene.tangle.timeout = 2.0
+    n = 6
+    sheet = grid_object("Sheet", n, 1.0, 1.0)
+    sheet.vertex_groups.new(name="pins").add([n * (n - 1), n * n - 1], 1.0, "REPLACE")
+    sheet.tangle.role, sheet.tangle.pin_group = "CLOTH", "pins"
+
+    def run(stop_after_frames: int, stop):
+        session = bake_session.BakeSession(scene).start()
+        deadline = time.monotonic() + 60
+        stopped = False
+        while not session.finished and time.monotonic() < deadline:
+            time.sleep(0.05)  # the modal operator's timer tick
+            session.handle_pending()
+            if not stopped and session.progress.frames_done >= stop_after_frames:
+                stop(session)
+                stopped = True
+        outcome = session.outcome
+        keys = [b.name for b in sheet.data.shape_keys.key_blocks] if sheet.data.shape_keys else []
+        last = outcome.frames_baked
+        held = float(np.abs(evaluated_world_positions(sheet, last + 7) - evaluated_world_positions(sheet, last)).max())
+        moved = float(np.abs(evaluated_world_positions(sheet, last) - evaluated_world_positions(sheet, 1)).max())
+        return {"state": outcome.state, "frames_baked": outcome.frames_baked, "message": outcome.message,
+                "keys": keys, "status": scene.tangle.status, "last_pose_held": held, "moved": moved}
+
+    with local_server.LocalServer() as address:
+        scene.tangle.server_address = address
+        result["cancel"] = run(5, lambda session: session.cancel())
+    server = local_server.LocalServer()
+    scene.tangle.server_address = server.start()
+    try:
+        result["server_loss"] = run(5, lambda session: server.process.kill())
+    finally:
+        server.stop()
+    return result
+
+
 def scenario_save_for_cli(args: dict) -> dict:
     """Write a .blend with a marked cloth grid (for the headless CLI bake test)."""
     load_addon("source", None)

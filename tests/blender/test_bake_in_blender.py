@@ -75,3 +75,18 @@ def test_animated_scaled_sphere_collider_keeps_cloth_out(run_scenario, solver_se
     # ... and it stays in contact, riding on the rising sphere (0.3 -> 0.6 m), over the last frames.
     assert max(result["clearance"][-4:]) < contact + 0.01
     assert result["center_z_last"] == pytest.approx(0.6, abs=1e-6)
+
+
+def test_cancel_and_server_loss_keep_the_frames_baked_so_far(run_scenario):
+    result = run_scenario("cancel_and_server_loss")
+    for case, state in (("cancel", "cancelled"), ("server_loss", "failed")):
+        outcome = result[case]
+        assert outcome["state"] == state, outcome
+        baked = outcome["frames_baked"]
+        assert 5 <= baked < 400, outcome
+        assert outcome["keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, baked + 1)]
+        assert outcome["moved"] > 0.01  # the kept frames hold a real simulation
+        assert outcome["last_pose_held"] < 1e-6  # after the last baked frame the pose holds
+    assert result["cancel"]["status"].startswith("Cancelled: kept")
+    assert result["server_loss"]["status"].startswith("Failed: kept")
+    assert "timeout" in result["server_loss"]["message"]
