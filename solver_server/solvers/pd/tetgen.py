@@ -8,8 +8,8 @@ tolerates slightly imperfect input; the surface rides along through barycentric 
 Steps: (1) check the surface is closed and manifold (every edge shared by exactly two
 triangles, consistently oriented) — otherwise SceneError naming the first bad edge; (2) a
 lattice over the bounding box with ``resolution`` cells along the longest axis; (3) keep the
-cells whose centre is inside (generalized winding number ≥ ½) or that contain a surface
-vertex; (4) split each kept cube into the 6 Kuhn tetrahedra (conforming across cubes); (5)
+cells whose centre is inside (ray parity along +z per lattice column, vectorized) or that
+contain a surface vertex; (4) split each kept cube into the 6 Kuhn tetrahedra (conforming across cubes); (5)
 embed each surface vertex in its Kuhn tet: with fractional cell coordinates sorted
 f_a ≥ f_b ≥ f_c, the barycentric weights are (1 − f_a, f_a − f_b, f_b − f_c, f_c).
 """
@@ -65,6 +65,52 @@ def check_closed_manifold(object_id: str, triangles: np.ndarray) -> None:
         raise SceneError("surface normals are inconsistent (recalculate normals in Blender)", object=object_id)
 
 
+def inside_columns(vertices: np.ndarray, triangles: np.ndarray, origin: np.ndarray, cell: float,
+                   dims: np.ndarray) -> np.ndarray:
+    """Inside/outside of every lattice cell centre (dims (3,) cells) by ray parity along +z.
+
+    For each triangle, the lattice columns (i, j) whose centre lies inside its XY projection are
+    enumerated from its bounding box (vectorized over all triangles); the crossing height is
+    interpolated; a cell centre is inside when an odd number of crossings of its column lie above
+    it. Column centres are nudged by a tiny irrational offset so rays miss edges and vertices.
+    Returns a bool array (dims[0], dims[1], dims[2])."""
+    nudge = np.array([1.0 / np.sqrt(2.0), 1.0 / np.sqrt(3.0)]) * 1e-7 * cell
+    xy = vertices[:, :2] - origin[:2] - nudge
+    corners = xy[triangles]                                          # (F, 3, 2)
+    low = np.clip(np.ceil(corners.min(axis=1) / cell - 0.5), 0, dims[:2] - 1).astype(np.int64)
+    high = np.clip(np.floor(corners.max(axis=1) / cell - 0.5), -1, dims[:2] - 1).astype(np.int64)
+    span = np.maximum(high - low + 1, 0)
+    count = span[:, 0] * span[:, 1]
+    owner = np.repeat(np.arange(len(triangles)), count)
+    if len(owner) == 0:
+        return np.zeros(tuple(dims), bool)
+    local = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count, count)
+    col_i = low[owner, 0] + local // span[owner, 1]
+    col_j = low[owner, 1] + local % span[owner, 1]
+    centre = (np.stack([col_i, col_j], axis=1) + 0.5) * cell
+    a, b, c = corners[owner, 0], corners[owner, 1], corners[owner, 2]
+    det = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (c[:, 0] - a[:, 0]) * (b[:, 1] - a[:, 1])
+    valid = np.abs(det) > 1e-12 * cell * cell   # faces seen edge-on from +z are never crossed
+    safe = np.where(valid, det, 1.0)
+    u = ((b[:, 0] - centre[:, 0]) * (c[:, 1] - centre[:, 1]) - (c[:, 0] - centre[:, 0]) * (b[:, 1] - centre[:, 1])) / safe
+    v = ((c[:, 0] - centre[:, 0]) * (a[:, 1] - centre[:, 1]) - (a[:, 0] - centre[:, 0]) * (c[:, 1] - centre[:, 1])) / safe
+    w = 1.0 - u - v
+    hit = valid & (u >= 0) & (v >= 0) & (w >= 0)
+    z = vertices[:, 2][triangles[owner]]
+    height = (u * z[:, 0] + v * z[:, 1] + w * z[:, 2] - origin[2]) / cell - 0.5   # in cell-centre units
+    column = col_i[hit] * dims[1] + col_j[hit]
+    height = height[hit]
+    # crossings sorted by (column, height); count those above each cell centre
+    key = column * (dims[2] + 2.0) + np.clip(height, -1.0, dims[2] + 0.5)
+    key.sort()
+    cells = np.arange(dims[0] * dims[1] * dims[2])
+    cell_column = cells // dims[2]
+    cell_height = (cells % dims[2]).astype(float)
+    column_end = np.searchsorted(key, cell_column * (dims[2] + 2.0) + dims[2] + 1.0, side="right")
+    above_start = np.searchsorted(key, cell_column * (dims[2] + 2.0) + cell_height, side="right")
+    return ((column_end - above_start) % 2 == 1).reshape(tuple(dims))
+
+
 def winding_number(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarray, chunk: int = 2048) -> np.ndarray:
     """Generalized winding number (Jacobson et al. 2013) of points (Q, 3) w.r.t. a triangle mesh.
     Van Oosterom–Strackee solid angles, summed per point, in chunks (memory ≤ chunk × F)."""
@@ -115,14 +161,13 @@ def embed_in_lattice(object_id: str, vertices: np.ndarray, triangles: np.ndarray
     origin = low - 0.5 * cell
     dims = np.ceil((high + 0.5 * cell - origin) / cell).astype(int)
     grid = np.stack(np.meshgrid(*(np.arange(d) for d in dims), indexing="ij"), axis=-1).reshape(-1, 3)
-    centers = origin + (grid + 0.5) * cell
-    inside = winding_number(centers, vertices, triangles) > 0.5
+    inside = inside_columns(vertices, triangles, origin, cell, dims).ravel()
     vertex_cells = np.clip(np.floor((vertices - origin) / cell).astype(int), 0, dims - 1)
     flat = lambda ijk: (ijk[..., 0] * dims[1] + ijk[..., 1]) * dims[2] + ijk[..., 2]  # noqa: E731
     keep = inside.copy()
     keep[flat(vertex_cells)] = True
     cells = grid[keep]
-    if abs(winding_number(vertices.mean(axis=0, keepdims=True), vertices, triangles)[0]) < 1e-6 and not inside.any():
+    if not inside.any() and abs(winding_number(vertices.mean(axis=0, keepdims=True), vertices, triangles)[0]) < 1e-6:
         raise SceneError("surface encloses no volume (self-intersecting or inside-out?)", object=object_id)
     # 6 tets per cell, corners on the (dims + 1) node grid
     node_dims = dims + 1
