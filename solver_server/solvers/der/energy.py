@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .jet import cross3
 from .model import BAND_WIDTH, DerModel
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
-                      twist_strain_jet)
+                      twist_strain_jet, weighted_strain_gradient)
 
 
 @dataclass
@@ -55,8 +56,8 @@ def _bend_inputs(xp, model: DerModel, config: Configuration):
     t0 = e0 / xp.linalg.norm(e0, axis=1, keepdims=True)
     t1 = e1 / xp.linalg.norm(e1, axis=1, keepdims=True)
     u0, u1 = config.reference_u[prev_edge], config.reference_u[next_edge]
-    frame0 = (u0, xp.cross(t0, u0), config.theta[prev_edge])
-    frame1 = (u1, xp.cross(t1, u1), config.theta[next_edge])
+    frame0 = (u0, cross3(xp, t0, u0), config.theta[prev_edge])
+    frame1 = (u1, cross3(xp, t1, u1), config.theta[next_edge])
     rest_product = model.rest_edge_length[prev_edge] * model.rest_edge_length[next_edge]
     return e0, e1, frame0, frame1, rest_product
 
@@ -112,12 +113,14 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
     theta0, theta1 = frame0[2], frame1[2]
     tau_value = theta1 - theta0 + config.reference_twist
     a = _local_to_element(xp, e0.dtype)
-    if not with_hessian or gauss_newton:
+    if not with_hessian:
+        grad8 = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
+                                         twist_weight * (tau_value - model.rest_twist))
+        return grad8 @ a, None
+    if gauss_newton:
         omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
         grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
                  + (twist_weight * (tau_value - model.rest_twist))[:, None] * twist_grad)
-        if not with_hessian:
-            return grad8 @ a, None
         # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms)
         grad11 = omega_grad @ a[None]
         twist11 = twist_grad @ a
