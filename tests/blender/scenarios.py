@@ -239,6 +239,59 @@ def scenario_cancel_and_server_loss(args: dict) -> dict:
     return result
 
 
+class LayoutRecorder:
+    """Stands in for bpy.types.UILayout (none exists without a window): records what a panel draws."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.use_property_split = False
+
+    def _container(self, *args, **kwargs):
+        return self
+
+    column = row = box = split = _container
+
+    def prop(self, data, name, **kwargs):
+        self.calls.append(("prop", data, name))
+
+    def prop_search(self, data, name, search_data, search_name, **kwargs):
+        self.calls.append(("prop", data, name))
+        self.calls.append(("prop", search_data, search_name))
+
+    def operator(self, idname, **kwargs):
+        self.calls.append(("operator", idname))
+
+    def label(self, text="", **kwargs):
+        self.calls.append(("label", text))
+
+    def progress(self, **kwargs):
+        self.calls.append(("progress", kwargs.get("text", "")))
+
+
+def scenario_panels(args: dict) -> dict:
+    """Draw both panels for every role; every drawn property and operator must exist in RNA."""
+    load_addon("source", None)
+    panels = importlib.import_module("blender_addon.panels")
+    scene = bpy.context.scene
+    sheet = grid_object("Sheet", 3, 1.0, 1.0)
+    sheet.vertex_groups.new(name="pins")
+    report = {}
+    for role in ("NONE", "HAIR", "CLOTH", "SOFTBODY", "COLLIDER"):
+        sheet.tangle.role = role
+        calls = []
+        context = type("Context", (), {"object": sheet, "scene": scene})()
+        for panel in (panels.TANGLE_PT_object, panels.TANGLE_PT_bake):
+            panel.draw(type("Panel", (), {"layout": LayoutRecorder(calls)})(), context)
+        missing = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
+                   for data, name in [rest] if name not in data.bl_rna.properties]
+        operators = [rest[0] for kind, *rest in calls if kind == "operator"]
+        missing += [idname for idname in operators
+                    if not hasattr(getattr(bpy.ops, idname.split(".")[0]), idname.split(".")[1])]
+        report[role] = {"props": sum(kind == "prop" for kind, *_ in calls), "operators": operators,
+                        "labels": [rest[0] for kind, *rest in calls if kind == "label"], "missing": missing}
+    return report
+
+
 def scenario_save_for_cli(args: dict) -> dict:
     """Write a .blend with a marked cloth grid (for the headless CLI bake test)."""
     load_addon("source", None)

@@ -90,3 +90,13 @@ def test_cancel_and_server_loss_keep_the_frames_baked_so_far(run_scenario):
     assert result["cancel"]["status"].startswith("Cancelled: kept")
     assert result["server_loss"]["status"].startswith("Failed: kept")
     assert "timeout" in result["server_loss"]["message"]
+
+
+def test_panels_draw_only_existing_properties_and_operators(run_scenario):
+    report = run_scenario("panels")
+    for role, drawn in report.items():
+        assert drawn["missing"] == [], role
+        assert drawn["operators"] == ["tangle.bake", "tangle.free_bake"], role
+    assert report["CLOTH"]["props"] > report["COLLIDER"]["props"] > report["NONE"]["props"]
+    assert any("not baked by this version" in label for label in report["HAIR"]["labels"])
+    assert "Static" in report["COLLIDER"]["labels"]
