@@ -21,10 +21,6 @@ class Jet:
     grad: Any
     hess: Any | None
 
-    @property
-    def has_hessian(self) -> bool:
-        return self.hess is not None
-
 
 def cross3(xp, a, b):
     """Cross product along axis 1 of arrays shaped (n, 3, ...) (trailing axes broadcast)."""
@@ -151,18 +147,3 @@ def linear_vector(xp, value, slot: int, k: int, with_hessian: bool) -> Jet:
     grad[:, 2, slot + 2] = 1.0
     hess = xp.zeros((n, 3, k, k), dtype=value.dtype) if with_hessian else None
     return Jet(value, grad, hess)
-
-
-def linear_scalar(xp, value, slot: int, k: int, with_hessian: bool) -> Jet:
-    """Scalar jet of a local variable occupying variable `slot`."""
-    n = value.shape[0]
-    grad = xp.zeros((n, k), dtype=value.dtype)
-    grad[:, slot] = 1.0
-    hess = xp.zeros((n, k, k), dtype=value.dtype) if with_hessian else None
-    return Jet(value, grad, hess)
-
-
-def constant_scalar(xp, value, k: int, with_hessian: bool) -> Jet:
-    n = value.shape[0]
-    hess = xp.zeros((n, k, k), dtype=value.dtype) if with_hessian else None
-    return Jet(value, xp.zeros((n, k), dtype=value.dtype), hess)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .frames import normalize_rows, reference_twist_value, space_parallel_frames
+from .frames import reference_twist_value, space_parallel_frames
 from .strains import bend_strain_values
 
 BAND_WIDTH = 11  # rows of lower band storage: half-bandwidth 10 + the diagonal
@@ -176,8 +176,3 @@ def build_model(xp, points, strand_offsets, material: DerMaterial) -> DerModel:
         twist_stiffness=twist_stiffness, edge_radius=edge_radius, vertex_mass=vertex_mass,
         edge_inertia=edge_inertia, mass=mass, damping=float(material.damping), rest_u=rest_u,
         position_dofs=position_dofs, bend_weight=bend_weight, twist_weight=twist_weight)
-
-
-def current_tangents(xp, model: DerModel, positions):
-    edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
-    return edges, normalize_rows(xp, edges)
