@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import bpy
 
 from . import bake_io
-from .core.bake_state import BakeProgress
+from .core.bake_state import BakeProgress, stats_line
 from .core.worker import BakeWorker, WorkerEvent
 
 
@@ -55,7 +55,7 @@ class BakeSession:
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
         self.progress = BakeProgress(first, last)
         settings = scene.tangle
-        settings.is_baking, settings.progress, settings.last_error = True, 0.0, ""
+        settings.is_baking, settings.progress, settings.last_error, settings.live_stats = True, 0.0, "", ""
         settings.status = f"Connecting to {self.address}"
         self.worker = BakeWorker(self.address, scene_dict, drive, self.timeout, self.client_factory).start()
         return self
@@ -82,6 +82,7 @@ class BakeSession:
             self.progress.record(event.frame, dict(event.stats))
             settings.progress = self.progress.fraction
             settings.status = f"Baking {self.progress.status_line()}"
+            settings.live_stats = stats_line(event.stats)
         elif event.kind == "done":
             self._finish("cancelled" if event.cancelled else "finished", "")
         elif event.kind == "error":

@@ -54,7 +54,11 @@ class TANGLE_PT_bake(bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         settings = context.scene.tangle
-        layout.prop(settings, "server_address")
+        row = layout.row(align=True)
+        row.prop(settings, "server_address")
+        row.operator("tangle.test_connection", text="", icon="LINKED")
+        if settings.server_info:
+            layout.label(text=settings.server_info, icon="CHECKMARK")
         layout.prop(settings, "timeout")
         layout.prop(settings, "substeps")
         layout.prop(settings, "use_frame_range")
@@ -71,5 +75,7 @@ class TANGLE_PT_bake(bpy.types.Panel):
             row.operator("tangle.free_bake", icon="TRASH")
             if settings.status:
                 layout.label(text=settings.status)
+        if settings.live_stats:
+            layout.label(text=settings.live_stats, icon="INFO")
         if settings.last_error:
             layout.label(text=settings.last_error, icon="ERROR")

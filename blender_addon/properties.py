@@ -99,6 +99,10 @@ class TangleSceneSettings(PropertyGroup):
     progress: FloatProperty(name="Progress", default=0.0, min=0.0, max=1.0, subtype="FACTOR",
                             options={"SKIP_SAVE"})
     status: StringProperty(name="Status", default="", description="Result of the last bake")
+    live_stats: StringProperty(name="Solver", default="", options={"SKIP_SAVE"},
+                               description="The solver's figures for the last baked frame")
+    server_info: StringProperty(name="Server Info", default="", options={"SKIP_SAVE"},
+                                description="What the server reported on the last connection test")
     last_error: StringProperty(name="Last Error", default="", description="Error of the last bake, if any")
 
 

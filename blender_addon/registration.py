@@ -4,6 +4,7 @@ import bpy
 
 from . import properties
 from .operators.bake import TANGLE_OT_bake, TANGLE_OT_cancel_bake
+from .operators.connection import TANGLE_OT_test_connection
 from .operators.free import TANGLE_OT_free_bake
 from .panels import TANGLE_PT_bake, TANGLE_PT_object
 
@@ -11,6 +12,7 @@ classes = properties.classes + (
     TANGLE_OT_bake,
     TANGLE_OT_cancel_bake,
     TANGLE_OT_free_bake,
+    TANGLE_OT_test_connection,
     TANGLE_PT_object,
     TANGLE_PT_bake,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,3 +96,24 @@ class BakeProgress:
         eta = self.eta_seconds(now)
         eta_text = "" if eta is None else f", ETA {eta:.0f} s"
         return f"frame {self.frames_done}/{self.frames_total}{eta_text}"
+
+
+def stats_line(stats: Mapping[str, object]) -> str:
+    """The solver's per-frame figures for the panel, e.g. "40 iterations · 12 contacts · 3.5 ms/substep"."""
+    parts = []
+    if "iterations" in stats:
+        parts.append(f"{int(stats['iterations'])} iterations")
+    if "contacts" in stats:
+        parts.append(f"{int(stats['contacts'])} contacts")
+    if "step_ms" in stats:
+        parts.append(f"{float(stats['step_ms']):.1f} ms/substep")
+    return " · ".join(parts)
+
+
+def server_line(welcome: Mapping[str, object]) -> str:
+    """The server's ``welcome`` body in one line: "tangle-solver 0.1.0 · cpu · x86_64 (23.5 GiB)"."""
+    device = welcome.get("device") or {}
+    memory = device.get("memory_bytes")
+    memory_text = f" ({memory / 2**30:.1f} GiB)" if memory else ""
+    return f"{welcome.get('server', 'unknown server')} · {welcome.get('backend', '?')} · " \
+           f"{device.get('name', 'unknown device')}{memory_text}"

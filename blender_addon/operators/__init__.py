@@ -1,1 +1,2 @@
-"""Tangle operators: bake (modal in the UI, blocking from scripts), cancel, free bake."""
+"""Tangle operators: bake (modal in the UI, blocking from scripts), cancel, free bake,
+test connection."""

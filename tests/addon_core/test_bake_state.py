@@ -61,3 +61,13 @@ def test_progress_counts_eta_and_last_good_frame():
     assert "4/10" in progress.status_line(now=102.0)
     with pytest.raises(ValueError, match="outside the bake range"):
         progress.record(20)
+
+
+def test_stats_and_server_lines_for_the_panel():
+    assert bake_state.stats_line({"iterations": 40, "contacts": 12, "step_ms": 3.456, "substeps": 4}) == \
+        "40 iterations · 12 contacts · 3.5 ms/substep"
+    assert bake_state.stats_line({}) == ""
+    welcome = {"server": "tangle-solver 0.1.0", "backend": "cuda",
+               "device": {"name": "NVIDIA H100", "memory_bytes": 80 * 2**30}}
+    assert bake_state.server_line(welcome) == "tangle-solver 0.1.0 · cuda · NVIDIA H100 (80.0 GiB)"
+    assert bake_state.server_line({"server": "x", "backend": "cpu", "device": {}}) == "x · cpu · unknown device"

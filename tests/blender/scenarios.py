@@ -111,6 +111,12 @@ def scenario_bake_grid(args: dict) -> dict:
     rest = evaluated_world_positions(sheet, 1)
     result["bake_result"] = call(bpy.ops.tangle.bake)
     result["status"] = scene.tangle.status
+    result["live_stats"] = scene.tangle.live_stats
+    result["connection"] = call(bpy.ops.tangle.test_connection) | {"server_info": scene.tangle.server_info}
+    scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0
+    result["connection_refused"] = call(bpy.ops.tangle.test_connection) | {
+        "server_info": scene.tangle.server_info, "last_error": scene.tangle.last_error}
+    scene.tangle.server_address, scene.tangle.last_error = args["address"], ""
     result["last_error"] = scene.tangle.last_error
     result["baked_topology"] = sheet.tangle.baked_topology
     result["shape_keys"] = shape_key_summary(sheet)

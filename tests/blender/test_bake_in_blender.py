@@ -24,6 +24,12 @@ def check_grid_bake(result: dict) -> None:
 
     assert result["bake_result"]["result"] == ["FINISHED"], result["bake_result"]
     assert result["last_error"] == "" and result["status"].startswith("Baked 10/10")
+    assert "iterations" in result["live_stats"]
+    assert result["connection"]["result"] == ["FINISHED"]
+    assert result["connection"]["server_info"].startswith("tangle-solver ")
+    refused = result["connection_refused"]
+    assert refused["result"] == ["RAISED"] and refused["server_info"] == ""
+    assert "tcp://127.0.0.1:9" in refused["last_error"] and "timeout" in refused["last_error"]
     keys = result["shape_keys"]
     assert keys["names"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, 11)]
     assert keys["fcurves"] == 10 and keys["interpolations"] == ["LINEAR"]
@@ -96,7 +102,7 @@ def test_panels_draw_only_existing_properties_and_operators(run_scenario):
     report = run_scenario("panels")
     for role, drawn in report.items():
         assert drawn["missing"] == [], role
-        assert drawn["operators"] == ["tangle.bake", "tangle.free_bake"], role
+        assert drawn["operators"] == ["tangle.test_connection", "tangle.bake", "tangle.free_bake"], role
     assert report["CLOTH"]["props"] > report["COLLIDER"]["props"] > report["NONE"]["props"]
     assert any("not baked by this version" in label for label in report["HAIR"]["labels"])
     assert "Static" in report["COLLIDER"]["labels"]
