@@ -92,6 +92,7 @@ class StepContacts:
         self.start_positions = state.positions
         fixed = xp.zeros(model.n_dofs, dtype=bool)
         fixed[fixed_dofs] = True
+        self.dof_fixed = fixed
         self.vertex_fixed = fixed[model.position_dofs[:, 0]]
         n = 0
         # contact arrays: 4 vertex slots (rod A: a0, a1; rod B: b0, b1) with interpolation weights
@@ -289,7 +290,9 @@ class StepContacts:
         p = band.shape[0] - 1
         lower, upper = xp.maximum(rows, cols), xp.minimum(rows, cols)
         offset = lower - upper
-        return xp.where(offset <= p, band[xp.minimum(offset, p), upper], 0.0)
+        # kinematic DOFs do not respond (their identity rows in A would otherwise contribute 1)
+        inside = (offset <= p) & ~self.dof_fixed[rows] & ~self.dof_fixed[cols]
+        return xp.where(inside, band[xp.minimum(offset, p), upper], 0.0)
 
     def _coupling(self, first, second):
         """Delassus blocks W_{c c'} = J_c A⁻¹ J_{c'}ᵀ (m, 3, 3) for contact index pairs (first, second)."""
