@@ -1,9 +1,9 @@
 """One bake from start to finish on the main thread, shared by the modal operator and the headless path.
 
-``BakeSession.start`` exports the scene (and precomputes drive data for animated colliders), frees the
-previous bake of the cloth objects and starts a :class:`core.worker.BakeWorker`. ``handle`` applies
-worker events (frames become shape keys as they arrive), so frames baked so far are kept on cancel or
-failure. Status and progress are mirrored into ``Scene.tangle`` for the panel.
+``BakeSession.start`` exports the scene (and precomputes drive data for animated colliders) and starts
+a :class:`core.worker.BakeWorker`. ``handle`` applies worker events: once the server accepted the job
+the previous bake of the cloth objects is freed, then frames become shape keys as they arrive, so
+frames baked so far are kept on cancel or failure. Status and progress are mirrored into ``Scene.tangle`` for the panel.
 """
 
 from __future__ import annotations
@@ -50,8 +50,6 @@ class BakeSession:
         """Export and submit. Raises ``ExportError`` (naming the object) before anything is sent."""
         scene = self.scene
         scene_dict, drive, self.targets = bake_io.export_scene(scene)
-        for name in self.targets:
-            bake_io.free_bake(bpy.data.objects[name])
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
         self.progress = BakeProgress(first, last)
         settings = scene.tangle
@@ -73,6 +71,9 @@ class BakeSession:
         """Apply one worker event on the main thread."""
         settings = self.scene.tangle
         if event.kind == "accepted":
+            # The previous bake goes only now: a scene the server refuses leaves it untouched.
+            for name in self.targets:
+                bake_io.free_bake(bpy.data.objects[name])
             settings.status = "Baking: waiting for the first frame"
         elif event.kind == "frame":
             for name, positions in event.positions.items():

@@ -108,6 +108,12 @@ def scenario_bake_grid(args: dict) -> dict:
                                                           "shape_keys": sheet.data.shape_keys is not None}
     sheet.tangle.pin_group = "pins"
 
+    # A parameter the server refuses: the bake fails with the server's message naming object and key.
+    sheet.tangle.cloth.strain_limits = (1.5, 2.0)
+    result["server_refused"] = call(bpy.ops.tangle.bake) | {"last_error": scene.tangle.last_error,
+                                                           "shape_keys": sheet.data.shape_keys is not None}
+    sheet.tangle.cloth.strain_limits = (1.0, 1.0)
+
     rest = evaluated_world_positions(sheet, 1)
     result["bake_result"] = call(bpy.ops.tangle.bake)
     result["status"] = scene.tangle.status
@@ -137,6 +143,11 @@ def scenario_bake_grid(args: dict) -> dict:
     result["first_frame_error"] = float(np.abs(frames[1] - rest).max())
     six = evaluated_world_positions(sheet, 6)
     result["subframe_error"] = float(np.abs(frame_5_5 - 0.5 * (frames[5] + six)).max())
+    # A refused re-bake leaves the existing bake untouched.
+    sheet.tangle.cloth.strain_limits = (1.5, 2.0)
+    result["refused_rebake"] = call(bpy.ops.tangle.bake)["result"]
+    result["keys_after_refused_rebake"] = len(sheet.data.shape_keys.key_blocks)
+    sheet.tangle.cloth.strain_limits = (1.0, 1.0)
     result["free_result"] = call(bpy.ops.tangle.free_bake)
     result["after_free"] = shape_key_summary(sheet)
     result["after_free_topology"] = sheet.tangle.baked_topology

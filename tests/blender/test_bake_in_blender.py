@@ -22,6 +22,11 @@ def check_grid_bake(result: dict) -> None:
     assert "Sheet" in bad["error"] and "no_such_group" in bad["error"]
     assert "Sheet" in bad["last_error"] and "no_such_group" in bad["last_error"]
 
+    refused = result["server_refused"]
+    assert refused["result"] == ["RAISED"] and not refused["shape_keys"]
+    assert "bad_scene" in refused["last_error"] and "'Sheet'" in refused["last_error"]
+    assert "strain_limits" in refused["last_error"]
+
     assert result["bake_result"]["result"] == ["FINISHED"], result["bake_result"]
     assert result["last_error"] == "" and result["status"].startswith("Baked 10/10")
     assert "iterations" in result["live_stats"]
@@ -46,6 +51,7 @@ def check_grid_bake(result: dict) -> None:
         free_fall = 0.5 * 9.81 * ((frame - 1) / 24) ** 2 * (1 + 1 / steps)
         assert 0.3 * free_fall < result["far_edge_drop"][str(frame)] < free_fall + 1e-6
     assert result["subframe_error"] < 1e-5  # LINEAR keys: halfway between frames is the midpoint
+    assert result["refused_rebake"] == ["RAISED"] and result["keys_after_refused_rebake"] == 11
     assert result["free_result"]["result"] == ["FINISHED"]
     assert result["after_free"] == {"names": [], "fcurves": 0, "has_action": False}
     assert result["after_free_topology"] == "" and result["after_free_matches_rest"] < 1e-6
