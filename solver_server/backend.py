@@ -16,6 +16,34 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 
+try:  # optional: CHOLMOD sparse Cholesky (pip install cholespy)
+    import cholespy as _cholespy
+except ImportError:  # pragma: no cover - depends on the environment
+    _cholespy = None
+
+CHOLESKY_BACKEND = os.environ.get("TANGLE_CHOLESKY", "cholespy")  # "cholespy" (if installed) | "superlu"
+
+
+def _cholespy_factor(backend: "Backend", matrix) -> Callable:
+    """CHOLMOD factorization via cholespy; solve(rhs (n,) or (n, k)) on the backend's device."""
+    coo = scipy.sparse.coo_matrix(matrix)
+    n = coo.shape[0]
+    xp = backend.xp
+    rows = xp.asarray(coo.row.astype(np.int32))
+    cols = xp.asarray(coo.col.astype(np.int32))
+    data = xp.asarray(coo.data.astype(np.float64))
+    solver = _cholespy.CholeskySolverD(n, rows, cols, data, _cholespy.MatrixType.COO)
+
+    def solve(rhs):
+        vector = rhs.ndim == 1
+        right = xp.ascontiguousarray((rhs[:, None] if vector else rhs).astype(np.float64))
+        out = xp.zeros_like(right)
+        solver.solve(right, out)
+        return out[:, 0] if vector else out
+
+    return solve
+
+
 class BackendError(RuntimeError):
     """The requested compute device cannot be used."""
 
@@ -49,11 +77,13 @@ class Backend:
     def factorized(self, matrix) -> Callable:
         """Prefactor a sparse symmetric positive definite matrix (n, n).
 
-        Returns ``solve(rhs)`` for rhs of shape (n,) or (n, k) on this device. On CPU the
-        factorization is scipy's SuperLU with a symmetric fill-reducing ordering (measured
-        choice, see docs/pd.md); on CUDA the matrix is factored on the host once and the
-        triangular solves run through cupyx when available.
+        Returns ``solve(rhs)`` for rhs of shape (n,) or (n, k) on this device. Implementation
+        (measured on the seed cloth matrix, docs/pd.md): CHOLMOD through ``cholespy`` when it is
+        installed (about 3× faster solves than SuperLU here; on CUDA it solves on the GPU), else
+        scipy's SuperLU with a symmetric fill-reducing ordering; on CUDA without cholespy, cupyx.
         """
+        if CHOLESKY_BACKEND == "cholespy" and _cholespy is not None:
+            return _cholespy_factor(self, matrix)
         if self.name == "cpu":
             lu = scipy.sparse.linalg.splu(
                 scipy.sparse.csc_matrix(matrix),
