@@ -329,11 +329,16 @@ class StepContacts:
         return pairs[pairs[:, 0] != pairs[:, 1]]
 
     def _delassus_response(self, contact_counts):
-        """W_cc = J_c A⁻¹ J_cᵀ from the band of A⁻¹, scaled for the Jacobi iteration by
-        1 + Σ_{c'} ‖W_{cc'}‖ / ‖W_cc‖ over the active contacts c' coupled to c through the band (the
-        Delassus generalisation of the seed's division of masses by the number of contacts, §3.2.3).
+        """W_cc = J_c A⁻¹ J_cᵀ from the band of A⁻¹, scaled for the Jacobi iteration (the Delassus
+        generalisation of the seed's division of masses by the number of contacts, §3.2.3):
+
+        * by 1 + Σ_{c'} ‖W_{cc'}‖ / ‖W_cc‖ over the active contacts c' coupled to c through the band;
+        * along each touched strand's axis t, by the number of active contacts on that strand: stretching
+          makes a strand move axially almost as one body, so every contact on it shares the axial response
+          (without this, friction along the strand overshoots by that number and oscillates).
+
         The blocks depend only on the contact set, so they are computed once per step."""
-        xp = self.xp
+        xp, model = self.xp, self.model
         n = self.vertices.shape[0]
         if self._delassus is None:
             everyone = xp.arange(n)
@@ -341,11 +346,40 @@ class StepContacts:
             pairs = self._neighbour_pairs()
             coupling = xp.linalg.norm(self._coupling(pairs[:, 0], pairs[:, 1]), axis=(1, 2)) if pairs.shape[0] \
                 else xp.zeros(0)
-            self._delassus = (own, pairs, coupling / xp.maximum(xp.linalg.norm(own, axis=(1, 2))[pairs[:, 0]], 1e-300))
-        own, pairs, relative_coupling = self._delassus
+            self._delassus = (own, pairs, coupling / xp.maximum(xp.linalg.norm(own, axis=(1, 2))[pairs[:, 0]], 1e-300),
+                              self._strand_axes())
+        own, pairs, relative_coupling, (strands, axes) = self._delassus
         active_partner = self.active_mask[pairs[:, 1]]
         scale = 1.0 + xp.bincount(pairs[:, 0], weights=relative_coupling * active_partner, minlength=n)
-        return own * scale[:, None, None]
+        response = own * scale[:, None, None]
+        on_strand = xp.bincount(strands[:, 0][self.active_mask], minlength=model.n_strands) \
+            + xp.bincount(strands[:, 1][self.active_mask & self.kind_edge], minlength=model.n_strands)
+        for side in (0, 1):
+            axis = axes[:, side]
+            extra = xp.maximum(on_strand[strands[:, side]] - scale, 0.0)
+            if side == 1:
+                extra = xp.where(self.kind_edge, extra, 0.0)
+            axial = xp.einsum("ni,nij,nj->n", axis, own, axis)
+            response = response + (extra * axial)[:, None, None] * axis[:, :, None] * axis[:, None, :]
+        return response
+
+    def _strand_axes(self):
+        """Strand index (n, 2) and unit strand direction (n, 2, 3) at each side of every contact."""
+        xp, model = self.xp, self.model
+        x = self._end_positions
+        axes, strands = [], []
+        for first in (0, 2):
+            a, b = self.vertices[:, first], self.vertices[:, first + 1]
+            point = ~self.kind_edge if first == 0 else xp.zeros(a.shape[0], dtype=bool)
+            # a vertex contact uses the chord through its neighbours inside the strand
+            strand = model.vertex_strand[a]
+            lo = xp.maximum(a - 1, model.strand_offsets[strand])
+            hi = xp.minimum(a + 1, model.strand_offsets[strand + 1] - 1)
+            a = xp.where(point, lo, a)
+            b = xp.where(point, hi, b)
+            axes.append(_normalize(xp, x[b] - x[a]))
+            strands.append(strand)
+        return xp.stack(strands, axis=1), xp.stack(axes, axis=1)
 
     def _rigid_rod_response(self, contact_counts):
         xp, model = self.xp, self.model
