@@ -103,27 +103,43 @@ class ContactPoints:
         corrected = apply_friction(self.xp, points, self.points(q_start), contacts)
         return self._distribute(q, corrected - points, contacts.mask)
 
-    def forces(self, colliders: ColliderSet, q, point_force, q_start):
-        """One contact local step: returns (point forces (n_c, 3), particle forces (n, 3) = Cᵀ f)."""
+    def candidates(self, colliders: ColliderSet, inertial, q_start):
+        """Indices of the points that can touch a collider during this substep: closer than their
+        contact offset plus a margin of 3× the largest inertial step (the iterations move points
+        by about that much). One full query per substep; the force iterations then look at
+        these points only."""
         xp = self.xp
-        points = self.points(q)
-        gain = xp.where(self.keep, self.gain, 1.0)
-        free = points - point_force / gain[:, None]
-        projected, contacts = self._project_points(colliders, free)
+        points = self.points(inertial)
+        step = float(xp.abs(points - self.points(q_start)).max()) if self.count else 0.0
+        margin = 3.0 * step + 1e-6
+        _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction)
+        return xp.nonzero(contacts.mask & self.keep)[0]
+
+    def forces(self, colliders: ColliderSet, q, point_force, q_start, candidates):
+        """One contact local step on the ``candidates`` points: returns (point forces (m, 3) for the
+        candidates, particle forces (n, 3) = Cᵀ f)."""
+        xp = self.xp
+        points = self.points(q)[candidates]
+        gain = self.gain[candidates][:, None]
+        free = points - point_force / gain
+        projected, contacts = colliders.project(xp, free, self.thickness[candidates], self.friction[candidates])
         new_force = xp.zeros_like(points)
         if bool(contacts.mask.any()):
             index = xp.nonzero(contacts.mask)[0]
-            k = gain[index][:, None]
+            k = gain[index]
             normal_force = k * (projected[index] - free[index])
             normal = contacts.normal[index]
-            slip = projected[index] - self.points(q_start)[index] - contacts.surface_motion[index]
+            start = self.points(q_start)[candidates[index]]
+            slip = projected[index] - start - contacts.surface_motion[index]
             slip = slip - (slip * normal).sum(axis=1)[:, None] * normal
             slip_length = xp.linalg.norm(slip, axis=1)
             limit = contacts.friction[index] * xp.linalg.norm(normal_force, axis=1)
             wanted = k[:, 0] * slip_length
             scale = xp.where(wanted <= limit, 1.0, limit / xp.maximum(wanted, 1e-300))
             new_force[index] = normal_force - (scale[:, None] * k) * slip
-        return new_force, self.transpose @ new_force
+        full = xp.zeros((self.count, 3))
+        full[candidates] = new_force
+        return new_force, self.transpose @ full
 
 
 def _merge(xp, first: Contacts, second: Contacts) -> Contacts:

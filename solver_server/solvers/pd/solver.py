@@ -169,7 +169,9 @@ class PDSolver:
         base_rhs = self.inertia_over_h2 * inertial
         iterations = self.settings["iterations"]
         use_forces = self.settings["contact_forces"] and has_colliders
-        point_force = xp.zeros((self.contact.count, 3)) if use_forces else None
+        candidates = self.contact.candidates(colliders, inertial, q_start) if use_forces else None
+        use_forces = use_forces and len(candidates) > 0
+        point_force = xp.zeros((len(candidates), 3)) if use_forces else None
         particle_force = None
         report = None
         for _ in range(iterations):
@@ -190,7 +192,7 @@ class PDSolver:
             timings["global_ms"] += (time.perf_counter() - mid) * 1e3
             if use_forces:
                 tick = time.perf_counter()
-                point_force, particle_force = self.contact.forces(colliders, q, point_force, q_start)
+                point_force, particle_force = self.contact.forces(colliders, q, point_force, q_start, candidates)
                 timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         tick = time.perf_counter()
@@ -203,9 +205,9 @@ class PDSolver:
             q, _ = self.contact.project(colliders, q)
             if hard_targets is not None:
                 q[self.hard_device] = hard_targets
-            touching = post.mask
+            touching = post.mask.copy()
             if point_force is not None:
-                touching = touching | (xp.abs(point_force).sum(axis=1) > 0)
+                touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
             contact_count = int(touching.sum())
         if self.self_collision is not None:
             q, self_contacts = self.self_collision.resolve(xp, q, q_start)
