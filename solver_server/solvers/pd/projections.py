@@ -34,7 +34,7 @@ def _component_major(xp, matrices):
     return xp.ascontiguousarray(xp.moveaxis(matrices, 0, -1))
 
 
-def polar_rotation(xp, matrices, max_iterations: int = 10, tolerance: float = 1e-12):
+def polar_rotation(xp, matrices, max_iterations: int = 10, tolerance: float = 1e-9):
     """Rotation factor of F = R S for matrices with det > 0, (C, 3, 3) -> (C, 3, 3).
     Stops when the largest entry change is below ``tolerance`` (quadratic convergence)."""
     x = _component_major(xp, matrices)
@@ -146,7 +146,7 @@ def _volume_projection_svd(xp, matrices, iterations: int):
     return (u * s[:, None, :]) @ vt
 
 
-def project_volume_3d(xp, matrices, iterations: int = 8):
+def project_volume_3d(xp, matrices, iterations: int = 8, tolerance: float = 1e-9):
     """F (C, 3, 3) -> the closest matrix (Frobenius) with det = 1.
 
     Gauss–Newton on the Lagrange condition P = F − λ cof(P): with G = cof(P_k) (∂det/∂P),
@@ -159,6 +159,8 @@ def project_volume_3d(xp, matrices, iterations: int = 8):
     p = f.copy()
     for _ in range(iterations):
         cof, det = _cofactor(xp, p)
+        if p.shape[-1] and float(xp.abs(det - 1.0).max()) < tolerance:
+            break
         lam = (det - 1.0 + (cof * (f - p)).sum(axis=(0, 1))) / xp.maximum((cof * cof).sum(axis=(0, 1)), 1e-30)
         p = f - lam * cof
     result = xp.moveaxis(p, -1, 0)
