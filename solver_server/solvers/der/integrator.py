@@ -69,7 +69,7 @@ class StepStats:
     mean_dv: float = 0.0
     factorizations: int = 0
     projected_hessian: bool = False
-    line_search_fallbacks: int = 0
+    line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
     smallest_step: float = 1.0
     extra: dict = field(default_factory=dict)
 
@@ -92,13 +92,15 @@ class ImplicitEulerSolver:
         self.model = model
         self.settings = settings
 
-    def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None):
+    def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
+                exact: bool = False):
         xp, model = self.xp, self.model
         diagonal = (1.0 + h * model.damping) * model.mass
         if soft_pins is not None:
             diagonal = diagonal.copy()
             diagonal[soft_pins.dofs.ravel()] += h * h * xp.repeat(soft_pins.stiffness, 3)
-        gauss_newton = self.settings.quasi_newton and self.settings.quasi_newton_matrix == "gauss_newton"
+        gauss_newton = (self.settings.quasi_newton and self.settings.quasi_newton_matrix == "gauss_newton"
+                        and not exact)
         for project in (False, True):
             _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
                                                gauss_newton=gauss_newton)
@@ -113,6 +115,25 @@ class ImplicitEulerSolver:
             stats.projected_hessian = stats.projected_hessian or project
             return factor
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
+
+    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, configuration, potential, objective):
+        """Backtracking Armijo search along −A⁻¹∇g; (alpha, direction, config, potential) or None."""
+        xp, settings = self.xp, self.settings
+        direction = -factor.solve(gradient)
+        direction[fixed_dofs] = 0.0
+        if not bool(xp.all(xp.isfinite(direction))):
+            raise FloatingPointError("non-finite Newton direction in the DER solver")
+        slope = float(xp.sum(gradient * direction))
+        if slope >= 0.0:
+            return None
+        alpha = 1.0
+        for _ in range(settings.max_backtracks):
+            trial_config = configuration(v + alpha * direction)
+            trial_potential = potential(v + alpha * direction, trial_config)
+            if objective(v + alpha * direction, target, trial_potential) <= current + settings.armijo * alpha * slope:
+                return alpha, direction, trial_config, trial_potential
+            alpha *= settings.backtrack
+        return None
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None) -> tuple[DerState, StepStats]:
@@ -146,12 +167,14 @@ class ImplicitEulerSolver:
         v[fixed_dofs] = fixed_velocity
         stats = StepStats()
         factor = None
+        factor_is_current = False
         config = configuration(v)
         elastic = potential(v, config)
         for iteration in range(settings.max_iterations):
             target = free_velocity + impulse / mass
             if factor is None or not settings.quasi_newton:
                 factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
+                factor_is_current = True
                 if iteration == 0 and impulses is not None:
                     impulses.set_system(factor)
             elastic_grad, _ = elastic_gradient_hessian(xp, model, config, with_hessian=False)
@@ -161,19 +184,24 @@ class ImplicitEulerSolver:
                 offset = (q_t + h * v)[pulled] - soft_pins.targets.ravel()
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
-            direction = -factor.solve(gradient)
-            direction[fixed_dofs] = 0.0
-            slope = float(gradient @ direction)
             current = objective(v, target, elastic)
-            alpha = 1.0
-            for _ in range(settings.max_backtracks):
-                trial_config = configuration(v + alpha * direction)
-                trial_elastic = potential(v + alpha * direction, trial_config)
-                if objective(v + alpha * direction, target, trial_elastic) <= current + settings.armijo * alpha * slope:
-                    break
-                alpha *= settings.backtrack
-            else:
+            found = self._line_search(factor, gradient, fixed_dofs, v, target, current, configuration, potential,
+                                      objective)
+            if found is None and not factor_is_current:
+                # the reused (quasi-Newton) matrix gives no decrease: refactor with the exact (or projected)
+                # Hessian at the current iterate and try again
                 stats.line_search_fallbacks += 1
+                factor = self._factor(config, h, fixed_dofs, stats, soft_pins, exact=True)
+                factor_is_current = True
+                found = self._line_search(factor, gradient, fixed_dofs, v, target, current, configuration, potential,
+                                          objective)
+            if found is None:
+                # no decrease along a descent direction: converged to round-off, or a kink; keep v
+                stats.line_search_fallbacks += 1
+                stats.iterations = iteration + 1
+                break
+            alpha, direction, trial_config, trial_elastic = found
+            factor_is_current = not settings.quasi_newton
             v_new = v + alpha * direction
             stats.smallest_step = min(stats.smallest_step, alpha)
             config, elastic = trial_config, trial_elastic
