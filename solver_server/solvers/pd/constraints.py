@@ -168,11 +168,11 @@ def triangle_strain(rest: np.ndarray, triangles: np.ndarray, shear: np.ndarray, 
     stencil[:, :, 0] = -(dm_inv[:, 0, :] + dm_inv[:, 1, :])
     area = 0.5 * dm[:, 0, 0] * dm[:, 1, 1]
     weights = 2.0 * shear * area
-    low_device, high_device = limits[:, 0].copy(), limits[:, 1].copy()
+    low, high = limits[:, 0].copy(), limits[:, 1].copy()
 
     def project(xp, state, positions):
         gradient = xp.swapaxes(state, 1, 2)  # (C, 3, 2)
-        return xp.swapaxes(project_strain_2d(xp, gradient, low_device, high_device), 1, 2)
+        return xp.swapaxes(project_strain_2d(xp, gradient, xp.asarray(low), xp.asarray(high)), 1, 2)
 
     return ConstraintBatch("triangle_strain", _selector(stencil, triangles, n), weights, 2, project)
 
@@ -205,11 +205,11 @@ def tet_strain(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, limits: np
     stencil[:, :, :3] = np.swapaxes(dm_inv, 1, 2)  # row j, vertex i: Dm⁻¹[i, j]
     stencil[:, :, 3] = -dm_inv.sum(axis=1)          # eq. 3-23
     weights = young * volume
-    low_device, high_device = limits[:, 0].copy(), limits[:, 1].copy()
+    low, high = limits[:, 0].copy(), limits[:, 1].copy()
 
     def project(xp, state, positions):
         gradient = xp.swapaxes(state, 1, 2)
-        return xp.swapaxes(project_strain_3d(xp, gradient, low_device, high_device), 1, 2)
+        return xp.swapaxes(project_strain_3d(xp, gradient, xp.asarray(low), xp.asarray(high)), 1, 2)
 
     batch = ConstraintBatch("tet_strain", _selector(stencil, tets, n), weights, 3, project)
     batch.volume = volume
@@ -318,10 +318,20 @@ def bending(rest: np.ndarray, triangles: np.ndarray, bend: np.ndarray, vertex_ar
                                              shape=(n, len(triangles)))[interior]
     tri = triangles
 
+    device_matrices = {}
+
     def ring_normals(xp, positions):
         a, b, c = positions[tri[:, 0]], positions[tri[:, 1]], positions[tri[:, 2]]
         face = xp.cross(b - a, c - a)
-        normal = face_matrix @ face
+        if xp is np:
+            matrix = face_matrix
+        else:  # CUDA: the same sparse matrix, moved to the device once
+            if "device" not in device_matrices:
+                import cupyx.scipy.sparse as device_sparse  # noqa: PLC0415
+
+                device_matrices["device"] = device_sparse.csr_matrix(face_matrix.tocsr())
+            matrix = device_matrices["device"]
+        normal = matrix @ face
         return normal / xp.maximum(xp.linalg.norm(normal, axis=1), 1e-30)[:, None]
 
     face_matrix = face_to_vertex
