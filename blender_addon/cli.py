@@ -102,6 +102,7 @@ def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | 
             clock.lap("stop server")
     blend_path = out_dir / "demo.blend"
     scene.frame_set(scene.frame_start)
+    bpy.context.preferences.filepaths.save_version = 0  # no demo.blend1 backup next to it on re-runs
     bpy.ops.wm.save_as_mainfile(filepath=str(blend_path))
     clock.lap("save demo.blend")
     preview_frames = sorted({1, *(round(frames * k / 5) for k in range(1, 6))} - {0})
