@@ -13,14 +13,16 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One protocol parameter: ``name`` is the wire key, ``default`` a float, bool or (min, max) pair."""
+    """One protocol parameter: ``name`` is the wire key, ``default`` a float, int, bool, str (one of
+    ``choices``: (wire value, label, description) triples) or a tuple (a [min, max] pair or a 3-vector)."""
 
     name: str
-    default: float | bool | tuple[float, float]
+    default: float | int | bool | str | tuple[float, ...]
     unit: str
     description: str
     minimum: float = 0.0
     maximum: float | None = None
+    choices: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def tooltip(self) -> str:
@@ -44,6 +46,70 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
               "Stretch ratios (min ≤ 1 ≤ max) that cost no energy, relative to the rest length", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
+)
+
+SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
+    ParamSpec("density", 1000.0, "kg/m³", "Mass per unit volume (water 1000, rubber 1100, gelatin 1050)",
+              1e-6, 1.0e5),
+    ParamSpec("young_modulus", 1.0e5, "Pa", "Stiffness of the material (Young's modulus E): jelly 1e3–1e4, "
+              "flesh 1e4–1e5, soft rubber 1e6", 1e-6, 1.0e12),
+    ParamSpec("poisson_ratio", 0.3, "ratio", "Volume preservation (Poisson ratio ν): 0 compressible, "
+              "0.49 nearly incompressible", 0.0, 0.49),
+    ParamSpec("strain_limits", (1.0, 1.0), "ratio",
+              "Principal stretches of a tetrahedron (min ≤ 1 ≤ max) that cost no energy", 1e-3, 10.0),
+    ParamSpec("tet_resolution", 8, "cells", "Embedding lattice cells along the longest axis of the object "
+              "(the server builds the tetrahedra)", 1, 200),
+)
+
+HAIR_MODEL_ITEMS: tuple[tuple[str, str, str], ...] = (
+    ("der", "Elastic Rods", "Discrete Elastic Rods with Newton friction contact (accurate, hair–hair contact)"),
+    ("cosserat", "Cosserat", "Force-transport Cosserat strands (fast; for guide strands with a wisp radius)"),
+    ("particles", "Particles", "Game-style particle springs (fastest preview)"),
+)
+
+HAIR_PARAMS: tuple[ParamSpec, ...] = (
+    ParamSpec("model", "der", "", "Hair solver", choices=HAIR_MODEL_ITEMS),
+    ParamSpec("friction", 0.1, "μ", "Hair–hair Coulomb friction coefficient", 0.0, 10.0),
+    ParamSpec("collider_friction", 0.3, "μ", "Hair–collider Coulomb friction coefficient", 0.0, 10.0),
+    ParamSpec("thickness", 0.0, "m", "Extra contact offset kept from collider surfaces", 0.0, 1.0),
+    ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
+    ParamSpec("radius", 5.0e-5, "m", "Strand radius (a human hair is 2–6e-5 m; a guide wisp a few mm)",
+              1e-9, 1.0),
+    ParamSpec("density", 1300.0, "kg/m³", "Strand material density (keratin 1300)", 1e-6, 1.0e5),
+    ParamSpec("young_modulus", 3.0e9, "Pa", "Bending stiffness of the material (Young's modulus; hair 1–5e9)",
+              1e-6, 1.0e13),
+    ParamSpec("shear_modulus", 1.0e9, "Pa", "Twisting stiffness of the material (shear modulus)", 1e-6, 1.0e13),
+    ParamSpec("pin_stiffness", 1.0e4, "N/m",
+              "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
+    ParamSpec("guide_count", 0, "strands", "Cosserat / Particles: simulate this many guide strands (k-means) "
+              "and interpolate the rest; 0 simulates every strand", 0, 10_000_000),
+    ParamSpec("gravity_scale", 1.0, "ratio", "Cosserat / Particles: multiplies the scene gravity", 0.0, 100.0),
+    ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", "Cosserat / Particles: wind direction (world space)",
+              -1.0, 1.0),
+    ParamSpec("wind_strength", 0.0, "m/s²", "Cosserat / Particles: mean wind acceleration", -1.0e3, 1.0e3),
+    ParamSpec("wind_amplitude", 0.0, "m/s²", "Cosserat / Particles: amplitude of the sine-varying wind",
+              0.0, 1.0e3),
+    ParamSpec("wind_period", 2.0, "s", "Cosserat / Particles: period of the wind's sine variation", 1e-3, 1.0e4),
+    ParamSpec("particle_stiffness", 2.0e4, "1/s²", "Particles: neighbour spring stiffness per unit mass (k/m)",
+              1e-6, 1.0e9),
+    ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²",
+              "Particles: second-neighbour spring stiffness per unit mass (keeps chains straight)", 0.0, 1.0e9),
+    ParamSpec("particle_stretch_scale", 0.1, "ratio",
+              "Particles: strain where the quadratic stretch response equals the linear one", 1e-6, 10.0),
+    ParamSpec("particle_max_stretch", 1.1, "ratio", "Particles: distance clamp, max segment length / rest length",
+              1.0, 10.0),
+    ParamSpec("particle_teleport_speed", 10.0, "m/s",
+              "Particles: root speed above which root motion is discarded (teleport)", 1e-6, 1.0e6),
+    ParamSpec("particle_teleport_recovery", 0.25, "s",
+              "Particles: fade time of the rigid constraint after a teleport", 1e-6, 100.0),
+    ParamSpec("particle_rest_speed", 1.0e-4, "m/s", "Particles: particles slower than this rest", 0.0, 10.0),
+    ParamSpec("cosserat_max_step", 5.0e-3, "s", "Cosserat: internal time step", 1e-6, 1.0),
+    ParamSpec("interaction_inner_radius", 0.0, "m",
+              "Cosserat: swept-sphere inner radius of strand–strand repulsion (0 with outer 0: off)", 0.0, 1.0),
+    ParamSpec("interaction_outer_radius", 0.0, "m", "Cosserat: swept-sphere outer radius (viscous zone; 0: off)",
+              0.0, 1.0),
+    ParamSpec("interaction_stiffness", 2.0e-2, "N/m", "Cosserat: repulsion K of F = K·P_inner·dir", 0.0, 1.0e9),
+    ParamSpec("interaction_damping", 2.0e-2, "N·s/m²", "Cosserat: viscous D of F = −D·P_outer·Δv", 0.0, 1.0e9),
 )
 
 COLLIDER_PARAMS: tuple[ParamSpec, ...] = (

@@ -28,7 +28,7 @@ from .errors import SceneError
 class ParamSpec:
     """One parameter: name, default, unit, doc and its valid range.
 
-    type: "float" | "int" | "bool" | "choice" | "range2" ([min, max] pair of floats)
+    type: "float" | "int" | "bool" | "choice" | "range2" ([min, max] pair of floats) | "vector3" (3 floats)
     low/high: closed bounds (floats), ``low_open``: the lower bound itself is invalid.
     """
 
@@ -91,6 +91,33 @@ HAIR = (
     ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e13, low_open=True),
     ParamSpec("pin_stiffness", 1.0e4, "N/m", "stiffness of a pin with weight w < 1", low=0.0, high=1.0e12,
               low_open=True),
+    # Fast strand models (docs/fast_hair.md); ignored by "der".
+    ParamSpec("gravity_scale", 1.0, "", "multiplies the scene gravity (particles, cosserat)", low=0.0, high=100.0),
+    ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", "wind direction (particles, cosserat)", type="vector3",
+              low=-1.0e3, high=1.0e3),
+    ParamSpec("wind_strength", 0.0, "m/s²", "mean wind acceleration", low=-1e3, high=1e3),
+    ParamSpec("wind_amplitude", 0.0, "m/s²", "amplitude of the sine-varying wind", low=0.0, high=1e3),
+    ParamSpec("wind_period", 2.0, "s", "period of the wind's sine variation", low=0.0, high=1e4, low_open=True),
+    ParamSpec("guide_count", 0, "", "simulate this many k-means guide strands, interpolate the rest (0: all)",
+              type="int", low=0, high=10**7),
+    ParamSpec("particle_stiffness", 2.0e4, "1/s²", "neighbour spring k/m (particles)", low=0.0, high=1e9,
+              low_open=True),
+    ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²", "second-neighbour spring k/m (particles)", low=0.0, high=1e9),
+    ParamSpec("particle_stretch_scale", 0.1, "", "strain where the quadratic stretch response equals the linear one",
+              low=0.0, high=10.0, low_open=True),
+    ParamSpec("particle_max_stretch", 1.1, "", "distance clamp: max segment length / rest length", low=1.0, high=10.0),
+    ParamSpec("particle_teleport_speed", 10.0, "m/s", "root speed above which root motion is discarded", low=0.0,
+              high=1e6, low_open=True),
+    ParamSpec("particle_teleport_recovery", 0.25, "s", "fade time of the rigid constraint after a teleport", low=0.0,
+              high=100.0, low_open=True),
+    ParamSpec("particle_rest_speed", 1.0e-4, "m/s", "particles slower than this rest", low=0.0, high=10.0),
+    ParamSpec("cosserat_max_step", 5.0e-3, "s", "internal step of the Cosserat model", low=0.0, high=1.0,
+              low_open=True),
+    ParamSpec("interaction_inner_radius", 0.0, "m", "swept-sphere inner radius (cosserat; 0 with outer 0: off)",
+              low=0.0, high=1.0),
+    ParamSpec("interaction_outer_radius", 0.0, "m", "swept-sphere outer radius (cosserat; 0: off)", low=0.0, high=1.0),
+    ParamSpec("interaction_stiffness", 2.0e-2, "N/m", "K of F = K·P_inner·dir", low=0.0, high=1e9),
+    ParamSpec("interaction_damping", 2.0e-2, "N·s/m²", "D of F = −D·P_outer·Δv", low=0.0, high=1e9),
 )
 
 COLLIDER = (
@@ -145,6 +172,17 @@ def _resolve_one(spec: ParamSpec, value: Any, object_id: str | None) -> Any:
         if value not in spec.choices:
             raise SceneError(f"parameter {name!r} = {value!r} is not one of {list(spec.choices)}", object=object_id)
         return value
+    if spec.type == "vector3":
+        try:
+            vector = [_finite_number(v) for v in value]
+        except TypeError:
+            vector = []
+        if len(vector) != 3 or any(v is None for v in vector):
+            raise SceneError(f"parameter {name!r} must be three finite numbers [x, y, z], got {value!r}",
+                             object=object_id)
+        for axis, component in enumerate(vector):
+            _check_bounds(spec, component, object_id, f"{name}[{axis}]")
+        return tuple(vector)
     if spec.type == "range2":
         try:
             pair = [_finite_number(v) for v in value]
