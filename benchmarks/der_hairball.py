@@ -63,6 +63,8 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup-dt", type=float, default=5e-3, help="step length of the untimed steps [s]")
     parser.add_argument("--matrix", choices=("exact", "gauss_newton"), default="gauss_newton",
                         help="quasi-Newton matrix (first-iteration exact Hessian or Gauss-Newton)")
+    parser.add_argument("--refresh", type=int, default=4,
+                        help="refactor the quasi-Newton matrix every this many iterations (0: seed, never)")
     args = parser.parse_args(argv)
 
     backend = get_backend("cpu")
@@ -73,12 +75,13 @@ def main(argv=None) -> int:
     spin = 2.0 * np.pi / period
     sphere = SpinningSphere(sphere_radius, spin, friction=0.3)
     solver = DerSolver(model, backend, NewtonSettings(max_iterations=args.iterations, tolerance=1e-6, quasi_newton=True,
-                                                      quasi_newton_matrix=args.matrix),
+                                                      quasi_newton_matrix=args.matrix, refresh_interval=args.refresh),
                        colliders=[sphere], contact=ContactSettings(friction=0.3, collider_friction=0.3))
     state = rest_state(np, model)
     rest_targets = points[np.asarray(solver.fixed_vertices)]
     print(f"hairball: {args.strands} strands x {args.vertices} points, {model.n_dofs} DOF, dt = {args.dt * 1e3:g} ms, "
-          f"mu = 0.3, sphere turning once in {period:g} s, quasi-Newton matrix: {args.matrix}")
+          f"mu = 0.3, sphere turning once in {period:g} s, quasi-Newton matrix: {args.matrix}, "
+          f"refreshed every {args.refresh or 'never'} iterations")
     timings, contacts, iterations = [], [], []
     clock = 0.0
     for step in range(args.warmup + args.steps):

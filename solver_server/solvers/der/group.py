@@ -8,7 +8,8 @@ between two hair objects it is not simulated).  Kinematic points:
 * ``pins``: weight 1 points follow their rest positions carried by matrix_world; weight w < 1 points are
   pulled there by a zero-length spring of stiffness w · ``pin_stiffness`` (seed §4.1); empty pins: free.
 
-Scene solver settings (``scene["solver"]["der"]``): max_iterations, tolerance [m/s], quasi_newton,
+Scene solver settings (``scene["solver"]["der"]``): max_iterations (50), tolerance [m/s] (1e-6), quasi_newton
+(true), quasi_newton_matrix ("gauss_newton" | "exact"), refresh_interval (4; 0 = the seed's never),
 response ("delassus" | "rigid_rod").
 """
 
@@ -25,7 +26,10 @@ from .model import DerInputError, DerMaterial, build_model
 from .solver import DerControl, DerSolver
 from .state import rest_state
 
-_SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str}
+_SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
+                 "quasi_newton_matrix": str, "refresh_interval": int}
+# scene defaults: quasi-Newton on the Gauss-Newton matrix refreshed every 4 iterations (docs/der.md §3)
+_SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4}
 
 
 def _settings(scene, object_id):
@@ -34,12 +38,13 @@ def _settings(scene, object_id):
     if unknown:
         raise SceneError(f"unknown scene.solver.der setting(s) {unknown}; known: {sorted(_SETTING_KEYS)}",
                          object=object_id)
-    newton = NewtonSettings()
-    for key in ("max_iterations", "tolerance", "quasi_newton"):
+    newton = NewtonSettings(**_SCENE_DEFAULTS)
+    for key in ("max_iterations", "tolerance", "quasi_newton", "quasi_newton_matrix", "refresh_interval"):
         if key in raw:
             setattr(newton, key, _SETTING_KEYS[key](raw[key]))
-    if newton.max_iterations < 1 or not newton.tolerance > 0.0:
-        raise SceneError("scene.solver.der needs max_iterations >= 1 and tolerance > 0", object=object_id)
+    if newton.max_iterations < 1 or not newton.tolerance > 0.0 or newton.refresh_interval < 0:
+        raise SceneError("scene.solver.der needs max_iterations >= 1, tolerance > 0 and refresh_interval >= 0",
+                         object=object_id)
     return newton, raw.get("response", "delassus")
 
 

@@ -32,6 +32,9 @@ class NewtonSettings:
     # matrix of the quasi-Newton variant: "exact" (first-iteration Hessian, seed §3.3) or "gauss_newton"
     # (Σ w ∇s∇sᵀ over the strains: positive semi-definite and about as cheap as a gradient)
     quasi_newton_matrix: str = "exact"
+    # quasi-Newton: refactor the matrix at the current iterate every this many iterations (0: never, the
+    # seed's variant). Stiff stretching makes the first-iteration matrix stale once edges rotate in a step.
+    refresh_interval: int = 0
     armijo: float = 1e-4
     backtrack: float = 0.5
     max_backtracks: int = 10
@@ -172,7 +175,8 @@ class ImplicitEulerSolver:
         elastic = potential(v, config)
         for iteration in range(settings.max_iterations):
             target = free_velocity + impulse / mass
-            if factor is None or not settings.quasi_newton:
+            refresh = settings.refresh_interval > 0 and iteration > 0 and iteration % settings.refresh_interval == 0
+            if factor is None or not settings.quasi_newton or refresh:
                 factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
                 factor_is_current = True
                 if iteration == 0 and impulses is not None:
