@@ -98,13 +98,24 @@ class BakeProgress:
         return f"frame {self.frames_done}/{self.frames_total}{eta_text}"
 
 
+# Convergence figures the solvers report per frame, in order of preference for the panel's "residual":
+# PD's iterative global solve, DER's Fischer-Burmeister contact residual, DER's mean velocity update.
+RESIDUAL_KEYS = (("global_residual", "residual"), ("fischer_burmeister", "FB residual"),
+                 ("mean_dv", "mean |Δv| [m/s]"))
+
+
 def stats_line(stats: Mapping[str, object]) -> str:
-    """The solver's per-frame figures for the panel, e.g. "40 iterations · 12 contacts · 3.5 ms/substep"."""
+    """The solver's per-frame figures for the panel,
+    e.g. "40 iterations · 12 contacts · residual 3.2e-07 · 3.5 ms/substep"."""
     parts = []
     if "iterations" in stats:
         parts.append(f"{int(stats['iterations'])} iterations")
     if "contacts" in stats:
         parts.append(f"{int(stats['contacts'])} contacts")
+    for key, label in RESIDUAL_KEYS:
+        if isinstance(stats.get(key), (int, float)):
+            parts.append(f"{label} {float(stats[key]):.2g}")
+            break
     if "step_ms" in stats:
         parts.append(f"{float(stats['step_ms']):.1f} ms/substep")
     return " · ".join(parts)
@@ -117,3 +128,88 @@ def server_line(welcome: Mapping[str, object]) -> str:
     memory_text = f" ({memory / 2**30:.1f} GiB)" if memory else ""
     return f"{welcome.get('server', 'unknown server')} · {welcome.get('backend', '?')} · " \
            f"{device.get('name', 'unknown device')}{memory_text}"
+
+
+# ---- what a bake left behind, and continuing it (resume / re-bake from a frame) -----------------
+
+OUTPUT_ROUTES = ("SHAPE_KEYS", "PC2")
+
+
+class BakeRefused(Exception):
+    """A resume / re-bake request that cannot keep the existing frames; nothing was sent."""
+
+
+@dataclass
+class BakeRecord:
+    """The bake stored with a scene (an ID property of the Scene, saved in the .blend).
+
+    frame_start / frame_end: the bake range. route: "SHAPE_KEYS" or "PC2". objects: {object name:
+    topology hash at bake time}. last_frame: last frame of the unbroken run of baked frames from
+    frame_start (None before any). checkpoints: {frame: encoded checkpoint bytes} (core.checkpoints).
+    """
+
+    frame_start: int
+    frame_end: int
+    route: str
+    objects: dict[str, str]
+    last_frame: int | None = None
+    checkpoints: dict[int, bytes] = field(default_factory=dict)
+
+    def to_properties(self) -> dict:
+        """A dict of ID-property-storable values (str keys; int, str, bytes leaves)."""
+        return {"frame_start": self.frame_start, "frame_end": self.frame_end, "route": self.route,
+                "objects": dict(self.objects), "last_frame": -1 if self.last_frame is None else self.last_frame,
+                "has_last_frame": self.last_frame is not None,
+                "checkpoints": {str(frame): bytes(blob) for frame, blob in self.checkpoints.items()}}
+
+    @classmethod
+    def from_properties(cls, values: Mapping[str, object]) -> "BakeRecord":
+        has_last = bool(values.get("has_last_frame", False))
+        return cls(int(values["frame_start"]), int(values["frame_end"]), str(values["route"]),
+                   {str(name): str(digest) for name, digest in dict(values.get("objects", {})).items()},
+                   int(values["last_frame"]) if has_last else None,
+                   {int(frame): bytes(blob) for frame, blob in dict(values.get("checkpoints", {})).items()})
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """How to continue a stored bake: compute frames ``first_new_frame ..`` (frames before it are kept
+    untouched); ``resume_frame`` is the checkpoint to restore (None: simulate from the input state and
+    discard the recomputed frames before ``first_new_frame``)."""
+
+    first_new_frame: int
+    resume_frame: int | None
+
+
+def plan_continuation(record: BakeRecord | None, first_new_frame: int, frame_start: int, frame_end: int,
+                      route: str, topologies: Mapping[str, str]) -> Continuation:
+    """Check that the stored bake can be continued from ``first_new_frame`` with the scene as it is now.
+
+    topologies: {object name: topology hash} of the objects that would be baked now. Raises
+    :class:`BakeRefused` with a message naming the object / frame when the earlier frames cannot be kept.
+    """
+    if record is None or record.last_frame is None:
+        raise BakeRefused("there is no Tangle bake in this scene to continue; bake from the start")
+    if record.frame_start != frame_start:
+        raise BakeRefused(f"the bake starts at frame {record.frame_start} but the bake range now starts at "
+                          f"{frame_start}; bake from the start")
+    if record.route != route:
+        raise BakeRefused(f"the bake was written as {record.route}, the output is now {route}; switch the output "
+                          "back or bake from the start")
+    for name in sorted(set(record.objects) - set(topologies)):
+        raise BakeRefused(f"object '{name}' was baked but is no longer simulated (deleted, renamed or its role "
+                          "changed); bake from the start")
+    for name in sorted(set(topologies) - set(record.objects)):
+        raise BakeRefused(f"object '{name}' is simulated now but was not part of the bake; bake from the start")
+    for name in sorted(topologies):
+        if topologies[name] != record.objects[name]:
+            raise BakeRefused(f"object '{name}': the mesh topology changed since the bake (vertices or faces "
+                              "added, removed or reordered); free the bake or bake from the start")
+    if not frame_start < first_new_frame <= record.last_frame + 1:
+        raise BakeRefused(f"cannot continue from frame {first_new_frame}: frames {frame_start}..{record.last_frame} "
+                          f"are baked, so continue from a frame in {frame_start + 1}..{record.last_frame + 1}")
+    if first_new_frame > frame_end:
+        raise BakeRefused(f"frames {frame_start}..{frame_end} are all baked already; nothing to resume")
+    from .checkpoints import checkpoint_to_resume_from
+
+    return Continuation(first_new_frame, checkpoint_to_resume_from(record.checkpoints, frame_start, first_new_frame))

@@ -14,14 +14,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .connection import ServerConnection, open_client
+
 
 @dataclass(frozen=True)
 class WorkerEvent:
     """One thing that happened in the worker.
 
     kind: "accepted" | "frame" | "done" | "error".
-    frame events carry ``frame`` and ``positions`` ({object id: float32 (N, 3) world-space metres});
-    done events carry ``cancelled``; error events carry ``code``, ``message`` and, where the server
+    frame events carry ``frame``, ``positions`` ({object id: float32 (N, 3) world-space metres}),
+    ``stats`` and, when the server attached one, ``checkpoint`` (ARCHITECTURE §3: {"frame": int,
+    "groups": {key: {name: ndarray}}}); done events carry ``cancelled``; error events carry ``code``, ``message`` and, where the server
     knows them, ``object`` and ``frame``.
     """
 
@@ -33,6 +36,7 @@ class WorkerEvent:
     code: str | None = None
     message: str | None = None
     object: str | None = None
+    checkpoint: Mapping[str, object] | None = None
 
     def describe(self) -> str:
         """A one-line human message for error events, naming the object and frame where known."""
@@ -45,10 +49,8 @@ class WorkerEvent:
 DriveFrames = Mapping[int, Mapping[str, Mapping[str, np.ndarray]]]
 
 
-def _default_client_factory(address: str, timeout: float):
-    from .._protocol import solver_client_class
-
-    return solver_client_class()(address, timeout=timeout)
+def _default_client_factory(connection: ServerConnection, timeout: float):
+    return open_client(connection, timeout)
 
 
 def _solver_error_type():
@@ -60,22 +62,30 @@ def _solver_error_type():
 class BakeWorker:
     """Runs one bake job on a background thread.
 
-    address: server address, e.g. "tcp://127.0.0.1:5555". scene: the submit scene dict.
+    connection: a :class:`ServerConnection` (address + CURVE key files) or a bare address string,
+    e.g. "tcp://127.0.0.1:5555". scene: the submit scene dict.
     drive_frames: {frame: {object id: {"matrix_world": f8(4, 4), ...}}} precomputed on the main
     thread for every animated object, or None when nothing is animated.
-    client_factory(address, timeout) -> a context manager with ``submit(scene, drive=...)``
+    client_factory(connection, timeout) -> a context manager with ``submit(scene, drive=...)``
     (``protocol.client.SolverClient`` by default; tests pass a fake).
+    checkpoint_every: ask the server for a checkpoint every N frames (and with the last frame).
+    resume: a checkpoint dict to continue from (the server streams ``checkpoint["frame"] + 1 ..``).
     """
 
     def __init__(
         self,
-        address: str,
+        connection: ServerConnection | str,
         scene: dict,
         drive_frames: DriveFrames | None = None,
         timeout: float = 30.0,
-        client_factory: Callable[[str, float], object] | None = None,
+        client_factory: Callable[[ServerConnection, float], object] | None = None,
+        checkpoint_every: int | None = None,
+        resume: Mapping[str, object] | None = None,
     ):
-        self.address = address
+        self.connection = connection if isinstance(connection, ServerConnection) else ServerConnection(connection)
+        self.address = self.connection.address
+        self.checkpoint_every = checkpoint_every
+        self.resume = resume
         self.scene = scene
         self.drive_frames = drive_frames
         self.timeout = timeout
@@ -135,17 +145,27 @@ class BakeWorker:
         except KeyError:
             raise KeyError(f"no drive data was prepared for frame {frame}") from None
 
+    def _submit_options(self) -> dict:
+        """Checkpoint options for ``submit`` (left out when unused, so any client without them works)."""
+        options = {}
+        if self.checkpoint_every:
+            options["checkpoint_every"] = int(self.checkpoint_every)
+        if self.resume is not None:
+            options["resume"] = self.resume
+        return options
+
     def _run(self) -> None:
         solver_error = _solver_error_type()
         put = self._events.put
         try:
-            with self._client_factory(self.address, self.timeout) as client:
-                job = client.submit(self.scene, drive=self._drive if self.drive_frames is not None else None)
+            with self._client_factory(self.connection, self.timeout) as client:
+                job = client.submit(self.scene, drive=self._drive if self.drive_frames is not None else None,
+                                    **self._submit_options())
                 put(WorkerEvent("accepted"))
                 try:
                     for result in job.frames():
                         put(WorkerEvent("frame", frame=result.frame, positions=result.positions,
-                                        stats=result.stats))
+                                        stats=result.stats, checkpoint=getattr(result, "checkpoint", None)))
                         with self._lock:
                             self._streaming_job = job
                         if self._cancel_requested.is_set() and not job.finished:
