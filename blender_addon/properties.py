@@ -105,6 +105,22 @@ class TangleSceneSettings(PropertyGroup):
                                 description="What the server reported on the last connection test")
     last_error: StringProperty(name="Last Error", default="", description="Error of the last bake, if any")
 
+    # ---- bake workflow: connection profile, output route, checkpoints (Blender engineer #2) ----
+    server_profile: StringProperty(
+        name="Profile", default="",
+        description="Server profile from the Tangle add-on preferences (address + CURVE keys); "
+                    "empty: use the Server address above without encryption")
+    output_route: EnumProperty(
+        name="Output", default="SHAPE_KEYS",
+        items=(("SHAPE_KEYS", "Shape Keys", "One shape key per frame, stored in the .blend"),
+               ("PC2", "PC2 Cache", "One PC2 file per object next to the .blend (folder <blend name>_tangle), "
+                                    "played by a Mesh Cache modifier: for heavy meshes")),
+        description="Where baked frames go")
+    checkpoint_every: IntProperty(
+        name="Checkpoint Every", default=5, min=1, soft_max=100,
+        description="Store the solver state every N frames with the bake (and the last frame), so Resume and "
+                    "Re-bake from a frame continue exactly without re-simulating from the start [frames]")
+
 
 classes = (
     TangleClothSettings,
