@@ -1,9 +1,16 @@
-"""One bake from start to finish on the main thread, shared by the modal operator and the headless path.
+"""One bake from start to finish on the main thread, shared by the modal operators and the headless path.
 
-``BakeSession.start`` exports the scene (and precomputes drive data for animated colliders) and starts
-a :class:`core.worker.BakeWorker`. ``handle`` applies worker events: once the server accepted the job
-the previous bake of the cloth objects is freed, then frames become shape keys as they arrive, so
-frames baked so far are kept on cancel or failure. Status and progress are mirrored into ``Scene.tangle`` for the panel.
+``BakeSession.start`` exports the scene (and precomputes drive data for animated colliders), checks the
+output route and, for a continuation, the stored bake, then starts a :class:`core.worker.BakeWorker`.
+``handle`` applies worker events: once the server accepted the job the previous frames are removed
+(all of them for a full bake, only frames >= the continuation frame otherwise), then frames go to the
+output route as they arrive (so frames baked so far are kept on cancel or failure) and the server's
+checkpoints are stored with the bake. Status and progress are mirrored into ``Scene.tangle`` for the panel.
+
+A continuation (``from_frame``: *Resume* = the frame after the last baked one, *Re-bake from current
+frame* = the current frame) keeps every frame before ``from_frame`` untouched and asks the server to
+restore the latest stored checkpoint before it (ARCHITECTURE §3); frames the server recomputes between
+that checkpoint and ``from_frame`` are discarded.
 """
 
 from __future__ import annotations
@@ -13,9 +20,16 @@ from dataclasses import dataclass
 
 import bpy
 
-from . import bake_io
-from .core.bake_state import BakeProgress, stats_line
+from . import bake_io, bake_output
+from .core.bake_state import BakeProgress, BakeRecord, BakeRefused, plan_continuation, stats_line
+from .core.checkpoints import CheckpointError, decode_checkpoint, encode_checkpoint
+from .core.connection import ConnectionSettingsError, ServerConnection
+from .core.pc2 import Pc2Error
+from .core.scene_export import ExportError
 from .core.worker import BakeWorker, WorkerEvent
+
+# Everything BakeSession.start raises before anything is sent, each with a message naming the problem.
+START_ERRORS = (ExportError, BakeRefused, ConnectionSettingsError, CheckpointError, Pc2Error)
 
 
 @dataclass
@@ -30,32 +44,67 @@ class BakeOutcome:
 
 
 class BakeSession:
+    """scene: the scene to bake. address: overrides the scene's server (no keys); connection: a full
+    :class:`ServerConnection` (default: the scene's profile or address). from_frame: None for a full
+    bake, else continue the stored bake from this frame (frames before it are kept)."""
+
     def __init__(self, scene: bpy.types.Scene, address: str | None = None, timeout: float | None = None,
-                 client_factory=None):
+                 client_factory=None, from_frame: int | None = None, connection: ServerConnection | None = None):
         self.scene_name = scene.name
         settings = scene.tangle
-        self.address = address or settings.server_address
+        self.connection = connection or (ServerConnection(address) if address else None)
         self.timeout = timeout if timeout is not None else settings.timeout
         self.client_factory = client_factory
+        self.from_frame = from_frame
         self.worker: BakeWorker | None = None
         self.progress: BakeProgress | None = None
         self.targets: dict[str, bake_io.ClothTarget] = {}
+        self.outputs: dict[str, object] = {}
+        self.keep_before: int | None = None  # frames before it are kept (continuations)
         self.outcome: BakeOutcome | None = None
 
     @property
     def scene(self) -> bpy.types.Scene:
         return bpy.data.scenes[self.scene_name]
 
+    @property
+    def address(self) -> str:
+        return self.connection.address if self.connection else self.scene.tangle.server_address
+
     def start(self) -> "BakeSession":
-        """Export and submit. Raises ``ExportError`` (naming the object) before anything is sent."""
+        """Export, check and submit. Raises one of ``START_ERRORS`` (naming the object / setting) before
+        anything is sent."""
+        from .preferences import scene_connection
+
         scene = self.scene
+        settings = scene.tangle
+        connection = self.connection or scene_connection(scene)
+        connection.validate()
         scene_dict, drive, self.targets = bake_io.export_scene(scene)
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
-        self.progress = BakeProgress(first, last)
-        settings = scene.tangle
+        route = settings.output_route
+        resume = None
+        first_streamed = first
+        if self.from_frame is not None:
+            record = bake_output.load_record(scene)
+            topologies = {name: target.topology for name, target in self.targets.items()}
+            plan = plan_continuation(record, self.from_frame, first, last, route, topologies)
+            self.keep_before = plan.first_new_frame
+            if plan.resume_frame is not None:
+                resume = decode_checkpoint(record.checkpoints[plan.resume_frame])
+                first_streamed = plan.resume_frame + 1
+        self.outputs = {name: bake_output.OUTPUTS[route](scene, target, first)
+                        for name, target in self.targets.items()}
+        for output in self.outputs.values():
+            output.check()
+        self.route, self.first, self.last = route, first, last
+        self.progress = BakeProgress(first_streamed, last)
         settings.is_baking, settings.progress, settings.last_error, settings.live_stats = True, 0.0, "", ""
-        settings.status = f"Connecting to {self.address}"
-        self.worker = BakeWorker(self.address, scene_dict, drive, self.timeout, self.client_factory).start()
+        what = "Connecting" if self.keep_before is None else f"Continuing from frame {self.keep_before}: connecting"
+        settings.status = f"{what} to {connection.describe()}"
+        self.connection = connection
+        self.worker = BakeWorker(connection, scene_dict, drive, self.timeout, self.client_factory,
+                                 checkpoint_every=settings.checkpoint_every, resume=resume).start()
         return self
 
     def cancel(self) -> None:
@@ -67,19 +116,37 @@ class BakeSession:
     def finished(self) -> bool:
         return self.outcome is not None
 
+    def _accepted(self) -> None:
+        """The server took the job: only now remove the frames this bake replaces (a refused scene
+        leaves the existing bake untouched) and reset the record."""
+        scene = self.scene
+        for output in self.outputs.values():
+            output.begin(self.keep_before)
+        topologies = {name: target.topology for name, target in self.targets.items()}
+        if self.keep_before is None:
+            record = BakeRecord(self.first, self.last, self.route, topologies)
+        else:
+            record = bake_output.load_record(scene)
+            record.frame_end = self.last
+            record.last_frame = self.keep_before - 1
+            record.checkpoints = {frame: blob for frame, blob in record.checkpoints.items()
+                                  if frame < self.keep_before}
+        bake_output.save_record(scene, record)
+
     def handle(self, event: WorkerEvent) -> None:
         """Apply one worker event on the main thread."""
         settings = self.scene.tangle
         if event.kind == "accepted":
-            # The previous bake goes only now: a scene the server refuses leaves it untouched.
-            for name in self.targets:
-                bake_io.free_bake(bpy.data.objects[name])
+            self._accepted()
             settings.status = "Baking: waiting for the first frame"
         elif event.kind == "frame":
-            for name, positions in event.positions.items():
-                target = self.targets.get(name)
-                if target is not None:
-                    bake_io.write_frame(target, event.frame, self.progress.frame_start, positions)
+            if self.keep_before is None or event.frame >= self.keep_before:
+                for name, positions in event.positions.items():
+                    output = self.outputs.get(name)
+                    if output is not None:
+                        output.write(event.frame, positions)
+                blob = encode_checkpoint(event.checkpoint) if event.checkpoint is not None else None
+                bake_output.record_frame(self.scene, event.frame, blob)
             self.progress.record(event.frame, dict(event.stats))
             settings.progress = self.progress.fraction
             settings.status = f"Baking {self.progress.status_line()}"
@@ -136,13 +203,25 @@ class BakeSession:
             self.worker.join(timeout=5.0)
 
 
+def continuation_frames(scene: bpy.types.Scene) -> tuple[int | None, int | None]:
+    """(resume frame, last baked frame) of the scene's stored bake: Resume continues at the first
+    frame; (None, None) without a bake."""
+    record = bake_output.load_record(scene)
+    if record is None or record.last_frame is None:
+        return None, None
+    return record.last_frame + 1, record.last_frame
+
+
 def bake_headless(scene: bpy.types.Scene | None = None, address: str | None = None,
-                  timeout: float | None = None) -> BakeOutcome:
-    """Bake ``scene`` (default: the context scene) against ``address`` and block until done.
+                  timeout: float | None = None, from_frame: int | None = None,
+                  connection: ServerConnection | None = None) -> BakeOutcome:
+    """Bake ``scene`` (default: the context scene) against ``address`` / ``connection`` and block until done.
 
     For ``blender --background`` and the ``bpy`` module, where timers and modal operators never run.
-    Raises ``ExportError`` on bad input before contacting the server; server errors end up in the
-    returned outcome (state "failed", message naming the object and frame).
+    Raises one of ``START_ERRORS`` on bad input before contacting the server; server errors end up in
+    the returned outcome (state "failed", message naming the object and frame). ``from_frame``
+    continues the stored bake (see :class:`BakeSession`).
     """
-    session = BakeSession(scene or bpy.context.scene, address, timeout).start()
+    session = BakeSession(scene or bpy.context.scene, address, timeout, from_frame=from_frame,
+                          connection=connection).start()
     return session.run_blocking()

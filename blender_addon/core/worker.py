@@ -7,6 +7,7 @@ Cancelling sets a flag the worker checks after every frame, then it sends ``canc
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 from collections.abc import Callable, Mapping
@@ -145,12 +146,17 @@ class BakeWorker:
         except KeyError:
             raise KeyError(f"no drive data was prepared for frame {frame}") from None
 
-    def _submit_options(self) -> dict:
-        """Checkpoint options for ``submit`` (left out when unused, so any client without them works)."""
+    def _submit_options(self, client) -> dict:
+        """Checkpoint options for ``client.submit``: left out when unused or when the client predates
+        checkpoints (then the bake works without them); a resume such a client cannot do is an error."""
+        accepted = inspect.signature(client.submit).parameters
         options = {}
-        if self.checkpoint_every:
+        if self.checkpoint_every and "checkpoint_every" in accepted:
             options["checkpoint_every"] = int(self.checkpoint_every)
         if self.resume is not None:
+            if "resume" not in accepted:
+                raise _solver_error_type()("unsupported", "this version of the protocol client cannot resume "
+                                                          "from a checkpoint; bake from the start")
             options["resume"] = self.resume
         return options
 
@@ -160,7 +166,7 @@ class BakeWorker:
         try:
             with self._client_factory(self.connection, self.timeout) as client:
                 job = client.submit(self.scene, drive=self._drive if self.drive_frames is not None else None,
-                                    **self._submit_options())
+                                    **self._submit_options(client))
                 put(WorkerEvent("accepted"))
                 try:
                     for result in job.frames():

@@ -1,14 +1,13 @@
-"""TANGLE_OT_bake: bake the scene through the solver server.
+"""Bake operators: bake, resume, re-bake from the current frame, cancel.
 
-Invoked from the UI it is modal: a worker thread does all socket I/O while a window-manager timer
-applies the frames on the main thread, the panel shows progress/ETA, and Esc cancels. Executed from a
-script or in ``--background`` (no event loop) it blocks until the bake ends.
+Invoked from the UI they are modal: a worker thread does all socket I/O while a window-manager timer
+applies the frames on the main thread, the panel shows progress/ETA/live stats, and Esc cancels.
+Executed from a script or in ``--background`` (no event loop) they block until the bake ends.
 """
 
 import bpy
 
-from ..bake_session import BakeSession
-from ..core.scene_export import ExportError
+from ..bake_session import START_ERRORS, BakeSession, continuation_frames
 
 # The bake running in this Blender session (at most one); the cancel operator and the panel read it.
 _active_session: BakeSession | None = None
@@ -28,17 +27,13 @@ def _report_outcome(operator, outcome) -> set[str]:
     return {"FINISHED"}
 
 
-class TANGLE_OT_bake(bpy.types.Operator):
-    """Bake Tangle cloth of this scene through the solver server (Esc cancels, baked frames are kept)"""
-
-    bl_idname = "tangle.bake"
-    bl_label = "Bake"
-    bl_options = {"REGISTER"}
+class _ModalBake:
+    """Shared modal / blocking driver; subclasses say where the bake starts (``_from_frame``)."""
 
     _timer = None
 
     @classmethod
-    def poll(cls, context):
+    def _can_bake(cls, context) -> bool:
         if active_session() is not None:
             cls.poll_message_set("A Tangle bake is already running")
             return False
@@ -47,11 +42,15 @@ class TANGLE_OT_bake(bpy.types.Operator):
             return False
         return True
 
+    def _from_frame(self, context) -> int | None:
+        return None
+
     def _start(self, context) -> BakeSession | None:
         global _active_session
         try:
-            _active_session = BakeSession(context.scene).start()
-        except ExportError as error:
+            _active_session = BakeSession(context.scene, from_frame=self._from_frame(context)).start()
+        except START_ERRORS as error:
+            context.scene.tangle.is_baking = False
             self.report({"ERROR"}, f"Tangle bake not started: {error}")
             context.scene.tangle.last_error = str(error)
             return None
@@ -86,6 +85,59 @@ class TANGLE_OT_bake(bpy.types.Operator):
                 context.window_manager.event_timer_remove(self._timer)
                 return _report_outcome(self, session.outcome)
         return {"PASS_THROUGH"}
+
+
+class TANGLE_OT_bake(_ModalBake, bpy.types.Operator):
+    """Bake Tangle cloth of this scene through the solver server (Esc cancels, baked frames are kept)"""
+
+    bl_idname = "tangle.bake"
+    bl_label = "Bake"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return cls._can_bake(context)
+
+
+class TANGLE_OT_resume_bake(_ModalBake, bpy.types.Operator):
+    """Continue the stored bake after its last baked frame (from the saved solver checkpoint; earlier frames are kept)"""
+
+    bl_idname = "tangle.resume_bake"
+    bl_label = "Resume"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        if not cls._can_bake(context):
+            return False
+        if continuation_frames(context.scene)[0] is None:
+            cls.poll_message_set("There is no bake to resume")
+            return False
+        return True
+
+    def _from_frame(self, context):
+        return continuation_frames(context.scene)[0]
+
+
+class TANGLE_OT_rebake_from_frame(_ModalBake, bpy.types.Operator):
+    """Bake again from the current frame on; frames before it stay exactly as they are"""
+
+    bl_idname = "tangle.rebake_from_frame"
+    bl_label = "Re-bake from Current Frame"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        if not cls._can_bake(context):
+            return False
+        resume_frame, _ = continuation_frames(context.scene)
+        if resume_frame is None:
+            cls.poll_message_set("There is no bake to continue")
+            return False
+        return True
+
+    def _from_frame(self, context):
+        return context.scene.frame_current
 
 
 class TANGLE_OT_cancel_bake(bpy.types.Operator):

@@ -1,9 +1,11 @@
-"""TANGLE_OT_test_connection: ask the configured server who it is (version, backend, device)."""
+"""TANGLE_OT_test_connection: ask the scene's server who it is (version, backend, device)."""
 
 import bpy
 
-from .._protocol import SolverError, solver_client_class
+from .._protocol import SolverError
 from ..core.bake_state import server_line
+from ..core.connection import ConnectionSettingsError, open_client
+from ..preferences import scene_connection
 from .bake import active_session
 
 TEST_TIMEOUT_S = 5.0
@@ -21,15 +23,17 @@ class TANGLE_OT_test_connection(bpy.types.Operator):
 
     def execute(self, context):
         settings = context.scene.tangle
-        address = settings.server_address
+        where = settings.server_address
         try:
-            with solver_client_class()(address, timeout=min(settings.timeout, TEST_TIMEOUT_S)) as client:
+            connection = scene_connection(context.scene, context)
+            where = connection.describe()
+            with open_client(connection, min(settings.timeout, TEST_TIMEOUT_S)) as client:
                 settings.server_info = server_line(client.hello())
-        except SolverError as error:
+        except (SolverError, ConnectionSettingsError) as error:
             settings.server_info = ""
-            settings.last_error = f"{address}: {error}"
-            self.report({"ERROR"}, f"Tangle server at {address}: {error}")
+            settings.last_error = f"{where}: {error}"
+            self.report({"ERROR"}, f"Tangle server at {where}: {error}")
             return {"CANCELLED"}
         settings.last_error = ""
-        self.report({"INFO"}, f"Tangle server at {address}: {settings.server_info}")
+        self.report({"INFO"}, f"Tangle server at {where}: {settings.server_info}")
         return {"FINISHED"}

@@ -1,17 +1,20 @@
-"""TANGLE_OT_free_bake: remove the baked shape keys and their animation."""
+"""TANGLE_OT_free_bake: remove the baked frames (shape keys or PC2 cache), their animation and the
+stored checkpoints."""
 
 import bpy
 
-from ..bake_io import free_bake
+from ..bake_output import RECORD_PROPERTY, clear_record, free_outputs, mesh_cache_modifier
 from .bake import active_session
 
 
 def _baked_objects(context):
-    return [obj for obj in context.scene.objects if obj.tangle.role == "CLOTH" and obj.tangle.baked_topology]
+    return [obj for obj in context.scene.objects if obj.tangle.role == "CLOTH" and
+            (obj.tangle.baked_topology or mesh_cache_modifier(obj) is not None)]
 
 
 class TANGLE_OT_free_bake(bpy.types.Operator):
-    """Remove the Tangle bake (shape keys tangle_f#### and their keyframes) from the scene's cloth objects"""
+    """Remove the Tangle bake from the scene's cloth objects: shape keys tangle_f#### and their keyframes,
+    or the Mesh Cache modifier and its PC2 file, plus the stored solver checkpoints"""
 
     bl_idname = "tangle.free_bake"
     bl_label = "Free Bake"
@@ -22,12 +25,13 @@ class TANGLE_OT_free_bake(bpy.types.Operator):
         if active_session() is not None:
             cls.poll_message_set("Cancel the running bake first")
             return False
-        return bool(_baked_objects(context))
+        return bool(_baked_objects(context)) or RECORD_PROPERTY in context.scene
 
     def execute(self, context):
         objects = _baked_objects(context)
-        removed = sum(free_bake(obj) for obj in objects)
+        removed = sum(free_outputs(obj) for obj in objects)
+        clear_record(context.scene)
         context.scene.tangle.status = ""
         context.scene.tangle.progress = 0.0
-        self.report({"INFO"}, f"Removed {removed} baked shape key(s) from {len(objects)} object(s)")
+        self.report({"INFO"}, f"Removed {removed} baked frame(s) from {len(objects)} object(s)")
         return {"FINISHED"}

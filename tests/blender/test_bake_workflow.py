@@ -1,0 +1,130 @@
+"""Bake workflow in real Blender (bpy 4.5): server profiles with CURVE keys, Start / Stop Local Server,
+resume after cancel, re-bake from a frame, topology change refused, shape-key vs PC2 output routes.
+
+Each scenario runs in its own bpy subprocess (workflow_scenarios.py) against a real solver server.
+"""
+
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
+    pytest.mark.blender,
+]
+
+HERE = Path(__file__).resolve().parent
+REPOSITORY_ROOT = HERE.parents[1]
+
+
+@pytest.fixture
+def run_workflow(tmp_path):
+    def run(name: str, timeout: float = 120.0, **args) -> dict:
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        environment = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
+        completed = subprocess.run([sys.executable, str(HERE / "workflow_scenarios.py"), name, json.dumps(args)],
+                                   cwd=REPOSITORY_ROOT, env=environment, capture_output=True, text=True,
+                                   timeout=timeout)
+        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+        if completed.returncode != 0 or not lines:
+            raise AssertionError(f"scenario {name} failed (exit {completed.returncode}):\n"
+                                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}")
+        return json.loads(lines[-1][len("RESULT "):])
+
+    return run
+
+
+def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solver_server, tmp_path):
+    keys = tmp_path / "keys"
+    subprocess.run([sys.executable, "-m", "solver_server", "--generate-keys", str(keys), "--client-name", "artist"],
+                   cwd=REPOSITORY_ROOT, check=True, capture_output=True, timeout=60)
+    secure = start_solver_server("--keys", str(keys))
+    bad_python = tmp_path / "python-without-packages"
+    bad_python.write_text(f"#!/bin/sh\nexec '{sys.executable}' -I -S \"$@\"\n")
+    bad_python.chmod(bad_python.stat().st_mode | stat.S_IXUSR)
+    result = run_workflow("connection", curve_address=secure.address, server_key=str(keys / "server.key"),
+                          client_key=str(keys / "artist.key_secret"), bad_python=str(bad_python))
+    assert result["profile_add"]["result"] == ["FINISHED"]
+    assert result["curve"]["result"] == ["FINISHED"] and result["curve"]["server_info"].startswith("tangle-solver ")
+    unauthorized = result["curve_unauthorized"]
+    assert unauthorized["result"] == ["RAISED"] and "timeout" in unauthorized["last_error"]
+    assert "profile 'Secure'" in unauthorized["last_error"]
+    missing = result["missing_key_file"]
+    assert missing["result"] == ["RAISED"] and "/nonexistent/server.key" in missing["last_error"]
+    assert "'Secure'" in missing["last_error"]
+    for case in ("unknown_profile", "bake_with_unknown_profile"):
+        assert result[case]["result"] == ["RAISED"]
+        assert "'Nobody'" in result[case]["last_error"] and "preferences" in result[case]["last_error"]
+    assert result["bake_with_unknown_profile"]["keys"] is False  # nothing was baked
+    bad = result["bad_python"]
+    assert bad["result"] == ["RAISED"] and str(bad_python) in bad["last_error"]
+    assert "solver_server" in bad["last_error"] and "Server Python" in bad["last_error"]
+    start = result["start"]
+    assert start["result"] == ["FINISHED"] and start["address"].startswith("tcp://127.0.0.1:")
+    assert start["profile"] == "" and result["start_poll_while_running"] is False
+    assert result["local_test"]["server_info"].startswith("tangle-solver ")
+    assert result["local_bake"]["result"] == ["FINISHED"] and result["local_bake"]["status"].startswith("Baked 4/4")
+    assert result["stop"]["result"] == ["FINISHED"] and result["process_exit"] is not None
+    assert result["stop_poll_after"] is False
+
+
+def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from: int) -> None:
+    assert result["full"]["result"] == ["FINISHED"]
+    cancelled = result["cancelled"]
+    assert cancelled["state"] == "cancelled" and cancelled["frames"] >= cancel_after
+    assert cancelled["last_frame"] < frames  # something was left to resume
+    assert result["resume_poll"] is True
+    assert result["resume"]["result"] == ["FINISHED"], result["resume"]
+    assert result["resume_vs_full"] < 1e-5  # resumed bake equals the uninterrupted one [m]
+    if "kept_frames_identical_after_resume" in result:
+        assert result["kept_frames_identical_after_resume"] is True
+    assert result["rebake"]["result"] == ["FINISHED"], result["rebake"]
+    assert result["rebake_kept_bit_identical"] is True
+    assert result["rebake_kept_max_diff"] == 0.0
+    assert result["rebake_changed_min"] > 1e-4  # the changed damping took effect after frame k
+    assert result["rebake_frames"] == list(range(1, frames + 1))
+    refused = result["changed_topology"]
+    assert refused["result"] == ["RAISED"]
+    assert "'Sheet'" in refused["last_error"] and "topology changed" in refused["last_error"]
+    assert result["free"]["result"] == ["FINISHED"] and result["record_after_free"] is False
+
+
+@pytest.mark.parametrize("route", ["SHAPE_KEYS", "PC2"])
+def test_resume_after_cancel_and_rebake_from_a_frame(run_workflow, solver_server_address, tmp_path, route):
+    frames, cancel_after, rebake_from = 24, 7, 11
+    result = run_workflow("continuation", address=solver_server_address, frames=frames, route=route,
+                          cancel_after=cancel_after, rebake_from=rebake_from, path=str(tmp_path / "shot.blend"))
+    check_continuation(result, frames, cancel_after, rebake_from)
+
+
+def test_shape_key_and_pc2_routes_play_back_identically(run_workflow, solver_server_address, tmp_path):
+    copy_dir = tmp_path / "elsewhere"
+    copy_dir.mkdir()
+    result = run_workflow("output_routes", address=solver_server_address, frames=12,
+                          path=str(tmp_path / "shot.blend"), copy_dir=str(copy_dir))
+    unsaved = result["pc2_unsaved"]
+    assert unsaved["result"] == ["RAISED"] and "save the .blend first" in unsaved["last_error"]
+    assert result["shape_keys"]["result"] == ["FINISHED"] and result["pc2"]["result"] == ["FINISHED"]
+    assert result["modifier_path"] == "//shot_tangle/Scene/Sheet.pc2"
+    assert result["pc2_file"] == str(tmp_path / "shot_tangle" / "Scene" / "Sheet.pc2")
+    assert result["shape_keys_left"] is False  # switching routes replaced the shape-key bake
+    assert result["pc2_moved"] > 0.01
+    assert result["routes_max_diff"] < 1e-6  # both routes play back the same positions [m]
+    assert result["path_after_save_as"] == "//../shot_tangle/Scene/Sheet.pc2"  # remapped, still relative
+    assert result["save_as_max_diff"] < 1e-6 and result["reload_max_diff"] < 1e-6
+    assert result["free"]["result"] == ["FINISHED"]
+    assert result["modifier_after_free"] is False and result["file_after_free"] is False
+
+
+def test_workflow_panel_draws_only_existing_properties_and_operators(run_workflow):
+    result = run_workflow("panel")
+    assert result["missing"] == []
+    assert result["operators"] == ["tangle.start_local_server", "tangle.resume_bake", "tangle.rebake_from_frame"]
+    assert {"server_profile", "output_route", "checkpoint_every"} <= set(result["props"])

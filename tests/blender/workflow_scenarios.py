@@ -1,0 +1,244 @@
+"""Real-Blender scenarios of the bake workflow (connection, resume / re-bake, output routes, farm entry),
+each run in a fresh subprocess by test_bake_workflow.py:
+
+    python workflow_scenarios.py SCENARIO JSON_ARGS   ->  prints one line "RESULT <json>"
+
+Assertions live in the pytest module; this file only drives Blender and measures.
+"""
+
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPOSITORY_ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPOSITORY_ROOT))
+
+from scenarios import call, evaluated_world_positions, grid_object  # noqa: E402  (same helpers as scenarios.py)
+
+
+def enable_addon() -> None:
+    """Enable the add-on from the source tree the way Blender does (so its preferences exist)."""
+    import addon_utils
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    addon_utils.enable("blender_addon", default_set=True, handle_error=None)
+
+
+def pinned_sheet(n: int = 6, name: str = "Sheet") -> bpy.types.Object:
+    sheet = grid_object(name, n, 1.0, 1.0)
+    sheet.rotation_euler = (0.0, 0.0, 0.4)
+    sheet.vertex_groups.new(name="pins").add([n * (n - 1), n * n - 1], 1.0, "REPLACE")
+    sheet.tangle.role, sheet.tangle.pin_group = "CLOTH", "pins"
+    return sheet
+
+
+def playback(obj, frames) -> dict[int, list]:
+    return {frame: evaluated_world_positions(obj, frame) for frame in frames}
+
+
+def shape_key_bytes(obj) -> dict[int, bytes]:
+    """Raw float32 data of every baked shape key, by frame."""
+    session = importlib.import_module("blender_addon.core.bake_state")
+    result = {}
+    for block in obj.data.shape_keys.key_blocks if obj.data.shape_keys else ():
+        frame = session.frame_of_shape_key(block.name)
+        if frame is not None:
+            data = np.empty(len(block.data) * 3, np.float32)
+            block.data.foreach_get("co", data)
+            result[frame] = data.tobytes()
+    return result
+
+
+def max_difference(a: dict, b: dict) -> float:
+    return float(max(np.abs(a[frame] - b[frame]).max() for frame in a))
+
+
+def scenario_connection(args: dict) -> dict:
+    """Server profiles with CURVE keys, a missing profile, Start / Stop Local Server."""
+    enable_addon()
+    scene = bpy.context.scene
+    prefs = bpy.context.preferences.addons["blender_addon"].preferences
+    result = {"profile_add": call(bpy.ops.tangle.profile_add)}
+    profile = prefs.profiles[0]
+    profile.name, profile.address = "Secure", args["curve_address"]
+    profile.server_public_key_file = args["server_key"]
+    profile.client_secret_key_file = args["client_key"]
+    scene.tangle.server_profile, scene.tangle.timeout = "Secure", 3.0
+    result["curve"] = call(bpy.ops.tangle.test_connection) | {"server_info": scene.tangle.server_info}
+    profile.client_secret_key_file = ""  # a fresh, unauthorized client key: the server stays silent
+    result["curve_unauthorized"] = call(bpy.ops.tangle.test_connection) | {"last_error": scene.tangle.last_error}
+    profile.server_public_key_file = "/nonexistent/server.key"
+    result["missing_key_file"] = call(bpy.ops.tangle.test_connection) | {"last_error": scene.tangle.last_error}
+    scene.tangle.server_profile = "Nobody"
+    result["unknown_profile"] = call(bpy.ops.tangle.test_connection) | {"last_error": scene.tangle.last_error}
+    sheet = pinned_sheet()
+    result["bake_with_unknown_profile"] = call(bpy.ops.tangle.bake) | {
+        "last_error": scene.tangle.last_error, "keys": sheet.data.shape_keys is not None}
+
+    prefs.python_path = args["bad_python"]
+    result["bad_python"] = call(bpy.ops.tangle.start_local_server) | {"last_error": scene.tangle.last_error}
+    prefs.python_path = sys.executable
+    result["start"] = call(bpy.ops.tangle.start_local_server) | {
+        "address": scene.tangle.server_address, "profile": scene.tangle.server_profile}
+    result["start_poll_while_running"] = bpy.ops.tangle.start_local_server.poll()
+    result["local_test"] = call(bpy.ops.tangle.test_connection) | {"server_info": scene.tangle.server_info}
+    scene.frame_start, scene.frame_end = 1, 4
+    result["local_bake"] = call(bpy.ops.tangle.bake) | {"status": scene.tangle.status}
+    server = importlib.import_module("blender_addon.operators.server").running_local_server()
+    process = server.process
+    result["stop"] = call(bpy.ops.tangle.stop_local_server)
+    result["process_exit"] = process.poll()
+    result["stop_poll_after"] = bpy.ops.tangle.stop_local_server.poll()
+    return result
+
+
+def scenario_continuation(args: dict) -> dict:
+    """Uninterrupted bake vs cancel-at-k + resume; re-bake from frame k keeps frames < k bit-identical;
+    a changed topology is refused; the stored checkpoints survive save and reload."""
+    enable_addon()
+    bake_session = importlib.import_module("blender_addon.bake_session")
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    scene.tangle.checkpoint_every, scene.tangle.output_route = 3, args["route"]
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    sheet = pinned_sheet()
+    result = {"full": call(bpy.ops.tangle.bake)}
+    reference = playback(sheet, range(1, frames + 1))
+    record = bake_output.load_record(scene)
+    result["checkpoint_frames"] = sorted(record.checkpoints)
+
+    # Cancel after k frames (driven the way the modal timer drives the session), then Resume.
+    session = bake_session.BakeSession(scene).start()
+    deadline = time.monotonic() + 60
+    while not session.finished and time.monotonic() < deadline:
+        time.sleep(0.02)
+        session.handle_pending()
+        if session.progress.frames_done >= args["cancel_after"] and session.worker is not None:
+            session.cancel()
+    result["cancelled"] = {"state": session.outcome.state, "frames": session.outcome.frames_baked,
+                           "last_frame": bake_output.load_record(scene).last_frame}
+    before_resume = shape_key_bytes(sheet) if args["route"] == "SHAPE_KEYS" else None
+    bpy.ops.wm.save_mainfile()
+    bpy.ops.wm.open_mainfile(filepath=args["path"])  # the resume must work from the saved file alone
+    scene, sheet = bpy.context.scene, bpy.data.objects["Sheet"]
+    result["resume_poll"] = bpy.ops.tangle.resume_bake.poll()
+    result["resume"] = call(bpy.ops.tangle.resume_bake) | {"status": scene.tangle.status}
+    resumed = playback(sheet, range(1, frames + 1))
+    result["resume_vs_full"] = max_difference(reference, resumed)
+    if before_resume is not None:
+        after = shape_key_bytes(sheet)
+        result["kept_frames_identical_after_resume"] = all(after[f] == data for f, data in before_resume.items()
+                                                           if f <= result["cancelled"]["last_frame"])
+
+    # Re-bake from frame k with a changed parameter: frames < k stay bit-identical, frames >= k change.
+    k = args["rebake_from"]
+    before = {frame: positions.copy() for frame, positions in playback(sheet, range(1, frames + 1)).items()}
+    raw_before = shape_key_bytes(sheet) if args["route"] == "SHAPE_KEYS" else None
+    pc2_before = None
+    if args["route"] == "PC2":
+        pc2_before = Path(bpy.path.abspath(bake_output.mesh_cache_modifier(sheet).filepath)).read_bytes()
+    sheet.tangle.cloth.damping = 5.0
+    scene.frame_set(k)
+    result["rebake"] = call(bpy.ops.tangle.rebake_from_frame) | {"status": scene.tangle.status}
+    after = playback(sheet, range(1, frames + 1))
+    result["rebake_kept_max_diff"] = float(max(np.abs(after[f] - before[f]).max() for f in range(1, k)))
+    result["rebake_changed_min"] = float(np.abs(after[frames] - before[frames]).max())
+    if raw_before is not None:
+        raw_after = shape_key_bytes(sheet)
+        result["rebake_kept_bit_identical"] = all(raw_after[f] == raw_before[f] for f in range(1, k))
+        result["rebake_frames"] = sorted(raw_after)
+    if pc2_before is not None:
+        pc2_after = Path(bpy.path.abspath(bake_output.mesh_cache_modifier(sheet).filepath)).read_bytes()
+        kept_bytes = 32 + (k - 1) * len(sheet.data.vertices) * 12
+        result["rebake_kept_bit_identical"] = pc2_after[32:kept_bytes] == pc2_before[32:kept_bytes]
+        result["rebake_frames"] = list(range(1, frames + 1))
+
+    # A topology change is detected and refused with the object named; nothing is touched.
+    bpy.context.view_layer.objects.active = sheet
+    sheet.data.vertices.add(1)
+    sheet.data.update()
+    result["changed_topology"] = call(bpy.ops.tangle.rebake_from_frame) | {"last_error": scene.tangle.last_error}
+    result["free"] = call(bpy.ops.tangle.free_bake)
+    result["record_after_free"] = bake_output.RECORD_PROPERTY in scene
+    return result
+
+
+def scenario_output_routes(args: dict) -> dict:
+    """The same bake as shape keys and as PC2 + Mesh Cache: identical playback; Save As and reload keep
+    the PC2 route playing; Free Bake removes the modifier and the file."""
+    enable_addon()
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    sheet = pinned_sheet()
+    scene.tangle.output_route = "PC2"  # PC2 needs a saved .blend
+    result = {}
+    result["pc2_unsaved"] = call(bpy.ops.tangle.bake) | {"last_error": scene.tangle.last_error}
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    scene.tangle.output_route = "SHAPE_KEYS"
+    result["shape_keys"] = call(bpy.ops.tangle.bake)
+    sample_frames = [1, 2, 3, frames // 2, frames]
+    shape_key_playback = playback(sheet, sample_frames)
+    scene.tangle.output_route = "PC2"
+    result["pc2"] = call(bpy.ops.tangle.bake)
+    modifier = bake_output.mesh_cache_modifier(sheet)
+    result["modifier_path"] = modifier.filepath
+    result["shape_keys_left"] = sheet.data.shape_keys is not None
+    pc2_path = Path(bpy.path.abspath(modifier.filepath))
+    result["pc2_file"] = str(pc2_path)
+    pc2_playback = playback(sheet, sample_frames)
+    result["routes_max_diff"] = max_difference(shape_key_playback, pc2_playback)
+    result["pc2_moved"] = float(np.abs(pc2_playback[frames] - pc2_playback[1]).max())
+    bpy.ops.wm.save_mainfile()
+    copy = Path(args["copy_dir"]) / "copy.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(copy))  # Save As into another folder
+    result["path_after_save_as"] = bake_output.mesh_cache_modifier(bpy.data.objects["Sheet"]).filepath
+    bpy.ops.wm.open_mainfile(filepath=str(copy))
+    result["save_as_max_diff"] = max_difference(pc2_playback, playback(bpy.data.objects["Sheet"], sample_frames))
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    sheet = bpy.data.objects["Sheet"]
+    result["reload_max_diff"] = max_difference(pc2_playback, playback(sheet, sample_frames))
+    result["free"] = call(bpy.ops.tangle.free_bake)
+    result["modifier_after_free"] = bake_output.mesh_cache_modifier(sheet) is not None
+    result["file_after_free"] = pc2_path.exists()
+    return result
+
+
+def scenario_panel(args: dict) -> dict:
+    """Draw the bake-workflow sub-panel with a recording layout: every property and operator exists."""
+    enable_addon()
+    scenarios = importlib.import_module("scenarios")
+    panels = importlib.import_module("blender_addon.panels")
+    pinned_sheet()
+    calls = []
+    context = type("Context", (), {"scene": bpy.context.scene, "preferences": bpy.context.preferences})()
+    panels.TANGLE_PT_bake_workflow.draw(type("Panel", (), {"layout": scenarios.LayoutRecorder(calls)})(), context)
+    missing = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
+               for data, name in [rest] if name not in data.bl_rna.properties]
+    operators = [rest[0] for kind, *rest in calls if kind == "operator"]
+    missing += [idname for idname in operators if not hasattr(getattr(bpy.ops, idname.split(".")[0]),
+                                                                idname.split(".")[1])]
+    return {"missing": missing, "operators": operators,
+            "props": [rest[1] for kind, *rest in calls if kind == "prop"]}
+
+
+if __name__ == "__main__":
+    name, arguments = sys.argv[1], json.loads(sys.argv[2])
+    outcome = globals()[f"scenario_{name}"](arguments)
+    print("RESULT " + json.dumps(outcome))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip the bpy module's teardown (it can stall at exit)
