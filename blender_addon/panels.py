@@ -79,3 +79,41 @@ class TANGLE_PT_bake(bpy.types.Panel):
             layout.label(text=settings.live_stats, icon="INFO")
         if settings.last_error:
             layout.label(text=settings.last_error, icon="ERROR")
+
+
+# ---- bake workflow: connection profile / local server, output route, resume and re-bake (engineer #2) ----
+
+class TANGLE_PT_bake_workflow(bpy.types.Panel):
+    bl_label = "Connection, Output, Resume"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "physics"
+    bl_parent_id = "TANGLE_PT_bake"
+
+    def draw(self, context):
+        from .bake_session import continuation_frames
+        from .operators.server import running_local_server
+        from .preferences import addon_preferences
+
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.scene.tangle
+        prefs = addon_preferences(context)
+        if prefs is not None:
+            layout.prop_search(settings, "server_profile", prefs, "profiles")
+        server = running_local_server()
+        row = layout.row(align=True)
+        if server is None:
+            row.operator("tangle.start_local_server", icon="PLAY")
+        else:
+            row.label(text=f"Local server: {server.address}", icon="CHECKMARK")
+            row.operator("tangle.stop_local_server", text="", icon="X")
+        layout.prop(settings, "output_route")
+        layout.prop(settings, "checkpoint_every")
+        resume_frame, last_frame = continuation_frames(context.scene)
+        if last_frame is not None:
+            layout.label(text=f"Baked up to frame {last_frame}", icon="CHECKMARK")
+        row = layout.row(align=True)
+        row.operator("tangle.resume_bake", icon="PLAY")
+        row.operator("tangle.rebake_from_frame", text=f"Re-bake from Frame {context.scene.frame_current}",
+                     icon="FILE_REFRESH")
