@@ -101,3 +101,17 @@ def test_soft_pin_carries_the_strand_weight_like_a_spring():
     assert expected > 1e-3
     assert sink == pytest.approx(expected, rel=1e-3)
     assert np.allclose(state.positions[:, :2], 0.0, atol=1e-9)
+
+
+def test_clamped_roots_follow_root_positions_and_directions():
+    """DerControl root position + direction per strand: the first two points land exactly on them."""
+    from solver_server.solvers.der.solver import DerControl
+    points = np.concatenate((straight(6, 0.05), straight(6, 0.05, origin=(0.0, 0.01, 0.0))))
+    model, solver, state = make(points, [0, 6, 12], HAIR)
+    roots = np.array([[0.001, 0.0, 0.002], [0.0, 0.011, 0.001]])
+    directions = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    out = state.copy()
+    solver.step(state, out, DerControl(root_positions=roots, root_directions=directions), None, 1e-3)
+    segment = 0.05 / 5
+    assert np.allclose(out.positions[[0, 6]], roots, atol=1e-12)
+    assert np.allclose(out.positions[[1, 7]], roots + segment * directions, atol=1e-12)

@@ -69,3 +69,14 @@ def test_soft_root_pins_hold_the_hair_elastically():
     sink = rest["Hair"][[0, 6, 12], 2] - roots[:, 2]
     assert np.all(sink > 0.0) and np.all(sink < 0.01)               # pulled down, held by 0.5·pin_stiffness
     assert positions["Hair"][:, 2].min() < rest["Hair"][:, 2].min()  # the free ends fell
+
+
+def test_animated_hair_object_carries_its_clamped_roots():
+    scene = _scene(hair_extra={"animated": True})
+    simulation = Simulation(scene, get_backend("cpu"))
+    _, rest, _ = simulation.initial_frame()
+    moved = np.eye(4)
+    moved[:3, 3] = [0.02, 0.0, 0.0]
+    _, positions, _ = simulation.advance({"Hair": {"matrix_world": moved}})
+    roots = np.array([0, 1, 6, 7, 12, 13])
+    assert np.allclose(positions["Hair"][roots], rest["Hair"][roots] + [0.02, 0.0, 0.0], atol=1e-6)
