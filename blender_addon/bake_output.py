@@ -91,15 +91,19 @@ def remove_shape_keys_from(obj: bpy.types.Object, first_removed: int) -> int:
 
 
 class ShapeKeyOutput:
-    """Frames of one object as shape keys ``tangle_f####`` (see bake_io.write_frame)."""
+    """Frames of one object as written by ``bake_io.write_frame``: shape keys ``tangle_f####`` for
+    meshes (and legacy curves), keyframed points for Curves hair."""
 
     route = "SHAPE_KEYS"
 
-    def __init__(self, scene: bpy.types.Scene, target: bake_io.ClothTarget, frame_start: int):
+    def __init__(self, scene: bpy.types.Scene, target, frame_start: int):
         self.target, self.frame_start = target, frame_start
 
-    def check(self) -> None:
-        """Nothing can be wrong before the bake starts."""
+    def check(self, keep_before: int | None) -> None:
+        obj = bpy.data.objects[self.target.object_name]
+        if keep_before is not None and obj.type == "CURVES":
+            raise BakeRefused(f"object '{obj.name}': resume and re-bake from a frame keep shape keys only; "
+                              "Curves hair is baked from the start")
 
     def begin(self, keep_before: int | None) -> None:
         obj = bpy.data.objects[self.target.object_name]
@@ -138,11 +142,11 @@ class Pc2Output:
 
     route = "PC2"
 
-    def __init__(self, scene: bpy.types.Scene, target: bake_io.ClothTarget, frame_start: int):
+    def __init__(self, scene: bpy.types.Scene, target, frame_start: int):
         self.scene_name, self.target, self.frame_start = scene.name, target, frame_start
         self.writer: Pc2Writer | None = None
 
-    def check(self) -> None:
+    def check(self, keep_before: int | None) -> None:
         cache_file(bpy.data.scenes[self.scene_name], self.target.object_name)
 
     def begin(self, keep_before: int | None) -> None:
@@ -179,6 +183,12 @@ class Pc2Output:
 
 
 OUTPUTS = {"SHAPE_KEYS": ShapeKeyOutput, "PC2": Pc2Output}
+
+
+def output_for(route: str, scene: bpy.types.Scene, target, frame_start: int):
+    """The output of one bake target: the scene's route for meshes; hair always as keyframes."""
+    is_mesh = bpy.data.objects[target.object_name].type == "MESH"
+    return OUTPUTS[route if is_mesh else "SHAPE_KEYS"](scene, target, frame_start)
 
 
 def free_outputs(obj: bpy.types.Object, delete_files: bool = True) -> int:

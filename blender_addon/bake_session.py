@@ -32,6 +32,11 @@ from .core.worker import BakeWorker, WorkerEvent
 START_ERRORS = (ExportError, BakeRefused, ConnectionSettingsError, CheckpointError, Pc2Error)
 
 
+def _topologies(targets: dict) -> dict[str, str]:
+    """{object name: topology hash} of the bake targets (hair targets without one count as "")."""
+    return {name: str(getattr(target, "topology", "")) for name, target in targets.items()}
+
+
 @dataclass
 class BakeOutcome:
     """How a bake ended: ``state`` is "finished", "cancelled" or "failed"."""
@@ -58,7 +63,7 @@ class BakeSession:
         self.from_frame = from_frame
         self.worker: BakeWorker | None = None
         self.progress: BakeProgress | None = None
-        self.targets: dict[str, bake_io.ClothTarget] = {}
+        self.targets: dict[str, object] = {}  # bake_io targets by object name
         self.outputs: dict[str, object] = {}
         self.keep_before: int | None = None  # frames before it are kept (continuations)
         self.outcome: BakeOutcome | None = None
@@ -87,16 +92,16 @@ class BakeSession:
         first_streamed = first
         if self.from_frame is not None:
             record = bake_output.load_record(scene)
-            topologies = {name: target.topology for name, target in self.targets.items()}
+            topologies = _topologies(self.targets)
             plan = plan_continuation(record, self.from_frame, first, last, route, topologies)
             self.keep_before = plan.first_new_frame
             if plan.resume_frame is not None:
                 resume = decode_checkpoint(record.checkpoints[plan.resume_frame])
                 first_streamed = plan.resume_frame + 1
-        self.outputs = {name: bake_output.OUTPUTS[route](scene, target, first)
+        self.outputs = {name: bake_output.output_for(route, scene, target, first)
                         for name, target in self.targets.items()}
         for output in self.outputs.values():
-            output.check()
+            output.check(self.keep_before)
         self.route, self.first, self.last = route, first, last
         self.progress = BakeProgress(first_streamed, last)
         settings.is_baking, settings.progress, settings.last_error, settings.live_stats = True, 0.0, "", ""
@@ -122,7 +127,7 @@ class BakeSession:
         scene = self.scene
         for output in self.outputs.values():
             output.begin(self.keep_before)
-        topologies = {name: target.topology for name, target in self.targets.items()}
+        topologies = _topologies(self.targets)
         if self.keep_before is None:
             record = BakeRecord(self.first, self.last, self.route, topologies)
         else:

@@ -4,7 +4,16 @@
         start a local solver server, build and bake the demo scene, write out/demo.blend,
         Workbench previews out/preview_NNNN.png and out/contact_sheet.png, stop the server.
     python -m blender_addon.cli bake shot.blend [--address tcp://HOST:PORT | --local-server] [--output baked.blend]
-        bake a saved .blend (headless farm bake) and save it; exit code 0 on success, 1 on failure.
+            [--timeout S] [--resume] [--server-key server.key --client-key NAME.key_secret]
+        bake a saved .blend (headless farm bake) and save it; exit code 0 when every frame was baked,
+        1 on any failure (with a message on stderr), 2 on bad arguments. The file is saved on failure
+        too (frames baked so far are kept), so ``--resume`` on a retry continues where it stopped.
+
+Inside a real Blender (the extension installed and enabled), the same bake is the operator
+``tangle.farm_bake``; ``--python-exit-code 1`` turns its failure into a non-zero exit code:
+
+    blender -b shot.blend --python-exit-code 1 --python-expr \
+        "import bpy; bpy.ops.tangle.farm_bake(address='tcp://gpu-box:5555', resume=True)"
 """
 
 from __future__ import annotations
@@ -58,17 +67,43 @@ class _Clock:
 
 
 def _bake(bpy, scene, address: str, timeout: float | None = None) -> int:
-    from .bake_session import bake_headless
-    from .core.scene_export import ExportError
+    code, message = bake_scene(scene, address=address, timeout=timeout)
+    return code
 
+
+def bake_scene(scene, address: str | None = None, timeout: float | None = None, resume: bool = False,
+               server_key: str = "", client_key: str = "") -> tuple[int, str]:
+    """Bake ``scene`` headless: (exit code 0 / 1, one-line message). Never raises for bake failures.
+
+    address: the server (default: the scene's profile or address); server_key / client_key: CURVE key
+    files for it. resume: continue the stored bake after its last baked frame when it is incomplete
+    (a complete or absent bake is baked from the start; a bake that cannot be continued is an error).
+    """
+    from .bake_output import load_record
+    from .bake_session import START_ERRORS, bake_headless
+    from .core.connection import ServerConnection
+
+    connection = None
+    if address or server_key or client_key:
+        connection = ServerConnection(address or scene.tangle.server_address, server_key, client_key)
+    from_frame = None
+    if resume:
+        record = load_record(scene)
+        if record is not None and record.last_frame is not None and record.last_frame < record.frame_end:
+            from_frame = record.last_frame + 1
     try:
-        outcome = bake_headless(scene, address, timeout)
-    except ExportError as error:
-        print(f"tangle: nothing sent, fix the scene first: {error}", file=sys.stderr)
-        return 1
-    print(f"tangle: bake {outcome.state}: {outcome.frames_baked}/{outcome.frames_total} frames "
-          f"in {outcome.elapsed_s:.2f} s" + (f" - {outcome.message}" if outcome.message else ""))
-    return 0 if outcome.state == "finished" else 1
+        outcome = bake_headless(scene, timeout=timeout, from_frame=from_frame, connection=connection)
+    except START_ERRORS as error:
+        message = f"tangle: nothing sent, fix the scene or settings first: {error}"
+        print(message, file=sys.stderr)
+        return 1, message
+    where = f" from frame {from_frame}" if from_frame is not None else ""
+    message = (f"tangle: bake{where} {outcome.state}: {outcome.frames_baked}/{outcome.frames_total} frames "
+               f"in {outcome.elapsed_s:.2f} s" + (f" - {outcome.message}" if outcome.message else ""))
+    print(message)
+    if outcome.state != "finished":
+        print(f"tangle: FAILED ({outcome.state}); the frames baked so far are kept", file=sys.stderr)
+    return (0 if outcome.state == "finished" else 1), message
 
 
 def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | None) -> int:
@@ -116,25 +151,40 @@ def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | 
 
 
 def run_bake(blend: Path, address: str | None, local_server: bool, output: Path | None,
-             timeout: float | None) -> int:
-    from .core.local_server import LocalServer
+             timeout: float | None, resume: bool = False, server_key: str = "", client_key: str = "") -> int:
+    from .core.local_server import LocalServer, LocalServerError
 
     if not blend.is_file():
         print(f"tangle: {blend} does not exist", file=sys.stderr)
         return 1
     bpy = _load_blender()
-    bpy.ops.wm.open_mainfile(filepath=str(blend.resolve()))
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(blend.resolve()))
+    except RuntimeError as error:
+        print(f"tangle: cannot open {blend}: {error}", file=sys.stderr)
+        return 1
     scene = bpy.context.scene
     server = LocalServer() if local_server else None
     try:
         if server is not None:
             address = server.start()
-        code = _bake(bpy, scene, address or scene.tangle.server_address, timeout)
+        code, _ = bake_scene(scene, address, timeout, resume, server_key, client_key)
+    except LocalServerError as error:
+        print(f"tangle: the local solver server did not start: {error}", file=sys.stderr)
+        return 1
     finally:
         if server is not None:
             server.stop()
-    target = (output or blend).resolve()
-    bpy.ops.wm.save_as_mainfile(filepath=str(target))
+    return save_blend(bpy, (output or blend).resolve(), code)
+
+
+def save_blend(bpy, target: Path, code: int) -> int:
+    """Save the baked file (also after a failed bake: the frames so far are kept); a failed save is 1."""
+    try:
+        bpy.ops.wm.save_as_mainfile(filepath=str(target))
+    except RuntimeError as error:
+        print(f"tangle: cannot save {target}: {error}", file=sys.stderr)
+        return 1
     print(f"tangle: saved {target}")
     return code
 
@@ -156,11 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     bake_parser.add_argument("--output", type=Path, help="save here instead of overwriting the input .blend")
     bake_parser.add_argument("--timeout", type=float,
                              help="seconds of server silence before failing (default: the scene's setting)")
+    bake_parser.add_argument("--resume", action="store_true",
+                             help="continue the stored bake after its last baked frame if it is incomplete "
+                                  "(farm retries); else bake from the start")
+    bake_parser.add_argument("--server-key", default="", help="the server's public CURVE key file (server.key)")
+    bake_parser.add_argument("--client-key", default="", help="this client's CURVE secret key file (NAME.key_secret)")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             return run_demo(args.out, args.frames, args.grid, args.address)
-        return run_bake(args.blend, args.address, args.local_server, args.output, args.timeout)
+        return run_bake(args.blend, args.address, args.local_server, args.output, args.timeout, args.resume,
+                        args.server_key, args.client_key)
     finally:
         _unload_blender()
 

@@ -9,6 +9,8 @@ import bpy
 
 from ..bake_session import START_ERRORS, BakeSession, continuation_frames
 
+SIMULATED_ROLES = frozenset({"CLOTH", "SOFTBODY", "HAIR"})
+
 # The bake running in this Blender session (at most one); the cancel operator and the panel read it.
 _active_session: BakeSession | None = None
 
@@ -37,8 +39,8 @@ class _ModalBake:
         if active_session() is not None:
             cls.poll_message_set("A Tangle bake is already running")
             return False
-        if not any(obj.tangle.role == "CLOTH" for obj in context.scene.objects):
-            cls.poll_message_set("Mark at least one mesh as Cloth in the Tangle physics panel")
+        if not any(obj.tangle.role in SIMULATED_ROLES for obj in context.scene.objects):
+            cls.poll_message_set("Mark at least one object as Cloth, Soft Body or Hair in the Tangle physics panel")
             return False
         return True
 
@@ -88,7 +90,7 @@ class _ModalBake:
 
 
 class TANGLE_OT_bake(_ModalBake, bpy.types.Operator):
-    """Bake Tangle cloth of this scene through the solver server (Esc cancels, baked frames are kept)"""
+    """Bake the Tangle cloth, soft bodies and hair of this scene through the solver server (Esc cancels, baked frames are kept)"""
 
     bl_idname = "tangle.bake"
     bl_label = "Bake"

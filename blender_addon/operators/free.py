@@ -4,16 +4,16 @@ stored checkpoints."""
 import bpy
 
 from ..bake_output import RECORD_PROPERTY, clear_record, free_outputs, mesh_cache_modifier
-from .bake import active_session
+from .bake import SIMULATED_ROLES, active_session
 
 
 def _baked_objects(context):
-    return [obj for obj in context.scene.objects if obj.tangle.role == "CLOTH" and
+    return [obj for obj in context.scene.objects if obj.tangle.role in SIMULATED_ROLES and
             (obj.tangle.baked_topology or mesh_cache_modifier(obj) is not None)]
 
 
 class TANGLE_OT_free_bake(bpy.types.Operator):
-    """Remove the Tangle bake from the scene's cloth objects: shape keys tangle_f#### and their keyframes,
+    """Remove the Tangle bake from the scene's simulated objects: shape keys tangle_f#### and their keyframes,
     or the Mesh Cache modifier and its PC2 file, plus the stored solver checkpoints"""
 
     bl_idname = "tangle.free_bake"
