@@ -20,16 +20,22 @@ class DroppingProxy:
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.listener, selectors.EVENT_READ)
         self._peers: dict[socket.socket, socket.socket] = {}
-        self._drop = threading.Event()
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
     def drop_all(self) -> None:
-        """Cut every connection open now (new ones are accepted afterwards)."""
-        self._drop.set()
-        while self._drop.is_set() and self._thread.is_alive():
-            self._stop.wait(0.01)
+        """Cut every connection open now (new ones are accepted afterwards). Shutting the sockets
+        down from here also unblocks the pump thread if it is stuck in sendall."""
+        with self._lock:
+            sockets = list(self._peers)
+        for sock in sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.drops += 1
 
     def close(self) -> None:
         self._stop.set()
@@ -39,11 +45,13 @@ class DroppingProxy:
         self.listener.close()
 
     def _close_pair(self, sock: socket.socket) -> None:
-        other = self._peers.pop(sock, None)
+        with self._lock:
+            other = self._peers.pop(sock, None)
+            if other is not None:
+                self._peers.pop(other, None)
         for s in (sock, other):
             if s is None:
                 continue
-            self._peers.pop(s, None)
             try:
                 self._selector.unregister(s)
             except (KeyError, ValueError):
@@ -52,11 +60,6 @@ class DroppingProxy:
 
     def _pump(self) -> None:
         while not self._stop.is_set():
-            if self._drop.is_set():
-                for sock in list(self._peers):
-                    self._close_pair(sock)
-                self.drops += 1
-                self._drop.clear()
             for key, _ in self._selector.select(timeout=0.02):
                 sock = key.fileobj
                 if sock is self.listener:
@@ -68,14 +71,16 @@ class DroppingProxy:
                     for s in (client, upstream):
                         s.setblocking(True)
                         self._selector.register(s, selectors.EVENT_READ)
-                    self._peers[client], self._peers[upstream] = upstream, client
+                    with self._lock:
+                        self._peers[client], self._peers[upstream] = upstream, client
                     continue
-                if sock not in self._peers:
+                other = self._peers.get(sock)
+                if other is None:
                     continue
                 try:
                     data = sock.recv(1 << 16)
                     if data:
-                        self._peers[sock].sendall(data)
+                        other.sendall(data)
                         continue
                 except OSError:
                     pass

@@ -243,17 +243,18 @@ def test_frames_lost_on_a_dropped_connection_are_sent_again(inprocess_server, ca
     received = []
     try:
         with SolverClient(f"tcp://127.0.0.1:{proxy.port}", timeout=10) as client:
-            job = client.submit(scene(frame_end=80, objects=objects, sleep_s=0.005))
+            job = client.submit(scene(frame_end=150, objects=objects, sleep_s=0.002))
             for result in job.frames():
                 received.append(result.frame)
                 np.testing.assert_allclose(result.positions["A"][0, 2], -0.01 * (result.frame - 1), atol=1e-6)
-                if result.frame in (10, 40):
-                    proxy.drop_all()
+                if result.frame in (10, 60):
+                    time.sleep(0.3)  # stop reading: frames pile up in the TCP buffers ...
+                    proxy.drop_all()  # ... and are lost with the connection
     finally:
         proxy.close()
     assert proxy.drops == 2
-    assert received == list(range(1, 81))  # every frame exactly once, in order
-    assert job.done_info["frames_done"] == 80 and not job.done_info["cancelled"]
+    assert received == list(range(1, 151))  # every frame exactly once, in order
+    assert job.done_info["frames_done"] == 150 and not job.done_info["cancelled"]
     assert "resume from frame" in caplog.text  # frames really were lost and sent again
 
 
