@@ -235,6 +235,48 @@ def scenario_panel(args: dict) -> dict:
             "props": [rest[1] for kind, *rest in calls if kind == "prop"]}
 
 
+def scenario_save_shot(args: dict) -> dict:
+    """Write a .blend with a pinned cloth grid for the farm-bake tests (``bad_pins``: a missing pin group)."""
+    enable_addon()
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, args["frames"]
+    scene.tangle.substeps = args.get("substeps", 2)
+    sheet = pinned_sheet(args.get("n", 6))
+    if args.get("bad_pins"):
+        sheet.tangle.pin_group = "no_such_group"
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    return {"saved": args["path"]}
+
+
+def scenario_inspect_bake(args: dict) -> dict:
+    """Open a baked .blend and report its shape keys, the stored bake record and the positions."""
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    enable_addon_keep_file()
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    sheet = bpy.data.objects["Sheet"]
+    record = bake_output.load_record(bpy.context.scene)
+    keys = [block.name for block in sheet.data.shape_keys.key_blocks] if sheet.data.shape_keys else []
+    frames = args.get("frames", [])
+    return {"keys": keys, "last_frame": None if record is None else record.last_frame,
+            "checkpoints": [] if record is None else sorted(record.checkpoints),
+            "positions": {str(f): evaluated_world_positions(sheet, f).tolist() for f in frames}}
+
+
+def scenario_farm_operator(args: dict) -> dict:
+    """bpy.ops.tangle.farm_bake on the open file, as `blender -b shot.blend --python-expr` runs it."""
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    enable_addon_keep_file()
+    return {"result": call(lambda: bpy.ops.tangle.farm_bake(address=args["address"], timeout=args["timeout"],
+                                                            output=args.get("output", "")))}
+
+
+def enable_addon_keep_file() -> None:
+    """Enable the add-on without resetting the open file."""
+    import addon_utils
+
+    addon_utils.enable("blender_addon", default_set=True, handle_error=None)
+
+
 if __name__ == "__main__":
     name, arguments = sys.argv[1], json.loads(sys.argv[2])
     outcome = globals()[f"scenario_{name}"](arguments)
