@@ -73,13 +73,18 @@ class Outbox(queue.Queue):
         self.wake_fd, self._wake_write_fd = os.pipe()
         os.set_blocking(self.wake_fd, False)
         os.set_blocking(self._wake_write_fd, False)
+        self._fd_lock = threading.Lock()
+        self._closed = False
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         super().put(item, block, timeout)
-        try:
-            os.write(self._wake_write_fd, b"\0")
-        except (BlockingIOError, OSError):
-            pass  # the pipe is full (the loop is awake anyway) or already closed at shutdown
+        with self._fd_lock:  # never write to a closed (and possibly reused) descriptor
+            if self._closed:
+                return
+            try:
+                os.write(self._wake_write_fd, b"\0")
+            except BlockingIOError:
+                pass  # the pipe is full: the loop is awake anyway
 
     def clear_wakeups(self) -> None:
         try:
@@ -89,8 +94,11 @@ class Outbox(queue.Queue):
             pass
 
     def close(self) -> None:
-        os.close(self.wake_fd)
-        os.close(self._wake_write_fd)
+        with self._fd_lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self.wake_fd)
+                os.close(self._wake_write_fd)
 
 
 class SentFrames:
