@@ -4,7 +4,6 @@ the loop must survive every message and still serve a well-behaved client afterw
 from __future__ import annotations
 
 import msgpack
-import numpy as np
 import zmq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
