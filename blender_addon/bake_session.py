@@ -28,6 +28,9 @@ from .core.pc2 import Pc2Error
 from .core.scene_export import ExportError
 from .core.worker import BakeWorker, WorkerEvent
 
+# Longest the modal timer spends applying frames per tick [s]; the rest waits for the next tick (0.1 s).
+TICK_BUDGET_S = 0.05
+
 # Everything BakeSession.start raises before anything is sent, each with a message naming the problem.
 START_ERRORS = (ExportError, BakeRefused, ConnectionSettingsError, CheckpointError, Pc2Error)
 
@@ -161,16 +164,23 @@ class BakeSession:
         elif event.kind == "error":
             self._finish("failed", event.describe())
 
-    def handle_pending(self) -> None:
-        """Apply every queued event (called from the modal timer); failures end the bake."""
+    def handle_pending(self, budget_s: float = TICK_BUDGET_S) -> None:
+        """Apply queued events for at most about ``budget_s`` seconds (called from the modal timer, so
+        the UI stays responsive however many frames are queued); failures end the bake."""
+        deadline = time.monotonic() + budget_s
         try:
-            for event in self.worker.poll():
+            while not self.finished:
+                event = self.worker.wait_event(0.0)
+                if event is None:
+                    if self.worker.alive:
+                        return
+                    event = self.worker.wait_event(0.0)  # the worker may have queued its last event and exited
+                    if event is None:
+                        self._finish("failed", "the bake worker stopped without reporting why")
+                        return
                 self.handle(event)
-                if self.finished:
-                    break
-            if not self.finished and not self.worker.alive:
-                for event in self.worker.poll():
-                    self.handle(event)
+                if time.monotonic() >= deadline:
+                    return
         except Exception as error:  # a failure while applying must stop the worker and keep the frames so far
             self.worker.cancel()
             self._finish("failed", f"{type(error).__name__}: {error}")

@@ -128,3 +128,18 @@ def test_workflow_panel_draws_only_existing_properties_and_operators(run_workflo
     assert result["missing"] == []
     assert result["operators"] == ["tangle.start_local_server", "tangle.resume_bake", "tangle.rebake_from_frame"]
     assert {"server_profile", "output_route", "checkpoint_every"} <= set(result["props"])
+
+
+@pytest.mark.parametrize("route", ["SHAPE_KEYS", "PC2"])
+def test_modal_bake_shows_progress_and_escape_keeps_the_frames(run_workflow, solver_server_address, tmp_path, route):
+    result = run_workflow("modal_escape", address=solver_server_address, frames=300, n=30, escape_after=3,
+                          route=route, path=str(tmp_path / "shot.blend"))
+    assert result["panel_shows_progress"] is True
+    assert result["mid_status"].startswith("Baking frame ") and "ETA" in result["mid_status"]
+    assert "iterations" in result["mid_stats"] and 0.0 < result["mid_progress"] < 1.0
+    assert result["outcome"] == ["FINISHED"] and result["state"] == "cancelled"
+    assert 3 <= result["frames"] < 300 and result["last_frame"] == result["frames"]
+    assert result["timer_removed"] == ["timer"] and result["active_after"] is False
+    assert result["status"].startswith("Cancelled: kept")
+    assert result["reports"][0][0] == ["WARNING"] and "cancelled" in result["reports"][0][1]
+    print(f"{route}: longest modal tick {result['max_tick_ms']:.1f} ms over {result['ticks']} ticks")

@@ -235,6 +235,49 @@ def scenario_panel(args: dict) -> dict:
             "props": [rest[1] for kind, *rest in calls if kind == "prop"]}
 
 
+def scenario_modal_escape(args: dict) -> dict:
+    """Drive the bake operator's modal() exactly as Blender would (timer ticks every 0.1 s, then an Esc
+    press): progress/ETA/live stats mid-bake, Esc cancels, the frames so far are kept; the longest tick
+    (main-thread time applying frames) is measured."""
+    from types import SimpleNamespace
+
+    enable_addon()
+    operators = importlib.import_module("blender_addon.operators.bake")
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, args["frames"]
+    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    scene.tangle.output_route = args["route"]
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    pinned_sheet(args["n"])
+    reports, removed = [], []
+    operator = SimpleNamespace(_timer="timer", report=lambda level, text: reports.append((sorted(level), text)))
+    context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=removed.append), screen=None,
+                              scene=scene)
+    operators._active_session = operators.BakeSession(scene).start()
+    result = {"panel_shows_progress": operators.active_session() is not None, "mid_status": "", "ticks": 0}
+    ticks, outcome, pressed = [], None, False
+    deadline = time.monotonic() + 60
+    while outcome is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        started = time.perf_counter()
+        outcome = operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="TIMER", value="NOTHING"))
+        ticks.append(time.perf_counter() - started)
+        if outcome == {"PASS_THROUGH"}:
+            outcome = None
+        if not pressed and operators._active_session.progress.frames_done >= args["escape_after"]:
+            result["mid_status"], result["mid_stats"] = scene.tangle.status, scene.tangle.live_stats
+            result["mid_progress"] = scene.tangle.progress
+            pressed = True
+            operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="ESC", value="PRESS"))
+    session = operators._active_session
+    result.update(outcome=sorted(outcome or []), state=session.outcome.state, frames=session.outcome.frames_baked,
+                  last_frame=bake_output.load_record(scene).last_frame, reports=reports, timer_removed=removed,
+                  status=scene.tangle.status, max_tick_ms=1e3 * max(ticks), ticks=len(ticks),
+                  active_after=operators.active_session() is not None)
+    return result
+
+
 def scenario_save_shot(args: dict) -> dict:
     """Write a .blend with a pinned cloth grid for the farm-bake tests (``bad_pins``: a missing pin group)."""
     enable_addon()
