@@ -1,10 +1,14 @@
 """bpy side of the bake: read marked objects into arrays and write results back as shape keys.
 
-Reading: cloth uses the object's base mesh (its own vertices, triangulated with loop triangles), so
-one shape key per frame maps one-to-one onto the mesh; modifiers are not simulated. Colliders are
-primitive shapes fitted to the evaluated object, sent in local space with ``matrix_world``.
+Reading: cloth and soft bodies use the object's base mesh (its own vertices, triangulated with loop
+triangles), so one shape key per frame maps one-to-one onto the mesh and modifiers after it (e.g. a
+Subdivision Surface) still apply on top; the server builds the soft body's tetrahedra. Primitive
+colliders are shapes fitted to the evaluated object, sent in local space with ``matrix_world``; mesh
+colliders (and hair emitter surfaces) are the evaluated, triangulated mesh in world space, with the
+deformed vertices sent every frame when the mesh deforms. Hair is read and written by ``hair_io.py``.
+Everything is checked first (``checks.py``): nothing is sent while any marked object has a problem.
 Writing: positions come back in WORLD space and are converted to object local space with the
-inverse of ``matrix_world`` at bake time.
+inverse of ``matrix_world`` at bake time (per frame for hair objects that move).
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from . import hair_io
 from .core import scene_export
 from .core.bake_state import BASIS_NAME, frame_of_shape_key, shape_key_name, topology_hash
-from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS
+from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
+from .core.validation import summary
 
 # Modifiers that move vertices without changing topology: a collider carrying one deforms over time.
 DEFORMING_MODIFIERS = frozenset({
@@ -51,13 +57,25 @@ def is_animated(obj: bpy.types.Object) -> bool:
     return obj.parent is not None and is_animated(obj.parent)
 
 
+def deforms(obj: bpy.types.Object) -> bool:
+    """Whether the object's mesh changes shape over time (deforming modifiers, animated shape keys), so
+    a mesh collider must send its deformed vertices every frame, not only its transform."""
+    if any(modifier.type in DEFORMING_MODIFIERS and modifier.show_viewport for modifier in obj.modifiers):
+        return True
+    shape_keys = getattr(obj.data, "shape_keys", None)
+    return shape_keys is not None and _animation_data_moves(shape_keys)
+
+
+def _param_value(spec, value):
+    if isinstance(spec.default, tuple):
+        return [float(v) for v in value]
+    if isinstance(spec.default, (bool, str)):
+        return type(spec.default)(value)
+    return int(value) if isinstance(spec.default, int) else float(value)
+
+
 def _params(settings, table) -> dict:
-    values = {}
-    for spec in table:
-        value = getattr(settings, spec.name)
-        values[spec.name] = [float(v) for v in value] if isinstance(spec.default, tuple) else (
-            bool(value) if isinstance(spec.default, bool) else float(value))
-    return values
+    return {spec.name: _param_value(spec, getattr(settings, spec.name)) for spec in table}
 
 
 def mesh_arrays(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray]:
@@ -99,8 +117,8 @@ def pin_weights(obj: bpy.types.Object, group_name: str) -> tuple[np.ndarray, np.
 
 
 @dataclass
-class ClothTarget:
-    """A cloth object being baked: where results go and how to bring them to local space."""
+class MeshTarget:
+    """A cloth or soft body object being baked: where results go and how to bring them to local space."""
 
     object_name: str
     matrix_world: np.ndarray  # (4, 4) at bake time
@@ -108,28 +126,76 @@ class ClothTarget:
     topology: str
 
 
-def export_cloth(obj: bpy.types.Object) -> tuple[dict, ClothTarget]:
+ClothTarget = MeshTarget  # the name the bake session and outputs were written against
+
+
+def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
+    """Cloth or soft body entry of a mesh object (its base mesh in world space) and its bake target."""
     if obj.type != "MESH":
-        raise scene_export.ExportError(f"only mesh objects can be cloth, this is a {obj.type}", obj.name)
+        raise scene_export.ExportError(f"only mesh objects can be {obj.tangle.role.lower()}, this is a {obj.type}",
+                                       obj.name)
     if obj.mode == "EDIT":
         raise scene_export.ExportError("leave Edit Mode before baking", obj.name)
     matrix_world = matrix_array(obj.matrix_world)
     local, triangles = mesh_arrays(obj.data)
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
-    entry = scene_export.cloth_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
-                                      _params(obj.tangle.cloth, CLOTH_PARAMS))
-    target = ClothTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
+    if obj.tangle.role == "SOFTBODY":
+        entry = scene_export.softbody_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
+                                             _params(obj.tangle.softbody, SOFTBODY_PARAMS))
+    else:
+        entry = scene_export.cloth_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
+                                          _params(obj.tangle.cloth, CLOTH_PARAMS))
+    target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
     return entry, target
 
 
-def export_collider(obj: bpy.types.Object, depsgraph) -> dict:
+export_cloth = export_simulated_mesh
+
+
+def _bounding_box(evaluated) -> np.ndarray:
+    return np.array([tuple(corner) for corner in evaluated.bound_box])
+
+
+def export_collider(obj: bpy.types.Object, depsgraph, params: dict | None = None) -> dict:
+    """Collider entry: a primitive fitted to the evaluated object, or (shape MESH, and unmarked emitter
+    surfaces, ``params`` given) its evaluated triangulated mesh in world space."""
     evaluated = obj.evaluated_get(depsgraph)
-    if obj.tangle.collider_shape == "PLANE":
-        shape = scene_export.plane_shape()
+    matrix = matrix_array(evaluated.matrix_world)
+    if params is None:
+        params = _params(obj.tangle.collider, COLLIDER_PARAMS)
+        shape_type = obj.tangle.collider_shape
     else:
-        shape = scene_export.sphere_shape(np.array([tuple(corner) for corner in evaluated.bound_box]), obj.name)
-    return scene_export.collider_object(obj.name, shape, matrix_array(evaluated.matrix_world),
-                                        _params(obj.tangle.collider, COLLIDER_PARAMS), is_animated(obj))
+        shape_type = "MESH"
+    if shape_type == "MESH":
+        surface = hair_io.evaluated_surface(obj, depsgraph)
+        return scene_export.mesh_collider_object(obj.name, surface.vertices, surface.triangles, matrix, params,
+                                                 is_animated(obj))
+    shapes = {"PLANE": lambda: scene_export.plane_shape(),
+              "SPHERE": lambda: scene_export.sphere_shape(_bounding_box(evaluated), obj.name),
+              "BOX": lambda: scene_export.box_shape(_bounding_box(evaluated), obj.name),
+              "TORUS": lambda: scene_export.torus_shape(_bounding_box(evaluated), obj.name)}
+    return scene_export.collider_object(obj.name, shapes[shape_type](), matrix, params, is_animated(obj))
+
+
+def uses_emitter(obj: bpy.types.Object) -> bool:
+    """A hair object whose roots are bound to its Curves emitter surface."""
+    return obj.type == "CURVES" and obj.tangle.bind_to_surface
+
+
+def export_hair(obj: bpy.types.Object, depsgraph) -> tuple[dict, hair_io.HairTarget]:
+    """Hair entry (points in world space, roots bound to the emitter surface when set) and its target."""
+    if obj.mode != "OBJECT":
+        raise scene_export.ExportError("switch to Object Mode before baking", obj.name)
+    strands = hair_io.read_strands(obj)
+    matrix_world = matrix_array(obj.matrix_world)
+    points_world = to_world(strands.points, matrix_world)
+    roots = None
+    if uses_emitter(obj):
+        surface = hair_io.evaluated_surface(obj.data.surface, depsgraph, obj.data.surface_uv_map)
+        roots = hair_io.bind_roots(obj, points_world[strands.strand_offsets[:-1]], surface)
+    entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets,
+                                     _params(obj.tangle.hair, HAIR_PARAMS), matrix_world, is_animated(obj), roots)
+    return entry, hair_io.make_target(obj, strands, matrix_world)
 
 
 def marked_objects(scene: bpy.types.Scene, role: str) -> list[bpy.types.Object]:
@@ -143,9 +209,20 @@ def frame_range(scene: bpy.types.Scene) -> tuple[int, int]:
     return scene.frame_start, scene.frame_end
 
 
-def drive_frames(scene: bpy.types.Scene, objects: list[bpy.types.Object], first: int, last: int) -> dict:
-    """{frame: {name: {"matrix_world": f8(4, 4)}}} for every frame first..last, evaluated on the main
-    thread with ``scene.frame_set`` (the current frame is restored afterwards)."""
+def _drive_entry(obj: bpy.types.Object, depsgraph, with_vertices: bool) -> dict:
+    matrix = matrix_array(obj.evaluated_get(depsgraph).matrix_world)
+    if not with_vertices:
+        return scene_export.drive_entry(obj.name, matrix)
+    vertices = hair_io.evaluated_surface(obj, depsgraph).vertices
+    return scene_export.drive_entry(obj.name, matrix, vertices)
+
+
+def drive_frames(scene: bpy.types.Scene, objects: list[bpy.types.Object], first: int, last: int,
+                 deforming: frozenset[str] = frozenset()) -> dict:
+    """{frame: {name: {"matrix_world": f8(4, 4), "vertices"?: f8(N, 3)}}} for every frame first..last,
+    evaluated on the main thread with ``scene.frame_set`` (the current frame is restored afterwards).
+    Objects named in ``deforming`` also send their evaluated vertices in world space, which must keep
+    the vertex count of the first frame."""
     if not objects:
         return {}
     current_frame, current_subframe = scene.frame_current, scene.frame_subframe
@@ -154,33 +231,55 @@ def drive_frames(scene: bpy.types.Scene, objects: list[bpy.types.Object], first:
         for frame in range(first, last + 1):
             scene.frame_set(frame)
             depsgraph = bpy.context.evaluated_depsgraph_get()
-            frames[frame] = {obj.name: scene_export.drive_entry(
-                obj.name, matrix_array(obj.evaluated_get(depsgraph).matrix_world)) for obj in objects}
+            frames[frame] = {obj.name: _drive_entry(obj, depsgraph, obj.name in deforming) for obj in objects}
+            for name, entry in frames[frame].items():
+                if "vertices" in entry and len(entry["vertices"]) != len(frames[first][name]["vertices"]):
+                    raise scene_export.ExportError(
+                        f"frame {frame}: the deforming mesh changed its vertex count "
+                        f"({len(frames[first][name]['vertices'])} -> {len(entry['vertices'])}); a mesh collider "
+                        "must keep its topology over the bake range", name)
     finally:
         scene.frame_set(current_frame, subframe=current_subframe)
     return frames
 
 
-def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, ClothTarget]]:
-    """Everything a bake sends: (scene dict, drive frames or None, cloth targets by object name)."""
-    unsupported = [obj.name for obj in scene.objects if obj.tangle.role in {"HAIR", "SOFTBODY"}]
-    if unsupported:
-        raise scene_export.ExportError(
-            "hair and soft body roles are not baked by this version of the add-on yet", unsupported[0])
+def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, object]]:
+    """Everything a bake sends: (scene dict, drive frames or None, bake targets by object name).
+
+    Raises ExportError naming the first problem's object (all problems are listed in
+    ``Scene.tangle.problems``) before anything is read for sending."""
+    from .checks import check_scene
+
+    problems = check_scene(scene)
+    if problems:
+        first_problem = summary(problems)
+        raise scene_export.ExportError(first_problem[len(problems[0].object) + 2:], problems[0].object)
     first, last = frame_range(scene)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     entries, targets = [], {}
-    for obj in marked_objects(scene, "CLOTH"):
-        entry, target = export_cloth(obj)
+    for obj in marked_objects(scene, "CLOTH") + marked_objects(scene, "SOFTBODY"):
+        entry, targets[obj.name] = export_simulated_mesh(obj)
         entries.append(entry)
-        targets[obj.name] = target
+    hairs = marked_objects(scene, "HAIR")
+    for obj in hairs:
+        entry, targets[obj.name] = export_hair(obj, depsgraph)
+        entries.append(entry)
     colliders = marked_objects(scene, "COLLIDER")
     entries += [export_collider(obj, depsgraph) for obj in colliders]
+    emitters = sorted({obj.data.surface.name for obj in hairs if uses_emitter(obj)} - {obj.name for obj in colliders})
+    for name in emitters:  # unmarked emitter surfaces collide too, as meshes with the default collider parameters
+        entries.append(export_collider(bpy.data.objects[name], depsgraph, defaults(COLLIDER_PARAMS)))
     fps = scene.render.fps / scene.render.fps_base
     gravity = [round(g, 6) for g in scene.gravity] if scene.use_gravity else [0.0, 0.0, 0.0]
     scene_dict = scene_export.build_scene(entries, fps, first, last, scene.tangle.substeps, tuple(gravity))
-    animated = [obj for obj in colliders if is_animated(obj)]
-    return scene_dict, (drive_frames(scene, animated, first, last) if animated else None), targets
+    animated = [bpy.data.objects[entry["id"]] for entry in entries if entry.get("animated")]
+    deforming = frozenset(entry["id"] for entry in entries if entry.get("animated") and entry["kind"] == "collider"
+                          and "vertices" in entry and deforms(bpy.data.objects[entry["id"]]))
+    drive = drive_frames(scene, animated, first, last, deforming) if animated else None
+    for obj in hairs:  # hair objects that move convert their results with the transform of each frame
+        if drive is not None and obj.name in drive[first]:
+            targets[obj.name].matrices = {frame: values[obj.name]["matrix_world"] for frame, values in drive.items()}
+    return scene_dict, drive, targets
 
 
 # ---- writing results ----------------------------------------------------------------------------
@@ -198,13 +297,17 @@ def _key_value(key_block, key: bpy.types.Key, frame: int, value: float) -> None:
         point.interpolation = "LINEAR"
 
 
-def write_frame(target: ClothTarget, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
-    """Store one baked frame of a cloth object as shape key ``tangle_fNNNN`` with keyframed value.
+def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
+    """Store one baked frame of a cloth / soft body (shape key ``tangle_fNNNN`` with keyframed value) or
+    of a hair object (``hair_io.write_frame``).
 
     positions_world: (N, 3) float32 metres in world space. The key's value is 1 on ``frame`` and 0
     on the neighbouring frames (LINEAR), so playback is exact at integer frames; the previous frame's
     key gets its 0 at ``frame`` now, so the last baked frame holds after a cancelled bake.
     """
+    if isinstance(target, hair_io.HairTarget):
+        hair_io.write_frame(target, frame, first_frame, positions_world)
+        return
     obj = bpy.data.objects.get(target.object_name)
     if obj is None:
         raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
@@ -213,6 +316,13 @@ def write_frame(target: ClothTarget, frame: int, first_frame: int, positions_wor
         raise scene_export.ExportError(
             f"frame {frame}: server sent positions of shape {positions.shape}, mesh has {target.vertex_count} "
             "vertices", target.object_name)
+    write_shape_key(obj, frame, first_frame, to_local(positions, target.matrix_world))
+    obj.tangle.baked_topology = target.topology
+
+
+def write_shape_key(obj: bpy.types.Object, frame: int, first_frame: int, local_positions: np.ndarray):
+    """Shape key ``tangle_fNNNN`` holding ``local_positions`` (N, 3) (object local space) with its value
+    keyframed 1 on ``frame`` and 0 on the neighbours (LINEAR); meshes and legacy curves. Returns the key."""
     if obj.data.shape_keys is None:
         obj.shape_key_add(name=BASIS_NAME, from_mix=False)
         obj.tangle.created_basis = True
@@ -223,18 +333,21 @@ def write_frame(target: ClothTarget, frame: int, first_frame: int, positions_wor
     if existing is not None:
         obj.shape_key_remove(existing)
     block = obj.shape_key_add(name=name, from_mix=False)
-    block.data.foreach_set("co", to_local(positions, target.matrix_world).astype(np.float32).ravel())
+    block.data.foreach_set("co", np.asarray(local_positions, np.float32).ravel())
     if frame > first_frame:
         _key_value(block, key, frame - 1, 0.0)
         previous = key.key_blocks.get(shape_key_name(frame - 1))
         if previous is not None:
             _key_value(previous, key, frame, 0.0)
     _key_value(block, key, frame, 1.0)
-    obj.tangle.baked_topology = target.topology
+    return block
 
 
 def free_bake(obj: bpy.types.Object) -> int:
-    """Remove the baked shape keys of ``obj`` and their animation; returns how many keys were removed."""
+    """Remove the baked shape keys of ``obj`` (or the keyframed points of a Curves hair object) and their
+    animation; returns how many frames were removed."""
+    if obj.type == "CURVES":
+        return hair_io.free_curves_bake(obj)
     key = getattr(obj.data, "shape_keys", None)
     obj.tangle.baked_topology = ""
     if key is None:

@@ -2,9 +2,27 @@
 
 import bpy
 
-from .bake_io import is_animated
-from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS
+from .bake_io import deforms, is_animated
+from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .operators.bake import active_session
+
+FAST_HAIR_SHARED = ("guide_count", "gravity_scale", "wind_direction", "wind_strength", "wind_amplitude", "wind_period")
+
+
+def _hair_params_for(model: str) -> list[str]:
+    """Hair parameter names shown for ``model``: the common ones, then the fast models' own."""
+    common = [spec.name for spec in HAIR_PARAMS if spec.name != "model" and spec.name not in FAST_HAIR_SHARED
+              and not spec.name.startswith(("particle_", "cosserat_", "interaction_"))]
+    if model == "der":
+        return common
+    own = ("particle_",) if model == "particles" else ("cosserat_", "interaction_")
+    return common + list(FAST_HAIR_SHARED) + [spec.name for spec in HAIR_PARAMS if spec.name.startswith(own)]
+
+
+def _draw_params(layout, settings, names) -> None:
+    column = layout.column(align=True)
+    for name in names:
+        column.prop(settings, name)
 
 
 class TANGLE_PT_object(bpy.types.Panel):
@@ -23,25 +41,38 @@ class TANGLE_PT_object(bpy.types.Panel):
         obj = context.object
         settings = obj.tangle
         layout.prop(settings, "role")
-        if settings.role == "CLOTH":
+        role = settings.role
+        if role in {"CLOTH", "SOFTBODY", "HAIR"}:
+            layout.menu("TANGLE_MT_presets", icon="PRESET")
+        if role in {"CLOTH", "SOFTBODY"}:
             if obj.type != "MESH":
-                layout.label(text="Cloth needs a mesh object", icon="ERROR")
+                layout.label(text=f"{role.title().replace('body', ' Body')} needs a mesh object", icon="ERROR")
                 return
             layout.prop_search(settings, "pin_group", obj, "vertex_groups")
-            column = layout.column(align=True)
-            for spec in CLOTH_PARAMS:
-                column.prop(settings.cloth, spec.name)
-            if settings.baked_topology:
-                layout.label(text="Baked (shape keys tangle_f####)", icon="CHECKMARK")
-        elif settings.role == "COLLIDER":
+            group, table = (settings.cloth, CLOTH_PARAMS) if role == "CLOTH" else (settings.softbody, SOFTBODY_PARAMS)
+            _draw_params(layout, group, [spec.name for spec in table])
+        elif role == "HAIR":
+            if obj.type not in {"CURVES", "CURVE"}:
+                layout.label(text="Hair needs a Curves (hair) or Curve object", icon="ERROR")
+                return
+            if obj.type == "CURVES":
+                layout.prop(settings, "bind_to_surface")
+                if settings.bind_to_surface:
+                    surface = obj.data.surface
+                    layout.label(text=f"Emitter: {surface.name}" if surface else "Emitter: none set (Curves data)",
+                                 icon="CHECKMARK" if surface else "ERROR")
+            layout.prop(settings.hair, "model")
+            _draw_params(layout, settings.hair, _hair_params_for(settings.hair.model))
+        elif role == "COLLIDER":
             layout.prop(settings, "collider_shape")
-            column = layout.column(align=True)
-            for spec in COLLIDER_PARAMS:
-                column.prop(settings.collider, spec.name)
-            layout.label(text="Animated: sent every frame" if is_animated(obj) else "Static",
-                         icon="ANIM" if is_animated(obj) else "OBJECT_DATA")
-        elif settings.role in {"HAIR", "SOFTBODY"}:
-            layout.label(text="This role is not baked by this version yet", icon="INFO")
+            _draw_params(layout, settings.collider, [spec.name for spec in COLLIDER_PARAMS])
+            if settings.collider_shape == "MESH" and is_animated(obj) and deforms(obj):
+                layout.label(text="Deforming: vertices sent every frame", icon="MOD_ARMATURE")
+            else:
+                layout.label(text="Animated: sent every frame" if is_animated(obj) else "Static",
+                             icon="ANIM" if is_animated(obj) else "OBJECT_DATA")
+        if role != "NONE" and settings.baked_topology:
+            layout.label(text="Baked", icon="CHECKMARK")
 
 
 class TANGLE_PT_bake(bpy.types.Panel):
@@ -79,6 +110,12 @@ class TANGLE_PT_bake(bpy.types.Panel):
             layout.label(text=settings.live_stats, icon="INFO")
         if settings.last_error:
             layout.label(text=settings.last_error, icon="ERROR")
+        layout.operator("tangle.check_scene", icon="CHECKMARK")
+        if len(settings.problems):
+            box = layout.box()
+            box.label(text=f"Fix before baking ({len(settings.problems)}):", icon="ERROR")
+            for problem in settings.problems:
+                box.label(text=f"{problem.object_name}: {problem.message}")
 
 
 # ---- bake workflow: connection profile / local server, output route, resume and re-bake (engineer #2) ----

@@ -1,12 +1,13 @@
 """Tangle properties: ``Object.tangle`` (role + per-role parameters) and ``Scene.tangle`` (bake settings).
 
-Cloth and collider parameters are generated from ``core/param_table.py`` so names, defaults, ranges
-and tooltips (with units) match the solver server's parameter table exactly.
+Cloth, soft body, hair and collider parameters are generated from ``core/param_table.py`` so names,
+defaults, ranges and tooltips (with units) match the solver server's parameter table exactly.
 """
 
 import bpy
 from bpy.props import (
     BoolProperty,
+    CollectionProperty,
     EnumProperty,
     FloatProperty,
     FloatVectorProperty,
@@ -16,13 +17,13 @@ from bpy.props import (
 )
 from bpy.types import PropertyGroup
 
-from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, ParamSpec
+from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, ParamSpec
 
 DEFAULT_SERVER_ADDRESS = "tcp://127.0.0.1:5555"
 
 ROLE_ITEMS = (
     ("NONE", "None", "Not part of the Tangle simulation"),
-    ("HAIR", "Hair", "Simulated as hair strands (Discrete Elastic Rods)"),
+    ("HAIR", "Hair", "Simulated as hair strands (Curves or Curve object; Elastic Rods, Cosserat or Particles)"),
     ("CLOTH", "Cloth", "Simulated as cloth (Projective Dynamics)"),
     ("SOFTBODY", "Soft Body", "Simulated as a volumetric soft body (Projective Dynamics)"),
     ("COLLIDER", "Collider", "Obstacle the simulated objects collide with"),
@@ -31,6 +32,9 @@ ROLE_ITEMS = (
 COLLIDER_SHAPE_ITEMS = (
     ("PLANE", "Plane", "Infinite plane: the object's local XY plane through its origin, normal +Z"),
     ("SPHERE", "Sphere", "Sphere at the bounding-box center, radius half the largest bounding-box dimension"),
+    ("BOX", "Box", "The object's bounding box"),
+    ("TORUS", "Torus", "Torus fitted to the bounding box, ring in the local XY plane"),
+    ("MESH", "Mesh", "The evaluated, triangulated mesh (deforming meshes are sent every frame)"),
 )
 
 
@@ -43,9 +47,15 @@ def _property_for(spec: ParamSpec):
     common = {"name": _label(spec.name), "description": spec.tooltip}
     if isinstance(spec.default, bool):
         return BoolProperty(default=spec.default, **common)
+    if isinstance(spec.default, str):
+        return EnumProperty(items=spec.choices, default=spec.default, **common)
     bounds = {"min": spec.minimum} | ({"max": spec.maximum} if spec.maximum is not None else {})
+    if isinstance(spec.default, int):
+        return IntProperty(default=spec.default, **{key: int(value) for key, value in bounds.items()}, **common)
     if isinstance(spec.default, tuple):
-        return FloatVectorProperty(size=len(spec.default), default=spec.default, precision=3, **bounds, **common)
+        subtype = {"subtype": "DIRECTION"} if len(spec.default) == 3 else {}
+        return FloatVectorProperty(size=len(spec.default), default=spec.default, precision=3, **subtype, **bounds,
+                                   **common)
     return FloatProperty(default=spec.default, precision=4, **bounds, **common)
 
 
@@ -53,6 +63,18 @@ class TangleClothSettings(PropertyGroup):
     """Cloth parameters (protocol names, SI units)."""
 
     __annotations__ = {spec.name: _property_for(spec) for spec in CLOTH_PARAMS}
+
+
+class TangleSoftBodySettings(PropertyGroup):
+    """Soft body parameters (protocol names, SI units)."""
+
+    __annotations__ = {spec.name: _property_for(spec) for spec in SOFTBODY_PARAMS}
+
+
+class TangleHairSettings(PropertyGroup):
+    """Hair parameters (protocol names, SI units)."""
+
+    __annotations__ = {spec.name: _property_for(spec) for spec in HAIR_PARAMS}
 
 
 class TangleColliderSettings(PropertyGroup):
@@ -67,9 +89,16 @@ class TangleObjectSettings(PropertyGroup):
     role: EnumProperty(name="Role", items=ROLE_ITEMS, default="NONE",
                        description="What this object is in the Tangle simulation")
     cloth: PointerProperty(type=TangleClothSettings)
+    softbody: PointerProperty(type=TangleSoftBodySettings)
+    hair: PointerProperty(type=TangleHairSettings)
+    bind_to_surface: BoolProperty(
+        name="Bind Roots", default=True,
+        description="Curves hair: roots follow the Curves' emitter Surface (its deformed triangles); off: roots "
+                    "follow the hair object's own transform")
     pin_group: StringProperty(
         name="Pin Group",
-        description="Vertex group whose vertices are pinned (weight 1 pins exactly, lower weights pin softly)")
+        description="Vertex group whose vertices are pinned (weight 1 pins exactly, lower weights pin softly; "
+                    "cloth and soft body)")
     collider: PointerProperty(type=TangleColliderSettings)
     collider_shape: EnumProperty(name="Shape", items=COLLIDER_SHAPE_ITEMS, default="PLANE",
                                  description="Primitive shape fitted to the object")
@@ -79,6 +108,13 @@ class TangleObjectSettings(PropertyGroup):
     created_basis: BoolProperty(
         name="Created Basis", options={"HIDDEN"},
         description="The bake created the Basis shape key, so Free Bake removes it again")
+
+
+class TangleProblem(PropertyGroup):
+    """One problem found by the pre-bake check, shown in the Tangle Bake panel."""
+
+    object_name: StringProperty(name="Object")
+    message: StringProperty(name="Problem")
 
 
 class TangleSceneSettings(PropertyGroup):
@@ -104,6 +140,8 @@ class TangleSceneSettings(PropertyGroup):
     server_info: StringProperty(name="Server Info", default="", options={"SKIP_SAVE"},
                                 description="What the server reported on the last connection test")
     last_error: StringProperty(name="Last Error", default="", description="Error of the last bake, if any")
+    problems: CollectionProperty(type=TangleProblem, name="Problems",
+                                 description="What must be fixed before baking (from the last check)")
 
     # ---- bake workflow: connection profile, output route, checkpoints (Blender engineer #2) ----
     server_profile: StringProperty(
@@ -124,7 +162,10 @@ class TangleSceneSettings(PropertyGroup):
 
 classes = (
     TangleClothSettings,
+    TangleSoftBodySettings,
+    TangleHairSettings,
     TangleColliderSettings,
+    TangleProblem,
     TangleObjectSettings,
     TangleSceneSettings,
 )

@@ -15,13 +15,14 @@ REPOSITORY_ROOT = HERE.parents[1]
 @pytest.fixture
 def run_scenario(tmp_path):
     """run_scenario(name, **args) -> the scenario's result dict; HOME points at a fresh temp folder so
-    extensions install into a throwaway Blender user configuration."""
+    extensions install into a throwaway Blender user configuration. ``script`` picks the scenario file
+    in this folder (default scenarios.py)."""
 
-    def run(name: str, timeout: float = 120.0, **args) -> dict:
+    def run(name: str, timeout: float = 120.0, script: str = "scenarios.py", **args) -> dict:
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
         environment = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
-        completed = subprocess.run([sys.executable, str(HERE / "scenarios.py"), name, json.dumps(args)],
+        completed = subprocess.run([sys.executable, str(HERE / script), name, json.dumps(args)],
                                    cwd=REPOSITORY_ROOT, env=environment, capture_output=True, text=True,
                                    timeout=timeout)
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]

@@ -278,6 +278,9 @@ class LayoutRecorder:
     def operator(self, idname, **kwargs):
         self.calls.append(("operator", idname))
 
+    def menu(self, menu, **kwargs):
+        self.calls.append(("menu", menu))
+
     def label(self, text="", **kwargs):
         self.calls.append(("label", text))
 

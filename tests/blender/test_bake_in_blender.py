@@ -108,7 +108,8 @@ def test_panels_draw_only_existing_properties_and_operators(run_scenario):
     report = run_scenario("panels")
     for role, drawn in report.items():
         assert drawn["missing"] == [], role
-        assert drawn["operators"] == ["tangle.test_connection", "tangle.bake", "tangle.free_bake"], role
+        assert drawn["operators"] == ["tangle.test_connection", "tangle.bake", "tangle.free_bake",
+                                      "tangle.check_scene"], role
     assert report["CLOTH"]["props"] > report["COLLIDER"]["props"] > report["NONE"]["props"]
-    assert any("not baked by this version" in label for label in report["HAIR"]["labels"])
+    assert any("needs a Curves (hair) or Curve object" in label for label in report["HAIR"]["labels"])
     assert "Static" in report["COLLIDER"]["labels"]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass
 class ColliderView:
@@ -40,7 +42,13 @@ class _CollisionPackageCollider:
 
 class _MovingColliderView(ColliderView):
     def velocity(self, xp, points, dt: float):
-        return self.source.collider.surface_motion(xp, points) / dt
+        collider = self.source.collider
+        if getattr(collider, "is_mesh", False):
+            # A mesh reports the motion of the material nearest to the rows of its last distance query:
+            # query exactly these points first.
+            collider.geometry.signed_distance(xp, points)
+            return collider.surface_motion(xp, points, np.ones(len(points), bool)) / dt
+        return collider.surface_motion(xp, points) / dt
 
 
 def adapt_collider(collider) -> ColliderView:

@@ -1,0 +1,109 @@
+"""Pre-bake checks, bpy side: read every marked object and run ``core.validation`` on it.
+
+``check_scene`` stores the problems in ``Scene.tangle.problems`` (listed in the Tangle Bake panel, each
+with its object) and returns them; ``bake_io.export_scene`` calls it first and refuses to send anything
+while any problem remains. ``TANGLE_OT_check_scene`` runs the same check from the panel.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from . import hair_io
+from .bake_io import marked_objects, matrix_array, mesh_arrays, to_world
+from .core import validation
+from .core.validation import Problem
+
+ROLE_NAMES = {"CLOTH": "cloth", "SOFTBODY": "soft body", "COLLIDER": "mesh collider", "HAIR": "hair"}
+
+
+def _mesh_problems(obj: bpy.types.Object, depsgraph) -> list[Problem]:
+    role = obj.tangle.role
+    if obj.type != "MESH":
+        return [Problem(obj.name, f"a {ROLE_NAMES[role]} must be a mesh object, this is a {obj.type}")]
+    if obj.mode == "EDIT":
+        return [Problem(obj.name, "the object is in Edit Mode; leave Edit Mode before baking")]
+    if role == "COLLIDER":
+        surface = hair_io.evaluated_surface(obj, depsgraph)
+        vertices, triangles = surface.vertices, surface.triangles
+    else:
+        local, triangles = mesh_arrays(obj.data)
+        vertices = to_world(local, matrix_array(obj.matrix_world))
+    problems = validation.check_mesh(obj.name, vertices, triangles, ROLE_NAMES[role])
+    if role == "SOFTBODY" and len(triangles):
+        problems += validation.check_closed_manifold(obj.name, triangles)
+    if role != "COLLIDER":
+        problems += validation.check_pin_group(obj.name, obj.tangle.pin_group, [g.name for g in obj.vertex_groups])
+    return problems
+
+
+def _hair_problems(obj: bpy.types.Object, scene: bpy.types.Scene) -> list[Problem]:
+    if obj.type not in {"CURVES", "CURVE"}:
+        return [Problem(obj.name, f"hair must be a Curves (hair) or Curve object, this is a {obj.type}")]
+    if obj.mode != "OBJECT":
+        return [Problem(obj.name, "switch to Object Mode before baking")]
+    strands = hair_io.read_strands(obj)
+    problems = validation.check_hair(obj.name, strands.points, strands.strand_offsets)
+    if len(set(strands.spline_types)) > 1 and "BEZIER" in strands.spline_types:
+        problems.append(Problem(obj.name, "the curve mixes Bezier and Poly/NURBS splines; convert them to one "
+                                          "type (Curve > Set Spline Type)"))
+    if obj.type == "CURVES" and obj.tangle.bind_to_surface:
+        curves = obj.data
+        surface = curves.surface
+        in_scene = surface is not None and scene.objects.get(surface.name) is surface
+        uv_maps = [layer.name for layer in surface.data.uv_layers] if in_scene and surface.type == "MESH" else []
+        problems += validation.check_emitter(
+            obj.name, surface.name if surface else None, surface.type if in_scene else None,
+            surface.tangle.role if in_scene else None, surface.tangle.collider_shape if in_scene else None,
+            curves.surface_uv_map, uv_maps)
+    return problems
+
+
+def object_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) -> list[Problem]:
+    """Every problem of one marked object (empty for unmarked and primitive-collider objects with a
+    valid transform)."""
+    role = obj.tangle.role
+    if role == "NONE":
+        return []
+    problems = []
+    if role != "HAIR":
+        problems += validation.check_transform(obj.name, matrix_array(obj.matrix_world))
+    if role == "HAIR":
+        problems += _hair_problems(obj, scene)
+    elif role != "COLLIDER" or obj.tangle.collider_shape == "MESH":
+        problems += _mesh_problems(obj, depsgraph)
+    return problems
+
+
+def check_scene(scene: bpy.types.Scene) -> list[Problem]:
+    """Check every marked object of ``scene``; store and return the problems (empty: ready to bake)."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    problems = []
+    for role in ("CLOTH", "SOFTBODY", "HAIR", "COLLIDER"):
+        for obj in marked_objects(scene, role):
+            problems += object_problems(obj, scene, depsgraph)
+    stored = scene.tangle.problems
+    stored.clear()
+    for problem in problems:
+        item = stored.add()
+        item.object_name, item.message = problem.object, problem.message
+    return problems
+
+
+class TANGLE_OT_check_scene(bpy.types.Operator):
+    """Check every object marked for Tangle and list what must be fixed before baking"""
+
+    bl_idname = "tangle.check_scene"
+    bl_label = "Check Scene"
+    bl_options = {"REGISTER"}
+
+    def execute(self, context):
+        problems = check_scene(context.scene)
+        if problems:
+            self.report({"WARNING"}, validation.summary(problems))
+        else:
+            self.report({"INFO"}, "Ready to bake: no problems found")
+        return {"FINISHED"}
+
+
+classes = (TANGLE_OT_check_scene,)

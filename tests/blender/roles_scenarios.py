@@ -1,0 +1,421 @@
+"""Real-Blender scenarios for the soft body, hair and collider roles, presets and pre-bake checks; each
+run in a fresh subprocess by test_roles_in_blender.py (same protocol as scenarios.py: prints one line
+"RESULT <json>"). Assertions live in the pytest module; this file only drives Blender and measures.
+"""
+
+import importlib
+import json
+import os
+import sys
+
+import bpy
+import numpy as np
+
+from scenarios import LayoutRecorder, call, evaluated_world_positions, grid_object, load_addon, shape_key_summary
+
+
+def mesh_object(name: str, operator, location=(0.0, 0.0, 0.0), **kwargs) -> bpy.types.Object:
+    operator(location=location, **kwargs)
+    obj = bpy.context.active_object
+    obj.name = obj.data.name = name
+    return obj
+
+
+def curves_positions(obj, frame: int, subframe: float = 0.0) -> np.ndarray:
+    """World positions (N, 3) of the evaluated Curves object at ``frame`` (+ ``subframe``)."""
+    bpy.context.scene.frame_set(frame, subframe=subframe)
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    local = np.empty(len(evaluated.data.points) * 3, np.float32)
+    evaluated.data.position_data.foreach_get("vector", local)
+    matrix = np.array(obj.matrix_world)
+    return local.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def scenario_softbody_on_floor(args: dict) -> dict:
+    """A jelly cube (soft body) drops onto a floor plane; a deforming mesh collider and box/torus
+    colliders are exported (scene and drive data inspected)."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, args["frames"]
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 4
+    jelly = mesh_object("Jelly", bpy.ops.mesh.primitive_cube_add, (0.0, 0.0, 0.6), size=0.4)
+    jelly.tangle.role = "SOFTBODY"
+    result["preset"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Rubber"))
+    jelly.tangle.softbody.tet_resolution = 3
+    floor = mesh_object("Floor", bpy.ops.mesh.primitive_plane_add, size=4.0)
+    floor.tangle.role, floor.tangle.collider_shape = "COLLIDER", "PLANE"
+
+    bake_io = importlib.import_module("blender_addon.bake_io")
+    # Export only: a waving mesh collider sends its deformed vertices every frame, box and torus fit.
+    waving = grid_object("Waving", 6, 1.0, 3.0)
+    waving.location.x = 3.0
+    waving.modifiers.new("Wave", "WAVE").height = 0.2
+    waving.tangle.role, waving.tangle.collider_shape = "COLLIDER", "MESH"
+    crate = mesh_object("Crate", bpy.ops.mesh.primitive_cube_add, (-3.0, 0.0, 0.0), size=1.0)
+    crate.scale = (2.0, 1.0, 0.5)
+    crate.tangle.role, crate.tangle.collider_shape = "COLLIDER", "BOX"
+    ring = mesh_object("Ring", bpy.ops.mesh.primitive_torus_add, (0.0, 3.0, 0.0))
+    ring.tangle.role, ring.tangle.collider_shape = "COLLIDER", "TORUS"
+    scene_dict, drive, targets = bake_io.export_scene(scene)
+    entries = {entry["id"]: entry for entry in scene_dict["objects"]}
+    result["kinds"] = {name: entry["kind"] for name, entry in entries.items()}
+    result["jelly_params"] = entries["Jelly"]["params"]
+    result["jelly_triangles"] = len(entries["Jelly"]["triangles"])
+    result["crate_shape"] = {key: value for key, value in entries["Crate"]["shape"].items()}
+    result["crate_scale"] = np.diag(entries["Crate"]["matrix_world"])[:3].tolist()
+    result["ring_shape"] = entries["Ring"]["shape"]
+    result["waving_animated"] = entries["Waving"]["animated"]
+    result["waving_vertices"] = len(entries["Waving"]["vertices"])
+    waves = [drive[frame]["Waving"]["vertices"] for frame in sorted(drive)]
+    result["drive_frames"] = sorted(drive)
+    result["drive_vertices_shape"] = list(waves[0].shape)
+    result["drive_vertices_move"] = float(np.abs(waves[-1] - waves[0]).max())
+    result["drive_first_equals_scene"] = float(np.abs(waves[0] - entries["Waving"]["vertices"]).max())
+    result["animated_ids"] = sorted(next(iter(drive.values())))
+    for obj in (waving, crate, ring):
+        bpy.data.objects.remove(obj)
+
+    rest = evaluated_world_positions(jelly, 1)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    result["shape_keys"] = shape_key_summary(jelly)["names"]
+    frames = {frame: evaluated_world_positions(jelly, frame) for frame in range(1, args["frames"] + 1)}
+    result["first_frame_error"] = float(np.abs(frames[1] - rest).max())
+    result["lowest"] = [float(p[:, 2].min()) for p in frames.values()]
+    result["center_drop"] = float(rest[:, 2].mean() - frames[args["frames"]][:, 2].mean())
+    edge = lambda p: float(np.ptp(p[:, 0]))  # noqa: E731 - width along x
+    result["width_ratio_last"] = edge(frames[args["frames"]]) / edge(rest)
+    result["free_result"] = call(bpy.ops.tangle.free_bake)
+    result["after_free"] = shape_key_summary(jelly)["names"]
+    return result
+
+
+def make_head_and_hair(strand_points: int, length: float):
+    """A UV sphere head (with its UV map) and a Curves object whose roots sit at the centroids of some
+    of its upper loop triangles (UV coordinates in ``surface_uv_coordinate``), strands along the normal."""
+    head = mesh_object("Head", bpy.ops.mesh.primitive_uv_sphere_add, (0.0, 0.0, 1.0), radius=0.1,
+                       segments=12, ring_count=8)
+    mesh = head.data
+    mesh.calc_loop_triangles()
+    vertices = np.array([v.co for v in mesh.vertices]) + np.array(head.location)
+    uv = mesh.uv_layers.active
+    chosen = [tri.index for tri in mesh.loop_triangles if tri.center.z > 0.05][:12]
+    roots, uvs, normals = [], [], []
+    for index in chosen:
+        tri = mesh.loop_triangles[index]
+        roots.append(vertices[list(tri.vertices)].mean(axis=0))
+        uvs.append(np.mean([uv.data[loop].uv[:] for loop in tri.loops], axis=0))
+        normals.append(np.array(tri.normal))
+    curves = bpy.data.hair_curves.new("Hair")
+    curves.add_curves([strand_points] * len(chosen))
+    t = np.linspace(0.0, length, strand_points)
+    points = np.concatenate([root + np.outer(t, normal) for root, normal in zip(roots, normals)])
+    hair = bpy.data.objects.new("Hair", curves)
+    bpy.context.scene.collection.objects.link(hair)
+    curves.position_data.foreach_set("vector", points.astype(np.float32).ravel())
+    curves.surface, curves.surface_uv_map = head, uv.name
+    attribute = curves.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE")
+    attribute.data.foreach_set("vector", np.array(uvs, np.float32).ravel())
+    return head, hair, chosen, points
+
+
+def scenario_curves_hair_on_moving_head(args: dict) -> dict:
+    """Curves hair bound to a moving head through its UV map: keyframed points play back without the
+    server, roots follow the head, Free Bake restores the groom."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 4
+    head, hair, chosen, rest_points = make_head_and_hair(args["points"], 0.12)
+    head.keyframe_insert("location", frame=1)
+    head.location.x += 0.2
+    head.keyframe_insert("location", frame=frames)
+    scene.frame_set(1)
+    hair.tangle.role = "HAIR"
+    hair.tangle.hair.model = args["model"]
+    bpy.context.view_layer.objects.active = hair
+    result["preset"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Straight Coarse"))
+    hair.tangle.hair.radius = 1.0e-3  # soft wisp-like strands so they bend visibly within a few frames
+    hair.tangle.hair.young_modulus = 1.0e6
+
+    bake_io = importlib.import_module("blender_addon.bake_io")
+    scene_dict, drive, _ = bake_io.export_scene(scene)
+    entries = {entry["id"]: entry for entry in scene_dict["objects"]}
+    roots = entries["Hair"]["roots"]
+    result["roots_surface"] = roots["surface"]
+    head_triangles = entries["Head"]["triangles"]
+    result["root_binding_error"] = float(np.abs(
+        np.einsum("sk,skd->sd", roots["barycentric"], entries["Head"]["vertices"][head_triangles[roots["triangles"]]])
+        - rest_points[::args["points"]]).max())
+    result["head_kind"] = entries["Head"]["kind"]
+    result["head_animated"] = entries["Head"]["animated"]
+
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    action = hair.data.animation_data.action if hair.data.animation_data else None
+    result["fcurves"] = len(action.fcurves) if action else 0
+    result["interpolations"] = sorted({p.interpolation for fc in list(action.fcurves)[:30] for p in fc.keyframe_points})
+    positions, head_shift = {}, {}
+    for frame in range(1, frames + 1):
+        positions[frame] = curves_positions(hair, frame)
+        head_shift[frame] = float(np.array(head.matrix_world)[0, 3])
+    roots_index = np.arange(0, len(rest_points), args["points"])
+    result["first_frame_error"] = float(np.abs(positions[1] - rest_points).max())
+    result["root_follow_error"] = max(
+        float(np.abs(p[roots_index] - (rest_points[roots_index] + [head_shift[f], 0.0, 0.0])).max())
+        for f, p in positions.items())
+    tips = roots_index + args["points"] - 1
+    result["tip_drop"] = float((rest_points[tips, 2] - positions[frames][tips, 2]).mean())
+    mid = curves_positions(hair, 3, 0.5)
+    result["subframe_error"] = float(np.abs(mid - 0.5 * (positions[3] + positions[4])).max())
+    result["baked_topology"] = hair.tangle.baked_topology
+    if args.get("save"):
+        bpy.ops.wm.save_as_mainfile(filepath=args["save"])
+        result["saved_positions"] = {str(f): positions[f].tolist() for f in (1, frames)}
+    result["free_result"] = call(bpy.ops.tangle.free_bake)
+    result["after_free_animation"] = hair.data.animation_data.action is not None if hair.data.animation_data else False
+    result["after_free_attributes"] = sorted(a.name for a in hair.data.attributes if a.name.startswith("tangle"))
+    result["after_free_rest_error"] = float(np.abs(curves_positions(hair, frames) - rest_points).max())
+    return result
+
+
+def scenario_play_saved_hair(args: dict) -> dict:
+    """Open a .blend with baked Curves hair WITHOUT the add-on and play it back."""
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    hair = bpy.data.objects["Hair"]
+    return {str(frame): curves_positions(hair, frame).tolist() for frame in (1, args["frames"])}
+
+
+def scenario_legacy_curve_hair(args: dict) -> dict:
+    """Hair on a legacy Curve object (poly or Bezier splines): shape keys on the curve, clamped roots."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 4
+    curve = bpy.data.curves.new("Strands", "CURVE")
+    curve.dimensions = "3D"
+    count = 6
+    for s in range(3):
+        spline = curve.splines.new(args["spline"])
+        xyz = np.column_stack([np.linspace(0.0, 0.25, count), np.full(count, 0.1 * s), np.full(count, 1.0)])
+        if args["spline"] == "BEZIER":
+            spline.bezier_points.add(count - 1)
+            spline.bezier_points.foreach_set("co", xyz.ravel())
+            for point in spline.bezier_points:
+                point.handle_left_type = point.handle_right_type = "AUTO"
+        else:
+            spline.points.add(count - 1)
+            spline.points.foreach_set("co", np.column_stack([xyz, np.ones(count)]).ravel())
+    obj = bpy.data.objects.new("Strands", curve)
+    scene.collection.objects.link(obj)
+    obj.rotation_euler.z = 0.7  # results come back in world space: the bake must undo this
+    obj.tangle.role = "HAIR"
+    obj.tangle.hair.model = "der"
+    obj.tangle.hair.radius = 1.0e-3
+    obj.tangle.hair.young_modulus = 1.0e7
+
+    rest = None  # the control points before the bake, in world space (read below from the Basis key)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    result["shape_keys"] = shape_key_summary(obj)["names"]
+    # Blender evaluates curve shape keys into the evaluated curve's control points only through the
+    # depsgraph's geometry; read them from the key blocks blended the way Blender does (relative keys).
+    key = obj.data.shape_keys
+    basis = np.array([tuple(point.co) for point in key.key_blocks["Basis"].data])
+
+    def blended(frame):
+        scene.frame_set(frame)
+        total = basis.copy()
+        for block in key.key_blocks[1:]:
+            total += block.value * (np.array([tuple(point.co) for point in block.data]) - basis)
+        matrix = np.array(obj.matrix_world)
+        return total @ matrix[:3, :3].T + matrix[:3, 3]
+
+    matrix = np.array(obj.matrix_world)
+    rest = basis @ matrix[:3, :3].T + matrix[:3, 3]
+    rest_knots_xyz = np.array([list(p.co) for spline in curve.splines for p in (
+        spline.bezier_points if spline.type == "BEZIER" else spline.points)])[:, :3]
+    result["basis_is_rest"] = float(np.abs(basis - rest_knots_xyz).max())
+    played = {frame: blended(frame) for frame in range(1, frames + 1)}
+    roots = np.array([0, 1, count, count + 1, 2 * count, 2 * count + 1])
+    tips = np.array([count - 1, 2 * count - 1, 3 * count - 1])
+    result["first_frame_error"] = float(np.abs(played[1] - rest).max())
+    result["root_drift"] = max(float(np.abs(p[roots] - rest[roots]).max()) for p in played.values())
+    result["tip_drop"] = float((rest[tips, 2] - played[frames][tips, 2]).min())
+    if args["spline"] == "BEZIER":
+        block = key.key_blocks[f"tangle_f{frames:04d}"]
+        knots = np.array([tuple(p.co) for p in block.data])
+        left = np.array([tuple(p.handle_left) for p in block.data])
+        right = np.array([tuple(p.handle_right) for p in block.data])
+        basis_left = np.array([tuple(p.handle_left) for p in key.key_blocks["Basis"].data])
+        basis_right = np.array([tuple(p.handle_right) for p in key.key_blocks["Basis"].data])
+        # Auto handles are symmetric about their knot and turn rigidly with the strand's tangent.
+        result["handles_moved"] = float(np.abs(left - basis_left).max())
+        result["handle_midpoint_error"] = float(np.abs(0.5 * (left + right) - knots).max())
+        result["handle_span_error"] = float(np.abs(np.linalg.norm(right - left, axis=1)
+                                                   - np.linalg.norm(basis_right - basis_left, axis=1)).max())
+    result["free_result"] = call(bpy.ops.tangle.free_bake)
+    result["after_free"] = shape_key_summary(obj)["names"]
+    return result
+
+
+def scenario_checks(args: dict) -> dict:
+    """Each broken input is caught before anything is sent, with the object named."""
+    load_addon("source", None)
+    scene = bpy.context.scene
+    scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0  # nothing listens there
+    checks = importlib.import_module("blender_addon.checks")
+    report = {}
+
+    def check(case, cleanup):
+        problems = checks.check_scene(scene)
+        outcome = call(bpy.ops.tangle.bake)
+        report[case] = {"problems": [[p.object, p.message] for p in problems],
+                        "panel": [[p.object_name, p.message] for p in scene.tangle.problems],
+                        "bake": outcome, "last_error": scene.tangle.last_error}
+        for obj in cleanup:
+            bpy.data.objects.remove(obj)
+
+    empty = bpy.data.objects.new("EmptyMesh", bpy.data.meshes.new("EmptyMesh"))
+    scene.collection.objects.link(empty)
+    empty.tangle.role = "CLOTH"
+    check("empty_mesh", [empty])
+
+    edges = bpy.data.meshes.new("EdgesOnly")
+    edges.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0)], [(0, 1), (1, 2)], [])
+    edges_obj = bpy.data.objects.new("EdgesOnly", edges)
+    scene.collection.objects.link(edges_obj)
+    edges_obj.tangle.role = "CLOTH"
+    check("no_faces", [edges_obj])
+
+    flat = bpy.data.meshes.new("Sliver")
+    flat.from_pydata([(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [], [(0, 1, 2), (0, 1, 3)])
+    flat_obj = bpy.data.objects.new("Sliver", flat)
+    scene.collection.objects.link(flat_obj)
+    flat_obj.tangle.role = "CLOTH"
+    check("zero_area", [flat_obj])
+
+    sheet = grid_object("OpenJelly", 4, 1.0, 1.0)
+    sheet.tangle.role = "SOFTBODY"
+    check("open_softbody", [sheet])
+
+    fin = bpy.data.meshes.new("Fin")
+    box_vertices = [(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)] + [(0.5, -1.0, 0.5)]
+    box_faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3), (0, 1, 8)]
+    fin.from_pydata(box_vertices, [], box_faces)
+    fin_obj = bpy.data.objects.new("Fin", fin)
+    scene.collection.objects.link(fin_obj)
+    fin_obj.tangle.role = "SOFTBODY"
+    check("non_manifold_softbody", [fin_obj])
+
+    mirrored = grid_object("Mirrored", 3, 1.0, 1.0)
+    mirrored.scale.x = -1.0
+    mirrored.tangle.role = "CLOTH"
+    check("negative_scale", [mirrored])
+
+    pinned = grid_object("Pinned", 3, 1.0, 1.0)
+    pinned.tangle.role, pinned.tangle.pin_group = "CLOTH", "pins"
+    check("missing_pin_group", [pinned])
+
+    curves = bpy.data.hair_curves.new("Doubled")
+    curves.add_curves([4])
+    curves.position_data.foreach_set("vector", np.array([[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 2]],
+                                                        np.float32).ravel())
+    doubled = bpy.data.objects.new("Doubled", curves)
+    scene.collection.objects.link(doubled)
+    doubled.tangle.role, doubled.tangle.bind_to_surface = "HAIR", False
+    check("zero_length_segment", [doubled])
+
+    bald = bpy.data.hair_curves.new("Bald")
+    bald.add_curves([3])
+    bald.position_data.foreach_set("vector", np.array([[0, 0, 0], [0, 0, 1], [0, 0, 2]], np.float32).ravel())
+    bald_obj = bpy.data.objects.new("Bald", bald)
+    scene.collection.objects.link(bald_obj)
+    bald_obj.tangle.role = "HAIR"  # Bind Roots is on by default, but no surface is set
+    check("missing_emitter", [bald_obj])
+
+    good = grid_object("Good", 3, 1.0, 1.0)
+    good.tangle.role = "CLOTH"
+    problems = checks.check_scene(scene)
+    report["good"] = {"problems": [[p.object, p.message] for p in problems], "panel": len(scene.tangle.problems),
+                      "operator": call(bpy.ops.tangle.check_scene)}
+    return report
+
+
+def scenario_presets(args: dict) -> dict:
+    """Each preset sets exactly its values on the active object's role settings."""
+    load_addon("source", None)
+    presets = importlib.import_module("blender_addon.core.presets")
+    sheet = grid_object("Sheet", 3, 1.0, 1.0)
+    bpy.context.view_layer.objects.active = sheet
+    report = {"no_role": call(lambda: bpy.ops.tangle.apply_preset(preset="Silk")),
+              "poll_without_role": bpy.ops.tangle.apply_preset.poll()}
+    mismatches = []
+    for role, table in presets.PRESETS.items():
+        sheet.tangle.role = role
+        group = getattr(sheet.tangle, presets.SETTINGS_GROUP[role])
+        for name, values in table.items():
+            outcome = call(lambda: bpy.ops.tangle.apply_preset(preset=name))
+            if outcome["result"] != ["FINISHED"]:
+                mismatches.append([role, name, outcome])
+            for key, value in values.items():
+                if abs(getattr(group, key) - value) > 1e-6 * max(1.0, abs(value)):
+                    mismatches.append([role, name, key, getattr(group, key), value])
+    report["mismatches"] = mismatches
+    report["unknown"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Tweed"))
+    return report
+
+
+def scenario_panels(args: dict) -> dict:
+    """Draw the object panel for soft bodies, hair (each model, Curves and Curve) and every collider shape,
+    and the bake panel with problems listed: every drawn property, operator and menu must exist."""
+    load_addon("source", None)
+    panels = importlib.import_module("blender_addon.panels")
+    scene = bpy.context.scene
+    head, hair, _, _ = make_head_and_hair(4, 0.1)
+    curve_obj = bpy.data.objects.new("Strands", bpy.data.curves.new("Strands", "CURVE"))
+    scene.collection.objects.link(curve_obj)
+    jelly = mesh_object("Jelly", bpy.ops.mesh.primitive_cube_add)
+    cases = [("softbody", jelly, {"role": "SOFTBODY"})]
+    cases += [(f"hair_{model}", hair, {"role": "HAIR", "model": model}) for model in ("der", "cosserat", "particles")]
+    cases += [("legacy_curve", curve_obj, {"role": "HAIR", "model": "der"})]
+    cases += [(f"collider_{shape.lower()}", head, {"role": "COLLIDER", "shape": shape})
+              for shape in ("PLANE", "SPHERE", "BOX", "TORUS", "MESH")]
+    scene.tangle.problems.add().object_name = "Jelly"  # the bake panel lists problems
+    report = {}
+    for case, obj, setting in cases:
+        obj.tangle.role = setting["role"]
+        if "model" in setting:
+            obj.tangle.hair.model = setting["model"]
+        if "shape" in setting:
+            obj.tangle.collider_shape = setting["shape"]
+        calls = []
+        context = type("Context", (), {"object": obj, "scene": scene})()
+        for panel in (panels.TANGLE_PT_object, panels.TANGLE_PT_bake):
+            panel.draw(type("Panel", (), {"layout": LayoutRecorder(calls)})(), context)
+        missing = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
+                   for data, name in [rest] if name not in data.bl_rna.properties]
+        operators = [rest[0] for kind, *rest in calls if kind == "operator"]
+        missing += [idname for idname in operators
+                    if not hasattr(getattr(bpy.ops, idname.split(".")[0]), idname.split(".")[1])]
+        menus = [rest[0] for kind, *rest in calls if kind == "menu"]
+        missing += [menu for menu in menus if not hasattr(bpy.types, menu)]
+        report[case] = {"props": sorted({rest[1] for kind, *rest in calls if kind == "prop"}), "menus": menus,
+                        "operators": operators, "missing": missing,
+                        "labels": [rest[0] for kind, *rest in calls if kind == "label"]}
+        obj.tangle.role = "NONE"
+    return report
+
+
+if __name__ == "__main__":
+    name, arguments = sys.argv[1], json.loads(sys.argv[2])
+    outcome = globals()[f"scenario_{name}"](arguments)
+    print("RESULT " + json.dumps(outcome))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # bpy can stall at exit (see scenarios.py)

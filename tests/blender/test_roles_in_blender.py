@@ -1,0 +1,143 @@
+"""Soft body, hair (Curves and legacy Curve), box/torus/mesh colliders, presets and pre-bake checks in
+real Blender (bpy 4.5), baked against a real solver server subprocess; every scenario runs in its own
+bpy subprocess (tests/blender/roles_scenarios.py)."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
+    pytest.mark.blender,
+]
+
+
+def run_roles(run_scenario, name, **args):
+    return run_scenario(name, script="roles_scenarios.py", **args)
+
+
+def test_soft_body_falls_onto_the_floor_and_colliders_export(run_scenario, solver_server_address):
+    frames = 12
+    result = run_roles(run_scenario, "softbody_on_floor", frames=frames, address=solver_server_address)
+    assert result["preset"]["result"] == ["FINISHED"]
+    assert result["jelly_params"]["young_modulus"] == 1.0e6 and result["jelly_params"]["tet_resolution"] == 3
+    assert result["kinds"] == {"Jelly": "softbody", "Floor": "collider", "Crate": "collider", "Ring": "collider",
+                               "Waving": "collider"}
+    assert result["jelly_triangles"] == 12  # the cube's surface, triangulated; the server makes the tets
+    # box = the local bounding box, the object's scale rides in matrix_world; torus = Blender's default torus
+    assert result["crate_shape"] == {"type": "box", "center": [0.0, 0.0, 0.0], "size": [1.0, 1.0, 1.0]}
+    assert result["crate_scale"] == pytest.approx([2.0, 1.0, 0.5])
+    assert result["ring_shape"]["major_radius"] == pytest.approx(1.0)
+    assert result["ring_shape"]["minor_radius"] == pytest.approx(0.25)
+    # a deforming (Wave) mesh collider sends its deformed world vertices for every frame
+    assert result["waving_animated"] is True and result["animated_ids"] == ["Waving"]
+    assert result["drive_frames"] == list(range(1, frames + 1))
+    assert result["drive_vertices_shape"] == [result["waving_vertices"], 3]
+    assert result["drive_first_equals_scene"] == 0.0 and result["drive_vertices_move"] > 0.01
+
+    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["shape_keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, frames + 1)]
+    assert result["first_frame_error"] < 1e-6
+    lowest = result["lowest"]
+    assert lowest[0] == pytest.approx(0.4, abs=1e-6)
+    # free fall from 0.4 m (bottom face) takes sqrt(2 * 0.4 / g) = 0.286 s = frame 7.9: it lands ...
+    assert lowest[5] > 0.05 and min(lowest) < 0.01
+    # ... and the floor (plane z = 0, cube thickness 2 mm) holds it at every frame
+    assert min(lowest) > 0.002 - 1e-4
+    assert result["center_drop"] > 0.3
+    assert result["free_result"]["result"] == ["FINISHED"] and result["after_free"] == []
+
+
+@pytest.mark.parametrize("model", ["der", "particles"])
+def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_server_address, model, tmp_path):
+    frames = 8
+    saved = tmp_path / "hair.blend"
+    result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
+                       address=solver_server_address, save=str(saved))
+    assert result["preset"]["result"] == ["FINISHED"]
+    # roots bound through the surface UV map land exactly on the chosen triangle centroids
+    assert result["roots_surface"] == "Head" and result["root_binding_error"] < 1e-6
+    assert result["head_kind"] == "collider" and result["head_animated"] is True
+    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["fcurves"] == 12 * 6 * 3 and result["interpolations"] == ["LINEAR"]
+    assert result["first_frame_error"] < 1e-6
+    # the roots ride on the head (translated 0.2 m along x) exactly; the soft strands sag under gravity
+    assert result["root_follow_error"] < 1e-5
+    assert result["tip_drop"] > 0.01
+    assert result["subframe_error"] < 1e-6  # LINEAR keys: halfway between frames is the midpoint
+    assert result["baked_topology"]
+    # Free Bake removes the animation and restores the groom exactly
+    assert result["free_result"]["result"] == ["FINISHED"]
+    assert result["after_free_animation"] is False and result["after_free_attributes"] == []
+    assert result["after_free_rest_error"] < 1e-6
+    # the saved file plays back without the add-on or a server
+    played = run_roles(run_scenario, "play_saved_hair", path=str(saved), frames=frames)
+    for frame in ("1", str(frames)):
+        np.testing.assert_allclose(played[frame], result["saved_positions"][frame], atol=1e-6)
+
+
+@pytest.mark.parametrize("spline", ["POLY", "BEZIER"])
+def test_legacy_curve_hair_bakes_to_shape_keys(run_scenario, solver_server_address, spline):
+    frames = 6
+    result = run_roles(run_scenario, "legacy_curve_hair", frames=frames, spline=spline, address=solver_server_address)
+    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["shape_keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, frames + 1)]
+    assert result["basis_is_rest"] < 1e-6
+    assert result["first_frame_error"] < 1e-6
+    assert result["root_drift"] < 1e-5  # the first two points of every strand are clamped
+    # a horizontal 0.25 m strand droops under gravity within 6 frames (0.21 s: free fall 0.21 m at most)
+    assert 0.02 < result["tip_drop"] < 0.5 * 9.81 * (5 / 24) ** 2 + 1e-3
+    if spline == "BEZIER":
+        assert result["handles_moved"] > 0.01
+        assert result["handle_midpoint_error"] < 1e-5 and result["handle_span_error"] < 1e-5
+    assert result["free_result"]["result"] == ["FINISHED"] and result["after_free"] == []
+
+
+CHECK_CASES = {
+    "empty_mesh": ("EmptyMesh", "empty"),
+    "no_faces": ("EdgesOnly", "no faces"),
+    "zero_area": ("Sliver", "zero-area"),
+    "open_softbody": ("OpenJelly", "open"),
+    "non_manifold_softbody": ("Fin", "non-manifold"),
+    "negative_scale": ("Mirrored", "negative scale"),
+    "missing_pin_group": ("Pinned", "'pins' does not exist"),
+    "zero_length_segment": ("Doubled", "zero-length hair segment"),
+    "missing_emitter": ("Bald", "missing emitter surface"),
+}
+
+
+def test_checks_catch_each_broken_input_and_the_bake_sends_nothing(run_scenario):
+    report = run_roles(run_scenario, "checks")
+    for case, (name, fragment) in CHECK_CASES.items():
+        outcome = report[case]
+        assert any(obj == name and fragment in message for obj, message in outcome["problems"]), (case, outcome)
+        assert outcome["panel"] == outcome["problems"]  # listed in the Tangle Bake panel
+        # refused before contacting anything: the message is the problem, not a connection timeout
+        assert outcome["bake"]["result"] == ["RAISED"] and name in outcome["bake"]["error"], (case, outcome)
+        assert outcome["last_error"].startswith(f"{name}: ") and "timeout" not in outcome["last_error"]
+    assert report["good"] == {"problems": [], "panel": 0, "operator": {"result": ["FINISHED"], "error": None}}
+
+
+def test_presets_set_their_values(run_scenario):
+    report = run_roles(run_scenario, "presets")
+    assert report["poll_without_role"] is False and report["no_role"]["result"] == ["RAISED"]
+    assert report["mismatches"] == []
+    assert report["unknown"]["result"] == ["RAISED"] and "Tweed" in report["unknown"]["error"]
+
+
+def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scenario):
+    report = run_roles(run_scenario, "panels")
+    for case, drawn in report.items():
+        assert drawn["missing"] == [], case
+        assert "tangle.check_scene" in drawn["operators"], case
+        assert any(label.startswith("Fix before baking (1)") for label in drawn["labels"]), case
+    for case in ("softbody", "hair_der", "hair_cosserat", "hair_particles", "legacy_curve"):
+        assert report[case]["menus"] == ["TANGLE_MT_presets"], case
+    assert {"young_modulus", "poisson_ratio", "tet_resolution", "pin_group"} <= set(report["softbody"]["props"])
+    assert "bind_to_surface" in report["hair_der"]["props"] and "bind_to_surface" not in report["legacy_curve"]["props"]
+    assert "Emitter: Head" in report["hair_der"]["labels"]
+    assert not any(name.startswith(("particle_", "cosserat_", "wind_")) for name in report["hair_der"]["props"])
+    assert {"particle_stiffness", "guide_count", "wind_strength"} <= set(report["hair_particles"]["props"])
+    assert {"cosserat_max_step", "interaction_outer_radius", "guide_count"} <= set(report["hair_cosserat"]["props"])
+    assert not any(name.startswith("particle_") for name in report["hair_cosserat"]["props"])
