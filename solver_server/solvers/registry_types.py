@@ -7,6 +7,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ..sim.errors import SceneError
+
 
 @dataclass
 class ObjectPose:
@@ -51,3 +53,35 @@ class SolverGroup(Protocol):
 
     def first_non_finite(self) -> str | None:
         """Id of an object whose state holds NaN/Inf, else None."""
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The group's whole dynamic state as host numpy arrays (copies; float64, int or bool), names
+        without '/'; enough for :meth:`load_state_arrays` to continue bit-exactly (ARCHITECTURE §3)."""
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Replace the dynamic state by ``arrays`` from :meth:`state_arrays` of the same scene; raises
+        SceneError naming the object when an array is missing or has the wrong shape or dtype."""
+
+
+def checked_state_array(arrays: dict, name: str, shape: tuple, dtype, owner: str | None) -> np.ndarray:
+    """``arrays[name]`` validated for a checkpoint restore and returned as a writable host copy.
+
+    shape: expected shape, ``None`` entries match any length; dtype: the expected numpy dtype
+    (float arrays must also be finite). Raises SceneError naming ``owner`` (an object id) and the
+    array when it is missing or does not fit.
+    """
+    value = arrays.get(name) if isinstance(arrays, dict) else None
+    if value is None:
+        raise SceneError(f"the resume checkpoint has no state array {name!r}", object=owner)
+    array = np.asarray(value)
+    expected = np.dtype(dtype)
+    if array.dtype.kind != expected.kind and not (expected.kind == "f" and array.dtype.kind in "iu"):
+        raise SceneError(f"checkpoint array {name!r} has dtype {array.dtype}, expected {expected}", object=owner)
+    fits = array.ndim == len(shape) and all(want is None or want == got for want, got in zip(shape, array.shape))
+    if not fits:
+        wanted = "(" + ", ".join("n" if want is None else str(want) for want in shape) + ")"
+        raise SceneError(f"checkpoint array {name!r} has shape {tuple(array.shape)}, this scene needs {wanted} "
+                         "(was the checkpoint made for a different scene?)", object=owner)
+    if expected.kind == "f" and not np.all(np.isfinite(array)):
+        raise SceneError(f"checkpoint array {name!r} contains NaN or Inf", object=owner)
+    return np.array(array, dtype=expected)
