@@ -6,7 +6,7 @@ import numpy as np
 
 from ...sim.errors import SceneError
 from ...sim.state import Control, State
-from ..registry_types import SubstepInputs
+from ..registry_types import SubstepInputs, checked_state_array
 from .assemble import build_particle_model
 from .settings import resolve_pd_settings
 from .solver import PDSolver
@@ -67,6 +67,25 @@ class PDGroup:
             else:
                 result[slot.id] = host[slot.start:slot.stop].astype(np.float32)
         return result
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Checkpoint state: positions, velocities (N, 3) [m], [m/s] of all merged particles and
+        global_fallback (bool: the iterative global step fell back to Cholesky)."""
+        to_host = self.backend.to_host
+        return {"positions": np.array(to_host(self.state.positions), np.float64),
+                "velocities": np.array(to_host(self.state.velocities), np.float64),
+                "global_fallback": np.array(self.solver.fell_back)}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        shape = (self.model.particle_count, 3)
+        positions = checked_state_array(arrays, "positions", shape, np.float64, self.ids[0])
+        velocities = checked_state_array(arrays, "velocities", shape, np.float64, self.ids[0])
+        fell_back = bool(checked_state_array(arrays, "global_fallback", (), bool, self.ids[0]))
+        xp = self.backend.xp
+        self.state = State(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
+        if fell_back:
+            self.solver.fell_back = True
+            self.solver.global_solver = self.solver.cholesky
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
