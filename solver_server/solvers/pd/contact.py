@@ -89,7 +89,7 @@ class ContactPoints:
             if total is None:
                 total = contacts
             else:
-                total = _merge(self.xp, total, contacts)
+                total = merge_contacts(self.xp, total, contacts)
             if not bool(contacts.mask.any()):
                 break
             q = self._distribute(q, projected - points, contacts.mask)
@@ -142,7 +142,7 @@ class ContactPoints:
         return new_force, self.transpose @ full
 
 
-def _merge(xp, first: Contacts, second: Contacts) -> Contacts:
+def merge_contacts(xp, first: Contacts, second: Contacts) -> Contacts:
     """Contacts of two passes: depths add up, the later normal/motion/μ win where it touched."""
     mask = second.mask
     return Contacts(depth=first.depth + second.depth,
@@ -151,5 +151,3 @@ def _merge(xp, first: Contacts, second: Contacts) -> Contacts:
                     friction=xp.where(mask, second.friction, first.friction),
                     mask=first.mask | mask)
 
-
-merge_contacts = _merge
