@@ -19,12 +19,12 @@ import numpy as np
 
 from ...sim.errors import SceneError
 from ..guides.roots import RootBinding
-from ..registry_types import SubstepInputs
+from ..registry_types import SubstepInputs, checked_state_array
 from .contact import ContactSettings
 from .integrator import NewtonSettings
 from .model import DerInputError, DerMaterial, build_model
 from .solver import DerControl, DerSolver
-from .state import rest_state
+from .state import DerState, rest_state
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
                  "quasi_newton_matrix": str, "refresh_interval": int}
@@ -130,6 +130,26 @@ class DerHairGroup:
 
     def positions(self) -> dict[str, np.ndarray]:
         return {hair.id: self.backend.to_host(hair.state.positions).astype(np.float32) for hair in self.objects}
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Checkpoint state: every DerState field of every object (positions, velocities, twist angles
+        and their rates, time-parallel reference frames and unwrapped reference twists), named
+        ``object<i>_<field>`` with i the object's position in ``ids``."""
+        to_host = self.backend.to_host
+        return {f"object{index}_{name}": np.array(to_host(getattr(hair.state, name)))
+                for index, hair in enumerate(self.objects) for name in DerState.__dataclass_fields__}
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        loaded = []
+        for index, hair in enumerate(self.objects):
+            fields = {}
+            for name in DerState.__dataclass_fields__:
+                like = self.backend.to_host(getattr(hair.state, name))
+                value = checked_state_array(arrays, f"object{index}_{name}", like.shape, like.dtype, hair.id)
+                fields[name] = self.backend.from_host(value)
+            loaded.append(DerState(**fields))
+        for hair, state in zip(self.objects, loaded):
+            hair.state = state
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
