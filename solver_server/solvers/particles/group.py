@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..guides.strand_object import StrandObject
-from ..registry_types import SubstepInputs
+from ..registry_types import SubstepInputs, checked_state_array
 from .colliders import SceneColliders
 from .settings import ParticleHairSettings
-from .solver import ParticleHairSolver, StrandControl
+from .solver import ParticleHairSolver, ParticleState, StrandControl
 
 
 class ParticleHairGroup:
@@ -47,6 +47,30 @@ class ParticleHairGroup:
         xp = self.backend.xp
         return {strands.id: self.backend.to_host(strands.output(state.positions, self.poses, xp)).astype(np.float32)
                 for strands, state in zip(self.objects, self.states)}
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """Checkpoint state per object i: ``object<i>_positions``, ``_velocities`` (S, P, 3) [m], [m/s],
+        ``_rigidity`` (S,) (teleport recovery) and ``_time`` [s] (drives the wind)."""
+        to_host = self.backend.to_host
+        arrays = {}
+        for index, state in enumerate(self.states):
+            arrays[f"object{index}_positions"] = np.array(to_host(state.positions), np.float64)
+            arrays[f"object{index}_velocities"] = np.array(to_host(state.velocities), np.float64)
+            arrays[f"object{index}_rigidity"] = np.array(to_host(state.rigidity), np.float64)
+            arrays[f"object{index}_time"] = np.array(state.time, np.float64)
+        return arrays
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        xp = self.backend.xp
+        loaded = []
+        for index, (strands, state) in enumerate(zip(self.objects, self.states)):
+            def take(name, shape):
+                return checked_state_array(arrays, f"object{index}_{name}", shape, np.float64, strands.id)
+            loaded.append(ParticleState(xp.asarray(take("positions", state.positions.shape)),
+                                        xp.asarray(take("velocities", state.velocities.shape)),
+                                        xp.asarray(take("rigidity", state.rigidity.shape)),
+                                        float(take("time", ()))))
+        self.states = loaded
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
