@@ -16,6 +16,7 @@ from .collision import ColliderSet
 from .sim.builder import SceneSpec, parse_scene
 from .sim.errors import SceneError, SimulationError
 from .solvers import ObjectPose, SubstepInputs, build_groups
+from .solvers.registry_types import checked_state_array
 
 FrameOutput = tuple  # (frame: int, positions: dict[str, np.ndarray], stats: dict)
 
@@ -87,6 +88,76 @@ class Simulation:
 
         vertices = (1.0 - alpha) * concrete(start) + alpha * concrete(end)
         return ObjectPose(matrix, vertices)
+
+    # ------------------------------------------------------------------ checkpoints (ARCHITECTURE §3)
+    KINEMATIC_GROUP = "kinematic"
+
+    def _group_key(self, group) -> str:
+        """Stable key of a solver group: its objects' registry keys, e.g. "cloth+softbody", "hair:der"."""
+        keys = {spec.kind if spec.kind != "hair" else f"hair:{spec.params.get('model')}"
+                for spec in (self._specs[object_id] for object_id in group.ids)}
+        return "+".join(sorted(keys))
+
+    def checkpoint(self) -> dict:
+        """Everything needed to continue bit-exactly after ``self.frame``: {"frame": int, "groups":
+        {group key: {name: host ndarray}}}; the "kinematic" group holds the drive poses of the animated
+        objects (``pose<i>_matrix`` (4, 4), ``pose<i>_vertices`` (N, 3), i indexing ``animated_ids``) and
+        the colliders' current poses (``collider<i>_matrix``, ``collider<i>_vertices``; after frame_start)."""
+        groups = {self._group_key(group): group.state_arrays() for group in self.groups}
+        kinematic: dict[str, np.ndarray] = {}
+        for index, object_id in enumerate(self.animated_ids):
+            pose = self._poses[object_id]
+            kinematic[f"pose{index}_matrix"] = np.array(pose.matrix, np.float64)
+            if pose.vertices is not None:
+                kinematic[f"pose{index}_vertices"] = np.array(pose.vertices, np.float64)
+        if self.frame > self.frame_start:
+            for index, collider in enumerate(self.colliders.colliders):
+                kinematic[f"collider{index}_matrix"] = np.array(collider.matrix, np.float64)
+                if collider.is_mesh and collider.geometry.vertices is not None:
+                    kinematic[f"collider{index}_vertices"] = np.array(collider.geometry.vertices, np.float64)
+        groups[self.KINEMATIC_GROUP] = kinematic
+        return {"frame": int(self.frame), "groups": groups}
+
+    def restore(self, checkpoint: dict) -> None:
+        """Continue from ``checkpoint`` (from :meth:`checkpoint` of the same scene, right after __init__):
+        the next advance() yields checkpoint["frame"] + 1. Raises SceneError when it does not fit."""
+        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("groups"), dict) \
+                or isinstance(checkpoint.get("frame"), bool) or not isinstance(checkpoint.get("frame"), int):
+            raise SceneError("the resume checkpoint must be a map {frame: int, groups: {key: {name: array}}}")
+        frame = checkpoint["frame"]
+        if not self.frame_start <= frame <= self.frame_end:
+            raise SceneError(f"the resume checkpoint is for frame {frame}, outside this scene's frames "
+                             f"{self.frame_start}..{self.frame_end}")
+        groups = checkpoint["groups"]
+        expected = {self._group_key(group) for group in self.groups} | {self.KINEMATIC_GROUP}
+        if set(groups) != expected or not all(isinstance(value, dict) for value in groups.values()):
+            raise SceneError(f"the resume checkpoint holds solver groups {sorted(map(str, groups))}, this scene "
+                             f"has {sorted(expected)} (was it made for a different scene?)")
+        kinematic = groups[self.KINEMATIC_GROUP]
+        poses = dict(self._poses)
+        for index, object_id in enumerate(self.animated_ids):
+            matrix = checked_state_array(kinematic, f"pose{index}_matrix", (4, 4), np.float64, object_id)
+            vertices = None
+            if f"pose{index}_vertices" in kinematic:
+                shape = self._specs[object_id].vertices.shape if self._specs[object_id].vertices is not None else (0, 3)
+                vertices = checked_state_array(kinematic, f"pose{index}_vertices", shape, np.float64, object_id)
+            poses[object_id] = ObjectPose(matrix, vertices)
+        collider_poses = {}
+        if frame > self.frame_start:
+            for index, collider in enumerate(self.colliders.colliders):
+                matrix = checked_state_array(kinematic, f"collider{index}_matrix", (4, 4), np.float64, collider.id)
+                vertices = None
+                if collider.is_mesh:
+                    shape = collider.geometry.rest_vertices.shape
+                    vertices = checked_state_array(kinematic, f"collider{index}_vertices", shape, np.float64,
+                                                   collider.id)
+                collider_poses[collider.id] = (matrix, vertices)
+        for group in self.groups:
+            group.load_state_arrays(groups[self._group_key(group)])
+        if collider_poses:
+            self.colliders.set_poses(collider_poses)
+        self._poses = poses
+        self.frame = frame
 
     # ------------------------------------------------------------------ frames
     def _collect(self) -> dict[str, np.ndarray]:
