@@ -147,7 +147,26 @@ class Pc2Output:
         self.writer: Pc2Writer | None = None
 
     def check(self, keep_before: int | None) -> None:
-        cache_file(bpy.data.scenes[self.scene_name], self.target.object_name)
+        """Refuse before anything is sent: an unsaved .blend, or (continuing) a cache that cannot hold
+        the kept frames."""
+        name = self.target.object_name
+        cache_file(bpy.data.scenes[self.scene_name], name)
+        if keep_before is None:
+            return
+        modifier = mesh_cache_modifier(bpy.data.objects[name])
+        if modifier is None:
+            raise BakeRefused(f"object '{name}': its '{MESH_CACHE_NAME}' modifier was removed; bake from the start")
+        current = Path(bpy.path.abspath(modifier.filepath))
+        try:
+            points, start, _, samples = read_header(current)
+        except (OSError, Pc2Error) as error:
+            raise BakeRefused(f"object '{name}': the PC2 cache {current} cannot be read ({error}); "
+                              "bake from the start") from None
+        kept = keep_before - self.frame_start
+        if points != self.target.vertex_count or start != self.frame_start or samples < kept:
+            raise BakeRefused(f"object '{name}': the PC2 cache {current} holds {samples} frames of {points} points "
+                              f"from frame {start:g}, but {kept} frames of {self.target.vertex_count} points from "
+                              f"frame {self.frame_start} are to be kept; bake from the start")
 
     def begin(self, keep_before: int | None) -> None:
         obj = bpy.data.objects[self.target.object_name]

@@ -119,6 +119,9 @@ def test_shape_key_and_pc2_routes_play_back_identically(run_workflow, solver_ser
     assert result["routes_max_diff"] < 1e-6  # both routes play back the same positions [m]
     assert result["path_after_save_as"] == "//../shot_tangle/Scene/Sheet.pc2"  # remapped, still relative
     assert result["save_as_max_diff"] < 1e-6 and result["reload_max_diff"] < 1e-6
+    refused = result["rebake_without_modifier"]
+    assert refused["result"] == ["RAISED"] and "'Sheet'" in refused["last_error"]
+    assert "Tangle Cache' modifier was removed" in refused["last_error"]
     assert result["free"]["result"] == ["FINISHED"]
     assert result["modifier_after_free"] is False and result["file_after_free"] is False
 

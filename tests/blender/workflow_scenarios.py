@@ -208,6 +208,11 @@ def scenario_output_routes(args: dict) -> dict:
     result["path_after_save_as"] = bake_output.mesh_cache_modifier(bpy.data.objects["Sheet"]).filepath
     bpy.ops.wm.open_mainfile(filepath=str(copy))
     result["save_as_max_diff"] = max_difference(pc2_playback, playback(bpy.data.objects["Sheet"], sample_frames))
+    copied_sheet = bpy.data.objects["Sheet"]
+    copied_sheet.modifiers.remove(bake_output.mesh_cache_modifier(copied_sheet))
+    bpy.context.scene.frame_set(4)
+    result["rebake_without_modifier"] = call(bpy.ops.tangle.rebake_from_frame) | {
+        "last_error": bpy.context.scene.tangle.last_error}
     bpy.ops.wm.open_mainfile(filepath=args["path"])
     sheet = bpy.data.objects["Sheet"]
     result["reload_max_diff"] = max_difference(pc2_playback, playback(sheet, sample_frames))
