@@ -77,7 +77,8 @@ def remove_shape_keys_from(obj: bpy.types.Object, first_removed: int) -> int:
     key = obj.data.shape_keys
     if key is None:
         return 0
-    removed = [block for block in key.key_blocks if (frame_of_shape_key(block.name) or -10**9) >= first_removed]
+    removed = [block for block in key.key_blocks
+               if (frame := frame_of_shape_key(block.name)) is not None and frame >= first_removed]
     for block in removed:
         fcurve = _shape_key_fcurve(obj, block.name)
         if fcurve is not None:

@@ -25,8 +25,8 @@ class WorkerEvent:
     kind: "accepted" | "frame" | "done" | "error".
     frame events carry ``frame``, ``positions`` ({object id: float32 (N, 3) world-space metres}),
     ``stats`` and, when the server attached one, ``checkpoint`` (ARCHITECTURE §3: {"frame": int,
-    "groups": {key: {name: ndarray}}}); done events carry ``cancelled``; error events carry ``code``, ``message`` and, where the server
-    knows them, ``object`` and ``frame``.
+    "groups": {key: {name: ndarray}}}); done events carry ``cancelled``; error events carry ``code``,
+    ``message`` and, where the server knows them, ``object`` and ``frame``.
     """
 
     kind: str
