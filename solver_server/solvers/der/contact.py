@@ -48,7 +48,7 @@ class ContactSettings:
     response: str = "delassus"
     # the global/local loop also continues while a contact predicts a deeper penetration than this fraction
     # of the hair radius (the smaller one for a pair; seed: mean |Δv| only)
-    penetration_tolerance: float = 0.05
+    penetration_tolerance: float = 0.02
 
 
 def _rows_dot(xp, a, b):

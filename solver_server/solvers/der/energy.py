@@ -62,18 +62,27 @@ def _bend_inputs(xp, model: DerModel, config: Configuration):
     return e0, e1, frame0, frame1, rest_product
 
 
-def elastic_energy(xp, model: DerModel, config: Configuration):
-    """Total elastic energy [J] (float)."""
+def strand_elastic_energy(xp, model: DerModel, config: Configuration):
+    """Elastic energy of every strand (S,) [J]."""
     x = config.positions
     edges = x[model.edge_vertex + 1] - x[model.edge_vertex]
     strain = xp.linalg.norm(edges, axis=1) / model.rest_edge_length - 1.0
-    stretch = 0.5 * xp.sum(model.stretch_stiffness * strain * strain * model.rest_edge_length)
-    e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
-    omega = bend_strain_values(xp, e0, e1, rest_product, frame0, frame1)
-    bend = xp.sum(model.bend_weight * (omega - model.rest_bend) ** 2)
-    tau = config.theta[model.bend_edges[:, 1]] - config.theta[model.bend_edges[:, 0]] + config.reference_twist
-    twist = 0.5 * xp.sum(model.twist_weight * (tau - model.rest_twist) ** 2)
-    return float(stretch + bend + twist)
+    stretch = 0.5 * model.stretch_stiffness * strain * strain * model.rest_edge_length
+    energy = xp.bincount(model.edge_strand, weights=stretch, minlength=model.n_strands)
+    if model.bend_vertex.shape[0]:
+        e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
+        omega = bend_strain_values(xp, e0, e1, rest_product, frame0, frame1)
+        bend = xp.sum(model.bend_weight * (omega - model.rest_bend) ** 2, axis=(1, 2))
+        tau = config.theta[model.bend_edges[:, 1]] - config.theta[model.bend_edges[:, 0]] + config.reference_twist
+        twist = 0.5 * model.twist_weight * (tau - model.rest_twist) ** 2
+        energy = energy + xp.bincount(model.vertex_strand[model.bend_vertex], weights=bend + twist,
+                                      minlength=model.n_strands)
+    return energy
+
+
+def elastic_energy(xp, model: DerModel, config: Configuration):
+    """Total elastic energy [J] (float)."""
+    return float(xp.sum(strand_elastic_energy(xp, model, config)))
 
 
 def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project: bool):

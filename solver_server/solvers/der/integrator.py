@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band
-from .energy import elastic_energy, elastic_gradient_hessian
+from .energy import elastic_gradient_hessian, strand_elastic_energy
 from .model import DerModel
 from .state import DerState, transported_configuration
 
@@ -44,15 +44,18 @@ class NewtonSettings:
 class SoftPins:
     """Zero-length springs E = ½ k ‖x − x̂‖² (seed §4.1) on vertex coordinates.
 
-    dofs (P, 3): DOF indices of the pinned vertices; stiffness (P,) [N/m]; targets (P, 3) [m] at the end
-    of the step."""
+    vertices (P,): pinned vertices; dofs (P, 3): their DOF indices; stiffness (P,) [N/m]; targets (P, 3) [m]
+    at the end of the step."""
+    vertices: Any
     dofs: Any
     stiffness: Any
     targets: Any
 
-    def energy(self, xp, q) -> float:
+    def strand_energy(self, xp, q, vertex_strand_of_pin, n_strands):
+        """Spring energy per strand (S,) [J]."""
         offset = q[self.dofs] - self.targets
-        return 0.5 * float(xp.sum(self.stiffness[:, None] * offset * offset))
+        return xp.bincount(vertex_strand_of_pin, weights=0.5 * self.stiffness * xp.sum(offset * offset, axis=1),
+                           minlength=n_strands)
 
 
 class ImpulseHandler(Protocol):
@@ -94,6 +97,10 @@ class ImplicitEulerSolver:
         self._from_host = from_host
         self.model = model
         self.settings = settings
+        dof_strand = xp.zeros(model.n_dofs, dtype=xp.int64)
+        dof_strand[model.position_dofs] = model.vertex_strand[:, None]
+        dof_strand[model.edge_dof] = model.edge_strand
+        self.dof_strand = dof_strand
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False):
@@ -119,24 +126,35 @@ class ImplicitEulerSolver:
             return factor
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
 
-    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, configuration, potential, objective):
-        """Backtracking Armijo search along −A⁻¹∇g; (alpha, direction, config, potential) or None."""
-        xp, settings = self.xp, self.settings
+    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, current_potential, configuration,
+                     potential, objective):
+        """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands).
+
+        Returns (alphas (S,), direction, potential at the accepted step (S,), accepted (S,) bool). A strand
+        whose direction is not a descent direction (converged, or all kinematic) is accepted with α = 0; a
+        strand that finds no decrease is not accepted and gets α = 0."""
+        xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
         if not bool(xp.all(xp.isfinite(direction))):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
-        slope = float(xp.sum(gradient * direction))
-        if slope >= 0.0:
-            return None
-        alpha = 1.0
+        slope = xp.bincount(self.dof_strand, weights=gradient * direction, minlength=model.n_strands)
+        searching = slope < 0.0
+        alpha = xp.where(searching, 1.0, 0.0)
+        accepted = ~searching
+        accepted_potential = current_potential.copy()
         for _ in range(settings.max_backtracks):
-            trial_config = configuration(v + alpha * direction)
-            trial_potential = potential(v + alpha * direction, trial_config)
-            if objective(v + alpha * direction, target, trial_potential) <= current + settings.armijo * alpha * slope:
-                return alpha, direction, trial_config, trial_potential
-            alpha *= settings.backtrack
-        return None
+            if not bool(searching.any()):
+                break
+            trial_v = v + alpha[self.dof_strand] * direction
+            trial_potential = potential(trial_v, configuration(trial_v))
+            ok = searching & (objective(trial_v, target, trial_potential) <= current + settings.armijo * alpha * slope)
+            accepted_potential = xp.where(ok, trial_potential, accepted_potential)
+            accepted |= ok
+            searching &= ~ok
+            alpha = xp.where(searching, alpha * settings.backtrack, alpha)
+        alpha = xp.where(accepted, alpha, 0.0)
+        return alpha, direction, accepted_potential, accepted
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None) -> tuple[DerState, StepStats]:
@@ -156,15 +174,19 @@ class ImplicitEulerSolver:
             return transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
 
         def potential(v, config):
-            """Elastic energy plus the soft pins' springs at q_t + h v [J]."""
-            energy = elastic_energy(xp, model, config)
+            """Elastic energy plus the soft pins' springs at q_t + h v, per strand (S,) [J]."""
+            energy = strand_elastic_energy(xp, model, config)
             if soft_pins is not None:
-                energy += soft_pins.energy(xp, q_t + h * v)
+                pin_strands = model.vertex_strand[soft_pins.vertices]
+                energy = energy + soft_pins.strand_energy(xp, q_t + h * v, pin_strands, model.n_strands)
             return energy
 
-        def objective(v, target, elastic):
+        def objective(v, target, potential_per_strand):
+            """g(v) per strand (S,): the strands are independent given the impulses, so each gets its own
+            line search (one buckling strand does not shorten every other strand's step)."""
             difference = v - target
-            return 0.5 * float(xp.sum(mass * (difference * difference + damping * v * v))) + elastic
+            kinetic = 0.5 * mass * (difference * difference + damping * v * v)
+            return xp.bincount(self.dof_strand, weights=kinetic, minlength=model.n_strands) + potential_per_strand
 
         v = v_t.copy()
         v[fixed_dofs] = fixed_velocity
@@ -189,26 +211,31 @@ class ImplicitEulerSolver:
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             current = objective(v, target, elastic)
-            found = self._line_search(factor, gradient, fixed_dofs, v, target, current, configuration, potential,
-                                      objective)
-            if found is None and not factor_is_current:
-                # the reused (quasi-Newton) matrix gives no decrease: refactor with the exact (or projected)
-                # Hessian at the current iterate and try again
+            alpha, direction, accepted_potential, accepted = self._line_search(
+                factor, gradient, fixed_dofs, v, target, current, elastic, configuration, potential, objective)
+            if not bool(accepted.all()):
+                # some strands found no decrease along the reused matrix's direction: refactor at the current
+                # iterate (exact or projected Hessian) and search again; strands that still fail keep v
                 stats.line_search_fallbacks += 1
-                factor = self._factor(config, h, fixed_dofs, stats, soft_pins, exact=True)
-                factor_is_current = True
-                found = self._line_search(factor, gradient, fixed_dofs, v, target, current, configuration, potential,
-                                          objective)
-            if found is None:
-                # no decrease along a descent direction: converged to round-off, or a kink; keep v
-                stats.line_search_fallbacks += 1
+                if not factor_is_current:
+                    factor = self._factor(config, h, fixed_dofs, stats, soft_pins, exact=True)
+                    factor_is_current = True
+                    retry = self._line_search(factor, gradient, fixed_dofs, v, target, current, elastic,
+                                              configuration, potential, objective)
+                    better = retry[3] & ~accepted
+                    direction = xp.where(better[self.dof_strand], retry[1], direction)
+                    alpha = xp.where(better, retry[0], alpha)
+                    accepted_potential = xp.where(better, retry[2], accepted_potential)
+                    accepted |= better
+            moved = alpha > 0.0
+            if not bool(moved.any()):
                 stats.iterations = iteration + 1
                 break
-            alpha, direction, trial_config, trial_elastic = found
             factor_is_current = not settings.quasi_newton
-            v_new = v + alpha * direction
-            stats.smallest_step = min(stats.smallest_step, alpha)
-            config, elastic = trial_config, trial_elastic
+            v_new = v + alpha[self.dof_strand] * direction
+            stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
+            config = configuration(v_new)
+            elastic = xp.where(accepted, accepted_potential, elastic)
             stats.iterations = iteration + 1
             # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
             stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))

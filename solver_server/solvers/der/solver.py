@@ -96,7 +96,7 @@ class DerSolver:
             indices, stiffness = self.soft_pins
             targets = self.model.rest_positions[indices] if control is None or control.soft_targets is None \
                 else xp.asarray(control.soft_targets, dtype=state_in.positions.dtype)
-            springs = SoftPins(self.model.position_dofs[indices], stiffness, targets)
+            springs = SoftPins(indices, self.model.position_dofs[indices], stiffness, targets)
         new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler,
                                                 springs)
         if handler is not None:
