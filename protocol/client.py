@@ -44,11 +44,14 @@ DriveCallable = Callable[[int], dict]
 @dataclass(frozen=True)
 class FrameResult:
     """One simulated frame: ``positions[id]`` is a read-only float32 array of shape (N, 3) in
-    metres (world space); ``stats`` holds the solver's per-frame figures."""
+    metres (world space); ``stats`` holds the solver's per-frame figures; ``checkpoint`` is the
+    solver state at the end of this frame ({"frame", "groups"}, ARCHITECTURE §3) when the job was
+    submitted with ``checkpoint_every`` and this frame carries one, else None."""
 
     frame: int
     positions: dict[str, np.ndarray]
     stats: dict
+    checkpoint: dict | None = None
 
 
 def _raise_for_error(message: Message) -> None:
@@ -59,10 +62,13 @@ def _raise_for_error(message: Message) -> None:
 class Job:
     """A submitted simulation. Created by :meth:`SolverClient.submit` once the server accepted it."""
 
-    def __init__(self, client: "SolverClient", job_id: str, drive: DriveCallable | None):
+    def __init__(
+        self, client: "SolverClient", job_id: str, drive: DriveCallable | None, resume_frame: int | None = None
+    ):
         self._client = client
         self.id = job_id
         self._drive = drive
+        self.resume_frame = resume_frame  # frame of the checkpoint this job continues from, if any
         self.frame_start: int | None = None
         self.frame_end: int | None = None
         self.animated: list[str] = []
@@ -89,8 +95,10 @@ class Job:
         self.frame_start = body["frame_start"]
         self.frame_end = body["frame_end"]
         self.animated = list(body["animated"])
-        self._next_frame = self.frame_start
-        self._drive_sent_upto = self.frame_start - 1  # drive covers frame_start .. frame_end (ARCHITECTURE §2)
+        # drive covers frame_start .. frame_end (ARCHITECTURE §2); a resumed job starts after its checkpoint
+        first = self.frame_start if self.resume_frame is None else self.resume_frame + 1
+        self._next_frame = first
+        self._drive_sent_upto = first - 1
 
     def _handle(self, message: Message) -> None:
         kind, body = message.type, message.body
@@ -102,7 +110,9 @@ class Job:
                 self._request_resume()  # frames were lost on a broken connection
                 return
             positions = {oid: obj["positions"] for oid, obj in body["objects"].items()}
-            result = FrameResult(frame=frame, positions=positions, stats=body["stats"])
+            result = FrameResult(
+                frame=frame, positions=positions, stats=body["stats"], checkpoint=body.get("checkpoint")
+            )
             self._results.append(result)
             self.stats = body["stats"]
             self._next_frame += 1
@@ -391,24 +401,48 @@ class SolverClient:
                 self.server_info = message.body
                 return message.body
 
-    def submit(self, scene: dict, drive: DriveCallable | None = None, job_id: str | None = None) -> Job:
+    def submit(
+        self,
+        scene: dict,
+        drive: DriveCallable | None = None,
+        job_id: str | None = None,
+        *,
+        checkpoint_every: int | None = None,
+        resume: dict | None = None,
+    ) -> Job:
         """Send ``scene`` (DESIGN §2) and wait until the server accepted it.
 
         ``drive(frame) -> {object_id: {"matrix_world": (4, 4), "vertices": (N, 3)?}}`` supplies
         the animated objects' state for frames frame_start .. frame_end; it is called at most
-        ``DRIVE_WINDOW`` frames ahead of the last result. Raises SolverError (``bad_scene`` with
-        the object named, ``no_drive`` if the scene is animated and ``drive`` is None, ...).
+        ``DRIVE_WINDOW`` frames ahead of the last result. ``checkpoint_every=N``: every N-th frame
+        (counted from frame_start) and the last one carry ``FrameResult.checkpoint``. ``resume``: a
+        checkpoint received earlier (for the same scene); the job then yields frames
+        ``resume["frame"] + 1 .. frame_end`` only. Raises SolverError (``bad_scene`` with the object
+        named, also for a checkpoint that does not fit the scene; ``no_drive`` if the scene is
+        animated and ``drive`` is None, ...).
         """
+        if checkpoint_every is not None and (
+            isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1
+        ):
+            raise ValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+        resume_frame = None
+        if resume is not None:
+            frame = resume.get("frame") if isinstance(resume, dict) else None
+            if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
+                raise ValueError("resume must be a checkpoint {'frame': int, 'groups': {...}} received from the server")
+            resume_frame = int(resume["frame"])
+            resume = {**resume, "frame": resume_frame}
         if self.server_info is None:
             self.hello()
         job_id = job_id or uuid.uuid4().hex
         if job_id in self._jobs and not self._jobs[job_id].finished:
             raise ValueError(f"job id {job_id!r} is already in use by this client")
-        job = Job(self, job_id, drive)
+        job = Job(self, job_id, drive, resume_frame)
         self._jobs[job_id] = job
         self._inbox[job_id] = deque()
         try:
-            self._send(messages.submit(scene, job=job_id))  # ProtocolError names an unencodable value
+            message = messages.submit(scene, job=job_id, checkpoint_every=checkpoint_every, resume=resume)
+            self._send(message)  # ProtocolError names an unencodable value
         except BaseException:
             self._forget(job_id)
             raise

@@ -70,7 +70,9 @@ SPECS: dict[str, MessageSpec] = {
         },
         {},
     ),
-    SUBMIT: MessageSpec("c2s", "none", {"scene": (dict,)}, {"job": (str,)}),
+    SUBMIT: MessageSpec(
+        "c2s", "none", {"scene": (dict,)}, {"job": (str,), "checkpoint_every": (int,), "resume": (dict,)}
+    ),
     ACCEPTED: MessageSpec(
         "s2c", "required", {"frame_start": (int,), "frame_end": (int,), "animated": (list,)}, {}
     ),
@@ -87,7 +89,9 @@ SPECS: dict[str, MessageSpec] = {
         },
         {},
     ),
-    FRAME: MessageSpec("s2c", "required", {"frame": (int,), "objects": (dict,), "stats": (dict,)}, {}),
+    FRAME: MessageSpec(
+        "s2c", "required", {"frame": (int,), "objects": (dict,), "stats": (dict,)}, {"checkpoint": (dict,)}
+    ),
     DONE: MessageSpec(
         "s2c",
         "required",
@@ -176,10 +180,18 @@ def welcome(
     )
 
 
-def submit(scene: dict, job: str | None = None) -> Message:
+def submit(
+    scene: dict, job: str | None = None, checkpoint_every: int | None = None, resume: dict | None = None
+) -> Message:
+    """``checkpoint_every``: the server attaches a checkpoint to every N-th frame and the last one;
+    ``resume``: a checkpoint ({"frame", "groups"}) to continue from (sent as {"checkpoint": ...})."""
     body: dict[str, Any] = {"scene": scene}
     if job is not None:
         body["job"] = job
+    if checkpoint_every is not None:
+        body["checkpoint_every"] = int(checkpoint_every)
+    if resume is not None:
+        body["resume"] = {"checkpoint": resume}
     return Message(SUBMIT, body=body)
 
 
@@ -207,9 +219,14 @@ def progress(job: str, frame: int, frames_done: int, frames_total: int, elapsed_
     )
 
 
-def frame(job: str, frame_number: int, positions: dict[str, np.ndarray], stats: dict) -> Message:
+def frame(
+    job: str, frame_number: int, positions: dict[str, np.ndarray], stats: dict, checkpoint: dict | None = None
+) -> Message:
     objects = {object_id: {"positions": array} for object_id, array in positions.items()}
-    return Message(FRAME, job=job, body={"frame": frame_number, "objects": objects, "stats": stats})
+    body = {"frame": frame_number, "objects": objects, "stats": stats}
+    if checkpoint is not None:
+        body["checkpoint"] = checkpoint
+    return Message(FRAME, job=job, body=body)
 
 
 def done(job: str, frames_done: int, last_frame: int, cancelled: bool, elapsed_s: float) -> Message:

@@ -9,7 +9,7 @@ import signal
 import sys
 from urllib.parse import urlsplit
 
-from .server import DEFAULT_BIND, SolverServer
+from .server import CLIENT_SILENCE_S, DEFAULT_BIND, DISK_CHECKPOINT_EVERY, SolverServer
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
@@ -41,6 +41,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=30.0,
         metavar="S",
         help="seconds an unreachable client's jobs keep running in case it reconnects (default 30)",
+    )
+    parser.add_argument(
+        "--client-silence",
+        type=float,
+        default=CLIENT_SILENCE_S,
+        metavar="S",
+        help="seconds a connected client may stay silent (no ping) before its jobs are freed "
+        f"(default {CLIENT_SILENCE_S:g})",
+    )
+    parser.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="write every job's checkpoints to DIR/<job id>/frame_NNNNNN.npz for crash recovery (docs/reliability.md)",
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=DISK_CHECKPOINT_EVERY,
+        metavar="N",
+        help=f"frames between disk checkpoints with --checkpoint-dir (default {DISK_CHECKPOINT_EVERY})",
     )
     parser.add_argument(
         "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="stderr log level"
@@ -100,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_jobs < 1:
         print("tangle-solver: --max-jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.checkpoint_every < 1 or args.client_silence <= 0:
+        print("tangle-solver: --checkpoint-every must be at least 1 and --client-silence positive", file=sys.stderr)
+        return 2
 
     from .backend import BackendError, get_backend
 
@@ -110,7 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         server = SolverServer(
-            args.bind, backend, max_jobs=args.max_jobs, keys_dir=args.keys, peer_grace_s=args.peer_grace
+            args.bind,
+            backend,
+            max_jobs=args.max_jobs,
+            keys_dir=args.keys,
+            peer_grace_s=args.peer_grace,
+            client_silence_s=args.client_silence,
+            checkpoint_dir=args.checkpoint_dir,
+            checkpoint_every=args.checkpoint_every,
         )
     except OSError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)

@@ -9,6 +9,11 @@ Message order for one job: ``accepted``, then ``frame`` + ``progress`` for every
 frame_start .. frame_end (frame_start is the submitted state), then ``done``. Any failure ends
 the job with one ``error`` instead (frames already sent stay valid); an ``error`` carrying a
 job id always means that job has ended.
+
+Checkpoints (ARCHITECTURE §3): a job resumed from a checkpoint of frame c streams c + 1 ..
+frame_end; with ``checkpoint_every`` N the ``frame`` messages of frames frame_start + kN and of
+frame_end carry the simulation's checkpoint; a server started with ``--checkpoint-dir`` also
+writes one to disk every ``store_every`` frames (and at frame_end) for crash recovery.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from protocol import messages
+from protocol.checkpoint_files import CheckpointDirectory
 from protocol.errors import ProtocolError
 from protocol.wire import Message
 
@@ -147,10 +153,18 @@ class Job:
         simulation_factory: SimulationFactory = default_simulation_factory,
         window: int = FRAME_WINDOW,
         max_pending_drives: int = MAX_PENDING_DRIVES,
+        checkpoint_every: int | None = None,
+        resume: dict | None = None,
+        store: CheckpointDirectory | None = None,
+        store_every: int = 10,
     ):
         self.key = key
         self.id = key[1]
         self._scene = scene
+        self._checkpoint_every = checkpoint_every
+        self._resume = resume
+        self._store = store
+        self._store_every = store_every
         self._backend = backend
         self._outbox = outbox
         self._factory = simulation_factory
@@ -235,7 +249,26 @@ class Job:
                 self._lock.wait(_WAIT_SLICE_S)
             return self._drives.pop(frame)
 
-    def _emit_frame(self, output: tuple, started: float, frame_start: int, frames_total: int, compute_s: float):
+    def _checkpoint_for(self, simulation: Any, frame: int, frame_start: int, frame_end: int) -> dict | None:
+        """The checkpoint to attach to ``frame`` (None when not due); also writes the disk copy."""
+
+        def due(every: int | None) -> bool:
+            return bool(every) and frame > frame_start and ((frame - frame_start) % every == 0 or frame == frame_end)
+
+        on_wire, on_disk = due(self._checkpoint_every), self._store is not None and due(self._store_every)
+        if not (on_wire or on_disk):
+            return None
+        checkpoint = simulation.checkpoint()
+        if on_disk:
+            try:
+                self._store.write(self.id, checkpoint)
+            except OSError as exc:  # a full disk must not kill the bake; the client still gets its frames
+                log.error("job %s: cannot write the checkpoint of frame %d to %s: %s", self.id, frame,
+                          self._store.root, exc)
+        return checkpoint if on_wire else None
+
+    def _emit_frame(self, output: tuple, started: float, frame_start: int, frames_total: int, compute_s: float,
+                    checkpoint: dict | None = None):
         frame_number, positions, stats = output
         frame_number = int(frame_number)
         arrays = {}
@@ -250,7 +283,7 @@ class Job:
             arrays[object_id] = array
         stats = dict(stats or {})
         stats.setdefault("compute_s", compute_s)
-        self._put(messages.frame(self.id, frame_number, arrays, stats), frame=frame_number)
+        self._put(messages.frame(self.id, frame_number, arrays, stats, checkpoint), frame=frame_number)
         with self._lock:
             self._frames_queued += 1
             frames_done = self._frames_queued
@@ -265,21 +298,25 @@ class Job:
         try:
             try:
                 simulation = self._factory(self._scene, self._backend)
+                if self._resume is not None:
+                    simulation.restore(self._resume)
             except SceneError as exc:
                 self._put(messages.error("bad_scene", exc.message, job=self.id, object=exc.object), final=True)
                 return
-            self._scene = None  # the simulation holds what it needs
+            resumed = self._resume is not None
+            self._scene = self._resume = None  # the simulation holds what it needs
             frame_start, frame_end = int(simulation.frame_start), int(simulation.frame_end)
             animated = [str(object_id) for object_id in simulation.animated_ids]
             with self._lock:
                 self._frame_range = (frame_start, frame_end)
             self._put(messages.accepted(self.id, frame_start, frame_end, animated))
-            frames_total = frame_end - frame_start + 1
-            frame = frame_start
-            tick = time.monotonic()
-            self._emit_frame(simulation.initial_frame(), started, frame_start, frames_total, time.monotonic() - tick)
-            last_frame = frame_start
-            for frame in range(frame_start + 1, frame_end + 1):
+            frame = last_frame = int(simulation.frame) if resumed else frame_start  # resumed: the checkpoint's frame
+            frames_total = frame_end - frame + (0 if resumed else 1)
+            if not resumed:
+                tick = time.monotonic()
+                self._emit_frame(simulation.initial_frame(), started, frame_start, frames_total,
+                                 time.monotonic() - tick)
+            for frame in range(last_frame + 1, frame_end + 1):
                 self._wait_for_window()
                 if self._cancelled.is_set():
                     break
@@ -290,7 +327,8 @@ class Job:
                         break  # cancelled while waiting; the simulation validates the drive data
                 tick = time.monotonic()
                 output = simulation.advance(drive)
-                self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick)
+                checkpoint = self._checkpoint_for(simulation, frame, frame_start, frame_end)
+                self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick, checkpoint)
                 last_frame = frame
             with self._lock:
                 frames_done = self._frames_queued

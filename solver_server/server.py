@@ -7,7 +7,13 @@ messages wait in a per-peer queue while the peer's pipe is full (``ROUTER_MANDAT
 full pipe visible as ``EAGAIN`` and a vanished peer as ``EHOSTUNREACH``). A vanished peer's jobs
 keep running for ``peer_grace_s``: a client that reconnects with the same routing id
 (``ROUTER_HANDOVER``) carries on, and asks with ``resume`` for frames lost on the broken
-connection; each job keeps its last sent frames (``jobs.SentFrames``) for that.
+connection; each job keeps its last sent frames (``jobs.SentFrames``) for that. A peer that is
+reachable but silent (no message, not even a ping) for ``client_silence_s`` while it has running
+jobs is treated as dead too: a live client pings while it waits for results.
+
+``checkpoint_dir``: every job also writes its checkpoint every ``checkpoint_every`` frames (and at
+its last frame) under that folder (``protocol.checkpoint_files.CheckpointDirectory``), so a
+plain-Python client can resume after the server process died (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 import zmq
 
 from protocol import messages
+from protocol.checkpoint_files import CheckpointDirectory
 from protocol.errors import ProtocolError
 from protocol.keys import AUTHORIZED_DIR, SERVER_NAME, load_key_pair, require_curve
 from protocol.wire import MAX_MESSAGE_BYTES, PROTOCOL_VERSION, Message, decode, encode
@@ -53,6 +60,8 @@ MAX_PENDING_REPLIES = 256  # replies (pong, error, welcome) queued for a peer th
 PEER_GRACE_S = 30.0  # an unreachable peer's jobs keep running this long (it may reconnect)
 UNREACHABLE_RETRY_S = 0.1  # how often sending to an unreachable peer is retried
 RESULT_TTL_S = 120.0  # an ended job's kept frames and final message stay available for resume
+CLIENT_SILENCE_S = 60.0  # a reachable client silent this long (it pings while waiting) loses its running jobs
+DISK_CHECKPOINT_EVERY = 10  # default frames between disk checkpoints with --checkpoint-dir
 
 
 @dataclass
@@ -83,10 +92,18 @@ class SolverServer:
         max_jobs: int = 4,
         keys_dir: str | Path | None = None,
         peer_grace_s: float = PEER_GRACE_S,
+        client_silence_s: float = CLIENT_SILENCE_S,
+        checkpoint_dir: str | Path | None = None,
+        checkpoint_every: int = DISK_CHECKPOINT_EVERY,
         context: zmq.Context | None = None,
     ):
+        if checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be at least 1, got {checkpoint_every}")
         self.backend = backend
         self.peer_grace_s = peer_grace_s
+        self.client_silence_s = client_silence_s
+        self.checkpoint_every = checkpoint_every
+        self.checkpoints = CheckpointDirectory(checkpoint_dir) if checkpoint_dir is not None else None
         self.max_jobs = max_jobs
         self._factory = simulation_factory
         self._own_context = context is None
@@ -257,8 +274,16 @@ class SolverServer:
                 messages.error("server_busy", f"the server already runs {self.max_jobs} jobs; retry later", job=job_id),
             )
             return
+        checkpoint_every = message.body.get("checkpoint_every")
+        if checkpoint_every is not None and checkpoint_every < 1:
+            raise ProtocolError("bad_message", f"checkpoint_every must be at least 1, got {checkpoint_every}")
+        resume = message.body.get("resume")
+        if resume is not None and (set(resume) != {"checkpoint"} or not isinstance(resume["checkpoint"], dict)):
+            raise ProtocolError("bad_message", "resume must be {'checkpoint': {'frame': int, 'groups': {...}}}")
         self._ended.pop(key, None)  # a job id may be reused once its job ended
-        job = Job(key, message.body["scene"], self.backend, self._outbox, self._factory)
+        job = Job(key, message.body["scene"], self.backend, self._outbox, self._factory,
+                  checkpoint_every=checkpoint_every, resume=resume["checkpoint"] if resume else None,
+                  store=self.checkpoints, store_every=self.checkpoint_every)
         self._jobs[key] = job
         log.info("job %s submitted by %s", job_id, peer.client)
         job.start()
@@ -396,8 +421,8 @@ class SolverServer:
                     if item.final:
                         job.final_sent = True
 
-    def _drop_peer(self, peer: Peer) -> None:
-        log.info("peer %s (%s) is gone; cancelling its jobs", peer.client, peer.identity.hex())
+    def _drop_peer(self, peer: Peer, reason: str = "is gone") -> None:
+        log.info("peer %s (%s) %s; cancelling its jobs", peer.client, peer.identity.hex(), reason)
         for key in [k for k in self._jobs if k[0] == peer.identity]:
             self._jobs.pop(key).cancel()
         for key in [k for k in self._ended if k[0] == peer.identity]:
@@ -410,6 +435,11 @@ class SolverServer:
         for peer in list(self._peers.values()):
             if peer.unreachable_since is not None and now - peer.unreachable_since > self.peer_grace_s:
                 self._drop_peer(peer)
+        running = {key[0] for key in self._jobs}
+        for identity in running:
+            peer = self._peers.get(identity)
+            if peer is not None and now - peer.last_seen > self.client_silence_s:
+                self._drop_peer(peer, f"has been silent for {now - peer.last_seen:.0f} s")
         busy = {key[0] for key in self._jobs} | {key[0] for key in self._ended}
         for identity, peer in list(self._peers.items()):
             if not peer.pending and identity not in busy and now - peer.last_seen > IDLE_PEER_FORGET_S:

@@ -102,3 +102,14 @@ SOLVER_SCENES = {
     "particles": lambda **kw: fast_hair_scene("particles", **kw),
     "cosserat": lambda **kw: fast_hair_scene("cosserat", **kw),
 }
+
+
+def light_cloth_scene(frame_end: int = 48, cloth_n: int = 6):
+    """The cloth and the rising ball of :func:`pd_scene` only: cheap enough for multi-process tests."""
+    scene, full_drive = pd_scene(frame_end=frame_end, cloth_n=cloth_n)
+    scene["objects"] = [obj for obj in scene["objects"] if obj["id"] in ("Cloth", "Ball")]
+
+    def drive(frame: int) -> dict:
+        return {"Ball": full_drive(frame)["Ball"]}
+
+    return scene, drive

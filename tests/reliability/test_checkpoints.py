@@ -77,7 +77,8 @@ def pd_checkpoint():
 
 def _copy(checkpoint):
     return {"frame": checkpoint["frame"],
-            "groups": {key: {name: np.array(a) for name, a in group.items()} for key, group in checkpoint["groups"].items()}}
+            "groups": {key: {name: np.array(a) for name, a in group.items()}
+                       for key, group in checkpoint["groups"].items()}}
 
 
 @pytest.mark.parametrize("mutate, fragment", [

@@ -1,0 +1,87 @@
+"""Checkpoints over the wire (ARCHITECTURE §3): ``submit(checkpoint_every=N)`` attaches checkpoints
+to every N-th frame and the last one; ``submit(resume=checkpoint)`` continues bit-exactly; a
+checkpoint that does not fit is ``bad_scene``; ``--checkpoint-dir`` keeps the newest ones on disk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from protocol.checkpoint_files import CheckpointDirectory
+from protocol.client import SolverClient, SolverError
+
+from .scenes import light_cloth_scene
+
+
+def _bake(address, scene, drive, **options):
+    frames, drive_calls = {}, []
+
+    def recording_drive(frame):
+        drive_calls.append(frame)
+        return drive(frame)
+
+    with SolverClient(address, timeout=20.0) as client:
+        job = client.submit(scene, drive=recording_drive, **options)
+        for result in job.frames():
+            assert result.frame not in frames, f"frame {result.frame} arrived twice"
+            frames[result.frame] = result
+        return job, frames, drive_calls
+
+
+def test_checkpoints_ride_on_every_nth_and_the_last_frame_and_resume_exactly(real_server):
+    server = real_server()
+    scene, drive = light_cloth_scene(frame_end=12)
+    job, frames, _ = _bake(server.address, scene, drive, checkpoint_every=3)
+    assert sorted(frames) == list(range(1, 13))
+    with_checkpoint = sorted(f for f, result in frames.items() if result.checkpoint is not None)
+    assert with_checkpoint == [4, 7, 10, 12]
+    assert all(frames[f].checkpoint["frame"] == f for f in with_checkpoint)
+
+    resumed_job, resumed, drive_calls = _bake(server.address, scene, drive, resume=frames[7].checkpoint)
+    assert resumed_job.frame_start == 1 and resumed_job.frame_end == 12
+    assert sorted(resumed) == list(range(8, 13)), "a resumed job streams checkpoint.frame + 1 .. frame_end"
+    assert min(drive_calls) == 8, "drive data is needed only after the checkpoint"
+    for frame in range(8, 13):
+        np.testing.assert_array_equal(resumed[frame].positions["Cloth"], frames[frame].positions["Cloth"])
+        assert resumed[frame].checkpoint is None
+
+
+def test_a_checkpoint_for_another_scene_is_bad_scene(real_server):
+    server = real_server()
+    scene, drive = light_cloth_scene(frame_end=4)
+    _, frames, _ = _bake(server.address, scene, drive, checkpoint_every=2)
+    other, _ = light_cloth_scene(frame_end=4, cloth_n=5)
+    with pytest.raises(SolverError) as error:
+        _bake(server.address, other, drive, resume=frames[3].checkpoint)
+    assert error.value.code == "bad_scene" and error.value.object == "Cloth"
+    assert "different scene" in error.value.message
+    late = dict(frames[3].checkpoint, frame=9)
+    with pytest.raises(SolverError) as error:
+        _bake(server.address, scene, drive, resume=late)
+    assert error.value.code == "bad_scene" and "outside this scene's frames 1..4" in error.value.message
+
+
+def test_client_refuses_bad_checkpoint_options_before_sending(real_server):
+    server = real_server()
+    scene, drive = light_cloth_scene(frame_end=3)
+    with SolverClient(server.address, timeout=10.0) as client:
+        for bad in (0, -2, 1.5, True):
+            with pytest.raises(ValueError, match="checkpoint_every"):
+                client.submit(scene, drive=drive, checkpoint_every=bad)
+        with pytest.raises(ValueError, match="resume"):
+            client.submit(scene, drive=drive, resume={"groups": {}})
+
+
+def test_server_checkpoint_directory_keeps_the_newest_checkpoints(real_server, tmp_path):
+    server = real_server(checkpoint_dir=tmp_path, checkpoint_every=4)
+    scene, drive = light_cloth_scene(frame_end=10)
+    job, frames, _ = _bake(server.address, scene, drive, checkpoint_every=100)
+    store = CheckpointDirectory(tmp_path)
+    assert store.frames(job.id) == [9, 10], "frames 5 and 9, then the last frame 10; the newest 2 are kept"
+    latest = store.latest(job.id)
+    wire = frames[10].checkpoint
+    assert latest["frame"] == wire["frame"] == 10
+    for key, group in wire["groups"].items():
+        for name, array in group.items():
+            np.testing.assert_array_equal(latest["groups"][key][name], array)
+    assert not list(tmp_path.glob("*/.*partial")), "no half-written files are left"
