@@ -71,7 +71,7 @@ def test_squashed_block_keeps_volume(poisson, keeps_volume):
     block = _softbody(vertices, tets, triangles, {"young_modulus": 2e4, "poisson_ratio": poisson, "friction": 0.0,
                                                  "strain_limits": [1.0, 1.0], "thickness": 0.0, "damping": 0.0})
     floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane"}, "params": {"friction": 0.0}}
-    frames = run(Simulation(scene([block, floor], frame_end=20, substeps=8, solver={"pd": {"iterations": 15}}),
+    frames = run(Simulation(scene([block, floor], frame_end=20, substeps=8, solver={"pd": {"iterations": 10}}),
                             BACKEND))
     rest_volume = tet_volume(vertices, tets)
     heights = [np.ptp(positions["Jelly"][:, 2]) for _, positions, _ in frames]
@@ -110,10 +110,10 @@ def test_bad_surfaces_are_scene_errors(drop, needle):
 
 
 def test_lattice_soft_ball_falls_onto_floor_and_rests():
-    vertices, triangles = uv_sphere(rings=8, segments=16, radius=0.1, center=(0, 0, 0.3))
+    vertices, triangles = uv_sphere(rings=8, segments=16, radius=0.1, center=(0, 0, 0.2))
     ball = _softbody(vertices, None, triangles, {"young_modulus": 5e4, "tet_resolution": 5, "thickness": 0.0})
     floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane", "normal": [0, 0, 1], "point": [0, 0, 0]}}
-    frames = run(Simulation(scene([ball, floor], frame_end=36), BACKEND))
+    frames = run(Simulation(scene([ball, floor], frame_end=20), BACKEND))
     for _, positions, _ in frames:
         assert positions["Jelly"].shape == vertices.shape
         assert positions["Jelly"][:, 2].min() >= -1e-5  # the embedded surface never goes below the floor
@@ -168,7 +168,7 @@ def test_lattice_inside_test_matches_winding_number_on_a_torus():
 
     vertices, triangles = _torus_mesh()
     assert surface_volume(vertices, triangles) > 0  # outward oriented
-    cell = 0.02
+    cell = 0.035
     origin = vertices.min(axis=0) - 0.5 * cell
     dims = np.ceil((vertices.max(axis=0) + 0.5 * cell - origin) / cell).astype(int)
     fast = inside_columns(vertices, triangles, origin, cell, dims).ravel()
@@ -177,7 +177,7 @@ def test_lattice_inside_test_matches_winding_number_on_a_torus():
     winding = winding_number(centres, vertices, triangles)
     tube_distance = np.hypot(np.linalg.norm(centres[:, :2], axis=1) - 0.3, centres[:, 2]) - 0.1
     clear = np.abs(tube_distance) > 0.3 * cell  # cell centres on the surface are ambiguous for both tests
-    assert fast[clear].sum() > 100
+    assert fast[clear].sum() > 40
     np.testing.assert_array_equal(fast[clear], winding[clear] > 0.5)
     hole = np.linalg.norm(centres[:, :2], axis=1) < 0.15
     assert not fast[hole].any()  # the hole of the torus is outside
