@@ -34,6 +34,7 @@ from protocol.checkpoint_files import CheckpointDirectory
 from protocol.errors import ProtocolError
 from protocol.wire import Message
 
+from .faults import MotionGuard
 from .sim.errors import SceneError, SimulationError
 
 log = logging.getLogger("tangle.jobs")
@@ -304,8 +305,9 @@ class Job:
                 self._put(messages.error("bad_scene", exc.message, job=self.id, object=exc.object), final=True)
                 return
             resumed = self._resume is not None
-            self._scene = self._resume = None  # the simulation holds what it needs
             frame_start, frame_end = int(simulation.frame_start), int(simulation.frame_end)
+            guard = MotionGuard.from_scene(self._scene, frame_start, frame_end)
+            self._scene = self._resume = None  # the simulation holds what it needs
             animated = [str(object_id) for object_id in simulation.animated_ids]
             with self._lock:
                 self._frame_range = (frame_start, frame_end)
@@ -314,8 +316,9 @@ class Job:
             frames_total = frame_end - frame + (0 if resumed else 1)
             if not resumed:
                 tick = time.monotonic()
-                self._emit_frame(simulation.initial_frame(), started, frame_start, frames_total,
-                                 time.monotonic() - tick)
+                output = simulation.initial_frame()
+                guard.check(frame_start, output[1])
+                self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick)
             for frame in range(last_frame + 1, frame_end + 1):
                 self._wait_for_window()
                 if self._cancelled.is_set():
@@ -327,6 +330,7 @@ class Job:
                         break  # cancelled while waiting; the simulation validates the drive data
                 tick = time.monotonic()
                 output = simulation.advance(drive)
+                guard.check(frame, output[1])  # before a checkpoint of an exploded state can be made
                 checkpoint = self._checkpoint_for(simulation, frame, frame_start, frame_end)
                 self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick, checkpoint)
                 last_frame = frame
