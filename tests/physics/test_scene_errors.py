@@ -162,3 +162,20 @@ def test_cuda_backend_without_cupy_is_clear():
         get_backend("tpu")
     info = BACKEND.device_info()
     assert isinstance(info["name"], str) and info["memory_bytes"] >= 0
+
+
+def test_softbody_tets_are_oriented_and_degenerate_ones_rejected():
+    from .scenes import box_tets, tet_volume
+
+    vertices, tets, triangles, _ = box_tets((2, 2, 2), (0.2, 0.2, 0.2))
+    flipped = tets.copy()
+    flipped[::2, [0, 1]] = flipped[::2, [1, 0]]
+    body = {"id": "Jelly", "kind": "softbody", "vertices": vertices, "triangles": triangles, "tets": flipped}
+    sim = Simulation(scene([body], frame_end=3, gravity=(0, 0, 0)), BACKEND)
+    final = sim.advance(None)[1]["Jelly"]
+    np.testing.assert_allclose(final, vertices, atol=1e-9)  # at rest, nothing inverted or exploding
+    assert tet_volume(vertices, sim.groups[0].model.tets) > 0
+    degenerate = flipped.copy()
+    degenerate[0, 3] = degenerate[0, 2]
+    error = _error(scene([{**body, "tets": degenerate}]))
+    assert error.object == "Jelly" and "degenerate" in str(error)

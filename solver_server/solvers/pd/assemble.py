@@ -24,13 +24,23 @@ def _cloth_masses(spec: ObjectSpec) -> np.ndarray:
     return mass
 
 
-def _tet_masses(rest: np.ndarray, tets: np.ndarray, density: float, object_id: str) -> np.ndarray:
-    """Lumped mass [kg] = density [kg/m³] × one quarter of the adjacent tet volumes."""
+def oriented_tets(rest: np.ndarray, tets: np.ndarray, object_id: str) -> np.ndarray:
+    """Tets with positive rest volume det(x0−x3, x1−x3, x2−x3)/6: negatively oriented ones get their
+    first two vertices swapped; degenerate (zero-volume) tets are a SceneError."""
     _, volume = tet_rest_frames(rest, tets)
-    if np.any(volume <= 0):
-        bad = int(np.argmax(volume <= 0))
-        raise SceneError(f"tetrahedron {bad} has zero or negative volume (vertex order must give "
-                         "det(x0−x3, x1−x3, x2−x3) > 0)", object=object_id)
+    scale = np.abs(volume).max() if len(volume) else 1.0
+    degenerate = np.abs(volume) <= 1e-12 * scale
+    if np.any(degenerate):
+        raise SceneError(f"tetrahedron {int(np.argmax(degenerate))} is degenerate (zero volume)", object=object_id)
+    tets = tets.copy()
+    flip = volume < 0
+    tets[flip, 0], tets[flip, 1] = tets[flip, 1], tets[flip, 0].copy()
+    return tets
+
+
+def _tet_masses(rest: np.ndarray, tets: np.ndarray, density: float, object_id: str) -> np.ndarray:
+    """Lumped mass [kg] = density [kg/m³] × one quarter of the adjacent (positively oriented) tet volumes."""
+    _, volume = tet_rest_frames(rest, tets)
     mass = np.bincount(tets.ravel(), weights=np.repeat(volume / 4.0, 4), minlength=len(rest)) * density
     loose = mass <= 0
     if np.any(loose):
@@ -62,7 +72,7 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
         elif spec.kind == "softbody":
             if spec.tets is not None:
                 rest = spec.vertices
-                local_tets = spec.tets
+                local_tets = oriented_tets(rest, spec.tets, spec.id)
                 local_pins, weights = spec.pin_indices, spec.pin_weights
             else:
                 from .tetgen import embed_in_lattice  # noqa: PLC0415 (only soft bodies without tets)
