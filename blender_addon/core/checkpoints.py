@@ -3,7 +3,9 @@
 A checkpoint (ARCHITECTURE §3) is ``{"frame": int, "groups": {group_key: {name: ndarray}}}``: the
 whole dynamic state at the end of ``frame``. It is stored as one ``.npz`` blob (numpy's own
 container of ``.npy`` arrays; written and read with ``allow_pickle=False``, so a blob can never run
-code), which keeps every array bit-exact. Array names inside the blob are ``groups/<key>/<name>``.
+code), which keeps every array bit-exact. Array names inside the blob are ``groups/<key>/<name>``, plus an
+empty ``groups/<key>/`` entry per group so that groups without arrays (e.g. the server's "kinematic"
+group of a scene with nothing animated) come back too.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def encode_checkpoint(checkpoint: Mapping[str, object]) -> bytes:
         raise CheckpointError(f"a checkpoint needs an integer 'frame' and 'groups' ({error})") from None
     arrays = {_FRAME_KEY: np.asarray(frame, dtype="<i8")}
     for key, group in groups.items():
+        arrays[f"{_PREFIX}{key}/"] = np.zeros(0, dtype="|u1")  # marks the group, so an empty one survives
         for name, value in group.items():
             array = np.asarray(value)
             if array.dtype.kind not in _ALLOWED_KINDS:
@@ -54,7 +57,9 @@ def decode_checkpoint(blob: bytes) -> dict:
             for path in archive.files:
                 if path.startswith(_PREFIX):
                     key, name = path[len(_PREFIX):].split("/", 1)
-                    groups.setdefault(key, {})[name] = np.array(archive[path])
+                    group = groups.setdefault(key, {})
+                    if name:
+                        group[name] = np.array(archive[path])
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"stored checkpoint cannot be read ({type(error).__name__}: {error})") from None
     return {"frame": frame, "groups": groups}

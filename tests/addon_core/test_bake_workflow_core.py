@@ -69,6 +69,13 @@ def test_checkpoint_blob_round_trips_bit_exactly():
             assert back.flags.writeable
 
 
+def test_checkpoint_keeps_empty_groups():
+    checkpoint = {"frame": 3, "groups": {"cloth": {"x": np.ones(2)}, "kinematic": {}}}
+    restored = checkpoints.decode_checkpoint(checkpoints.encode_checkpoint(checkpoint))
+    assert restored["groups"].keys() == {"cloth", "kinematic"} and restored["groups"]["kinematic"] == {}
+    assert restored["groups"]["cloth"].keys() == {"x"}
+
+
 def test_checkpoint_refuses_objects_and_corrupted_blobs():
     with pytest.raises(checkpoints.CheckpointError, match="pd/names"):
         checkpoints.encode_checkpoint({"frame": 1, "groups": {"pd": {"names": np.array(["a"], dtype=object)}}})

@@ -77,11 +77,19 @@ def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solve
 
 def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from: int) -> None:
     assert result["full"]["result"] == ["FINISHED"]
+    # checkpoint_every = 3: the server's state after frames 4, 7, 10, ... and the last one is stored
+    assert result["checkpoint_frames"] == list(range(4, frames, 3)) + [frames]
     cancelled = result["cancelled"]
     assert cancelled["state"] == "cancelled" and cancelled["frames"] >= cancel_after
-    assert cancelled["last_frame"] < frames  # something was left to resume
+    last = cancelled["last_frame"]
+    assert last < frames  # something was left to resume
+    assert cancelled["checkpoint_frames"] == list(range(4, last + 1, 3))
     assert result["resume_poll"] is True
     assert result["resume"]["result"] == ["FINISHED"], result["resume"]
+    # the resume restored the latest checkpoint at or before the last baked frame, not frame 1
+    assert result["resume"]["streamed"] == frames - max(cancelled["checkpoint_frames"])
+    before_rebake = [frame for frame in result["checkpoints_before_rebake"] if frame < rebake_from]
+    assert result["rebake"]["streamed"] == frames - max(before_rebake)
     assert result["resume_vs_full"] < 1e-5  # resumed bake equals the uninterrupted one [m]
     if "kept_frames_identical_after_resume" in result:
         assert result["kept_frames_identical_after_resume"] is True
@@ -98,7 +106,7 @@ def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from
 
 @pytest.mark.parametrize("route", ["SHAPE_KEYS", "PC2"])
 def test_resume_after_cancel_and_rebake_from_a_frame(run_workflow, solver_server_address, tmp_path, route):
-    frames, cancel_after, rebake_from = 24, 7, 11
+    frames, cancel_after, rebake_from = 60, 5, 11
     result = run_workflow("continuation", address=solver_server_address, frames=frames, route=route,
                           cancel_after=cancel_after, rebake_from=rebake_from, path=str(tmp_path / "shot.blend"))
     check_continuation(result, frames, cancel_after, rebake_from)

@@ -126,14 +126,16 @@ def scenario_continuation(args: dict) -> dict:
         session.handle_pending()
         if session.progress.frames_done >= args["cancel_after"] and session.worker is not None:
             session.cancel()
+    record = bake_output.load_record(scene)
     result["cancelled"] = {"state": session.outcome.state, "frames": session.outcome.frames_baked,
-                           "last_frame": bake_output.load_record(scene).last_frame}
+                           "last_frame": record.last_frame, "checkpoint_frames": sorted(record.checkpoints)}
     before_resume = shape_key_bytes(sheet) if args["route"] == "SHAPE_KEYS" else None
     bpy.ops.wm.save_mainfile()
     bpy.ops.wm.open_mainfile(filepath=args["path"])  # the resume must work from the saved file alone
     scene, sheet = bpy.context.scene, bpy.data.objects["Sheet"]
     result["resume_poll"] = bpy.ops.tangle.resume_bake.poll()
     result["resume"] = call(bpy.ops.tangle.resume_bake) | {"status": scene.tangle.status}
+    result["resume"]["streamed"] = importlib.import_module("blender_addon.operators.bake")._active_session.outcome.frames_total
     resumed = playback(sheet, range(1, frames + 1))
     result["resume_vs_full"] = max_difference(reference, resumed)
     if before_resume is not None:
@@ -150,7 +152,9 @@ def scenario_continuation(args: dict) -> dict:
         pc2_before = Path(bpy.path.abspath(bake_output.mesh_cache_modifier(sheet).filepath)).read_bytes()
     sheet.tangle.cloth.damping = 5.0
     scene.frame_set(k)
+    result["checkpoints_before_rebake"] = sorted(bake_output.load_record(scene).checkpoints)
     result["rebake"] = call(bpy.ops.tangle.rebake_from_frame) | {"status": scene.tangle.status}
+    result["rebake"]["streamed"] = importlib.import_module("blender_addon.operators.bake")._active_session.outcome.frames_total
     after = playback(sheet, range(1, frames + 1))
     result["rebake_kept_max_diff"] = float(max(np.abs(after[f] - before[f]).max() for f in range(1, k)))
     result["rebake_changed_min"] = float(np.abs(after[frames] - before[frames]).max())
