@@ -69,7 +69,7 @@ def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp
     deadline = time.monotonic() + 60
     while not any("submitted" in line for line in server.stderr_lines) and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(1.0)  # let some frames arrive
+    time.sleep(1.5)  # let some frames (and a checkpoint, every 5 frames) arrive
     server.process.kill()
     killed_at = time.monotonic()
     stdout, stderr = process.communicate(timeout=60)
@@ -81,11 +81,15 @@ def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp
     baked = kept["last_frame"]
     assert baked is not None and 1 <= baked < frames
     assert kept["keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, baked + 1)]
+    assert kept["checkpoints"] and max(kept["checkpoints"]) <= baked
 
     retry = start_solver_server()
     completed = cli("bake", str(shot), "--address", retry.address, "--resume", home=tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert f"bake from frame {baked + 1} finished" in completed.stdout
+    # the retry restored the latest checkpoint saved in the file (every 5 frames), not frame 1
+    checkpoint = max(frame for frame in kept["checkpoints"] if frame <= baked)
+    streamed = frames - checkpoint
+    assert f"bake from frame {baked + 1} finished: {streamed}/{streamed} frames" in completed.stdout
     done = workflow("inspect_bake", tmp_path, path=str(shot))
     assert done["last_frame"] == frames
     assert done["keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, frames + 1)]
