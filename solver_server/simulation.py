@@ -76,7 +76,8 @@ class Simulation:
         return ObjectPose(matrix, vertices)
 
     @staticmethod
-    def _blend(start: ObjectPose, end: ObjectPose, alpha: float, rest: np.ndarray | None) -> ObjectPose:
+    def _blend(start: ObjectPose, end: ObjectPose, alpha: float, rest: np.ndarray | None,
+               matrix_rest: np.ndarray) -> ObjectPose:
         matrix = (1.0 - alpha) * start.matrix + alpha * end.matrix
         if start.vertices is None and end.vertices is None:
             return ObjectPose(matrix, None)
@@ -84,7 +85,9 @@ class Simulation:
         def concrete(pose):
             if pose.vertices is not None:
                 return pose.vertices
-            return rest  # a pose without vertices means the undeformed rest (carried below)
+            # a pose without vertices means the submitted vertices carried rigidly by its matrix
+            carry = pose.matrix @ np.linalg.inv(matrix_rest)
+            return rest @ carry[:3, :3].T + carry[:3, 3]
 
         vertices = (1.0 - alpha) * concrete(start) + alpha * concrete(end)
         return ObjectPose(matrix, vertices)
@@ -186,7 +189,8 @@ class Simulation:
             poses = dict(self._poses)
             for object_id in self.animated_ids:
                 spec = self._specs[object_id]
-                poses[object_id] = self._blend(self._poses[object_id], end_poses[object_id], alpha, spec.vertices)
+                poses[object_id] = self._blend(self._poses[object_id], end_poses[object_id], alpha, spec.vertices,
+                                               spec.matrix_world)
             self.colliders.set_poses({c.id: (poses[c.id].matrix, poses[c.id].vertices) for c in self.colliders.colliders})
             inputs = SubstepInputs(frame=frame, time=frame_time + alpha / self.scene.time.fps, dt=self.dt,
                                    gravity=self.scene.gravity, poses=poses, colliders=self.colliders)
