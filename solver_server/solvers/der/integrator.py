@@ -214,19 +214,9 @@ class ImplicitEulerSolver:
             alpha, direction, accepted_potential, accepted = self._line_search(
                 factor, gradient, fixed_dofs, v, target, current, elastic, configuration, potential, objective)
             if not bool(accepted.all()):
-                # some strands found no decrease along the reused matrix's direction: refactor at the current
-                # iterate (exact or projected Hessian) and search again; strands that still fail keep v
+                # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
+                # never taken); they move again once the impulses or the (refreshed) matrix change
                 stats.line_search_fallbacks += 1
-                if not factor_is_current:
-                    factor = self._factor(config, h, fixed_dofs, stats, soft_pins, exact=True)
-                    factor_is_current = True
-                    retry = self._line_search(factor, gradient, fixed_dofs, v, target, current, elastic,
-                                              configuration, potential, objective)
-                    better = retry[3] & ~accepted
-                    direction = xp.where(better[self.dof_strand], retry[1], direction)
-                    alpha = xp.where(better, retry[0], alpha)
-                    accepted_potential = xp.where(better, retry[2], accepted_potential)
-                    accepted |= better
             moved = alpha > 0.0
             if not bool(moved.any()):
                 stats.iterations = iteration + 1
