@@ -17,6 +17,7 @@ from .params import KINDS, resolve_params
 
 COLLIDER_SHAPES = ("plane", "sphere", "box", "torus")
 MAX_SUBSTEPS = 1000
+MAX_ABS_VALUE = 1.0e6  # [m] coordinates, sizes and matrix entries beyond this are refused (wrong unit scale)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ class SceneSpec:
         raise KeyError(object_id)
 
 
-def _float_array(value: Any, shape_tail: tuple[int, ...], what: str, object_id: str | None) -> np.ndarray:
+def _float_array(value: Any, shape_tail: tuple[int, ...], what: str, object_id: str | None,
+                 limit: float | None = MAX_ABS_VALUE) -> np.ndarray:
     try:
         array = np.asarray(value)
     except Exception as exc:  # ragged lists and the like
@@ -88,6 +90,10 @@ def _float_array(value: Any, shape_tail: tuple[int, ...], what: str, object_id: 
     if not np.all(np.isfinite(array)):
         bad = int(np.argwhere(~np.isfinite(array).reshape(len(array), -1).all(axis=1))[0][0])
         raise SceneError(f"{what} contains NaN or Inf (first at row {bad})", object=object_id)
+    if limit is not None and array.size and np.abs(array).max() > limit:
+        bad = int(np.argmax(np.abs(array).reshape(len(array), -1).max(axis=1) > limit)) if array.ndim else 0
+        raise SceneError(f"{what} holds {np.abs(array).max():.3g}, beyond {limit:g} (first at row {bad}); "
+                         "coordinates and sizes are in metres: is the unit scale wrong?", object=object_id)
     return array
 
 
@@ -285,7 +291,7 @@ def parse_scene(scene: Any) -> SceneSpec:
     unknown = sorted(set(scene) - {"gravity", "time", "objects", "solver"})
     if unknown:
         raise SceneError(f"unknown scene key {unknown[0]!r}")
-    gravity = _float_array(scene.get("gravity", (0.0, 0.0, -9.81)), (), "gravity", None)
+    gravity = _float_array(scene.get("gravity", (0.0, 0.0, -9.81)), (), "gravity", None, limit=None)
     if gravity.shape != (3,):
         raise SceneError(f"gravity must have 3 components, got {gravity.shape}")
     time = _parse_time(scene.get("time"))
