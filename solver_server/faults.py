@@ -19,9 +19,10 @@ import math
 
 import numpy as np
 
+from .sim.builder import MAX_ABS_VALUE
 from .sim.errors import SimulationError
 
-MAX_COORDINATE_M = 1.0e6  # [m] the simulation domain; farther points mean the solver blew up
+MAX_COORDINATE_M = MAX_ABS_VALUE  # [m] the simulation domain (the scene parser refuses input beyond it)
 MIN_SPEED_LIMIT = 1.0e3  # [m/s]
 FREE_FALL_FACTOR = 100.0
 EARLY_FRAMES = 2  # a failure this close to the start points at the start state

@@ -131,3 +131,15 @@ def test_a_poisoned_job_fails_cleanly_and_the_other_jobs_are_unaffected(real_ser
 
     with SolverClient(server.address, timeout=20.0) as client:  # and the server still serves
         assert len(list(client.submit(scene, drive=drive).frames())) == 14
+
+
+@pytest.mark.parametrize("scale", [1e7, 1e12, 1e300])
+def test_absurd_finite_coordinates_are_bad_scene_not_internal(real_server, scale):
+    server = real_server()
+    scene, drive = light_cloth_scene(frame_end=3)
+    scene["objects"][0]["vertices"] = scene["objects"][0]["vertices"] * scale
+    with SolverClient(server.address, timeout=20.0) as client:
+        with pytest.raises(SolverError) as error:
+            client.submit(scene, drive=drive)
+    assert error.value.code == "bad_scene" and error.value.object == "Cloth"
+    assert "beyond 1e+06" in error.value.message and "unit scale" in error.value.message
