@@ -60,7 +60,7 @@ def test_refused_scene_and_missing_file_fail_with_the_problem_named(tmp_path):
 
 def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp_path, start_solver_server):
     shot = tmp_path / "shot.blend"
-    frames = 150
+    frames = 100
     workflow("save_shot", tmp_path, path=str(shot), frames=frames, n=16, substeps=8)
     server = start_solver_server()
     process = subprocess.Popen([sys.executable, "-m", "blender_addon.cli", "bake", str(shot), "--address",
