@@ -275,6 +275,7 @@ class SolverClient:
         self._inbox: dict[str | None, deque[Message]] = {None: deque()}
         self._last_heard = float("-inf")
         self._last_ping = float("-inf")
+        self._last_sent = float("-inf")  # the server frees the jobs of a client silent for --client-silence
         self._socket_thread: int | None = None  # the thread that last used the socket
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.DEALER)
@@ -328,6 +329,7 @@ class SolverClient:
         self._socket_thread = threading.get_ident()
         self._seq += 1
         message.seq = self._seq
+        self._last_sent = time.monotonic()
         try:
             self._socket.send_multipart(encode(message), copy=False)
         except zmq.Again:
@@ -353,6 +355,9 @@ class SolverClient:
         self._socket_thread = threading.get_ident()
         deadline = time.monotonic() + wait_s
         while True:
+            now = time.monotonic()
+            if now - self._last_sent >= self._ping_interval and now - self._last_ping >= self._ping_interval:
+                self._ping(job_id, now)  # a client that only receives (or reads slowly) must still be heard
             box = self._inbox.get(job_id)
             if box:
                 return box.popleft()
@@ -367,8 +372,7 @@ class SolverClient:
                     "timeout", f"the solver server at {self.address} did not answer within {self.timeout:g} s"
                 )
             if silent_for >= self._ping_interval and now - self._last_ping >= self._ping_interval:
-                self._last_ping = now
-                self._send(messages.ping(job_id if job_id in self._jobs else None))
+                self._ping(job_id, now)
             if now >= deadline:
                 return None
             wait = min(deadline - now, self._ping_interval, self.timeout - silent_for)
@@ -380,6 +384,10 @@ class SolverClient:
                 except ProtocolError as exc:
                     raise SolverError("protocol", f"undecodable message from {self.address}: {exc}") from None
                 self._route(message)
+
+    def _ping(self, job_id: str | None, now: float) -> None:
+        self._last_ping = now
+        self._send(messages.ping(job_id if job_id in self._jobs else None))
 
     def _wait_for(self, job_id: str | None, since: float) -> Message:
         while True:
