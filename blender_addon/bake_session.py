@@ -31,6 +31,9 @@ from .core.worker import BakeWorker, WorkerEvent
 # Longest the modal timer spends applying frames per tick [s]; the rest waits for the next tick (0.1 s).
 TICK_BUDGET_S = 0.05
 
+# After this long without a new frame the status line says the add-on is waiting for the server [s].
+WAITING_NOTICE_S = 2.0
+
 # Everything BakeSession.start raises before anything is sent, each with a message naming the problem.
 START_ERRORS = (ExportError, BakeRefused, ConnectionSettingsError, CheckpointError, Pc2Error)
 
@@ -70,6 +73,7 @@ class BakeSession:
         self.outputs: dict[str, object] = {}
         self.keep_before: int | None = None  # frames before it are kept (continuations)
         self.outcome: BakeOutcome | None = None
+        self.last_event_at = time.monotonic()
 
     @property
     def scene(self) -> bpy.types.Scene:
@@ -111,6 +115,7 @@ class BakeSession:
         what = "Connecting" if self.keep_before is None else f"Continuing from frame {self.keep_before}: connecting"
         settings.status = f"{what} to {connection.describe()}"
         self.connection = connection
+        self.last_event_at = time.monotonic()
         self.worker = BakeWorker(connection, scene_dict, drive, self.timeout, self.client_factory,
                                  checkpoint_every=settings.checkpoint_every, resume=resume).start()
         return self
@@ -143,6 +148,7 @@ class BakeSession:
 
     def handle(self, event: WorkerEvent) -> None:
         """Apply one worker event on the main thread."""
+        self.last_event_at = time.monotonic()
         settings = self.scene.tangle
         if event.kind == "accepted":
             self._accepted()
@@ -173,6 +179,7 @@ class BakeSession:
                 event = self.worker.wait_event(0.0)
                 if event is None:
                     if self.worker.alive:
+                        self._show_waiting()
                         return
                     event = self.worker.wait_event(0.0)  # the worker may have queued its last event and exited
                     if event is None:
@@ -184,6 +191,14 @@ class BakeSession:
         except Exception as error:  # a failure while applying must stop the worker and keep the frames so far
             self.worker.cancel()
             self._finish("failed", f"{type(error).__name__}: {error}")
+
+    def _show_waiting(self) -> None:
+        """Say in the status line how long no new frame came (the server may be computing a slow frame
+        or be unreachable: the client fails the bake after ``timeout`` seconds of real silence)."""
+        waiting = time.monotonic() - self.last_event_at
+        if waiting >= WAITING_NOTICE_S:
+            base = f"Baking {self.progress.status_line()}" if self.progress.frames_done else "Baking"
+            self.scene.tangle.status = f"{base} · no new frame for {waiting:.0f} s"
 
     def run_blocking(self, poll_interval: float = 0.1) -> BakeOutcome:
         """Wait for the worker on this thread, applying events as they come (headless path)."""

@@ -7,6 +7,7 @@ Each scenario runs in its own bpy subprocess (workflow_scenarios.py) against a r
 import importlib.util
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -154,3 +155,12 @@ def test_modal_bake_shows_progress_and_escape_keeps_the_frames(run_workflow, sol
     assert result["status"].startswith("Cancelled: kept")
     assert result["reports"][0][0] == ["WARNING"] and "cancelled" in result["reports"][0][1]
     print(f"{route}: longest modal tick {result['max_tick_ms']:.1f} ms over {result['ticks']} ticks")
+
+
+def test_paused_server_is_reported_and_the_bake_recovers(run_workflow):
+    result = run_workflow("paused_server", frames=200, n=8, pause_s=3.5)
+    assert 3 <= result["frames_at_pause"] < 200
+    waited = re.search(r"· no new frame for (\d+) s$", result["statuses"][-1])
+    assert waited and 2 <= int(waited.group(1)) <= 5, result["statuses"]  # paused for 3.5 s
+    assert result["state"] == "finished" and result["frames"] == 200  # recovered after SIGCONT
+    print(f"longest modal tick {result['max_tick_ms']:.1f} ms over {result['ticks']} ticks")

@@ -287,6 +287,54 @@ def scenario_modal_escape(args: dict) -> dict:
     return result
 
 
+def scenario_paused_server(args: dict) -> dict:
+    """SIGSTOP the solver server mid-bake while the modal timer ticks: the status says how long no frame
+    came and every tick stays short; after SIGCONT the bake finishes with every frame."""
+    import signal
+    from types import SimpleNamespace
+
+    enable_addon()
+    operators = importlib.import_module("blender_addon.operators.bake")
+    local_server = importlib.import_module("blender_addon.core.local_server")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, args["frames"]
+    scene.tangle.substeps, scene.tangle.timeout = 2, 30.0
+    pinned_sheet(args["n"])
+    operator = SimpleNamespace(_timer="timer", report=lambda level, text: None)
+    context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=lambda timer: None), screen=None,
+                              scene=scene)
+    result, ticks, statuses = {}, [], []
+    server = local_server.LocalServer()
+    scene.tangle.server_address = server.start()
+    try:
+        session = operators._active_session = operators.BakeSession(scene).start()
+        paused_at = resumed_at = outcome = None
+        deadline = time.monotonic() + 90
+        while outcome is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            started = time.perf_counter()
+            outcome = operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="TIMER", value="X"))
+            ticks.append(time.perf_counter() - started)
+            outcome = None if outcome == {"PASS_THROUGH"} else outcome
+            now = time.monotonic()
+            if paused_at is None and session.progress.frames_done >= 3:
+                os.kill(server.process.pid, signal.SIGSTOP)
+                paused_at = now
+                result["frames_at_pause"] = session.progress.frames_done
+            elif paused_at is not None and resumed_at is None:
+                statuses.append(scene.tangle.status)
+                if now - paused_at >= args["pause_s"]:
+                    os.kill(server.process.pid, signal.SIGCONT)
+                    resumed_at = now
+    finally:
+        if server.process is not None and server.process.poll() is None:
+            os.kill(server.process.pid, signal.SIGCONT)
+        server.stop()
+    result.update(state=session.outcome.state, frames=session.outcome.frames_baked, statuses=statuses[-2:],
+                  max_tick_ms=1e3 * max(ticks), ticks=len(ticks))
+    return result
+
+
 def scenario_save_shot(args: dict) -> dict:
     """Write a .blend with a pinned cloth grid for the farm-bake tests (``bad_pins``: a missing pin group)."""
     enable_addon()
