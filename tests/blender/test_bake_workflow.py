@@ -164,3 +164,13 @@ def test_paused_server_is_reported_and_the_bake_recovers(run_workflow):
     assert waited and 2 <= int(waited.group(1)) <= 5, result["statuses"]  # paused for 3.5 s
     assert result["state"] == "finished" and result["frames"] == 200  # recovered after SIGCONT
     print(f"longest modal tick {result['max_tick_ms']:.1f} ms over {result['ticks']} ticks")
+
+
+def test_preferences_draw_profiles_and_local_server_settings(run_workflow):
+    result = run_workflow("preferences")
+    assert result["add"]["result"] == ["FINISHED"] and result["names"] == ["Server 1", "Server 2"]
+    assert result["missing"] == [] and result["lists"] == ["TANGLE_UL_server_profiles"] and result["list_registered"]
+    assert result["operators"] == ["tangle.profile_add", "tangle.profile_remove"]
+    assert {"address", "server_public_key_file", "client_secret_key_file", "python_path", "solver_path",
+            "local_device"} <= set(result["props"])
+    assert result["remove"]["result"] == ["FINISHED"] and result["names_after_remove"] == ["Server 1"]

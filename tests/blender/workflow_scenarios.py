@@ -244,6 +244,45 @@ def scenario_panel(args: dict) -> dict:
             "props": [rest[1] for kind, *rest in calls if kind == "prop"]}
 
 
+def scenario_preferences(args: dict) -> dict:
+    """Draw the add-on preferences (profiles list + selected profile + local server) with a recording
+    layout: every drawn property and operator exists; Add / Remove Profile work."""
+    enable_addon()
+    scenarios = importlib.import_module("scenarios")
+    preferences = importlib.import_module("blender_addon.preferences")
+    prefs = bpy.context.preferences.addons["blender_addon"].preferences
+    result = {"add": call(bpy.ops.tangle.profile_add), "add_again": call(bpy.ops.tangle.profile_add)}
+    result["names"] = [profile.name for profile in prefs.profiles]
+
+    class Recorder(scenarios.LayoutRecorder):
+        def template_list(self, list_type, list_id, data, name, active_data, active_name, **kwargs):
+            self.calls.append(("list", list_type))
+            self.calls.append(("prop", data, name))
+            self.calls.append(("prop", active_data, active_name))
+
+        def separator(self, **kwargs):
+            pass
+
+    calls = []
+
+    class Drawn:
+        layout = Recorder(calls)
+
+        def __getattr__(self, name):
+            return getattr(prefs, name)
+
+    preferences.TanglePreferences.draw(Drawn(), bpy.context)
+    result["missing"] = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
+                         for data, name in [rest] if name not in data.bl_rna.properties]
+    result["lists"] = [rest[0] for kind, *rest in calls if kind == "list"]
+    result["list_registered"] = hasattr(bpy.types, result["lists"][0]) if result["lists"] else False
+    result["operators"] = [rest[0] for kind, *rest in calls if kind == "operator"]
+    result["props"] = [rest[1] for kind, *rest in calls if kind == "prop"]
+    result["remove"] = call(bpy.ops.tangle.profile_remove)
+    result["names_after_remove"] = [profile.name for profile in prefs.profiles]
+    return result
+
+
 def scenario_modal_escape(args: dict) -> dict:
     """Drive the bake operator's modal() exactly as Blender would (timer ticks every 0.1 s, then an Esc
     press): progress/ETA/live stats mid-bake, Esc cancels, the frames so far are kept; the longest tick
