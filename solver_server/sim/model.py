@@ -19,7 +19,8 @@ class ObjectSlot:
 
     start/stop: particle range; embedding: None (outputs are the particles themselves) or a
     scipy.sparse (N_out, n_total) matrix; rest_output: (N_out, 3) rest positions of the output
-    vertices (world space at frame_start); matrix_rest: (4, 4) matrix_world at frame_start.
+    vertices (world space at frame_start); matrix_rest: (4, 4) matrix_world at frame_start;
+    surface_triangles: (F, 3) triangles over the OUTPUT vertices (cloth triangles, soft-body surface).
     """
 
     id: str
@@ -30,6 +31,7 @@ class ObjectSlot:
     matrix_rest: np.ndarray
     animated: bool
     embedding: object = None
+    surface_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
 
 
 @dataclass
@@ -57,7 +59,6 @@ class ParticleModel:
     pin_weights: np.ndarray
     pin_slot: np.ndarray
     params: list[dict]
-    self_collision_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
 
     @property
     def particle_count(self) -> int:

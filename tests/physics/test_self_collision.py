@@ -69,3 +69,22 @@ def test_without_self_collision_the_layers_interpenetrate():
     final = run(sim)[-1][1]["Cloth"].astype(float)
     far = lifted & (vertices[:, 0] < 0.25) & (vertices[:, 2] > 0.1)
     assert final[far, 2].min() < 1.5 * THICKNESS  # sinks to the floor, through the lying half
+
+
+def test_cloth_drapes_over_a_soft_body_instead_of_passing_through():
+    """Different PD objects touch: a cloth dropped on a soft block resting on the floor stays on top of it."""
+    from .scenes import box_tets
+
+    block_vertices, tets, block_triangles, _ = box_tets((3, 3, 3), (0.3, 0.3, 0.3), origin=(0.35, 0.35, 0.0))
+    block = {"id": "Jelly", "kind": "softbody", "vertices": block_vertices, "triangles": block_triangles,
+             "tets": tets, "params": {"young_modulus": 2e5, "thickness": THICKNESS}}
+    vertices, triangles, _ = grid(15, 15, size=1.0, height=0.4)
+    cloth = cloth_object(vertices, triangles, params={"thickness": THICKNESS})
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane"}}
+    frames = run(Simulation(scene([block, cloth, floor], frame_end=16), BACKEND))
+    final_cloth = frames[-1][1]["Cloth"].astype(float)
+    block_top = frames[-1][1]["Jelly"][:, 2].max()
+    over_block = (np.abs(vertices[:, 0] - 0.5) < 0.1) & (np.abs(vertices[:, 1] - 0.5) < 0.1)
+    assert block_top > 0.25                                        # the block still stands
+    assert final_cloth[over_block, 2].min() > block_top + THICKNESS  # the cloth lies on it
+    assert final_cloth[:, 2].min() < 0.1                            # and its edges hang down beside it

@@ -48,6 +48,13 @@ def _tet_masses(rest: np.ndarray, tets: np.ndarray, density: float, object_id: s
     return mass
 
 
+def boundary_faces(tets: np.ndarray) -> np.ndarray:
+    """Outward boundary triangles (F, 3) of a positively oriented tet mesh (faces used once)."""
+    faces = np.concatenate([tets[:, [0, 2, 1]], tets[:, [0, 1, 3]], tets[:, [1, 2, 3]], tets[:, [0, 3, 2]]])
+    _, first, counts = np.unique(np.sort(faces, axis=1), axis=0, return_index=True, return_counts=True)
+    return faces[first[counts == 1]]
+
+
 def surface_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
     """Volume [m³] enclosed by a closed, outward-oriented triangle surface (divergence theorem)."""
     a, b, c = (vertices[triangles[:, k]] for k in range(3))
@@ -90,8 +97,10 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
         else:
             raise SceneError(f"kind {spec.kind!r} is not simulated by Projective Dynamics", object=spec.id)
         count = len(rest)
+        surface = spec.triangles if len(spec.triangles) else boundary_faces(local_tets)
         slots.append(ObjectSlot(id=spec.id, kind=spec.kind, start=offset, stop=offset + count,
-                                rest_output=spec.vertices, matrix_rest=spec.matrix_world, animated=spec.animated))
+                                rest_output=spec.vertices, matrix_rest=spec.matrix_world, animated=spec.animated,
+                                surface_triangles=np.asarray(surface, np.int64)))
         embeddings.append(embedding)
         rests.append(rest)
         masses.append(mass)

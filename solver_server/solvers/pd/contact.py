@@ -29,6 +29,8 @@ class ContactPoints:
         self.xp = xp
         n = model.particle_count
         blocks, thickness, friction = [], [], []
+        self.row_offsets = []          # first point row of every slot
+        rows_so_far = 0
         for slot_index, slot in enumerate(model.slots):
             params = model.params[slot_index]
             if slot.embedding is not None:
@@ -38,6 +40,8 @@ class ContactPoints:
                 block = scipy.sparse.csr_matrix((np.ones(len(rows)), (np.arange(len(rows)), rows)),
                                                 shape=(len(rows), n))
             blocks.append(block)
+            self.row_offsets.append(rows_so_far)
+            rows_so_far += block.shape[0]
             thickness.append(np.full(block.shape[0], params["thickness"]))
             friction.append(np.full(block.shape[0], params["friction"]))
         matrix = scipy.sparse.vstack(blocks).tocsr()
@@ -66,7 +70,7 @@ class ContactPoints:
     def points(self, q):
         return self.matrix @ q
 
-    def _distribute(self, q, delta, mask):
+    def distribute(self, q, delta, mask):
         """Particle positions after point corrections ``delta`` (n_c, 3) on points ``mask``."""
         xp = self.xp
         weight = xp.where(mask, 1.0, 0.0)
@@ -92,7 +96,7 @@ class ContactPoints:
                 total = merge_contacts(self.xp, total, contacts)
             if not bool(contacts.mask.any()):
                 break
-            q = self._distribute(q, projected - points, contacts.mask)
+            q = self.distribute(q, projected - points, contacts.mask)
         return q, total
 
     def apply_friction(self, q, q_start, contacts: Contacts):
@@ -101,7 +105,7 @@ class ContactPoints:
             return q
         points = self.points(q)
         corrected = apply_friction(self.xp, points, self.points(q_start), contacts)
-        return self._distribute(q, corrected - points, contacts.mask)
+        return self.distribute(q, corrected - points, contacts.mask)
 
     def candidates(self, colliders: ColliderSet, inertial, q_start):
         """Indices of the points that can touch a collider during this substep: closer than their

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...collision.self_collision import SurfaceContact
 from ...sim.errors import SceneError
 from ...sim.state import Control, State
 from ..registry_types import SubstepInputs, checked_state_array
@@ -22,10 +23,9 @@ class PDGroup:
         self.model = build_particle_model(specs)
         dt = scene.time.frame_dt / scene.time.substeps
         self.solver = PDSolver(self.model, backend, self.settings, dt, scene.gravity)
-        if any(spec.kind == "cloth" and spec.params.get("self_collision") for spec in specs):
-            from ...collision.self_collision import SelfCollision  # noqa: PLC0415
-
-            self.solver.self_collision = SelfCollision(self.model, iterations=self.settings["self_collision_iterations"])
+        if SurfaceContact.wanted(self.model):
+            self.solver.self_collision = SurfaceContact(self.model, self.solver.contact,
+                                                        iterations=self.settings["self_collision_iterations"])
         xp = backend.xp
         self.state = State(positions=xp.asarray(self.model.rest.copy()),
                            velocities=xp.zeros((self.model.particle_count, 3)))

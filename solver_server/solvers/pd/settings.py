@@ -14,7 +14,7 @@ DEFAULTS = {
     "chebyshev_start": 10,     # S
     "gamma": 0.9,              # γ under-relaxation
     "rho": None,               # ρ spectral radius estimate of Rˡ (None: power iteration)
-    "self_collision_iterations": 2,
+    "self_collision_iterations": 6,
     "contact_forces": True,    # collider contact (and friction) as forces inside the iterations
 }
 
