@@ -1,0 +1,73 @@
+"""The strict backend itself: it must refuse what CuPy refuses (else the portability test could pass silently)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+from solver_server.backend import conjugate_gradient_factor, get_backend
+from tests.portability.strict_backend import DeviceArray, PortabilityError, strict_backend
+
+
+@pytest.fixture()
+def backend():
+    return strict_backend()
+
+
+def test_device_arrays_refuse_numpy_functions_and_implicit_conversion(backend):
+    xp = backend.xp
+    a = xp.arange(6.0).reshape(2, 3)
+    assert isinstance(a, DeviceArray)
+    with pytest.raises(PortabilityError):
+        np.asarray(a)
+    with pytest.raises(PortabilityError):
+        np.concatenate([a, a])
+    with pytest.raises(PortabilityError):
+        np.linalg.norm(a)
+    with pytest.raises(PortabilityError):
+        np.where(a > 1.0, a, 0.0)
+
+
+def test_host_arrays_do_not_mix_into_device_math(backend):
+    xp = backend.xp
+    a = xp.ones(3)
+    host = np.ones(3)
+    for mix in (lambda: a + host, lambda: host * a, lambda: xp.maximum(a, host), lambda: xp.dot(a, host)):
+        with pytest.raises(PortabilityError):
+            mix()
+    with pytest.raises(PortabilityError):
+        a[:] = host
+    with pytest.raises(PortabilityError):
+        backend.sparse.csr_matrix(scipy.sparse.identity(3)) @ host
+
+
+def test_allowed_operations_match_numpy(backend):
+    xp = backend.xp
+    host = np.random.default_rng(1).standard_normal((5, 3))
+    a = backend.from_host(host)
+    result = xp.linalg.norm(a * 2.0 + np.float64(1.0), axis=1)
+    assert isinstance(result, DeviceArray)
+    np.testing.assert_allclose(backend.to_host(result), np.linalg.norm(host * 2.0 + 1.0, axis=1))
+    np.testing.assert_allclose(backend.to_host(a[np.array([0, 2])]), host[[0, 2]])   # host index arrays: allowed
+    total = xp.zeros(2)
+    xp.add.at(total, backend.from_host(np.array([0, 1, 1])), xp.ones(3))
+    np.testing.assert_allclose(backend.to_host(total), [1.0, 2.0])
+    assert float(a.sum()) == pytest.approx(host.sum())
+    u, s, vt = xp.linalg.svd(backend.from_host(np.tile(np.eye(3), (4, 1, 1))))      # batched 3x3 SVD
+    np.testing.assert_allclose(backend.to_host(s), np.ones((4, 3)))
+
+
+def test_conjugate_gradient_solve_matches_a_direct_solve():
+    rng = np.random.default_rng(2)
+    n = 60
+    laplacian = scipy.sparse.diags([-np.ones(n - 1), 2.0 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1])
+    matrix = (laplacian + scipy.sparse.diags(rng.uniform(0.1, 1.0, n))).tocsc()
+    rhs = rng.standard_normal((n, 3))
+    expected = scipy.sparse.linalg.spsolve(matrix, rhs)
+    for backend in (get_backend("cpu"), strict_backend()):
+        solve = conjugate_gradient_factor(backend, matrix)
+        got = backend.to_host(solve(backend.from_host(rhs)))
+        np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
+        got_vector = backend.to_host(solve(backend.from_host(rhs[:, 1])))
+        np.testing.assert_allclose(got_vector, expected[:, 1], rtol=1e-8, atol=1e-9)
