@@ -1,4 +1,6 @@
-"""The demo scene: a cloth sheet pinned at two corners, swept by an animated sphere, above a floor.
+"""The demo scene: a cloth sheet pinned at two corners, swept by an animated sphere, above a floor; a
+jelly cube (soft body) dropping onto the floor; a head sphere with hair (a Curves object bound to it
+through its UV map) swaying from side to side.
 
 Builds the scene in (headless) bpy, and renders Workbench previews plus a contact sheet composed with
 numpy. Used by ``python -m blender_addon.cli demo``.
@@ -17,6 +19,9 @@ CLOTH_NAME = "Sheet"
 SPHERE_NAME = "Ball"
 FLOOR_NAME = "Floor"
 PIN_GROUP = "pins"
+JELLY_NAME = "Jelly"
+HEAD_NAME = "Head"
+HAIR_NAME = "Hair"
 
 
 def grid_mesh(name: str, vertices_per_side: int, size: float) -> bpy.types.Mesh:
@@ -37,6 +42,83 @@ def _material(name: str, rgba: tuple[float, float, float, float]) -> bpy.types.M
     material = bpy.data.materials.new(name)
     material.diffuse_color = rgba
     return material
+
+
+def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, length: float, min_height: float,
+              max_strands: int | None = None) -> tuple[bpy.types.Object, list[int], np.ndarray]:
+    """A Curves hair object on ``surface`` (a mesh with a UV map): one straight strand along the normal
+    from the centroid of every loop triangle whose centroid is above ``min_height`` (object local z),
+    bound as Blender's hair tools bind it (``Curves.surface``, ``surface_uv_map`` and the per-strand
+    ``surface_uv_coordinate``). Returns (object, triangle indices, world points (N, 3))."""
+    mesh = surface.data
+    mesh.calc_loop_triangles()
+    local = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", local)
+    local = local.reshape(-1, 3)
+    corners = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("vertices", corners)
+    loops = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("loops", loops)
+    uv_layer = mesh.uv_layers.active
+    uvs = np.empty(len(mesh.loops) * 2)
+    uv_layer.uv.foreach_get("vector", uvs)
+    centroids = local[corners.reshape(-1, 3)].mean(axis=1)
+    chosen = np.flatnonzero(centroids[:, 2] > min_height)[:max_strands]
+    normals = np.empty(len(mesh.loop_triangles) * 3)
+    mesh.loop_triangles.foreach_get("normal", normals)
+    normals = normals.reshape(-1, 3)[chosen]
+    root_uvs = uvs.reshape(-1, 2)[loops.reshape(-1, 3)[chosen]].mean(axis=1)
+    steps = np.linspace(0.0, length, points_per_strand)
+    points_local = (centroids[chosen][:, None, :] + steps[None, :, None] * normals[:, None, :]).reshape(-1, 3)
+    matrix = np.array(surface.matrix_world)
+    points = points_local @ matrix[:3, :3].T + matrix[:3, 3]
+    curves = bpy.data.hair_curves.new(name)
+    curves.add_curves([points_per_strand] * len(chosen))
+    curves.position_data.foreach_set("vector", points.astype(np.float32).ravel())
+    curves.surface, curves.surface_uv_map = surface, uv_layer.name
+    attribute = curves.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE")
+    attribute.data.foreach_set("vector", root_uvs.astype(np.float32).ravel())
+    hair = bpy.data.objects.new(name, curves)
+    bpy.context.scene.collection.objects.link(hair)
+    return hair, chosen.tolist(), points
+
+
+def _add_jelly(scene: bpy.types.Scene) -> bpy.types.Object:
+    """A 0.5 m jelly cube, tilted, dropping from 0.9 m onto the floor (right of the sheet)."""
+    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(1.5, -0.5, 0.9), rotation=(0.35, 0.25, 0.0))
+    jelly = bpy.context.active_object
+    jelly.name = jelly.data.name = JELLY_NAME
+    jelly.data.materials.append(_material("Jelly", (0.3, 0.8, 0.35, 1.0)))
+    jelly.tangle.role = "SOFTBODY"
+    bpy.ops.tangle.apply_preset(preset="Jelly")
+    # 131 kg of jelly: a real gelatin modulus (5 kPa) would splash flat, a firmer one wobbles and keeps its shape
+    jelly.tangle.softbody.young_modulus = 3.0e5
+    jelly.tangle.softbody.tet_resolution = 6
+    return jelly
+
+
+def _add_head_with_hair(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A head sphere swaying left and right (front left of the sheet) with 0.3 m hair strands on its top."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.25, segments=24, ring_count=12, location=(-1.6, -1.3, 0.9))
+    head = bpy.context.active_object
+    head.name = head.data.name = HEAD_NAME
+    head.data.materials.append(_material("Skin", (0.9, 0.7, 0.55, 1.0)))
+    bpy.ops.object.shade_smooth()
+    head.tangle.role, head.tangle.collider_shape = "COLLIDER", "MESH"
+    for frame, y in ((1, -1.3), (frames // 3, -0.7), (2 * frames // 3, -1.5), (frames, -1.1)):
+        head.location.y = y
+        head.keyframe_insert("location", frame=frame)
+    scene.frame_set(1)
+    hair, _, _ = grow_hair(head, HAIR_NAME, points_per_strand=8, length=0.3, min_height=0.08)
+    hair.data.materials.append(_material("Hair", (0.35, 0.2, 0.1, 1.0)))
+    hair.tangle.role = "HAIR"
+    bpy.context.view_layer.objects.active = hair
+    bpy.ops.tangle.apply_preset(preset="Straight Coarse")
+    # Fast preview model: 24 k-means guide strands simulated (particle hair), the others interpolated on
+    # the server (the Elastic Rods model takes ~3 s per frame for these 216 strands on a 2-core CPU).
+    hair.tangle.hair.model, hair.tangle.hair.guide_count = "particles", 24
+    hair.tangle.hair.radius = 1.0e-3
+    return head, hair
 
 
 def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8) -> bpy.types.Scene:
@@ -81,13 +163,16 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
     floor.data.materials.append(_material("Floor", (0.8, 0.8, 0.78, 1.0)))
     floor.tangle.role, floor.tangle.collider_shape = "COLLIDER", "PLANE"
 
+    _add_jelly(scene)
+    _add_head_with_hair(scene, frames)
+
     # Camera and light.
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(camera)
     camera.location = (4.4, -4.4, 3.3)
     look_at = mathutils.Vector((0.0, 0.2, 0.8))
     camera.rotation_euler = (look_at - camera.location).to_track_quat("-Z", "Y").to_euler()
-    camera.data.lens = 45.0
+    camera.data.lens = 36.0
     scene.camera = camera
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", type="SUN"))
     scene.collection.objects.link(sun)

@@ -92,31 +92,12 @@ def scenario_softbody_on_floor(args: dict) -> dict:
 
 
 def make_head_and_hair(strand_points: int, length: float):
-    """A UV sphere head (with its UV map) and a Curves object whose roots sit at the centroids of some
-    of its upper loop triangles (UV coordinates in ``surface_uv_coordinate``), strands along the normal."""
+    """A UV sphere head (with its UV map) and 12 strands grown on its upper triangles by the demo's
+    ``grow_hair`` (roots at triangle centroids, bound through the UV map)."""
     head = mesh_object("Head", bpy.ops.mesh.primitive_uv_sphere_add, (0.0, 0.0, 1.0), radius=0.1,
                        segments=12, ring_count=8)
-    mesh = head.data
-    mesh.calc_loop_triangles()
-    vertices = np.array([v.co for v in mesh.vertices]) + np.array(head.location)
-    uv = mesh.uv_layers.active
-    chosen = [tri.index for tri in mesh.loop_triangles if tri.center.z > 0.05][:12]
-    roots, uvs, normals = [], [], []
-    for index in chosen:
-        tri = mesh.loop_triangles[index]
-        roots.append(vertices[list(tri.vertices)].mean(axis=0))
-        uvs.append(np.mean([uv.data[loop].uv[:] for loop in tri.loops], axis=0))
-        normals.append(np.array(tri.normal))
-    curves = bpy.data.hair_curves.new("Hair")
-    curves.add_curves([strand_points] * len(chosen))
-    t = np.linspace(0.0, length, strand_points)
-    points = np.concatenate([root + np.outer(t, normal) for root, normal in zip(roots, normals)])
-    hair = bpy.data.objects.new("Hair", curves)
-    bpy.context.scene.collection.objects.link(hair)
-    curves.position_data.foreach_set("vector", points.astype(np.float32).ravel())
-    curves.surface, curves.surface_uv_map = head, uv.name
-    attribute = curves.attributes.new("surface_uv_coordinate", "FLOAT2", "CURVE")
-    attribute.data.foreach_set("vector", np.array(uvs, np.float32).ravel())
+    demo = importlib.import_module("blender_addon.demo")
+    hair, chosen, points = demo.grow_hair(head, "Hair", strand_points, length, min_height=0.05, max_strands=12)
     return head, hair, chosen, points
 
 
@@ -175,6 +156,12 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     if args.get("save"):
         bpy.ops.wm.save_as_mainfile(filepath=args["save"])
         result["saved_positions"] = {str(f): positions[f].tolist() for f in (1, frames)}
+    # A continuation removes the frames >= 5 and keeps the earlier ones bit-identical; the last kept pose holds.
+    hair_io = importlib.import_module("blender_addon.hair_io")
+    result["removed_frames"] = hair_io.remove_curves_frames_from(hair, 5)
+    result["keys_left"] = sorted({len(fcurve.keyframe_points) for fcurve in hair.data.animation_data.action.fcurves})
+    result["kept_frames_error"] = max(float(np.abs(curves_positions(hair, f) - positions[f]).max()) for f in range(1, 5))
+    result["held_after_removal"] = float(np.abs(curves_positions(hair, frames) - positions[4]).max())
     result["free_result"] = call(bpy.ops.tangle.free_bake)
     result["after_free_animation"] = hair.data.animation_data.action is not None if hair.data.animation_data else False
     result["after_free_attributes"] = sorted(a.name for a in hair.data.attributes if a.name.startswith("tangle"))

@@ -67,6 +67,8 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     assert result["tip_drop"] > 0.01
     assert result["subframe_error"] < 1e-6  # LINEAR keys: halfway between frames is the midpoint
     assert result["baked_topology"]
+    assert result["removed_frames"] == frames - 4 and result["keys_left"] == [4]
+    assert result["kept_frames_error"] == 0.0 and result["held_after_removal"] == 0.0
     # Free Bake removes the animation and restores the groom exactly
     assert result["free_result"]["result"] == ["FINISHED"]
     assert result["after_free_animation"] is False and result["after_free_attributes"] == []
