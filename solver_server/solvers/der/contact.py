@@ -285,7 +285,8 @@ class StepContacts:
         if self._inverse_band is None:
             model = self.model
             ends = model.vertex_dof[model.strand_offsets[1:] - 1] + 3
-            self._inverse_band = xp.asarray(band_of_inverse(xp, self._factor.lower_factor, ends))
+            ends_host = ends if xp is np else xp.asnumpy(ends)  # the Takahashi recurrence runs on the host
+            self._inverse_band = xp.asarray(band_of_inverse(xp, self._factor.lower_factor, ends_host))
         band = self._inverse_band
         p = band.shape[0] - 1
         lower, upper = xp.maximum(rows, cols), xp.minimum(rows, cols)
