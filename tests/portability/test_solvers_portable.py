@@ -1,0 +1,41 @@
+"""Every solver runs on the strict CuPy-like backend and gives the CPU backend's frames (issue 8, item 4).
+
+A solver that calls numpy on a device array, converts one implicitly, or mixes a host array into device
+math raises :class:`~tests.portability.strict_backend.PortabilityError` here; see docs/gpu.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver_server.backend import get_backend
+from solver_server.simulation import Simulation
+from tests.portability.scenarios import SCENARIOS
+from tests.portability.strict_backend import DeviceArray, strict_backend
+
+
+def _frames(scene, backend):
+    simulation = Simulation(scene, backend)
+    frames = [simulation.initial_frame()]
+    for _ in range(simulation.frame_start + 1, simulation.frame_end + 1):
+        frames.append(simulation.advance(None))
+    return frames
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_solver_runs_on_the_strict_backend_and_matches_cpu(name):
+    reference = _frames(SCENARIOS[name](), get_backend("cpu"))
+    created_before = DeviceArray.created
+    strict = _frames(SCENARIOS[name](), strict_backend())
+    assert DeviceArray.created - created_before > 100, f"{name}: the solver did not compute on the strict backend"
+    assert max(stats["contacts"] for _, _, stats in strict[1:]) > 0, f"{name}: no contact, collisions untested"
+    moved = 0.0
+    for (frame, expected, _), (strict_frame, got, stats) in zip(reference, strict):
+        assert strict_frame == frame
+        for object_id, positions in expected.items():
+            assert isinstance(got[object_id], np.ndarray) and got[object_id].dtype == np.float32
+            np.testing.assert_allclose(got[object_id], positions, atol=1e-4,
+                                       err_msg=f"{name}: {object_id} at frame {frame}")
+            moved = max(moved, float(np.abs(positions - reference[0][1][object_id]).max()))
+    assert moved > 1e-3, f"{name}: nothing moved, the scenario tests nothing"
