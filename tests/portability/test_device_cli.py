@@ -1,0 +1,40 @@
+"""--device cuda without CuPy/CUDA: a clear one-line error and a non-zero exit, not a traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from solver_server.backend import BackendError, get_backend
+from tests.conftest import REPO_ROOT
+
+HAS_CUPY = importlib.util.find_spec("cupy") is not None
+
+
+@pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed: --device cuda may work here")
+def test_device_cuda_without_cupy_exits_with_a_clear_message():
+    result = subprocess.run([sys.executable, "-m", "solver_server", "--device", "cuda", "--bind", "tcp://127.0.0.1:*"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "--device cuda needs CuPy" in result.stderr and "--device cpu" in result.stderr
+
+
+@pytest.mark.skipif(HAS_CUPY, reason="CuPy is installed")
+def test_get_backend_cuda_raises_backend_error():
+    with pytest.raises(BackendError, match="CuPy"):
+        get_backend("cuda")
+
+
+def test_unknown_device_is_a_backend_error():
+    with pytest.raises(BackendError, match="unknown device 'tpu'"):
+        get_backend("tpu")
+
+
+def test_cpu_device_info_names_the_machine():
+    info = get_backend("cpu").device_info()
+    assert isinstance(info["name"], str) and info["name"]
+    assert info["memory_bytes"] > 0
