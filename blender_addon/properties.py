@@ -123,8 +123,10 @@ class TangleSceneSettings(PropertyGroup):
     server_address: StringProperty(
         name="Server", default=DEFAULT_SERVER_ADDRESS,
         description="ZeroMQ address of the Tangle solver server (python -m solver_server --bind ADDRESS)")
-    timeout: FloatProperty(name="Timeout", default=30.0, min=1.0, soft_max=600.0, unit="TIME_ABSOLUTE",
-                           description="Seconds without any message from the server before the bake fails [s]")
+    timeout: FloatProperty(name="Timeout", default=5.0, min=1.0, soft_max=600.0, unit="TIME_ABSOLUTE",
+                           description="Seconds without any message from the server before the bake fails; "
+                                       "the client pings every third of it, so a silent server is noticed "
+                                       "within 3 heartbeats [s]")
     substeps: IntProperty(name="Substeps", default=4, min=1, soft_max=64,
                           description="Solver steps per frame")
     use_frame_range: BoolProperty(name="Custom Frame Range", default=False,
