@@ -94,6 +94,34 @@ def conjugate_gradient_factor(backend: "Backend", matrix, tolerance: float = CG_
     return solve
 
 
+class HostTimer:
+    """Wall time since construction (CPU backends: the device is the host)."""
+
+    def __init__(self):
+        import time  # noqa: PLC0415
+
+        self._clock = time.perf_counter
+        self._start = self._clock()
+
+    def elapsed_ms(self) -> float:
+        return (self._clock() - self._start) * 1e3
+
+
+class CudaEventTimer:
+    """GPU time between construction and :meth:`elapsed_ms` measured with CUDA events on the current stream."""
+
+    def __init__(self, cupy_module):
+        self._cupy = cupy_module
+        self._start = cupy_module.cuda.Event()
+        self._start.record()
+
+    def elapsed_ms(self) -> float:
+        end = self._cupy.cuda.Event()
+        end.record()
+        end.synchronize()
+        return float(self._cupy.cuda.get_elapsed_time(self._start, end))
+
+
 class BackendError(RuntimeError):
     """The requested compute device cannot be used."""
 
@@ -147,6 +175,10 @@ class Backend:
             )
             return lu.solve
         return conjugate_gradient_factor(self, matrix)
+
+    def start_timer(self):
+        """A timer of device work from now: ``.elapsed_ms()`` (CUDA events on GPU, perf_counter on CPU)."""
+        return CudaEventTimer(self.xp) if self.name == "cuda" else HostTimer()
 
     def device_info(self) -> dict:
         """{"name": str, "memory_bytes": int} for the welcome message."""
