@@ -181,6 +181,7 @@ class Simulation:
             raise SimulationError(f"advance past frame_end {self.frame_end}", frame=frame)
         end_poses = self._next_poses(drive, frame)
         started = time.perf_counter()
+        device_timer = self.backend.start_timer()
         totals = {"iterations": 0, "contacts": 0}
         extra: dict[str, float] = {}
         frame_time = (frame - 1 - self.frame_start) / self.scene.time.fps
@@ -216,9 +217,10 @@ class Simulation:
                         "positions became NaN/Inf; likely cause: stiffness too high for the substep count "
                         "(raise time.substeps), a collider teleporting through the object, or an "
                         "inverted/degenerate element", object=bad, frame=frame)
+        device_ms = device_timer.elapsed_ms()
         self._poses = end_poses
         self.frame = frame
         elapsed_ms = (time.perf_counter() - started) * 1e3
         stats = {"substeps": self.substeps, **totals, "step_ms": elapsed_ms / self.substeps,
-                 "frame_ms": elapsed_ms, **extra}
+                 "frame_ms": elapsed_ms, "device_ms": device_ms, **extra}
         return frame, self._collect(), stats
