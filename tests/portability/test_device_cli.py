@@ -38,3 +38,13 @@ def test_cpu_device_info_names_the_machine():
     info = get_backend("cpu").device_info()
     assert isinstance(info["name"], str) and info["name"]
     assert info["memory_bytes"] > 0
+
+
+def test_frame_stats_report_device_time():
+    from solver_server.simulation import Simulation
+    from tests.portability.scenarios import pd_softbody
+
+    simulation = Simulation(pd_softbody(), get_backend("cpu"))
+    simulation.initial_frame()
+    _, _, stats = simulation.advance(None)
+    assert 0.0 < stats["device_ms"] <= stats["frame_ms"]
