@@ -43,10 +43,10 @@ def sigstop_detection(trials: int = 5) -> list[float]:
     from reliability.scenes import light_cloth_scene
 
     scene, drive = light_cloth_scene(frame_end=2000, cloth_n=5)
-    server = _server()
     delays = []
-    try:
-        for _ in range(trials):
+    for _ in range(trials):  # a fresh server each time: the abandoned jobs hold slots for --peer-grace
+        server = _server()
+        try:
             with SolverClient(server.address, timeout=3 * HEARTBEAT_S) as client:
                 frames = client.submit(scene, drive=drive).frames()
                 next(frames)
@@ -60,8 +60,8 @@ def sigstop_detection(trials: int = 5) -> list[float]:
                     delays.append(time.monotonic() - last)
                 finally:
                     server.process.send_signal(signal.SIGCONT)
-    finally:
-        server.stop()
+        finally:
+            server.stop()
     return delays
 
 
