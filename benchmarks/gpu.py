@@ -1,0 +1,104 @@
+"""The same solvers on --device cuda vs --device cpu (issue 8): PD cloth and the DER hairball, ratio printed.
+
+Scenes (built as wire dicts and run in-process through ``Simulation``, so the numbers are solver time):
+
+- PD cloth, seed 001: 141 × 141 vertices (2 m square, 1 m high) pinned at two corners, draping over a
+  0.4 m sphere (``benchmarks.pd_cloth_vs_blender.grid_cloth``); 24 fps, 2 substeps, 10 PD iterations.
+- DER hairball, seed 000: 1000 clamped radial strands × 10 points on the upper half of a 0.1 m sphere
+  (``benchmarks.der_hairball.hairball``) falling onto it, μ = 0.3; 24 fps, 8 substeps (dt ≈ 5.2 ms).
+
+For each device: one untimed frame (factorizations, CUDA kernel compilation), then ``--frames`` timed
+frames; printed: ms per frame (wall), device_ms per frame (CUDA events on GPU), contacts, and, when both
+devices ran, the cpu/cuda time ratio and the largest position difference between the two runs.
+Without CuPy or a CUDA device it prints "CUDA not available: <reason>" and runs the CPU part only.
+
+    .venv/bin/python -m benchmarks.gpu [--frames 5] [--resolution 141] [--strands 1000] [--vertices 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks.der_hairball import hairball
+from benchmarks.pd_cloth_vs_blender import SPHERE_CENTER, SPHERE_RADIUS, grid_cloth
+from solver_server.backend import BackendError, get_backend
+from solver_server.simulation import Simulation
+
+
+def cloth_scene(resolution: int, frames: int) -> dict:
+    vertices, triangles, corners = grid_cloth(resolution, 2.0, 1.0)
+    return {"gravity": [0.0, 0.0, -9.81],
+            "time": {"fps": 24, "frame_start": 1, "frame_end": 2 + frames, "substeps": 2},
+            "solver": {"pd": {"iterations": 10}},
+            "objects": [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
+                         "pins": {"indices": corners, "weights": np.ones(2)}, "params": {}},
+                        {"id": "Ball", "kind": "collider",
+                         "shape": {"type": "sphere", "center": list(SPHERE_CENTER), "radius": SPHERE_RADIUS},
+                         "params": {}}]}
+
+
+def hairball_scene(strands: int, vertices: int, frames: int) -> dict:
+    points, offsets = hairball(strands, vertices, 0.1, 0.12)
+    return {"gravity": [0.0, 0.0, -9.81],
+            "time": {"fps": 24, "frame_start": 1, "frame_end": 2 + frames, "substeps": 8},
+            "solver": {"der": {"max_iterations": 50, "tolerance": 1e-6, "quasi_newton": True}},
+            "objects": [{"id": "Hair", "kind": "hair", "points": points, "strand_offsets": offsets.astype(np.int32),
+                         "params": {"model": "der", "radius": 5e-5, "young_modulus": 3e9, "shear_modulus": 1e9,
+                                    "density": 1300.0, "damping": 0.5, "friction": 0.3, "collider_friction": 0.3}},
+                        {"id": "Head", "kind": "collider", "shape": {"type": "sphere", "center": [0, 0, 0],
+                                                                      "radius": 0.1}, "params": {"friction": 0.3}}]}
+
+
+def run(scene: dict, backend) -> dict:
+    """Untimed first frame, then every other frame timed. Returns means and the last positions."""
+    simulation = Simulation(scene, backend)
+    simulation.initial_frame()
+    simulation.advance(None)
+    walls, devices, contacts, positions = [], [], [], {}
+    for _ in range(simulation.frame_start + 2, simulation.frame_end + 1):
+        started = time.perf_counter()
+        _, positions, stats = simulation.advance(None)
+        walls.append((time.perf_counter() - started) * 1e3)
+        devices.append(stats["device_ms"])
+        contacts.append(stats["contacts"])
+    return {"ms": float(np.mean(walls)), "device_ms": float(np.mean(devices)), "contacts": float(np.mean(contacts)),
+            "positions": positions}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=5, help="timed frames per scene and device")
+    parser.add_argument("--resolution", type=int, default=141, help="cloth vertices per side (seed 001: 141)")
+    parser.add_argument("--strands", type=int, default=1000, help="hairball strands (seed 000: 1000)")
+    parser.add_argument("--vertices", type=int, default=10, help="points per hairball strand")
+    args = parser.parse_args(argv)
+
+    backends = {"cpu": get_backend("cpu")}
+    try:
+        backends["cuda"] = get_backend("cuda")
+    except BackendError as exc:
+        print(f"CUDA not available: {exc}; running the CPU part only")
+    for name, backend in backends.items():
+        info = backend.device_info()
+        print(f"{name}: {info['name']} ({info['memory_bytes'] / 2**30:.1f} GiB)")
+
+    scenes = {f"PD cloth {args.resolution}x{args.resolution}": cloth_scene(args.resolution, args.frames),
+              f"DER hairball {args.strands}x{args.vertices}": hairball_scene(args.strands, args.vertices, args.frames)}
+    for title, scene in scenes.items():
+        results = {name: run(scene, backend) for name, backend in backends.items()}
+        for name, result in results.items():
+            print(f"{title} [{name}]: {result['ms']:.1f} ms/frame wall, {result['device_ms']:.1f} ms/frame device, "
+                  f"{result['contacts']:.0f} contacts/frame")
+        if "cuda" in results:
+            cpu, cuda = results["cpu"], results["cuda"]
+            difference = max(float(np.abs(cpu["positions"][k] - cuda["positions"][k]).max()) for k in cpu["positions"])
+            print(f"{title}: cpu/cuda time ratio {cpu['ms'] / cuda['ms']:.2f}x "
+                  f"(max position difference {difference:.2e} m after {args.frames + 1} frames)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
