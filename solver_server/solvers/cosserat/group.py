@@ -21,7 +21,7 @@ class CosseratHairGroup:
         self.objects, self.solvers, self.states = [], [], []
         self.poses: dict = {}
         for spec in specs:
-            strands = StrandObject.from_spec(spec, scene, "cosserat")
+            strands = StrandObject.from_spec(spec, scene, "cosserat", backend.xp)
             settings = CosseratSettings.from_params(strands.params, spec.id)
             rest, layout = strands.simulated
             solver = CosseratSolver(rest, layout, settings, scene.gravity, backend.xp)

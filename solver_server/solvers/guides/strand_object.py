@@ -31,7 +31,8 @@ class StrandObject:
     interpolator: GuideInterpolator | None = None
 
     @classmethod
-    def from_spec(cls, spec, scene, model: str) -> "StrandObject":
+    def from_spec(cls, spec, scene, model: str, xp=np) -> "StrandObject":
+        """xp: the backend's array module; the guide interpolator keeps its arrays there."""
         offsets = np.asarray(spec.raw.get("strand_offsets", [0, len(spec.vertices)]))
         layout = StrandLayout.from_offsets(offsets, len(spec.vertices), spec.id)
         rest = layout.pad(spec.vertices)
@@ -50,7 +51,7 @@ class StrandObject:
         else:
             guides = None
         if guides is not None:
-            interpolator = GuideInterpolator(rest, layout, assign_guides(rest, layout, guides))
+            interpolator = GuideInterpolator(rest, layout, assign_guides(rest, layout, guides), xp)
         return cls(spec.id, layout, rest, pinned, binding, params, interpolator)
 
     @property

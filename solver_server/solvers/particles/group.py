@@ -20,7 +20,7 @@ class ParticleHairGroup:
         self.objects, self.solvers, self.states = [], [], []
         self.poses: dict = {}
         for spec in specs:
-            strands = StrandObject.from_spec(spec, scene, "particles")
+            strands = StrandObject.from_spec(spec, scene, "particles", backend.xp)
             settings = ParticleHairSettings.from_params({**strands.params, "particle_pinned_points": strands.pinned},
                                                         spec.id)
             rest, layout = strands.simulated
