@@ -54,11 +54,75 @@ def hair(model, frames=5):
     return scene([strand_hair, _sphere((0.08, 0.006, 0.946), 0.05)], frame_end=frames, substeps=2, solver=solver)
 
 
+def _turn(angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def animated_hair(model):
+    """Strands rooted on an animated, deforming scalp mesh (roots follow its driven vertices) next to a
+    sphere that moves into them; fast models simulate 2 guides and interpolate the other strands."""
+    scalp = np.array([[0.0, 0.0, 1.0], [0.2, 0.0, 1.0], [0.0, 0.2, 1.0], [0.2, 0.2, 1.0]])
+    scalp_triangles = np.array([[0, 1, 2], [1, 3, 2]], np.int32)
+    barycentric = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6], [0.4, 0.3, 0.3]])
+    root_triangles = np.array([0, 0, 1, 1], np.int32)
+    roots = np.einsum("sk,skd->sd", barycentric, scalp[scalp_triangles[root_triangles]])
+    points = 7
+    along = np.stack([np.linspace(0.0, 0.12, points), np.zeros(points), np.zeros(points)], axis=1)
+    strand_points = (roots[:, None, :] + along[None]).reshape(-1, 3)
+    params = {"model": model, "radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7, "damping": 2.0}
+    if model != "der":
+        params["guide_count"] = 2
+    strand_hair = {"id": "Hair", "kind": "hair", "points": strand_points,
+                   "strand_offsets": np.arange(len(roots) + 1, dtype=np.int32) * points, "matrix_world": np.eye(4),
+                   "roots": {"surface": "Scalp", "triangles": root_triangles, "barycentric": barycentric},
+                   "params": params}
+    ball = _sphere((0.1, 0.1, 0.85), 0.05)
+    ball["animated"] = True
+    scalp_object = {"id": "Scalp", "kind": "collider", "vertices": scalp, "triangles": scalp_triangles,
+                    "animated": True, "params": {"friction": 0.3, "thickness": 0.0}}
+    solver = {"der": {"max_iterations": 10, "tolerance": 1e-6}} if model == "der" else None
+
+    def drive(frame):
+        ball_matrix = np.eye(4)
+        ball_matrix[2, 3] = 0.03 * (frame - 1)
+        return {"Ball": {"matrix_world": ball_matrix},
+                "Scalp": {"matrix_world": np.eye(4), "vertices": scalp @ _turn(0.05 * (frame - 1)).T}}
+
+    return scene([strand_hair, ball, scalp_object], frame_end=5, substeps=2, solver=solver), drive
+
+
+def animated_cloth():
+    """Jacobi global step; pins follow an animated cloth object; a sphere collider rises into the cloth."""
+    vertices, triangles, index = grid(8, 8, size=0.4, height=0.95)
+    cloth = cloth_object(vertices, triangles, pins=[int(index[0, 0]), int(index[-1, 0])],
+                         params={"friction": 0.3}, animated=True, matrix_world=np.eye(4))
+    ball = _sphere((0.2, 0.2, 0.75), 0.1)
+    ball["animated"] = True
+
+    def drive(frame):
+        cloth_matrix, ball_matrix = np.eye(4), np.eye(4)
+        cloth_matrix[0, 3] = 0.01 * (frame - 1)
+        ball_matrix[2, 3] = 0.04 * (frame - 1)
+        return {"Cloth": {"matrix_world": cloth_matrix}, "Ball": {"matrix_world": ball_matrix}}
+
+    return scene([cloth, ball], frame_end=5, substeps=2, solver={"pd": {"iterations": 6, "global": "jacobi"}}), drive
+
+
+def _static(build):
+    return lambda: (build(), None)
+
+
 SCENARIOS = {
-    "pd_cloth_cholesky": pd_cloth,
-    "pd_cloth_a_jacobi": lambda: pd_cloth("a_jacobi"),
-    "pd_softbody": pd_softbody,
-    "der": lambda: hair("der"),
-    "particles": lambda: hair("particles"),
-    "cosserat": lambda: hair("cosserat"),
+    "pd_cloth_cholesky": _static(pd_cloth),
+    "pd_cloth_a_jacobi": _static(lambda: pd_cloth("a_jacobi")),
+    "pd_cloth_jacobi_animated": animated_cloth,
+    "pd_softbody": _static(pd_softbody),
+    "der": _static(lambda: hair("der")),
+    "particles": _static(lambda: hair("particles")),
+    "cosserat": _static(lambda: hair("cosserat")),
+    "der_animated_roots": lambda: animated_hair("der"),
+    "particles_guides_animated": lambda: animated_hair("particles"),
+    "cosserat_guides_animated": lambda: animated_hair("cosserat"),
 }
+"""name -> () -> (scene dict, drive: frame -> drive.body["objects"], or None)."""

@@ -15,19 +15,20 @@ from tests.portability.scenarios import SCENARIOS
 from tests.portability.strict_backend import DeviceArray, strict_backend
 
 
-def _frames(scene, backend):
+def _frames(name, backend):
+    scene, drive = SCENARIOS[name]()
     simulation = Simulation(scene, backend)
     frames = [simulation.initial_frame()]
-    for _ in range(simulation.frame_start + 1, simulation.frame_end + 1):
-        frames.append(simulation.advance(None))
+    for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
+        frames.append(simulation.advance(drive(frame) if drive else None))
     return frames
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_the_strict_backend_and_matches_cpu(name):
-    reference = _frames(SCENARIOS[name](), get_backend("cpu"))
+    reference = _frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
-    strict = _frames(SCENARIOS[name](), strict_backend())
+    strict = _frames(name, strict_backend())
     assert DeviceArray.created - created_before > 100, f"{name}: the solver did not compute on the strict backend"
     assert max(stats["contacts"] for _, _, stats in strict[1:]) > 0, f"{name}: no contact, collisions untested"
     moved = 0.0
