@@ -40,3 +40,25 @@ def test_solver_runs_on_the_strict_backend_and_matches_cpu(name):
                                        err_msg=f"{name}: {object_id} at frame {frame}")
             moved = max(moved, float(np.abs(positions - reference[0][1][object_id]).max()))
     assert moved > 1e-3, f"{name}: nothing moved, the scenario tests nothing"
+
+
+@pytest.mark.parametrize("name", ["pd_cloth_jacobi_animated", "pd_softbody", "der", "particles_guides_animated",
+                                  "cosserat"])
+def test_checkpoint_restore_on_the_strict_backend(name):
+    """state_arrays / load_state_arrays cross the device boundary only through to_host / from_host."""
+    backend = strict_backend()
+    uninterrupted = _frames(name, backend)
+    scene, drive = SCENARIOS[name]()
+    first = Simulation(scene, backend)
+    first.initial_frame()
+    for frame in (2, 3):
+        first.advance(drive(frame) if drive else None)
+    checkpoint = first.checkpoint()
+    for group in checkpoint["groups"].values():
+        assert all(isinstance(array, np.ndarray) for array in group.values())
+    resumed = Simulation(SCENARIOS[name]()[0], backend)
+    resumed.restore(checkpoint)
+    for frame in range(4, resumed.frame_end + 1):
+        _, positions, _ = resumed.advance(drive(frame) if drive else None)
+    for object_id, expected in uninterrupted[-1][1].items():
+        np.testing.assert_allclose(positions[object_id], expected, atol=1e-5, err_msg=f"{name}: {object_id}")
