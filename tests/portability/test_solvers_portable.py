@@ -62,3 +62,21 @@ def test_checkpoint_restore_on_the_strict_backend(name):
         _, positions, _ = resumed.advance(drive(frame) if drive else None)
     for object_id, expected in uninterrupted[-1][1].items():
         np.testing.assert_allclose(positions[object_id], expected, atol=1e-5, err_msg=f"{name}: {object_id}")
+
+
+@pytest.mark.parametrize("mutation", ["numpy_function", "host_operand"])
+def test_a_solver_calling_numpy_on_device_arrays_fails_the_portability_run(monkeypatch, mutation):
+    """Mutation check: the same run fails once a solver is made to call numpy or mix in a host array."""
+    from solver_server.solvers.particles import solver as particle_solver
+
+    original = particle_solver.ParticleHairSolver._lengths
+
+    def numpy_lengths(self, vectors):
+        if mutation == "numpy_function":
+            return np.linalg.norm(vectors, axis=-1)                # numpy called on a device array
+        return original(self, vectors) + np.zeros(vectors.shape[:-1])  # host array mixed into device math
+
+    monkeypatch.setattr(particle_solver.ParticleHairSolver, "_lengths", numpy_lengths)
+    _frames("particles", get_backend("cpu"))                           # numpy backend: still runs
+    with pytest.raises(AssertionError, match="device array|host numpy array"):
+        _frames("particles", strict_backend())
