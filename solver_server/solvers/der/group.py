@@ -84,6 +84,7 @@ class _DerObject:
                                     contact=contact, soft_pins=soft)
         except ValueError as error:
             raise SceneError(str(error), object=spec.id) from error
+        self.fixed_vertices_host = backend.to_host(self.solver.fixed_vertices)  # pin targets are built on the host
         self.state = rest_state(xp, self.model)
         self.offsets = offsets
 
@@ -96,7 +97,7 @@ class _DerObject:
         pose = poses.get(self.id)
         matrix = self.matrix_rest if pose is None else pose.matrix
         carry = matrix @ np.linalg.inv(self.matrix_rest)
-        pinned = self.rest_points[np.asarray(self.solver.fixed_vertices)]
+        pinned = self.rest_points[self.fixed_vertices_host]
         soft = self.rest_points[self.soft_indices]
         return DerControl(vertex_targets=pinned @ carry[:3, :3].T + carry[:3, 3],
                           soft_targets=soft @ carry[:3, :3].T + carry[:3, 3])
