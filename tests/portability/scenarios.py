@@ -54,6 +54,19 @@ def hair(model, frames=5):
     return scene([strand_hair, _sphere((0.08, 0.006, 0.946), 0.05)], frame_end=frames, substeps=2, solver=solver)
 
 
+def der_crossing():
+    """Two DER strands of one object crossing 4 mm apart: the lower pinned at both ends, the upper free
+    and falling onto it (strand–strand contact: CCD broad phase, edge-edge impulses)."""
+    n = 7
+    lower = np.stack([np.linspace(-0.05, 0.05, n), np.zeros(n), np.full(n, 1.0)], 1)
+    upper = np.stack([np.zeros(n), np.linspace(-0.05, 0.05, n), np.full(n, 1.004)], 1)
+    crossing = {"id": "Hair", "kind": "hair", "points": np.concatenate([lower, upper]),
+                "strand_offsets": np.array([0, n, 2 * n], np.int32),
+                "pins": {"indices": np.array([0, 1, n - 2, n - 1], np.int32), "weights": np.ones(4)},
+                "params": {"model": "der", "radius": 1e-3, "young_modulus": 1e8, "damping": 2.0, "friction": 0.3}}
+    return scene([crossing], frame_end=5, substeps=2, solver={"der": {"max_iterations": 10, "tolerance": 1e-6}})
+
+
 def _turn(angle):
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
@@ -122,6 +135,7 @@ SCENARIOS = {
     "particles": _static(lambda: hair("particles")),
     "cosserat": _static(lambda: hair("cosserat")),
     "der_animated_roots": lambda: animated_hair("der"),
+    "der_strand_contact": _static(der_crossing),
     "particles_guides_animated": lambda: animated_hair("particles"),
     "cosserat_guides_animated": lambda: animated_hair("cosserat"),
 }
