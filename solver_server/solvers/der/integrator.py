@@ -139,11 +139,8 @@ class ImplicitEulerSolver:
         if not bool(xp.all(xp.isfinite(direction))):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
         slope = xp.bincount(self.dof_strand, weights=gradient * direction, minlength=model.n_strands)
-        # an expected decrease below the objective's round-off cannot be verified by Armijo: such a strand
-        # has converged and takes its (round-off sized) full step without evaluation
-        negligible = -slope <= 1e-12 * xp.abs(current)
-        searching = (slope < 0.0) & ~negligible
-        alpha = xp.where(searching | negligible, 1.0, 0.0)
+        searching = slope < 0.0
+        alpha = xp.where(searching, 1.0, 0.0)
         accepted = ~searching
         accepted_potential = current_potential.copy()
         for _ in range(settings.max_backtracks):
