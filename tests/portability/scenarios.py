@@ -67,6 +67,25 @@ def der_crossing():
     return scene([crossing], frame_end=5, substeps=2, solver={"der": {"max_iterations": 10, "tolerance": 1e-6}})
 
 
+def collider_zoo(model):
+    """Box, torus and triangle-mesh colliders under a soft body made from a closed surface (lattice
+    embedding, no tets given) and under hair of ``model``."""
+    from tests.physics.scenes import uv_sphere
+
+    surface, surface_triangles = uv_sphere(rings=6, segments=10, radius=0.06, center=(0.3, 0.3, 0.96))
+    ball = {"id": "Jelly", "kind": "softbody", "vertices": surface, "triangles": surface_triangles,
+            "params": {"young_modulus": 5e4, "friction": 0.3}}
+    box = {"id": "Crate", "kind": "collider", "shape": {"type": "box", "center": [0.3, 0.3, 0.85], "size": [0.2, 0.2, 0.1]},
+           "matrix_world": np.eye(4), "params": {"friction": 0.4}}
+    ring = {"id": "Ring", "kind": "collider", "shape": {"type": "torus", "center": [0.06, 0.006, 0.97],
+                                                          "major_radius": 0.04, "minor_radius": 0.02},
+            "matrix_world": np.eye(4), "params": {"friction": 0.3}}
+    objects = [ball, box, ring, _mesh_collider()]
+    hair_scene = hair(model)
+    objects.append(hair_scene["objects"][0])
+    return scene(objects, frame_end=5, substeps=2, solver={"pd": {"iterations": 6}, **hair_scene.get("solver", {})})
+
+
 def _turn(angle):
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
@@ -136,6 +155,9 @@ SCENARIOS = {
     "cosserat": _static(lambda: hair("cosserat")),
     "der_animated_roots": lambda: animated_hair("der"),
     "der_strand_contact": _static(der_crossing),
+    "colliders_der": _static(lambda: collider_zoo("der")),
+    "colliders_particles": _static(lambda: collider_zoo("particles")),
+    "colliders_cosserat": _static(lambda: collider_zoo("cosserat")),
     "particles_guides_animated": lambda: animated_hair("particles"),
     "cosserat_guides_animated": lambda: animated_hair("cosserat"),
 }
