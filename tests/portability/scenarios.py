@@ -39,6 +39,14 @@ def pd_softbody():
     return scene([jelly, _floor()], frame_end=5, substeps=2, solver={"pd": {"iterations": 6}})
 
 
+def pd_mixed():
+    """A cloth and a soft body in one PD group (merged system), the cloth falling onto the soft body."""
+    softbody_scene = pd_softbody()
+    vertices, triangles, _ = grid(6, 6, size=0.3, height=0.35)
+    cloth = cloth_object(vertices, triangles, params={"friction": 0.3})
+    return scene([cloth, *softbody_scene["objects"]], frame_end=5, substeps=2, solver={"pd": {"iterations": 6}})
+
+
 def hair(model, frames=5):
     """Two rows of strands falling onto a sphere, crossing each other (strand-strand contact for DER)."""
     strands, points = 4, 7
@@ -150,6 +158,7 @@ SCENARIOS = {
     "pd_cloth_a_jacobi": _static(lambda: pd_cloth("a_jacobi")),
     "pd_cloth_jacobi_animated": animated_cloth,
     "pd_softbody": _static(pd_softbody),
+    "pd_cloth_and_softbody": _static(pd_mixed),
     "der": _static(lambda: hair("der")),
     "particles": _static(lambda: hair("particles")),
     "cosserat": _static(lambda: hair("cosserat")),

@@ -48,3 +48,12 @@ def test_frame_stats_report_device_time():
     simulation.initial_frame()
     _, _, stats = simulation.advance(None)
     assert 0.0 < stats["device_ms"] <= stats["frame_ms"]
+
+
+def test_welcome_reports_the_backend_and_device(solver_server_address):
+    from protocol.client import SolverClient
+
+    with SolverClient(solver_server_address, timeout=20.0) as client:
+        welcome = client.hello()
+    assert welcome["backend"] == "cpu"
+    assert welcome["device"]["name"] and welcome["device"]["memory_bytes"] > 0
