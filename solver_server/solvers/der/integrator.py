@@ -139,7 +139,9 @@ class ImplicitEulerSolver:
         if not bool(xp.all(xp.isfinite(direction))):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
         slope = xp.bincount(self.dof_strand, weights=gradient * direction, minlength=model.n_strands)
-        searching = slope < 0.0
+        # an expected decrease below the objective's round-off cannot pass Armijo: such a strand has
+        # converged, keeps its velocities (α = 0) and is not searched (saves 10 system-wide backtracks)
+        searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
         alpha = xp.where(searching, 1.0, 0.0)
         accepted = ~searching
         accepted_potential = current_potential.copy()
