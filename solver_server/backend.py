@@ -47,6 +47,7 @@ def _cholespy_factor(backend: "Backend", matrix) -> Callable:
 
 CG_TOLERANCE = 1e-10   # relative residual ‖b − A x‖ / ‖b‖ of the device-side solve
 CG_MAX_ITERATIONS = 2000
+CG_CHECK_EVERY = 4     # iterations between convergence tests (each one is a device -> host sync)
 
 
 def conjugate_gradient_factor(backend: "Backend", matrix, tolerance: float = CG_TOLERANCE,
@@ -76,8 +77,10 @@ def conjugate_gradient_factor(backend: "Backend", matrix, tolerance: float = CG_
         z = residual * preconditioner
         direction = z.copy()
         rz = (residual * z).sum(axis=0)
-        for _ in range(max_iterations):
-            if bool((xp.sqrt((residual * residual).sum(axis=0)) <= tolerance * rhs_norm).all()):
+        for iteration in range(max_iterations):
+            # the convergence test synchronizes with the host: on a GPU do it every CG_CHECK_EVERY iterations
+            if iteration % CG_CHECK_EVERY == 0 and bool(
+                    (xp.sqrt((residual * residual).sum(axis=0)) <= tolerance * rhs_norm).all()):
                 return x[:, 0] if vector else x
             product = device_matrix @ direction
             curvature = (direction * product).sum(axis=0)
