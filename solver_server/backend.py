@@ -97,6 +97,17 @@ def conjugate_gradient_factor(backend: "Backend", matrix, tolerance: float = CG_
     return solve
 
 
+def repeat_each(xp, values, counts):
+    """``values[i]`` repeated ``counts[i]`` times: numpy.repeat with an array of counts, on any device.
+
+    CuPy's ``repeat`` refuses a device array of counts, so this uses a sorted search instead.
+    values (n, ...), counts (n,) non-negative integers -> (counts.sum(), ...).
+    """
+    total = int(counts.sum())
+    owner = xp.searchsorted(xp.cumsum(counts), xp.arange(total), side="right")
+    return values[owner]
+
+
 class HostTimer:
     """Wall time since construction (CPU backends: the device is the host)."""
 
@@ -219,4 +230,4 @@ def get_backend(device: str = "cpu") -> Backend:
     raise BackendError(f"unknown device {device!r}: expected 'cpu' or 'cuda'")
 
 
-__all__ = ["Backend", "BackendError", "get_backend"]
+__all__ = ["Backend", "BackendError", "get_backend", "repeat_each"]
