@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...backend import repeat_each
 from .frames import reference_twist_value, space_parallel_frames
 from .strains import bend_strain_values
 
@@ -105,7 +106,7 @@ def build_model(xp, points, strand_offsets, material: DerMaterial) -> DerModel:
     n_vertices = points.shape[0]
     n_strands = strand_offsets.shape[0] - 1
     counts = xp.diff(strand_offsets)
-    vertex_strand = xp.repeat(xp.arange(n_strands), counts)
+    vertex_strand = repeat_each(xp, xp.arange(n_strands), counts)
     vertex_local = xp.arange(n_vertices) - strand_offsets[vertex_strand]
     vertex_dof = 4 * xp.arange(n_vertices) - vertex_strand
     is_edge_start = vertex_local < counts[vertex_strand] - 1
