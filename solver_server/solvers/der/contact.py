@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from ...backend import repeat_each
 from .colliders import adapt_collider
 from .frames import cross3
 from .banded import band_of_inverse
@@ -320,8 +321,8 @@ class StepContacts:
             count = hi - lo
             if int(count.sum()) == 0:
                 continue
-            owner = xp.repeat(xp.arange(vertex.shape[0]), count)
-            partner = lo[owner] + (xp.arange(owner.shape[0]) - xp.repeat(xp.cumsum(count) - count, count))
+            owner = repeat_each(xp, xp.arange(vertex.shape[0]), count)
+            partner = lo[owner] + (xp.arange(owner.shape[0]) - (xp.cumsum(count) - count)[owner])
             same_strand = model.vertex_strand[vertex[owner]] == model.vertex_strand[vertex[partner]]
             pairs.append(xp.stack((contact[owner], contact[partner]), axis=1)[same_strand])
         if not pairs:
