@@ -251,6 +251,17 @@ def _call(function, name, args, kwargs, *, allow_host, index_positions=()):
 UPLOADS = frozenset({"asarray", "array", "asanyarray"})
 
 
+def _check_repeat(args, kwargs):
+    repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+    if isinstance(repeats, DeviceArray):
+        raise PortabilityError("xp.repeat with a device array of repeats: CuPy accepts only an int or host "
+                               "list there; use solver_server.backend.repeat_each")
+
+
+# CuPy functions that exist but refuse arguments numpy accepts
+SIGNATURE_CHECKS = {"repeat": _check_repeat}
+
+
 class StrictNamespace:
     """numpy behind the device filter (see the module docstring)."""
 
@@ -271,7 +282,11 @@ class StrictNamespace:
         if callable(attribute):
             allow_host = name in UPLOADS and not self._prefix
 
+            check = SIGNATURE_CHECKS.get(name) if not self._prefix else None
+
             def function(*args, **kwargs):
+                if check is not None:
+                    check(args, kwargs)
                 return _call(attribute, self._prefix + name, args, kwargs, allow_host=allow_host)
             return function
         return attribute
