@@ -5,6 +5,9 @@ write baked frames back so playback needs no server, and free them.
   Frames are keyframed on ``attributes["position"].data[i].vector`` (LINEAR), which Blender 4.5
   evaluates during playback; the rest positions are kept in the point attribute
   ``tangle_rest_position`` so Free Bake restores the groom exactly.
+  Geometry-nodes modifiers that deform the curves with their surface (Blender's *Surface Deform*, the
+  *Deform Curves on Surface* node) are switched off while the bake exists: the baked positions already
+  follow the surface, and deforming them again would move the roots twice.
 - Legacy ``bpy.types.Curve``: the control points of every spline (Poly / NURBS points, Bezier knots)
   are the simulated points; frames become shape keys like meshes (Bezier handles are turned with
   their knot's tangent).
@@ -23,6 +26,8 @@ from .core.bake_state import topology_hash
 from .core.strands import carried_handles, point_of_position_path, position_path
 
 REST_ATTRIBUTE = "tangle_rest_position"
+MUTED_PROPERTY = "tangle_muted_modifiers"  # modifiers the bake switched off, restored by Free Bake
+SURFACE_DEFORM_NODE = "GeometryNodeDeformCurvesOnSurface"
 SURFACE_UV_ATTRIBUTE = "surface_uv_coordinate"
 KEYFRAME_GROUP = "Tangle Hair"
 _LINEAR = 1  # index of "LINEAR" in the keyframe interpolation enum (foreach_set takes enum indices)
@@ -181,9 +186,37 @@ def _position_fcurves(curves) -> dict[tuple[int, int], bpy.types.FCurve]:
     return found
 
 
+def surface_deform_modifiers(obj: bpy.types.Object) -> list[bpy.types.Modifier]:
+    """Enabled geometry-nodes modifiers of ``obj`` that use the Deform Curves on Surface node."""
+    return [modifier for modifier in obj.modifiers
+            if modifier.type == "NODES" and modifier.node_group is not None
+            and (modifier.show_viewport or modifier.show_render)
+            and any(node.bl_idname == SURFACE_DEFORM_NODE for node in modifier.node_group.nodes)]
+
+
+def _mute_surface_deform(obj: bpy.types.Object) -> None:
+    muted = surface_deform_modifiers(obj)
+    for modifier in muted:
+        modifier.show_viewport = modifier.show_render = False
+    if muted:
+        obj[MUTED_PROPERTY] = "\n".join(modifier.name for modifier in muted)
+
+
+def _restore_surface_deform(obj: bpy.types.Object) -> None:
+    names = obj.get(MUTED_PROPERTY)
+    if names is None:
+        return
+    for name in names.split("\n"):
+        modifier = obj.modifiers.get(name)
+        if modifier is not None:
+            modifier.show_viewport = modifier.show_render = True
+    del obj[MUTED_PROPERTY]
+
+
 def _write_curves_frame(obj: bpy.types.Object, target: HairTarget, frame: int, local: np.ndarray) -> None:
     curves = obj.data
     if REST_ATTRIBUTE not in curves.attributes:
+        _mute_surface_deform(obj)
         rest = curves.attributes.new(REST_ATTRIBUTE, "FLOAT_VECTOR", "POINT")
         rest.data.foreach_set("vector", target.rest.points.astype(np.float32).ravel())
     curves.position_data.foreach_set("vector", local.astype(np.float32).ravel())
@@ -278,5 +311,6 @@ def free_curves_bake(obj: bpy.types.Object) -> int:
         curves.attributes.remove(rest)
         curves.position_data.foreach_set("vector", values)
         curves.update_tag()
+    _restore_surface_deform(obj)
     obj.tangle.baked_topology = ""
     return frames

@@ -118,6 +118,17 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     hair.tangle.role = "HAIR"
     hair.tangle.hair.model = args["model"]
     bpy.context.view_layer.objects.active = hair
+    # Blender's hair objects carry a Surface Deform modifier (Deform Curves on Surface node); the bake
+    # switches it off (the baked points already follow the surface) and Free Bake switches it back on.
+    group = bpy.data.node_groups.new("Surface Deform", "GeometryNodeTree")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    group_input, group_output = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    deform = group.nodes.new("GeometryNodeDeformCurvesOnSurface")
+    group.links.new(group_input.outputs[0], deform.inputs[0])
+    group.links.new(deform.outputs[0], group_output.inputs[0])
+    surface_deform = hair.modifiers.new("Surface Deform", "NODES")
+    surface_deform.node_group = group
     result["preset"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Straight Coarse"))
     hair.tangle.hair.radius = 1.0e-3  # soft wisp-like strands so they bend visibly within a few frames
     hair.tangle.hair.young_modulus = 1.0e6
@@ -136,6 +147,7 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
 
     result["bake_result"] = call(bpy.ops.tangle.bake)
     result["last_error"] = scene.tangle.last_error
+    result["surface_deform_during_bake"] = [surface_deform.show_viewport, surface_deform.show_render]
     action = hair.data.animation_data.action if hair.data.animation_data else None
     result["fcurves"] = len(action.fcurves) if action else 0
     result["interpolations"] = sorted({p.interpolation for fc in list(action.fcurves)[:30] for p in fc.keyframe_points})
@@ -164,6 +176,7 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     result["held_after_removal"] = float(np.abs(curves_positions(hair, frames) - positions[4]).max())
     result["free_result"] = call(bpy.ops.tangle.free_bake)
     result["after_free_animation"] = hair.data.animation_data.action is not None if hair.data.animation_data else False
+    result["surface_deform_after_free"] = [surface_deform.show_viewport, surface_deform.show_render]
     result["after_free_attributes"] = sorted(a.name for a in hair.data.attributes if a.name.startswith("tangle"))
     result["after_free_rest_error"] = float(np.abs(curves_positions(hair, frames) - rest_points).max())
     return result

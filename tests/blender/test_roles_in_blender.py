@@ -36,7 +36,7 @@ def test_soft_body_falls_onto_the_floor_and_colliders_export(run_scenario, solve
     assert result["drive_vertices_shape"] == [result["waving_vertices"], 3]
     assert result["drive_first_equals_scene"] == 0.0 and result["drive_vertices_move"] > 0.01
 
-    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
     assert result["shape_keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, frames + 1)]
     assert result["first_frame_error"] < 1e-6
     lowest = result["lowest"]
@@ -59,7 +59,8 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     # roots bound through the surface UV map land exactly on the chosen triangle centroids
     assert result["roots_surface"] == "Head" and result["root_binding_error"] < 1e-6
     assert result["head_kind"] == "collider" and result["head_animated"] is True
-    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    assert result["surface_deform_during_bake"] == [False, False]
     assert result["fcurves"] == 12 * 6 * 3 and result["interpolations"] == ["LINEAR"]
     assert result["first_frame_error"] < 1e-6
     # the roots ride on the head (translated 0.2 m along x) exactly; the soft strands sag under gravity
@@ -73,6 +74,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     assert result["free_result"]["result"] == ["FINISHED"]
     assert result["after_free_animation"] is False and result["after_free_attributes"] == []
     assert result["after_free_rest_error"] < 1e-6
+    assert result["surface_deform_after_free"] == [True, True]
     # the saved file plays back without the add-on or a server
     played = run_roles(run_scenario, "play_saved_hair", path=str(saved), frames=frames)
     for frame in ("1", str(frames)):
@@ -83,7 +85,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
 def test_legacy_curve_hair_bakes_to_shape_keys(run_scenario, solver_server_address, spline):
     frames = 6
     result = run_roles(run_scenario, "legacy_curve_hair", frames=frames, spline=spline, address=solver_server_address)
-    assert result["bake_result"]["result"] == ["FINISHED"], result
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
     assert result["shape_keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, frames + 1)]
     assert result["basis_is_rest"] < 1e-6
     assert result["first_frame_error"] < 1e-6
