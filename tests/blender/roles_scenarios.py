@@ -21,12 +21,14 @@ def mesh_object(name: str, operator, location=(0.0, 0.0, 0.0), **kwargs) -> bpy.
     return obj
 
 
-def curves_positions(obj, frame: int, subframe: float = 0.0) -> np.ndarray:
-    """World positions (N, 3) of the evaluated Curves object at ``frame`` (+ ``subframe``)."""
+def curves_positions(obj, frame: int, subframe: float = 0.0, world: bool = True) -> np.ndarray:
+    """World (or object local) positions (N, 3) of the evaluated Curves object at ``frame`` + ``subframe``."""
     bpy.context.scene.frame_set(frame, subframe=subframe)
     evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     local = np.empty(len(evaluated.data.points) * 3, np.float32)
     evaluated.data.position_data.foreach_get("vector", local)
+    if not world:
+        return local.reshape(-1, 3).astype(np.float64)
     matrix = np.array(obj.matrix_world)
     return local.reshape(-1, 3).astype(np.float64) @ matrix[:3, :3].T + matrix[:3, 3]
 
@@ -111,6 +113,9 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     scene.tangle.server_address = args["address"]
     scene.tangle.substeps = 4
     head, hair, chosen, rest_points = make_head_and_hair(args["points"], 0.12)
+    if args.get("parented"):  # as Blender's hair tools set it up: the Curves object is a child of its surface
+        hair.parent = head
+        hair.matrix_parent_inverse = head.matrix_world.inverted()
     head.keyframe_insert("location", frame=1)
     head.location.x += 0.2
     head.keyframe_insert("location", frame=frames)
@@ -142,9 +147,11 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     result["root_binding_error"] = float(np.abs(
         np.einsum("sk,skd->sd", roots["barycentric"], entries["Head"]["vertices"][head_triangles[roots["triangles"]]])
         - rest_points[::args["points"]]).max())
+    result["hair_animated"] = entries["Hair"]["animated"]
     result["head_kind"] = entries["Head"]["kind"]
     result["head_animated"] = entries["Head"]["animated"]
 
+    rest_local = curves_positions(hair, 1, world=False)
     result["bake_result"] = call(bpy.ops.tangle.bake)
     result["last_error"] = scene.tangle.last_error
     result["surface_deform_during_bake"] = [surface_deform.show_viewport, surface_deform.show_render]
@@ -162,23 +169,27 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
         for f, p in positions.items())
     tips = roots_index + args["points"] - 1
     result["tip_drop"] = float((rest_points[tips, 2] - positions[frames][tips, 2]).mean())
-    mid = curves_positions(hair, 3, 0.5)
-    result["subframe_error"] = float(np.abs(mid - 0.5 * (positions[3] + positions[4])).max())
+    # LINEAR keys on the local positions: halfway between two frames is their midpoint (in local space; the
+    # object's own transform, e.g. from its parent, interpolates as its animation says)
+    mid = curves_positions(hair, 3, 0.5, world=False)
+    ends = [curves_positions(hair, frame, world=False) for frame in (3, 4)]
+    result["subframe_error"] = float(np.abs(mid - 0.5 * (ends[0] + ends[1])).max())
     result["baked_topology"] = hair.tangle.baked_topology
     if args.get("save"):
         bpy.ops.wm.save_as_mainfile(filepath=args["save"])
         result["saved_positions"] = {str(f): positions[f].tolist() for f in (1, frames)}
     # A continuation removes the frames >= 5 and keeps the earlier ones bit-identical; the last kept pose holds.
     hair_io = importlib.import_module("blender_addon.hair_io")
+    local_4 = curves_positions(hair, 4, world=False)
     result["removed_frames"] = hair_io.remove_curves_frames_from(hair, 5)
     result["keys_left"] = sorted({len(fcurve.keyframe_points) for fcurve in hair.data.animation_data.action.fcurves})
     result["kept_frames_error"] = max(float(np.abs(curves_positions(hair, f) - positions[f]).max()) for f in range(1, 5))
-    result["held_after_removal"] = float(np.abs(curves_positions(hair, frames) - positions[4]).max())
+    result["held_after_removal"] = float(np.abs(curves_positions(hair, frames, world=False) - local_4).max())
     result["free_result"] = call(bpy.ops.tangle.free_bake)
     result["after_free_animation"] = hair.data.animation_data.action is not None if hair.data.animation_data else False
     result["surface_deform_after_free"] = [surface_deform.show_viewport, surface_deform.show_render]
     result["after_free_attributes"] = sorted(a.name for a in hair.data.attributes if a.name.startswith("tangle"))
-    result["after_free_rest_error"] = float(np.abs(curves_positions(hair, frames) - rest_points).max())
+    result["after_free_rest_error"] = float(np.abs(curves_positions(hair, frames, world=False) - rest_local).max())
     return result
 
 

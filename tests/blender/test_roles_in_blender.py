@@ -49,12 +49,16 @@ def test_soft_body_falls_onto_the_floor_and_colliders_export(run_scenario, solve
     assert result["free_result"]["result"] == ["FINISHED"] and result["after_free"] == []
 
 
-@pytest.mark.parametrize("model", ["der", "particles"])
-def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_server_address, model, tmp_path):
+@pytest.mark.parametrize("model, parented", [("der", True), ("particles", False)])
+def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_server_address, model, parented,
+                                                       tmp_path):
+    """Parented to the head (as Blender's hair tools set it up), the hair object moves too: its results are
+    brought to local space with its transform of each frame, so the roots still sit on the head."""
     frames = 8
     saved = tmp_path / "hair.blend"
     result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
-                       address=solver_server_address, save=str(saved))
+                       parented=parented, address=solver_server_address, save=str(saved))
+    assert result["hair_animated"] or not parented  # a moving parent makes the hair object move
     assert result["preset"]["result"] == ["FINISHED"]
     # roots bound through the surface UV map land exactly on the chosen triangle centroids
     assert result["roots_surface"] == "Head" and result["root_binding_error"] < 1e-6
