@@ -93,6 +93,41 @@ def scenario_softbody_on_floor(args: dict) -> dict:
     return result
 
 
+def scenario_cloth_on_rising_mesh_collider(args: dict) -> dict:
+    """A cloth falls onto a mesh collider that rises by deforming (an animated shape key lifts it 0.3 m,
+    its transform never changes): only the deformed vertices sent every frame can hold the cloth up."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 6
+    platform = grid_object("Platform", 6, 2.0, 0.0)
+    platform.tangle.role, platform.tangle.collider_shape = "COLLIDER", "MESH"
+    platform.shape_key_add(name="Basis", from_mix=False)
+    lifted = platform.shape_key_add(name="Lifted", from_mix=False)
+    lifted.data.foreach_set("co", (np.array([tuple(v.co) for v in platform.data.vertices]) + [0, 0, 0.3])
+                            .astype(np.float32).ravel())
+    for frame, value in ((1, 0.0), (frames, 1.0)):
+        lifted.value = value
+        lifted.keyframe_insert("value", frame=frame)
+    fcurve = platform.data.shape_keys.animation_data.action.fcurves[0]
+    for point in fcurve.keyframe_points:
+        point.interpolation = "LINEAR"
+    sheet = grid_object("Sheet", 8, 0.8, 0.15)
+    sheet.tangle.role = "CLOTH"
+    bake_io = importlib.import_module("blender_addon.bake_io")
+    result["platform_deforms"] = bake_io.deforms(platform)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    lowest, surface = [], []
+    for frame in range(1, frames + 1):
+        lowest.append(float(evaluated_world_positions(sheet, frame)[:, 2].min()))
+        surface.append(0.3 * (frame - 1) / (frames - 1))
+    result["lowest"], result["surface"] = lowest, surface
+    return result
+
+
 def make_head_and_hair(strand_points: int, length: float):
     """A UV sphere head (with its UV map) and 12 strands grown on its upper triangles by the demo's
     ``grow_hair`` (roots at triangle centroids, bound through the UV map)."""

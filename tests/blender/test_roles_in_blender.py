@@ -49,6 +49,19 @@ def test_soft_body_falls_onto_the_floor_and_colliders_export(run_scenario, solve
     assert result["free_result"]["result"] == ["FINISHED"] and result["after_free"] == []
 
 
+def test_deforming_mesh_collider_lifts_the_cloth(run_scenario, solver_server_address):
+    frames = 16
+    result = run_roles(run_scenario, "cloth_on_rising_mesh_collider", frames=frames, address=solver_server_address)
+    assert result["platform_deforms"] is True
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    thickness = 0.002  # the cloth's default contact offset [m]
+    gaps = [low - top for low, top in zip(result["lowest"], result["surface"])]
+    # the cloth (0.15 m above the platform) lands on it and is never pushed into it while it rises 0.3 m
+    assert min(gaps) > thickness - 2e-3, gaps
+    # ... and rides up with it: at the end it rests on the lifted surface, far above the rest height 0
+    assert result["lowest"][-1] > 0.25 and gaps[-1] < thickness + 0.02, gaps
+
+
 @pytest.mark.parametrize("model, parented", [("der", True), ("particles", False)])
 def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_server_address, model, parented,
                                                        tmp_path):
