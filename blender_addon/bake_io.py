@@ -20,7 +20,9 @@ import numpy as np
 
 from . import hair_io
 from .core import scene_export
-from .core.bake_state import BASIS_NAME, frame_of_shape_key, shape_key_name, topology_hash
+from .core.bake_state import frame_of_shape_key, topology_hash
+from .core.transforms import to_local, to_world
+from .shape_keys import write_shape_key
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
 from .core.validation import summary
 
@@ -87,16 +89,6 @@ def mesh_arrays(mesh: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray]:
     triangles = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int32)
     mesh.loop_triangles.foreach_get("vertices", triangles)
     return local.reshape(vertex_count, 3), triangles.reshape(-1, 3)
-
-
-def to_world(local: np.ndarray, matrix_world: np.ndarray) -> np.ndarray:
-    """(N, 3) local points -> world with a (4, 4) matrix."""
-    return local @ matrix_world[:3, :3].T + matrix_world[:3, 3]
-
-
-def to_local(world: np.ndarray, matrix_world: np.ndarray) -> np.ndarray:
-    """(N, 3) world points -> object local (inverse of :func:`to_world`)."""
-    return np.linalg.solve(matrix_world[:3, :3], (np.asarray(world, np.float64) - matrix_world[:3, 3]).T).T
 
 
 def pin_weights(obj: bpy.types.Object, group_name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -284,19 +276,6 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
 
 # ---- writing results ----------------------------------------------------------------------------
 
-def _shape_key_fcurve(key: bpy.types.Key, name: str):
-    action = key.animation_data.action
-    return action.fcurves.find(f'key_blocks["{name}"].value')
-
-
-def _key_value(key_block, key: bpy.types.Key, frame: int, value: float) -> None:
-    key_block.value = value
-    key_block.keyframe_insert("value", frame=frame)
-    fcurve = _shape_key_fcurve(key, key_block.name)
-    for point in fcurve.keyframe_points:
-        point.interpolation = "LINEAR"
-
-
 def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
     """Store one baked frame of a cloth / soft body (shape key ``tangle_fNNNN`` with keyframed value) or
     of a hair object (``hair_io.write_frame``).
@@ -318,29 +297,6 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
             "vertices", target.object_name)
     write_shape_key(obj, frame, first_frame, to_local(positions, target.matrix_world))
     obj.tangle.baked_topology = target.topology
-
-
-def write_shape_key(obj: bpy.types.Object, frame: int, first_frame: int, local_positions: np.ndarray):
-    """Shape key ``tangle_fNNNN`` holding ``local_positions`` (N, 3) (object local space) with its value
-    keyframed 1 on ``frame`` and 0 on the neighbours (LINEAR); meshes and legacy curves. Returns the key."""
-    if obj.data.shape_keys is None:
-        obj.shape_key_add(name=BASIS_NAME, from_mix=False)
-        obj.tangle.created_basis = True
-    key = obj.data.shape_keys
-    key.use_relative = True
-    name = shape_key_name(frame)
-    existing = key.key_blocks.get(name)
-    if existing is not None:
-        obj.shape_key_remove(existing)
-    block = obj.shape_key_add(name=name, from_mix=False)
-    block.data.foreach_set("co", np.asarray(local_positions, np.float32).ravel())
-    if frame > first_frame:
-        _key_value(block, key, frame - 1, 0.0)
-        previous = key.key_blocks.get(shape_key_name(frame - 1))
-        if previous is not None:
-            _key_value(previous, key, frame, 0.0)
-    _key_value(block, key, frame, 1.0)
-    return block
 
 
 def free_bake(obj: bpy.types.Object) -> int:

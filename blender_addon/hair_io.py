@@ -24,6 +24,8 @@ from mathutils.bvhtree import BVHTree
 from .core import scene_export
 from .core.bake_state import topology_hash
 from .core.strands import carried_handles, point_of_position_path, position_path
+from .core.transforms import to_local
+from .shape_keys import write_shape_key
 
 REST_ATTRIBUTE = "tangle_rest_position"
 MUTED_PROPERTY = "tangle_muted_modifiers"  # modifiers the bake switched off, restored by Free Bake
@@ -239,8 +241,6 @@ def _write_curves_frame(obj: bpy.types.Object, target: HairTarget, frame: int, l
 
 def _write_curve_shape_key(obj: bpy.types.Object, target: HairTarget, frame: int, first_frame: int,
                            local: np.ndarray) -> None:
-    from .bake_io import write_shape_key  # shared with meshes
-
     block = write_shape_key(obj, frame, first_frame, local)
     rest = target.rest
     if rest.handles_left is not None:
@@ -251,8 +251,6 @@ def _write_curve_shape_key(obj: bpy.types.Object, target: HairTarget, frame: int
 
 def write_frame(target: HairTarget, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
     """Store one baked frame of a hair object. positions_world: (N, 3) [m] world space."""
-    from .bake_io import to_local
-
     obj = bpy.data.objects.get(target.object_name)
     if obj is None:
         raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
