@@ -98,7 +98,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
         np.testing.assert_allclose(played[frame], result["saved_positions"][frame], atol=1e-6)
 
 
-@pytest.mark.parametrize("spline", ["POLY", "BEZIER"])
+@pytest.mark.parametrize("spline", ["POLY", "NURBS", "BEZIER"])
 def test_legacy_curve_hair_bakes_to_shape_keys(run_scenario, solver_server_address, spline):
     frames = 6
     result = run_roles(run_scenario, "legacy_curve_hair", frames=frames, spline=spline, address=solver_server_address)
