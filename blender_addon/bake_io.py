@@ -239,7 +239,9 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
     """Everything a bake sends: (scene dict, drive frames or None, bake targets by object name).
 
     Raises ExportError naming the first problem's object (all problems are listed in
-    ``Scene.tangle.problems``) before anything is read for sending."""
+    ``Scene.tangle.problems``) before anything is read for sending. The objects are read at the first
+    frame of the range (the input state), whatever the current frame is; the current frame is restored.
+    """
     from .checks import check_scene
 
     problems = check_scene(scene)
@@ -247,6 +249,21 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
         first_problem = summary(problems)
         raise scene_export.ExportError(first_problem[len(problems[0].object) + 2:], problems[0].object)
     first, last = frame_range(scene)
+    current_frame, current_subframe = scene.frame_current, scene.frame_subframe
+    scene.frame_set(first)
+    try:
+        scene_dict, animated, deforming, targets = _export_current_frame(scene, first, last)
+    finally:
+        scene.frame_set(current_frame, subframe=current_subframe)
+    drive = drive_frames(scene, animated, first, last, deforming) if animated else None
+    for name, target in targets.items():  # hair objects that move convert results with each frame's transform
+        if isinstance(target, hair_io.HairTarget) and drive is not None and name in drive[first]:
+            target.matrices = {frame: values[name]["matrix_world"] for frame, values in drive.items()}
+    return scene_dict, drive, targets
+
+
+def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
+    """(scene dict, animated objects, names of deforming mesh colliders, targets), read at the current frame."""
     depsgraph = bpy.context.evaluated_depsgraph_get()
     entries, targets = [], {}
     for obj in marked_objects(scene, "CLOTH") + marked_objects(scene, "SOFTBODY"):
@@ -267,11 +284,7 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
     animated = [bpy.data.objects[entry["id"]] for entry in entries if entry.get("animated")]
     deforming = frozenset(entry["id"] for entry in entries if entry.get("animated") and entry["kind"] == "collider"
                           and "vertices" in entry and deforms(bpy.data.objects[entry["id"]]))
-    drive = drive_frames(scene, animated, first, last, deforming) if animated else None
-    for obj in hairs:  # hair objects that move convert their results with the transform of each frame
-        if drive is not None and obj.name in drive[first]:
-            targets[obj.name].matrices = {frame: values[obj.name]["matrix_world"] for frame, values in drive.items()}
-    return scene_dict, drive, targets
+    return scene_dict, animated, deforming, targets
 
 
 # ---- writing results ----------------------------------------------------------------------------

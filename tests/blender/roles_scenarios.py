@@ -187,7 +187,9 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     result["head_animated"] = entries["Head"]["animated"]
 
     rest_local = curves_positions(hair, 1, world=False)
+    scene.frame_set(frames // 2)  # baking from another frame reads the scene at the range's first frame
     result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["frame_after_bake"] = scene.frame_current
     result["last_error"] = scene.tangle.last_error
     result["surface_deform_during_bake"] = [surface_deform.show_viewport, surface_deform.show_render]
     action = hair.data.animation_data.action if hair.data.animation_data else None

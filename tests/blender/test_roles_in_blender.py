@@ -77,6 +77,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     assert result["roots_surface"] == "Head" and result["root_binding_error"] < 1e-6
     assert result["head_kind"] == "collider" and result["head_animated"] is True
     assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    assert result["frame_after_bake"] == frames // 2
     assert result["surface_deform_during_bake"] == [False, False]
     assert result["fcurves"] == 12 * 6 * 3 and result["interpolations"] == ["LINEAR"]
     assert result["first_frame_error"] < 1e-6
