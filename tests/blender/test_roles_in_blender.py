@@ -70,7 +70,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     frames = 8
     saved = tmp_path / "hair.blend"
     result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
-                       parented=parented, address=solver_server_address, save=str(saved))
+                       parented=parented, address=solver_server_address, save=str(saved) if parented else "")
     assert result["hair_animated"] or not parented  # a moving parent makes the hair object move
     assert result["preset"]["result"] == ["FINISHED"]
     # roots bound through the surface UV map land exactly on the chosen triangle centroids
@@ -93,6 +93,8 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     assert result["after_free_animation"] is False and result["after_free_attributes"] == []
     assert result["after_free_rest_error"] < 1e-6
     assert result["surface_deform_after_free"] == [True, True]
+    if not parented:
+        return
     # the saved file plays back without the add-on or a server
     played = run_roles(run_scenario, "play_saved_hair", path=str(saved), frames=frames)
     for frame in ("1", str(frames)):
