@@ -25,6 +25,7 @@ from .core.transforms import to_local, to_world
 from .shape_keys import write_shape_key
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
 from .core.validation import summary
+from .core.wind import scene_wind
 
 # Modifiers that move vertices without changing topology: a collider carrying one deforms over time.
 DEFORMING_MODIFIERS = frozenset({
@@ -174,8 +175,21 @@ def uses_emitter(obj: bpy.types.Object) -> bool:
     return obj.type == "CURVES" and obj.tangle.bind_to_surface
 
 
-def export_hair(obj: bpy.types.Object, depsgraph) -> tuple[dict, hair_io.HairTarget]:
-    """Hair entry (points in world space, roots bound to the emitter surface when set) and its target."""
+def wind_fields(scene: bpy.types.Scene) -> list[bpy.types.Object]:
+    """The scene's objects carrying a Wind force field."""
+    return [obj for obj in scene.objects if obj.field is not None and obj.field.type == "WIND"]
+
+
+def scene_wind_params(scene: bpy.types.Scene) -> dict | None:
+    """Wind parameters of the fast hair models from the scene's Wind fields (``core.wind``), or None."""
+    fields = wind_fields(scene)
+    return scene_wind(np.array([matrix_array(obj.matrix_world)[:3, 2] for obj in fields]).reshape(-1, 3),
+                      [obj.field.strength for obj in fields], [obj.field.noise for obj in fields])
+
+
+def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tuple[dict, hair_io.HairTarget]:
+    """Hair entry (points in world space, roots bound to the emitter surface when set, the scene's wind
+    for the fast models) and its target."""
     if obj.mode != "OBJECT":
         raise scene_export.ExportError("switch to Object Mode before baking", obj.name)
     strands = hair_io.read_strands(obj)
@@ -185,8 +199,11 @@ def export_hair(obj: bpy.types.Object, depsgraph) -> tuple[dict, hair_io.HairTar
     if uses_emitter(obj):
         surface = hair_io.evaluated_surface(obj.data.surface, depsgraph, obj.data.surface_uv_map)
         roots = hair_io.bind_roots(obj, points_world[strands.strand_offsets[:-1]], surface)
-    entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets,
-                                     _params(obj.tangle.hair, HAIR_PARAMS), matrix_world, is_animated(obj), roots)
+    params = _params(obj.tangle.hair, HAIR_PARAMS)
+    if obj.tangle.use_scene_wind and params["model"] != "der":
+        params |= scene_wind_params(scene) or {}
+    entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets, params, matrix_world,
+                                     is_animated(obj), roots)
     return entry, hair_io.make_target(obj, strands, matrix_world)
 
 
@@ -271,7 +288,7 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
         entries.append(entry)
     hairs = marked_objects(scene, "HAIR")
     for obj in hairs:
-        entry, targets[obj.name] = export_hair(obj, depsgraph)
+        entry, targets[obj.name] = export_hair(obj, depsgraph, scene)
         entries.append(entry)
     colliders = marked_objects(scene, "COLLIDER")
     entries += [export_collider(obj, depsgraph) for obj in colliders]

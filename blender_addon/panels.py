@@ -2,7 +2,7 @@
 
 import bpy
 
-from .bake_io import deforms, is_animated
+from .bake_io import deforms, is_animated, wind_fields
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .operators.bake import active_session
 
@@ -62,6 +62,11 @@ class TANGLE_PT_object(bpy.types.Panel):
                     layout.label(text=f"Emitter: {surface.name}" if surface else "Emitter: none set (Curves data)",
                                  icon="CHECKMARK" if surface else "ERROR")
             layout.prop(settings.hair, "model")
+            if settings.hair.model != "der":
+                layout.prop(settings, "use_scene_wind")
+                fields = len(wind_fields(context.scene))
+                if settings.use_scene_wind and fields:
+                    layout.label(text=f"Wind from {fields} force field(s)", icon="FORCE_WIND")
             _draw_params(layout, settings.hair, _hair_params_for(settings.hair.model))
         elif role == "COLLIDER":
             layout.prop(settings, "collider_shape")

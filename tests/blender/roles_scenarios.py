@@ -173,9 +173,15 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     hair.tangle.hair.radius = 1.0e-3  # soft wisp-like strands so they bend visibly within a few frames
     hair.tangle.hair.young_modulus = 1.0e6
 
+    if args.get("wind"):  # a Blender Wind force field blowing along +y (its local Z axis turned to world +y)
+        bpy.ops.object.effector_add(type="WIND", rotation=(-np.pi / 2, 0.0, 0.0), location=(0.0, -1.0, 1.0))
+        field = bpy.context.active_object
+        field.field.strength, field.field.noise = args["wind"], 0.5
+        bpy.context.view_layer.objects.active = hair
     bake_io = importlib.import_module("blender_addon.bake_io")
     scene_dict, drive, _ = bake_io.export_scene(scene)
     entries = {entry["id"]: entry for entry in scene_dict["objects"]}
+    result["wind_params"] = {key: value for key, value in entries["Hair"]["params"].items() if key.startswith("wind")}
     roots = entries["Hair"]["roots"]
     result["roots_surface"] = roots["surface"]
     head_triangles = entries["Head"]["triangles"]
@@ -206,6 +212,7 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
         for f, p in positions.items())
     tips = roots_index + args["points"] - 1
     result["tip_drop"] = float((rest_points[tips, 2] - positions[frames][tips, 2]).mean())
+    result["tip_shift_y"] = float((positions[frames][tips, 1] - rest_points[tips, 1]).mean())
     # LINEAR keys on the local positions: halfway between two frames is their midpoint (in local space; the
     # object's own transform, e.g. from its parent, interpolates as its animation says)
     mid = curves_positions(hair, 3, 0.5, world=False)

@@ -69,9 +69,18 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     brought to local space with its transform of each frame, so the roots still sit on the head."""
     frames = 8
     saved = tmp_path / "hair.blend"
+    wind = 0.0 if model == "der" else 30.0  # a scene Wind field along +y [m/s²] for the fast model
     result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
-                       parented=parented, address=solver_server_address, save=str(saved) if parented else "")
+                       parented=parented, wind=wind, address=solver_server_address,
+                       save=str(saved) if parented else "")
     assert result["hair_animated"] or not parented  # a moving parent makes the hair object move
+    if wind:  # the field's Z axis, its strength as acceleration, noise 0.5 -> gust amplitude 0.5 x 30
+        np.testing.assert_allclose(result["wind_params"]["wind_direction"], [0.0, 1.0, 0.0], atol=1e-6)
+        assert result["wind_params"]["wind_strength"] == pytest.approx(30.0)
+        assert result["wind_params"]["wind_amplitude"] == pytest.approx(15.0)
+        assert result["tip_shift_y"] > 0.02  # blown along +y (about -0.015 m without the field)
+    else:
+        assert result["wind_params"]["wind_strength"] == 0.0
     assert result["preset"]["result"] == ["FINISHED"]
     # roots bound through the surface UV map land exactly on the chosen triangle centroids
     assert result["roots_surface"] == "Head" and result["root_binding_error"] < 1e-6
@@ -162,6 +171,7 @@ def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scena
     assert "bind_to_surface" in report["hair_der"]["props"] and "bind_to_surface" not in report["legacy_curve"]["props"]
     assert "Emitter: Head" in report["hair_der"]["labels"]
     assert not any(name.startswith(("particle_", "cosserat_", "wind_")) for name in report["hair_der"]["props"])
-    assert {"particle_stiffness", "guide_count", "wind_strength"} <= set(report["hair_particles"]["props"])
+    assert {"particle_stiffness", "guide_count", "wind_strength", "use_scene_wind"} <= set(report["hair_particles"]["props"])
+    assert "use_scene_wind" not in report["hair_der"]["props"]  # the Elastic Rods model has no wind
     assert {"cosserat_max_step", "interaction_outer_radius", "guide_count"} <= set(report["hair_cosserat"]["props"])
     assert not any(name.startswith("particle_") for name in report["hair_cosserat"]["props"])
