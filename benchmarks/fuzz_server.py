@@ -172,8 +172,8 @@ def run(total: int, seed: int, batch: int = 500, hang_s: float = 10.0, address: 
     seeds = seed_messages()
     server = None
     if address is None:
-        sys.path.insert(0, str(REPO_ROOT / "tests"))
-        from conftest import ServerProcess  # the test suite's subprocess helper
+        sys.path.insert(0, str(REPO_ROOT))
+        from tests.server_process import ServerProcess  # the test suite's subprocess helper
 
         server = ServerProcess("--log-level", "ERROR", "--max-jobs", "4", "--client-silence", "2")
         address, server_pid = server.address, server.process.pid

@@ -34,7 +34,7 @@ from protocol.client import HEARTBEAT_S, SolverClient, SolverError  # noqa: E402
 
 
 def _server(*args):
-    from conftest import ServerProcess
+    from tests.server_process import ServerProcess
 
     return ServerProcess("--log-level", "WARNING", *args)
 

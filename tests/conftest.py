@@ -8,10 +8,7 @@ port and yields its address (``tcp://127.0.0.1:PORT``); the process is killed at
 
 from __future__ import annotations
 
-import re
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,43 +16,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # plain `pytest` (not `python -m pytest`) from an uninstalled checkout
     sys.path.insert(0, str(REPO_ROOT))
-_LISTENING = re.compile(r"tangle-solver listening on (\S+)")
 
-
-class ServerProcess:
-    """A solver server subprocess; ``address`` is known once it printed its listening line."""
-
-    def __init__(self, *extra_args: str, startup_timeout: float = 30.0):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--log-level", "INFO", *extra_args],
-            cwd=REPO_ROOT,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            text=True,
-        )
-        self.stderr_lines: list[str] = []
-        self.address: str | None = None
-        self._ready = threading.Event()
-        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
-        self._reader.start()
-        if not self._ready.wait(startup_timeout) or self.address is None:
-            self.stop()
-            raise RuntimeError("solver server did not start:\n" + "".join(self.stderr_lines))
-
-    def _read_stderr(self) -> None:
-        for line in self.process.stderr:  # keep draining so the pipe never fills
-            self.stderr_lines.append(line)
-            match = _LISTENING.search(line)
-            if match and self.address is None:
-                self.address = match.group(1)
-                self._ready.set()
-        self._ready.set()  # process ended
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.kill()
-        return self.process.wait(10)
+from tests.server_process import ServerProcess  # noqa: E402  (needs the repository root on sys.path)
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""A real ``python -m solver_server`` subprocess on a free loopback port, for tests and the fuzz script.
+
+Kept out of conftest.py so scripts can import it (``from tests.server_process import ServerProcess``)
+without clashing with the other conftest modules pytest has already imported.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_LISTENING = re.compile(r"tangle-solver listening on (\S+)")
+
+
+class ServerProcess:
+    """A solver server subprocess; ``address`` is known once it printed its listening line."""
+
+    def __init__(self, *extra_args: str, startup_timeout: float = 30.0):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--log-level", "INFO", *extra_args],
+            cwd=REPO_ROOT,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        self.stderr_lines: list[str] = []
+        self.address: str | None = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(startup_timeout) or self.address is None:
+            self.stop()
+            raise RuntimeError("solver server did not start:\n" + "".join(self.stderr_lines))
+
+    def _read_stderr(self) -> None:
+        for line in self.process.stderr:  # keep draining so the pipe never fills
+            self.stderr_lines.append(line)
+            match = _LISTENING.search(line)
+            if match and self.address is None:
+                self.address = match.group(1)
+                self._ready.set()
+        self._ready.set()  # process ended
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.wait(10)
