@@ -13,7 +13,7 @@ inverse of ``matrix_world`` at bake time (per frame for hair objects that move).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -56,6 +56,14 @@ def is_animated(obj: bpy.types.Object) -> bool:
         return True
     shape_keys = getattr(obj.data, "shape_keys", None)
     if shape_keys is not None and _animation_data_moves(shape_keys):
+        return True
+    return obj.parent is not None and is_animated(obj.parent)
+
+
+def transform_moves(obj: bpy.types.Object) -> bool:
+    """Whether the object's transform changes over time: its own animation, enabled constraints or a
+    parent that moves (shape keys and modifiers do not count)."""
+    if _animation_data_moves(obj) or any(constraint.enabled for constraint in obj.constraints):
         return True
     return obj.parent is not None and is_animated(obj.parent)
 
@@ -111,12 +119,18 @@ def pin_weights(obj: bpy.types.Object, group_name: str) -> tuple[np.ndarray, np.
 
 @dataclass
 class MeshTarget:
-    """A cloth or soft body object being baked: where results go and how to bring them to local space."""
+    """A cloth or soft body object being baked: where results go and how to bring them to local space.
+    matrix_world (4, 4) at the first frame; ``matrices`` {frame: (4, 4)} when the object moves."""
 
     object_name: str
-    matrix_world: np.ndarray  # (4, 4) at bake time
+    matrix_world: np.ndarray
     vertex_count: int
     topology: str
+    matrices: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def matrix_at(self, frame: int) -> np.ndarray:
+        """The object's transform at ``frame`` (results are converted to local space with it)."""
+        return self.matrices.get(frame, self.matrix_world)
 
 
 ClothTarget = MeshTarget  # the name the bake session and outputs were written against
@@ -132,12 +146,13 @@ def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
     matrix_world = matrix_array(obj.matrix_world)
     local, triangles = mesh_arrays(obj.data)
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
+    moving = matrix_world if transform_moves(obj) else None  # pinned vertices then follow the object
     if obj.tangle.role == "SOFTBODY":
         entry = scene_export.softbody_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
-                                             _params(obj.tangle.softbody, SOFTBODY_PARAMS))
+                                             _params(obj.tangle.softbody, SOFTBODY_PARAMS), moving)
     else:
         entry = scene_export.cloth_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
-                                          _params(obj.tangle.cloth, CLOTH_PARAMS))
+                                          _params(obj.tangle.cloth, CLOTH_PARAMS), moving)
     target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
     return entry, target
 
@@ -273,8 +288,8 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
     finally:
         scene.frame_set(current_frame, subframe=current_subframe)
     drive = drive_frames(scene, animated, first, last, deforming) if animated else None
-    for name, target in targets.items():  # hair objects that move convert results with each frame's transform
-        if isinstance(target, hair_io.HairTarget) and drive is not None and name in drive[first]:
+    for name, target in targets.items():  # objects that move convert their results with each frame's transform
+        if drive is not None and name in drive[first]:
             target.matrices = {frame: values[name]["matrix_world"] for frame, values in drive.items()}
     return scene_dict, drive, targets
 
@@ -325,7 +340,7 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
         raise scene_export.ExportError(
             f"frame {frame}: server sent positions of shape {positions.shape}, mesh has {target.vertex_count} "
             "vertices", target.object_name)
-    write_shape_key(obj, frame, first_frame, to_local(positions, target.matrix_world))
+    write_shape_key(obj, frame, first_frame, to_local(positions, target.matrix_at(frame)))
     obj.tangle.baked_topology = target.topology
 
 

@@ -76,6 +76,23 @@ def _pins(object_id: str, pin_indices, pin_weights, count: int) -> dict:
     return {"indices": indices.astype(INDEX), "weights": weights}
 
 
+def _simulated_mesh(kind: str, what: str, object_id: str, vertices_world, triangles, pin_indices, pin_weights,
+                    params: Mapping[str, object], matrix_world: np.ndarray | None) -> dict:
+    vertices, tris = _surface(object_id, vertices_world, triangles, what)
+    entry = {
+        "id": object_id,
+        "kind": kind,
+        "vertices": vertices,
+        "triangles": tris,
+        "pins": _pins(object_id, pin_indices, pin_weights, len(vertices)),
+        "animated": matrix_world is not None,
+        "params": dict(params),
+    }
+    if matrix_world is not None:
+        entry["matrix_world"] = _matrix(matrix_world, object_id)
+    return entry
+
+
 def cloth_object(
     object_id: str,
     vertices_world: np.ndarray,
@@ -83,22 +100,17 @@ def cloth_object(
     pin_indices: np.ndarray,
     pin_weights: np.ndarray,
     params: Mapping[str, object],
+    matrix_world: np.ndarray | None = None,
 ) -> dict:
     """One cloth entry.
 
     vertices_world: (N, 3) float, metres, world space. triangles: (F, 3) int vertex indices.
     pin_indices: (P,) int, pin_weights: (P,) float in (0, 1]. params: protocol cloth parameters.
+    matrix_world: (4, 4) at frame_start for an object that moves (``"animated": true``; the drive then
+    carries its matrix every frame and the pinned vertices follow it), else None (static, no matrix).
     """
-    vertices, tris = _surface(object_id, vertices_world, triangles, "cloth")
-    return {
-        "id": object_id,
-        "kind": "cloth",
-        "vertices": vertices,
-        "triangles": tris,
-        "pins": _pins(object_id, pin_indices, pin_weights, len(vertices)),
-        "animated": False,
-        "params": dict(params),
-    }
+    return _simulated_mesh("cloth", "cloth", object_id, vertices_world, triangles, pin_indices, pin_weights,
+                           params, matrix_world)
 
 
 def softbody_object(
@@ -108,22 +120,15 @@ def softbody_object(
     pin_indices: np.ndarray,
     pin_weights: np.ndarray,
     params: Mapping[str, object],
+    matrix_world: np.ndarray | None = None,
 ) -> dict:
     """One soft body entry: its closed surface (the server builds the tetrahedra).
 
     vertices_world: (N, 3) float, metres, world space. triangles: (F, 3) int, a closed manifold surface
-    (checked by ``core.validation``). pin_indices (P,) / pin_weights (P,) as for cloth.
+    (checked by ``core.validation``). pin_indices (P,) / pin_weights (P,) and matrix_world as for cloth.
     """
-    vertices, tris = _surface(object_id, vertices_world, triangles, "a soft body")
-    return {
-        "id": object_id,
-        "kind": "softbody",
-        "vertices": vertices,
-        "triangles": tris,
-        "pins": _pins(object_id, pin_indices, pin_weights, len(vertices)),
-        "animated": False,
-        "params": dict(params),
-    }
+    return _simulated_mesh("softbody", "a soft body", object_id, vertices_world, triangles, pin_indices,
+                           pin_weights, params, matrix_world)
 
 
 def hair_object(

@@ -22,6 +22,20 @@ def test_softbody_entry_is_parsed_by_the_server():
     assert spec.params["young_modulus"] == 1.0e5 and list(spec.pin_indices) == [0]
 
 
+def test_moving_cloth_and_softbody_carry_their_matrix_and_are_animated():
+    vertices, triangles = cube()
+    matrix = np.eye(4)
+    matrix[:3, 3] = [1.0, 2.0, 3.0]
+    cloth = scene_export.cloth_object("Cape", vertices, triangles, [0], [1.0], {}, matrix)
+    jelly = scene_export.softbody_object("Jelly", vertices + 3.0, triangles, [], [], {}, matrix)
+    static = scene_export.cloth_object("Sheet", vertices + 6.0, triangles, [], [], {})
+    assert cloth["animated"] is True and jelly["animated"] is True and static["animated"] is False
+    assert "matrix_world" not in static and cloth["matrix_world"].dtype == np.dtype("<f8")
+    parsed = parse_scene(scene_export.build_scene([cloth, jelly, static], 24.0, 1, 3, 1))
+    np.testing.assert_array_equal(parsed.by_id("Cape").matrix_world, matrix)
+    assert parsed.by_id("Cape").animated and not parsed.by_id("Sheet").animated
+
+
 def test_softbody_rejects_zero_area_triangles():
     vertices, triangles = cube()
     vertices[1] = vertices[0]

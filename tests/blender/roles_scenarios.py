@@ -128,6 +128,40 @@ def scenario_cloth_on_rising_mesh_collider(args: dict) -> dict:
     return result
 
 
+def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
+    """A cloth parented to an animated empty, pinned at two corners: the pins follow the parent, the
+    results are written in the cloth's local space of each frame (no double transform)."""
+    result = {"addon": load_addon("source", None)}
+    scene = bpy.context.scene
+    frames = args["frames"]
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.tangle.server_address = args["address"]
+    scene.tangle.substeps = 4
+    carrier = bpy.data.objects.new("Carrier", None)
+    scene.collection.objects.link(carrier)
+    n = 6
+    sheet = grid_object("Cape", n, 0.6, 1.0)
+    sheet.parent = carrier
+    pinned = [n * (n - 1), n * n - 1]
+    sheet.vertex_groups.new(name="pins").add(pinned, 1.0, "REPLACE")
+    sheet.tangle.role, sheet.tangle.pin_group = "CLOTH", "pins"
+    for frame, x in ((1, 0.0), (frames, 0.5)):
+        carrier.location.x = x
+        carrier.keyframe_insert("location", frame=frame)
+    scene.frame_set(1)
+    rest = evaluated_world_positions(sheet, 1)
+    result["bake_result"] = call(bpy.ops.tangle.bake)
+    result["last_error"] = scene.tangle.last_error
+    drift, fall = [], []
+    for frame in range(1, frames + 1):
+        positions = evaluated_world_positions(sheet, frame)
+        carried = rest[pinned] + [float(np.array(carrier.matrix_world)[0, 3]), 0.0, 0.0]
+        drift.append(float(np.abs(positions[pinned] - carried).max()))
+        fall.append(float(rest[:n, 2].mean() - positions[:n, 2].mean()))
+    result["pin_drift"], result["far_edge_fall"] = drift, fall
+    return result
+
+
 def make_head_and_hair(strand_points: int, length: float):
     """A UV sphere head (with its UV map) and 12 strands grown on its upper triangles by the demo's
     ``grow_hair`` (roots at triangle centroids, bound through the UV map)."""

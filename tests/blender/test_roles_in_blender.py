@@ -62,6 +62,15 @@ def test_deforming_mesh_collider_lifts_the_cloth(run_scenario, solver_server_add
     assert result["lowest"][-1] > 0.25 and gaps[-1] < thickness + 0.02, gaps
 
 
+def test_cloth_pinned_to_a_moving_parent_follows_it(run_scenario, solver_server_address):
+    frames = 10
+    result = run_roles(run_scenario, "cloth_pinned_to_moving_parent", frames=frames, address=solver_server_address)
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    # pinned corners ride along with the parent (0.5 m along x) at every frame, in world space
+    assert max(result["pin_drift"]) < 1e-4, result["pin_drift"]
+    assert result["far_edge_fall"][-1] > 0.05  # the free edge falls
+
+
 @pytest.mark.parametrize("model, parented", [("der", True), ("particles", False)])
 def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_server_address, model, parented,
                                                        tmp_path):
