@@ -85,3 +85,14 @@ def test_server_checkpoint_directory_keeps_the_newest_checkpoints(real_server, t
         for name, array in group.items():
             np.testing.assert_array_equal(latest["groups"][key][name], array)
     assert not list(tmp_path.glob("*/.*partial")), "no half-written files are left"
+
+
+def test_cli_refuses_bad_checkpoint_options(tmp_path, capsys):
+    from solver_server.__main__ import main
+
+    assert main(["--checkpoint-every", "0", "--checkpoint-dir", str(tmp_path)]) == 2
+    assert main(["--client-silence", "0"]) == 2
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    assert main(["--bind", "tcp://127.0.0.1:*", "--checkpoint-dir", str(blocker / "sub")]) == 1
+    assert "tangle-solver:" in capsys.readouterr().err
