@@ -196,7 +196,7 @@ class Pc2Output:
         obj.tangle.baked_topology = self.target.topology
 
     def write(self, frame: int, positions_world: np.ndarray) -> None:
-        self.writer.append(frame, bake_io.to_local(positions_world, self.target.matrix_world))
+        self.writer.append(frame, bake_io.to_local(positions_world, self.target.matrix_at(frame)))
         obj = bpy.data.objects.get(self.target.object_name)
         if obj is not None:
             obj.update_tag()  # the Mesh Cache modifier re-reads the file
