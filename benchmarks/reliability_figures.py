@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-for path in (REPO_ROOT, REPO_ROOT / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 from protocol.checkpoint_files import encode_checkpoint  # noqa: E402
 from protocol.client import HEARTBEAT_S, SolverClient, SolverError  # noqa: E402
@@ -40,7 +39,7 @@ def _server(*args):
 
 
 def sigstop_detection(trials: int = 5) -> list[float]:
-    from reliability.scenes import light_cloth_scene
+    from tests.reliability.scenes import light_cloth_scene
 
     scene, drive = light_cloth_scene(frame_end=2000, cloth_n=5)
     delays = []
@@ -66,7 +65,7 @@ def sigstop_detection(trials: int = 5) -> list[float]:
 
 
 def kill_recovery() -> tuple[float, float, float]:
-    from reliability.scenes import light_cloth_scene
+    from tests.reliability.scenes import light_cloth_scene
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
 
@@ -105,7 +104,7 @@ def kill_recovery() -> tuple[float, float, float]:
 
 
 def concurrency() -> tuple[float, float, bool]:
-    from reliability.test_concurrency_and_pauses import _bake, _variant
+    from tests.reliability.test_concurrency_and_pauses import _bake, _variant
 
     variants = [_variant(index, frame_end=24) for index in range(4)]
     server = _server("--max-jobs", "4")
@@ -132,7 +131,7 @@ def concurrency() -> tuple[float, float, bool]:
 
 
 def checkpoint_costs() -> list[tuple[str, int, float]]:
-    from reliability.scenes import SOLVER_SCENES
+    from tests.reliability.scenes import SOLVER_SCENES
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
 

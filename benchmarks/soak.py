@@ -61,9 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=30.0, help="duration (default 30)")
     parser.add_argument("--report-s", type=float, default=60.0, help="seconds between progress lines")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(REPO_ROOT))
     from tests.server_process import ServerProcess  # the test suite's subprocess helper
-    from reliability.scenes import light_cloth_scene
+    from tests.reliability.scenes import light_cloth_scene
 
     scene, drive = light_cloth_scene(frame_end=24, cloth_n=6)
     duration = args.minutes * 60.0
