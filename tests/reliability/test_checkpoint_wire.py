@@ -96,3 +96,13 @@ def test_cli_refuses_bad_checkpoint_options(tmp_path, capsys):
     blocker.write_text("not a folder")
     assert main(["--bind", "tcp://127.0.0.1:*", "--checkpoint-dir", str(blocker / "sub")]) == 1
     assert "tangle-solver:" in capsys.readouterr().err
+
+
+def test_resuming_from_the_last_frame_streams_nothing_and_ends_cleanly(real_server):
+    server = real_server()
+    scene, drive = light_cloth_scene(frame_end=4)
+    _, frames, _ = _bake(server.address, scene, drive, checkpoint_every=10)
+    assert [f for f, r in frames.items() if r.checkpoint is not None] == [4], "the last frame always has one"
+    job, resumed, drive_calls = _bake(server.address, scene, drive, resume=frames[4].checkpoint)
+    assert resumed == {} and drive_calls == []
+    assert job.done_info["cancelled"] is False and job.done_info["last_frame"] == 4
