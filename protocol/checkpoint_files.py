@@ -2,8 +2,8 @@
 
 A checkpoint is ``{"frame": int, "groups": {group_key: {name: ndarray}}}``. Its byte form is one
 uncompressed ``.npz`` (numpy's zip of ``.npy`` arrays, read with ``allow_pickle=False``) holding
-``frame`` and ``groups/<key>/<name>`` for every array: the same layout the add-on stores in a .blend
-(``blender_addon/core/checkpoints.py``), so either side can read the other's blobs.
+``frame``, ``groups/<key>/<name>`` for every array and an empty ``groups/<key>/`` marker per group (so
+groups without arrays come back too). The add-on stores the same bytes in the .blend.
 
 :class:`CheckpointDirectory` is the server's crash-recovery store (``--checkpoint-dir``): the newest
 checkpoints of each job in ``<root>/<job folder>/frame_<frame>.npz``, written atomically.
@@ -42,6 +42,8 @@ def encode_checkpoint(checkpoint: Mapping[str, object]) -> bytes:
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise CheckpointError(f"a checkpoint needs an integer 'frame' and 'groups' of arrays ({error})") from None
     arrays = {_FRAME_KEY: np.asarray(frame, dtype="<i8")}
+    for key in groups:  # an empty marker per group, so a group without arrays (e.g. "kinematic") survives
+        arrays[f"{_PREFIX}{key}/"] = np.zeros(0, dtype="|u1")
     for key, name, value in items:
         array = np.asarray(value)
         if array.dtype.kind not in _ALLOWED_KINDS:
@@ -64,7 +66,9 @@ def decode_checkpoint(blob: bytes) -> dict:
             for path in archive.files:
                 if path.startswith(_PREFIX):
                     key, name = path[len(_PREFIX):].split("/", 1)
-                    groups.setdefault(key, {})[name] = np.array(archive[path])
+                    group = groups.setdefault(key, {})
+                    if name:  # "" is the group's marker
+                        group[name] = np.array(archive[path])
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"checkpoint cannot be read ({type(error).__name__}: {error})") from None
     return {"frame": frame, "groups": groups}
