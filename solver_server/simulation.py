@@ -131,7 +131,7 @@ class Simulation:
         if not self.frame_start <= frame <= self.frame_end:
             raise SceneError(f"the resume checkpoint is for frame {frame}, outside this scene's frames "
                              f"{self.frame_start}..{self.frame_end}")
-        groups = checkpoint["groups"]
+        groups = {self.KINEMATIC_GROUP: {}, **checkpoint["groups"]}  # an empty kinematic group may be left out
         expected = {self._group_key(group) for group in self.groups} | {self.KINEMATIC_GROUP}
         if set(groups) != expected or not all(isinstance(value, dict) for value in groups.values()):
             raise SceneError(f"the resume checkpoint holds solver groups {sorted(map(str, groups))}, this scene "
