@@ -108,3 +108,18 @@ def test_a_checkpoint_of_another_scene_is_refused_naming_the_object(pd_checkpoin
     with pytest.raises(SceneError) as error:
         Simulation(other, get_backend("cpu")).restore(_copy(checkpoint))
     assert "different scene" in str(error.value) and error.value.object == "Cloth"
+
+
+def test_a_scene_without_kinematics_round_trips_through_bytes():
+    """Nothing animated and no collider: the "kinematic" group is empty, in bytes or left out."""
+    scene, _ = pd_scene(frame_end=5)
+    scene["objects"] = [obj for obj in scene["objects"] if obj["kind"] == "cloth"]
+    backend = get_backend("cpu")
+    reference, checkpoint = _bake(Simulation(scene, backend), lambda frame: None, 5, checkpoint_at=3)
+    assert checkpoint["groups"]["kinematic"] == {}
+    for restored in (decode_checkpoint(encode_checkpoint(checkpoint)),
+                     {"frame": 3, "groups": {"cloth": checkpoint["groups"]["cloth"]}}):
+        resumed = Simulation(scene, backend)
+        resumed.restore(restored)
+        frames, _ = _bake(resumed, lambda frame: None, 5)
+        np.testing.assert_array_equal(frames[5]["Cloth"], reference[5]["Cloth"])
