@@ -106,3 +106,34 @@ def test_resuming_from_the_last_frame_streams_nothing_and_ends_cleanly(real_serv
     job, resumed, drive_calls = _bake(server.address, scene, drive, resume=frames[4].checkpoint)
     assert resumed == {} and drive_calls == []
     assert job.done_info["cancelled"] is False and job.done_info["last_frame"] == 4
+
+
+@pytest.mark.parametrize("body_extra, fragment", [
+    ({"checkpoint_every": 0}, "checkpoint_every must be at least 1"),
+    ({"resume": {"frame": 2}}, "resume must be {'checkpoint'"),
+    ({"resume": {"checkpoint": [1, 2]}}, "resume must be {'checkpoint'"),
+    ({"checkpoint_every": "3"}, "'checkpoint_every' must be int"),
+])
+def test_server_refuses_malformed_checkpoint_requests(real_server, body_extra, fragment):
+    import zmq
+
+    from protocol import messages
+    from protocol.wire import decode, encode
+
+    server = real_server()
+    scene, _ = light_cloth_scene(frame_end=3)
+    message = messages.submit(scene, job="raw")
+    message.body.update(body_extra)
+    context = zmq.Context()
+    peer = context.socket(zmq.DEALER)
+    peer.setsockopt(zmq.LINGER, 0)
+    try:
+        peer.connect(server.address)
+        peer.send_multipart(encode(message))
+        assert peer.poll(10_000), "no answer"
+        reply = decode(peer.recv_multipart())
+    finally:
+        peer.close(linger=0)
+        context.term()
+    assert reply.type == "error" and reply.body["code"] == "bad_message" and fragment in reply.body["message"]
+    assert not server.server._jobs
