@@ -6,9 +6,15 @@ import sys
 from pathlib import Path
 
 
+# long reliability runs (30-minute soak, 100 000-message fuzz): run them on their own, by name
+SEPARATE_RUNS = {"soak", "fuzz_server", "reliability_figures"}
+
+
 def main() -> int:
     folder = Path(__file__).parent
-    names = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
+    names = sorted(m.name for m in pkgutil.iter_modules([str(folder)])
+                   if not m.name.startswith("_") and m.name not in SEPARATE_RUNS)
+    print("not run here (long; run by name): " + ", ".join(f"python -m benchmarks.{name}" for name in sorted(SEPARATE_RUNS)))
     failures = 0
     for name in names:
         print(f"\n=== benchmarks.{name} ===", flush=True)
