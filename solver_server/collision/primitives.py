@@ -17,6 +17,8 @@ documents); a torus uses the mean XY scale for its major and the mean scale for 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 
@@ -32,19 +34,20 @@ def decompose(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return matrix[:3, 3].copy(), rotation, scale
 
 
-class Primitive:
+class Primitive(ABC):
     """Base: world-space parameters are recomputed by :meth:`set_matrix`."""
 
     def __init__(self, shape: dict, matrix: np.ndarray):
         self.shape = shape
         self.set_matrix(matrix)
 
+    @abstractmethod
     def set_matrix(self, matrix: np.ndarray) -> None:
-        raise NotImplementedError
+        """Place the primitive with the object's (4, 4) world matrix."""
 
+    @abstractmethod
     def signed_distance(self, xp, points):
         """points (n, 3) -> (distance (n,) [m], positive outside; outward unit normal (n, 3))."""
-        raise NotImplementedError
 
 
 def _safe_normalize(xp, vectors, fallback):
