@@ -22,7 +22,7 @@ from . import hair_io
 from .core import scene_export
 from .core.bake_state import frame_of_shape_key, topology_hash
 from .core.transforms import to_local, to_world
-from .shape_keys import write_shape_key
+from .shape_keys import remove_shape_keys, write_shape_key
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
 from .core.validation import summary
 from .core.wind import scene_wind
@@ -148,11 +148,11 @@ def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
     moving = matrix_world if transform_moves(obj) else None  # pinned vertices then follow the object
     if obj.tangle.role == "SOFTBODY":
-        entry = scene_export.softbody_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
-                                             _params(obj.tangle.softbody, SOFTBODY_PARAMS), moving)
+        kind, params = "softbody", _params(obj.tangle.softbody, SOFTBODY_PARAMS)
     else:
-        entry = scene_export.cloth_object(obj.name, to_world(local, matrix_world), triangles, indices, weights,
-                                          _params(obj.tangle.cloth, CLOTH_PARAMS), moving)
+        kind, params = "cloth", _params(obj.tangle.cloth, CLOTH_PARAMS)
+    entry = scene_export.simulated_mesh_object(kind, obj.name, to_world(local, matrix_world), triangles, indices,
+                                               weights, params, moving)
     target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
     return entry, target
 
@@ -329,18 +329,21 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
     on the neighbouring frames (LINEAR), so playback is exact at integer frames; the previous frame's
     key gets its 0 at ``frame`` now, so the last baked frame holds after a cancelled bake.
     """
-    if isinstance(target, hair_io.HairTarget):
-        hair_io.write_frame(target, frame, first_frame, positions_world)
-        return
     obj = bpy.data.objects.get(target.object_name)
     if obj is None:
         raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
     positions = np.asarray(positions_world)
+    is_hair = isinstance(target, hair_io.HairTarget)
     if positions.shape != (target.vertex_count, 3):
+        count = target.vertex_count
+        expected = f"the hair has {count} points" if is_hair else f"mesh has {count} vertices"
         raise scene_export.ExportError(
-            f"frame {frame}: server sent positions of shape {positions.shape}, mesh has {target.vertex_count} "
-            "vertices", target.object_name)
-    write_shape_key(obj, frame, first_frame, to_local(positions, target.matrix_at(frame)))
+            f"frame {frame}: server sent positions of shape {positions.shape}, {expected}", target.object_name)
+    local = to_local(positions, target.matrix_at(frame))
+    if is_hair:
+        hair_io.write_frame(obj, target, frame, first_frame, local)
+    else:
+        write_shape_key(obj, frame, first_frame, local)
     obj.tangle.baked_topology = target.topology
 
 
@@ -354,14 +357,8 @@ def free_bake(obj: bpy.types.Object) -> int:
     if key is None:
         obj.tangle.created_basis = False
         return 0
-    baked = [block for block in key.key_blocks if frame_of_shape_key(block.name) is not None]
     action = key.animation_data.action if key.animation_data else None
-    for block in baked:
-        if action is not None:
-            fcurve = action.fcurves.find(f'key_blocks["{block.name}"].value')
-            if fcurve is not None:
-                action.fcurves.remove(fcurve)
-        obj.shape_key_remove(block)
+    removed = remove_shape_keys(obj, [block for block in key.key_blocks if frame_of_shape_key(block.name) is not None])
     if action is not None and len(action.fcurves) == 0:
         key.animation_data.action = None
         if action.users == 0:
@@ -370,4 +367,4 @@ def free_bake(obj: bpy.types.Object) -> int:
     if obj.tangle.created_basis and remaining is not None and len(remaining.key_blocks) == 1:
         obj.shape_key_remove(remaining.key_blocks[0])
     obj.tangle.created_basis = False
-    return len(baked)
+    return removed

@@ -31,6 +31,7 @@ import numpy as np
 from . import bake_io
 from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
+from .shape_keys import remove_shape_keys, shape_key_fcurve
 
 RECORD_PROPERTY = "_tangle_bake"
 MESH_CACHE_NAME = "Tangle Cache"
@@ -65,30 +66,20 @@ def record_frame(scene: bpy.types.Scene, frame: int, checkpoint_blob: bytes | No
 
 # ---- shape keys -------------------------------------------------------------------------------
 
-def _shape_key_fcurve(obj: bpy.types.Object, name: str):
-    key = obj.data.shape_keys
-    action = key.animation_data.action if key is not None and key.animation_data else None
-    return action.fcurves.find(f'key_blocks["{name}"].value') if action is not None else None
-
-
 def remove_shape_keys_from(obj: bpy.types.Object, first_removed: int) -> int:
     """Remove the baked shape keys of frames >= ``first_removed`` and their F-curves; the key of
     ``first_removed - 1`` loses its closing 0-key so its pose holds until new frames arrive."""
     key = obj.data.shape_keys
     if key is None:
         return 0
-    removed = [block for block in key.key_blocks
-               if (frame := frame_of_shape_key(block.name)) is not None and frame >= first_removed]
-    for block in removed:
-        fcurve = _shape_key_fcurve(obj, block.name)
-        if fcurve is not None:
-            fcurve.id_data.fcurves.remove(fcurve)
-        obj.shape_key_remove(block)
-    previous = _shape_key_fcurve(obj, shape_key_name(first_removed - 1))
+    removed = remove_shape_keys(obj, [block for block in key.key_blocks
+                                      if (frame := frame_of_shape_key(block.name)) is not None
+                                      and frame >= first_removed])
+    previous = shape_key_fcurve(obj.data.shape_keys, shape_key_name(first_removed - 1))
     if previous is not None:
         for point in [p for p in previous.keyframe_points if p.co[0] >= first_removed]:
             previous.keyframe_points.remove(point)
-    return len(removed)
+    return removed
 
 
 class ShapeKeyOutput:

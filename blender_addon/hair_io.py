@@ -24,7 +24,6 @@ from mathutils.bvhtree import BVHTree
 from .core import scene_export
 from .core.bake_state import topology_hash
 from .core.strands import carried_handles, point_of_position_path, position_path
-from .core.transforms import to_local
 from .shape_keys import write_shape_key
 
 REST_ATTRIBUTE = "tangle_rest_position"
@@ -249,22 +248,13 @@ def _write_curve_shape_key(obj: bpy.types.Object, target: HairTarget, frame: int
             block.data.foreach_set(name, moved.astype(np.float32).ravel())
 
 
-def write_frame(target: HairTarget, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
-    """Store one baked frame of a hair object. positions_world: (N, 3) [m] world space."""
-    obj = bpy.data.objects.get(target.object_name)
-    if obj is None:
-        raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
-    positions = np.asarray(positions_world)
-    if positions.shape != (target.vertex_count, 3):
-        raise scene_export.ExportError(
-            f"frame {frame}: server sent positions of shape {positions.shape}, the hair has {target.vertex_count} "
-            "points", target.object_name)
-    local = to_local(positions, target.matrix_at(frame))
+def write_frame(obj: bpy.types.Object, target: HairTarget, frame: int, first_frame: int, local: np.ndarray) -> None:
+    """Store one baked frame of hair object ``obj`` (checked by ``bake_io.write_frame``): keyframed
+    points of a Curves object, a shape key of a legacy Curve. local: (N, 3) [m] object local space."""
     if obj.type == "CURVES":
         _write_curves_frame(obj, target, frame, local)
     else:
         _write_curve_shape_key(obj, target, frame, first_frame, local)
-    obj.tangle.baked_topology = target.topology
 
 
 def remove_curves_frames_from(obj: bpy.types.Object, first_removed: int) -> int:

@@ -25,11 +25,16 @@ def _draw_params(layout, settings, names) -> None:
         column.prop(settings, name)
 
 
-class TANGLE_PT_object(bpy.types.Panel):
-    bl_label = "Tangle"
+class _PhysicsTab:
+    """Mixin of every Tangle panel: they live in the Physics tab of the Properties editor."""
+
     bl_space_type = "PROPERTIES"
     bl_region_type = "WINDOW"
     bl_context = "physics"
+
+
+class TANGLE_PT_object(_PhysicsTab, bpy.types.Panel):
+    bl_label = "Tangle"
 
     @classmethod
     def poll(cls, context):
@@ -80,11 +85,8 @@ class TANGLE_PT_object(bpy.types.Panel):
             layout.label(text="Baked", icon="CHECKMARK")
 
 
-class TANGLE_PT_bake(bpy.types.Panel):
+class TANGLE_PT_bake(_PhysicsTab, bpy.types.Panel):
     bl_label = "Tangle Bake"
-    bl_space_type = "PROPERTIES"
-    bl_region_type = "WINDOW"
-    bl_context = "physics"
 
     def draw(self, context):
         layout = self.layout
@@ -125,11 +127,8 @@ class TANGLE_PT_bake(bpy.types.Panel):
 
 # ---- bake workflow: connection profile / local server, output route, resume and re-bake (engineer #2) ----
 
-class TANGLE_PT_bake_workflow(bpy.types.Panel):
+class TANGLE_PT_bake_workflow(_PhysicsTab, bpy.types.Panel):
     bl_label = "Connection, Output, Resume"
-    bl_space_type = "PROPERTIES"
-    bl_region_type = "WINDOW"
-    bl_context = "physics"
     bl_parent_id = "TANGLE_PT_bake"
 
     def draw(self, context):

@@ -14,15 +14,27 @@ import numpy as np
 from .core.bake_state import BASIS_NAME, shape_key_name
 
 
-def _shape_key_fcurve(key: bpy.types.Key, name: str):
-    action = key.animation_data.action
-    return action.fcurves.find(f'key_blocks["{name}"].value')
+def shape_key_fcurve(key: bpy.types.Key | None, name: str):
+    """The F-curve keyframing the value of shape key ``name`` of ``key`` (an object's ``data.shape_keys``),
+    or None when there is none."""
+    action = key.animation_data.action if key is not None and key.animation_data else None
+    return action.fcurves.find(f'key_blocks["{name}"].value') if action is not None else None
+
+
+def remove_shape_keys(obj: bpy.types.Object, blocks: list) -> int:
+    """Remove the shape key ``blocks`` of ``obj`` and the F-curves of their values; returns how many."""
+    for block in blocks:
+        fcurve = shape_key_fcurve(obj.data.shape_keys, block.name)
+        if fcurve is not None:
+            fcurve.id_data.fcurves.remove(fcurve)
+        obj.shape_key_remove(block)
+    return len(blocks)
 
 
 def _key_value(key_block, key: bpy.types.Key, frame: int, value: float) -> None:
     key_block.value = value
     key_block.keyframe_insert("value", frame=frame)
-    fcurve = _shape_key_fcurve(key, key_block.name)
+    fcurve = shape_key_fcurve(key, key_block.name)
     for point in fcurve.keyframe_points:
         point.interpolation = "LINEAR"
 

@@ -7,6 +7,7 @@ functions; everything that decides what goes on the wire lives here so it is tes
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import partial
 
 import numpy as np
 
@@ -76,9 +77,33 @@ def _pins(object_id: str, pin_indices, pin_weights, count: int) -> dict:
     return {"indices": indices.astype(INDEX), "weights": weights}
 
 
-def _simulated_mesh(kind: str, what: str, object_id: str, vertices_world, triangles, pin_indices, pin_weights,
-                    params: Mapping[str, object], matrix_world: np.ndarray | None) -> dict:
-    vertices, tris = _surface(object_id, vertices_world, triangles, what)
+# What each simulated-mesh kind is called in error messages ("mesh has no faces to simulate as ...").
+SIMULATED_MESH_KINDS = {"cloth": "cloth", "softbody": "a soft body"}
+
+
+def simulated_mesh_object(
+    kind: str,
+    object_id: str,
+    vertices_world: np.ndarray,
+    triangles: np.ndarray,
+    pin_indices: np.ndarray,
+    pin_weights: np.ndarray,
+    params: Mapping[str, object],
+    matrix_world: np.ndarray | None = None,
+) -> dict:
+    """One cloth (``kind="cloth"``) or soft body (``kind="softbody"``: its closed surface, the server
+    builds the tetrahedra) entry.
+
+    vertices_world: (N, 3) float, metres, world space. triangles: (F, 3) int vertex indices (a closed
+    manifold surface for a soft body, checked by ``core.validation``). pin_indices: (P,) int,
+    pin_weights: (P,) float in (0, 1]. params: protocol cloth / softbody parameters.
+    matrix_world: (4, 4) at frame_start for an object that moves (``"animated": true``; the drive then
+    carries its matrix every frame and the pinned vertices follow it), else None (static, no matrix).
+    """
+    if kind not in SIMULATED_MESH_KINDS:
+        raise ExportError(f"simulated mesh kind must be one of {sorted(SIMULATED_MESH_KINDS)}, not {kind!r}",
+                          object_id)
+    vertices, tris = _surface(object_id, vertices_world, triangles, SIMULATED_MESH_KINDS[kind])
     entry = {
         "id": object_id,
         "kind": kind,
@@ -93,42 +118,8 @@ def _simulated_mesh(kind: str, what: str, object_id: str, vertices_world, triang
     return entry
 
 
-def cloth_object(
-    object_id: str,
-    vertices_world: np.ndarray,
-    triangles: np.ndarray,
-    pin_indices: np.ndarray,
-    pin_weights: np.ndarray,
-    params: Mapping[str, object],
-    matrix_world: np.ndarray | None = None,
-) -> dict:
-    """One cloth entry.
-
-    vertices_world: (N, 3) float, metres, world space. triangles: (F, 3) int vertex indices.
-    pin_indices: (P,) int, pin_weights: (P,) float in (0, 1]. params: protocol cloth parameters.
-    matrix_world: (4, 4) at frame_start for an object that moves (``"animated": true``; the drive then
-    carries its matrix every frame and the pinned vertices follow it), else None (static, no matrix).
-    """
-    return _simulated_mesh("cloth", "cloth", object_id, vertices_world, triangles, pin_indices, pin_weights,
-                           params, matrix_world)
-
-
-def softbody_object(
-    object_id: str,
-    vertices_world: np.ndarray,
-    triangles: np.ndarray,
-    pin_indices: np.ndarray,
-    pin_weights: np.ndarray,
-    params: Mapping[str, object],
-    matrix_world: np.ndarray | None = None,
-) -> dict:
-    """One soft body entry: its closed surface (the server builds the tetrahedra).
-
-    vertices_world: (N, 3) float, metres, world space. triangles: (F, 3) int, a closed manifold surface
-    (checked by ``core.validation``). pin_indices (P,) / pin_weights (P,) and matrix_world as for cloth.
-    """
-    return _simulated_mesh("softbody", "a soft body", object_id, vertices_world, triangles, pin_indices,
-                           pin_weights, params, matrix_world)
+cloth_object = partial(simulated_mesh_object, "cloth")
+softbody_object = partial(simulated_mesh_object, "softbody")
 
 
 def hair_object(

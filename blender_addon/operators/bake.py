@@ -19,6 +19,21 @@ def active_session() -> BakeSession | None:
     return _active_session if _active_session is not None and not _active_session.finished else None
 
 
+BAKE_RUNNING = "A Tangle bake is already running"
+CANCEL_BAKE_FIRST = "Cancel the running bake first"
+
+
+def refuse(operator_class, reason: str) -> bool:
+    """Operator poll: show ``reason`` on the greyed-out button and refuse (always returns False)."""
+    operator_class.poll_message_set(reason)
+    return False
+
+
+def no_bake_running(operator_class, reason: str = BAKE_RUNNING) -> bool:
+    """Operator poll: True while no Tangle bake runs in this Blender session, else refuse with ``reason``."""
+    return active_session() is None or refuse(operator_class, reason)
+
+
 def _report_outcome(operator, outcome) -> set[str]:
     if outcome.state == "failed":
         operator.report({"ERROR"}, f"Tangle bake failed after {outcome.frames_baked} frame(s): {outcome.message}")
@@ -36,13 +51,19 @@ class _ModalBake:
 
     @classmethod
     def _can_bake(cls, context) -> bool:
-        if active_session() is not None:
-            cls.poll_message_set("A Tangle bake is already running")
+        if not no_bake_running(cls):
             return False
         if not any(obj.tangle.role in SIMULATED_ROLES for obj in context.scene.objects):
-            cls.poll_message_set("Mark at least one object as Cloth, Soft Body or Hair in the Tangle physics panel")
-            return False
+            return refuse(cls, "Mark at least one object as Cloth, Soft Body or Hair in the Tangle physics panel")
         return True
+
+    @classmethod
+    def _can_continue(cls, context, nothing_stored: str) -> bool:
+        """Poll of the operators that continue the stored bake: refused with ``nothing_stored`` when
+        there is none."""
+        if not cls._can_bake(context):
+            return False
+        return continuation_frames(context.scene)[0] is not None or refuse(cls, nothing_stored)
 
     def _from_frame(self, context) -> int | None:
         return None
@@ -110,12 +131,7 @@ class TANGLE_OT_resume_bake(_ModalBake, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not cls._can_bake(context):
-            return False
-        if continuation_frames(context.scene)[0] is None:
-            cls.poll_message_set("There is no bake to resume")
-            return False
-        return True
+        return cls._can_continue(context, "There is no bake to resume")
 
     def _from_frame(self, context):
         return continuation_frames(context.scene)[0]
@@ -130,13 +146,7 @@ class TANGLE_OT_rebake_from_frame(_ModalBake, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not cls._can_bake(context):
-            return False
-        resume_frame, _ = continuation_frames(context.scene)
-        if resume_frame is None:
-            cls.poll_message_set("There is no bake to continue")
-            return False
-        return True
+        return cls._can_continue(context, "There is no bake to continue")
 
     def _from_frame(self, context):
         return context.scene.frame_current

@@ -14,7 +14,7 @@ from pathlib import Path
 import bpy
 from bpy.props import BoolProperty, FloatProperty, StringProperty
 
-from .bake import active_session
+from .bake import no_bake_running
 
 
 class TANGLE_OT_farm_bake(bpy.types.Operator):
@@ -36,10 +36,7 @@ class TANGLE_OT_farm_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if active_session() is not None:
-            cls.poll_message_set("A Tangle bake is already running")
-            return False
-        return True
+        return no_bake_running(cls)
 
     def execute(self, context):
         from ..cli import bake_scene, save_blend

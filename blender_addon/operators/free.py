@@ -4,7 +4,7 @@ stored checkpoints."""
 import bpy
 
 from ..bake_output import RECORD_PROPERTY, clear_record, free_outputs, mesh_cache_modifier
-from .bake import SIMULATED_ROLES, active_session
+from .bake import CANCEL_BAKE_FIRST, SIMULATED_ROLES, no_bake_running
 
 
 def _baked_objects(context):
@@ -22,10 +22,8 @@ class TANGLE_OT_free_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if active_session() is not None:
-            cls.poll_message_set("Cancel the running bake first")
-            return False
-        return bool(_baked_objects(context)) or RECORD_PROPERTY in context.scene
+        return no_bake_running(cls, CANCEL_BAKE_FIRST) and (
+            bool(_baked_objects(context)) or RECORD_PROPERTY in context.scene)
 
     def execute(self, context):
         objects = _baked_objects(context)

@@ -12,7 +12,7 @@ import bpy
 
 from ..core.local_server import LocalServer, LocalServerError, check_interpreter
 from ..preferences import local_server_python
-from .bake import active_session
+from .bake import CANCEL_BAKE_FIRST, no_bake_running, refuse
 
 STARTUP_TIMEOUT_S = 60.0
 _local_server: LocalServer | None = None
@@ -40,10 +40,7 @@ class TANGLE_OT_start_local_server(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if running_local_server() is not None:
-            cls.poll_message_set("A local solver server is already running")
-            return False
-        return True
+        return running_local_server() is None or refuse(cls, "A local solver server is already running")
 
     def execute(self, context):
         global _local_server
@@ -75,10 +72,7 @@ class TANGLE_OT_stop_local_server(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if active_session() is not None:
-            cls.poll_message_set("Cancel the running bake first")
-            return False
-        return running_local_server() is not None
+        return no_bake_running(cls, CANCEL_BAKE_FIRST) and running_local_server() is not None
 
     def execute(self, context):
         code = stop_local_server()

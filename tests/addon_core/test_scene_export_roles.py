@@ -44,6 +44,18 @@ def test_softbody_rejects_zero_area_triangles():
     assert info.value.object == "Jelly"
 
 
+def test_simulated_mesh_kind_names_the_entry_and_an_unknown_kind_is_refused():
+    vertices, triangles = cube()
+    for kind in ("cloth", "softbody"):
+        entry = scene_export.simulated_mesh_object(kind, "Thing", vertices, triangles, [], [], {})
+        assert entry["kind"] == kind
+    with pytest.raises(ExportError, match="'rope'") as info:
+        scene_export.simulated_mesh_object("rope", "Thing", vertices, triangles, [], [], {})
+    assert info.value.object == "Thing"
+    with pytest.raises(ExportError, match="as a soft body"):
+        scene_export.softbody_object("Jelly", vertices, np.zeros((0, 3), int), [], [], {})
+
+
 def test_hair_entry_with_roots_is_parsed_by_the_server():
     points, offsets = strands()
     head_vertices, head_triangles = cube(center=(0.0, 0.0, 0.5))
