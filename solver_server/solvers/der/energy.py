@@ -80,6 +80,32 @@ def strand_elastic_energy(xp, model: DerModel, config: Configuration):
     return energy
 
 
+def strand_energy_and_gradient(xp, model: DerModel, config: Configuration):
+    """Elastic energy of every strand (S,) [J] and the gradient (n_dofs,) [N or N·m] of the total, from one
+    pass over the elements (strains, directors and the reference twist are shared by both)."""
+    n = model.n_dofs
+    x = config.positions
+    s_grad, _ = _stretch_blocks(xp, model, x, False, False)
+    edges = x[model.edge_vertex + 1] - x[model.edge_vertex]
+    strain = xp.linalg.norm(edges, axis=1) / model.rest_edge_length - 1.0
+    stretch = 0.5 * model.stretch_stiffness * strain * strain * model.rest_edge_length
+    energy = xp.bincount(model.edge_strand, weights=stretch, minlength=model.n_strands)
+    grad = xp.zeros(n, dtype=x.dtype)
+    _scatter_gradient(xp, n, model.vertex_dof[model.edge_vertex], s_grad, grad)
+    if model.bend_vertex.shape[0]:
+        e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
+        tau = frame1[2] - frame0[2] + config.reference_twist - model.rest_twist
+        grad8, omega = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1,
+                                                model.bend_weight.reshape(-1, 4), model.rest_bend.reshape(-1, 4),
+                                                model.twist_weight * tau)
+        bend = xp.sum(model.bend_weight.reshape(-1, 4) * (omega - model.rest_bend.reshape(-1, 4)) ** 2, axis=1)
+        twist = 0.5 * model.twist_weight * tau * tau
+        energy = energy + xp.bincount(model.vertex_strand[model.bend_vertex], weights=bend + twist,
+                                      minlength=model.n_strands)
+        _scatter_gradient(xp, n, model.bend_dof, grad8 @ _local_to_element(xp, x.dtype), grad)
+    return energy, grad
+
+
 def elastic_energy(xp, model: DerModel, config: Configuration):
     """Total elastic energy [J] (float)."""
     return float(xp.sum(strand_elastic_energy(xp, model, config)))
@@ -123,8 +149,8 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
     tau_value = theta1 - theta0 + config.reference_twist
     a = _local_to_element(xp, e0.dtype)
     if not with_hessian:
-        grad8 = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
-                                         twist_weight * (tau_value - model.rest_twist))
+        grad8, _ = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
+                                            twist_weight * (tau_value - model.rest_twist))
         return grad8 @ a, None
     if gauss_newton:
         omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)

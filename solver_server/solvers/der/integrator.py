@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band
-from .energy import elastic_gradient_hessian, strand_elastic_energy
+from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
 from .model import DerModel
 from .state import DerState, transported_configuration
 
@@ -126,13 +126,14 @@ class ImplicitEulerSolver:
             return factor
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
 
-    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, current_potential, configuration,
-                     potential, objective):
+    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective):
         """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands).
 
-        Returns (alphas (S,), direction, potential at the accepted step (S,), accepted (S,) bool). A strand
-        whose direction is not a descent direction (converged, or all kinematic) is accepted with α = 0; a
-        strand that finds no decrease is not accepted and gets α = 0."""
+        point: (potential (S,), elastic gradient (n_dofs,), configuration) at v; evaluate(v) gives the same
+        triple at a trial velocity.  Returns (alphas (S,), direction, the triple at the accepted step, merged
+        strand by strand, accepted (S,) bool).  A strand whose direction is not a descent direction (converged,
+        or all kinematic) is accepted with α = 0; a strand that finds no decrease is not accepted and gets α = 0;
+        both keep their part of `point`, so nothing is evaluated again after the search."""
         xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
@@ -144,19 +145,35 @@ class ImplicitEulerSolver:
         searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
         alpha = xp.where(searching, 1.0, 0.0)
         accepted = ~searching
-        accepted_potential = current_potential.copy()
         for _ in range(settings.max_backtracks):
             if not bool(searching.any()):
                 break
             trial_v = v + alpha[self.dof_strand] * direction
-            trial_potential = potential(trial_v, configuration(trial_v))
-            ok = searching & (objective(trial_v, target, trial_potential) <= current + settings.armijo * alpha * slope)
-            accepted_potential = xp.where(ok, trial_potential, accepted_potential)
+            trial = evaluate(trial_v)
+            ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
+            point = self._merge(ok, trial, point)
             accepted |= ok
             searching &= ~ok
             alpha = xp.where(searching, alpha * settings.backtrack, alpha)
         alpha = xp.where(accepted, alpha, 0.0)
-        return alpha, direction, accepted_potential, accepted
+        return alpha, direction, point, accepted
+
+    def _merge(self, take, new, old):
+        """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
+        xp, model = self.xp, self.model
+        if bool(take.all()):
+            return new
+        if not bool(take.any()):
+            return old
+        new_config, old_config = new[2], old[2]
+        on_vertex, on_edge = take[model.vertex_strand], take[model.edge_strand]
+        on_bend = on_vertex[model.bend_vertex]
+        config = Configuration(positions=xp.where(on_vertex[:, None], new_config.positions, old_config.positions),
+                               theta=xp.where(on_edge, new_config.theta, old_config.theta),
+                               reference_u=xp.where(on_edge[:, None], new_config.reference_u, old_config.reference_u),
+                               reference_twist=xp.where(on_bend, new_config.reference_twist,
+                                                        old_config.reference_twist))
+        return (xp.where(take, new[0], old[0]), xp.where(take[self.dof_strand], new[1], old[1]), config)
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None) -> tuple[DerState, StepStats]:
@@ -171,17 +188,16 @@ class ImplicitEulerSolver:
         impulse = xp.zeros(model.n_dofs)
         damping = h * model.damping
 
-        def configuration(v):
+        def evaluate(v):
+            """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
+            (n_dofs,); configuration) at q_t + h v."""
             q = q_t + h * v
-            return transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
-
-        def potential(v, config):
-            """Elastic energy plus the soft pins' springs at q_t + h v, per strand (S,) [J]."""
-            energy = strand_elastic_energy(xp, model, config)
+            config = transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
+            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config)
             if soft_pins is not None:
                 pin_strands = model.vertex_strand[soft_pins.vertices]
-                energy = energy + soft_pins.strand_energy(xp, q_t + h * v, pin_strands, model.n_strands)
-            return energy
+                energy = energy + soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
+            return energy, elastic_gradient, config
 
         def objective(v, target, potential_per_strand):
             """g(v) per strand (S,): the strands are independent given the impulses, so each gets its own
@@ -194,18 +210,15 @@ class ImplicitEulerSolver:
         v[fixed_dofs] = fixed_velocity
         stats = StepStats()
         factor = None
-        factor_is_current = False
-        config = configuration(v)
-        elastic = potential(v, config)
+        point = evaluate(v)
         for iteration in range(settings.max_iterations):
+            elastic, elastic_grad, config = point
             target = free_velocity + impulse / mass
             refresh = settings.refresh_interval > 0 and iteration > 0 and iteration % settings.refresh_interval == 0
             if factor is None or not settings.quasi_newton or refresh:
                 factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
-                factor_is_current = True
                 if iteration == 0 and impulses is not None:
                     impulses.set_system(factor)
-            elastic_grad, _ = elastic_gradient_hessian(xp, model, config, with_hessian=False)
             gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
             if soft_pins is not None:
                 pulled = soft_pins.dofs.ravel()
@@ -213,8 +226,8 @@ class ImplicitEulerSolver:
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             current = objective(v, target, elastic)
-            alpha, direction, accepted_potential, accepted = self._line_search(
-                factor, gradient, fixed_dofs, v, target, current, elastic, configuration, potential, objective)
+            alpha, direction, point, accepted = self._line_search(
+                factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective)
             if not bool(accepted.all()):
                 # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
                 # never taken); they move again once the impulses or the (refreshed) matrix change
@@ -223,11 +236,8 @@ class ImplicitEulerSolver:
             if not bool(moved.any()):
                 stats.iterations = iteration + 1
                 break
-            factor_is_current = not settings.quasi_newton
             v_new = v + alpha[self.dof_strand] * direction
             stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
-            config = configuration(v_new)
-            elastic = xp.where(accepted, accepted_potential, elastic)
             stats.iterations = iteration + 1
             # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
             stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))
@@ -240,6 +250,7 @@ class ImplicitEulerSolver:
             contacts_settled = impulses is None or impulses.converged()
             if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
                 break
+        config = point[2]
         q = q_t + h * v
         positions = model.gather_positions(q)
         new_state = DerState(

@@ -126,16 +126,19 @@ def weighted_strain_gradient(xp, e0, e1, rest_length_product, frame0, frame1, be
     per-strain gradients: with a_r = 2 w_r (ω_r − ω̄_r), Σ_r a_r (2 e^i × m_r − ω_r e^i)/D
     = (2 e^i × Σ_r a_r m_r − (Σ_r a_r ω_r) e^i)/D, so two cross products replace eight.
     bend_weight, rest_bend (B, 4) in the order [(j=0, m1), (0, m2), (1, m1), (1, m2)]; twist_coefficients (B,).
+    Returns (gradient (B, 8), material curvatures ω (B, 4) in the same order).
     """
     n = e0.shape[0]
     denominator = rest_length_product + xp.einsum("nc,nc->n", e0, e1)
     kb = 2.0 * cross3(xp, e0, e1) / denominator[:, None]
     weighted_director = xp.zeros_like(e0)
     weighted_omega = xp.zeros(n, dtype=e0.dtype)
+    omega = xp.zeros((n, 4), dtype=e0.dtype)
     grad = xp.zeros((n, LOCAL_VARIABLES), dtype=e0.dtype)
     for j, (u, v, theta) in enumerate((frame0, frame1)):
         m1, m2 = material_directors(xp, u, v, theta)
         omega1, omega2 = xp.einsum("nc,nc->n", kb, m1), xp.einsum("nc,nc->n", kb, m2)
+        omega[:, 2 * j], omega[:, 2 * j + 1] = omega1, omega2
         a1 = 2.0 * bend_weight[:, 2 * j] * (omega1 - rest_bend[:, 2 * j])
         a2 = 2.0 * bend_weight[:, 2 * j + 1] * (omega2 - rest_bend[:, 2 * j + 1])
         weighted_director += a1[:, None] * m1 + a2[:, None] * m2
@@ -153,4 +156,4 @@ def weighted_strain_gradient(xp, e0, e1, rest_length_product, frame0, frame1, be
     grad[:, SLOT_E1:SLOT_E1 + 3] += (twist_coefficients / (2.0 * length1))[:, None] * kb_unit
     grad[:, SLOT_THETA0] -= twist_coefficients
     grad[:, SLOT_THETA1] += twist_coefficients
-    return grad
+    return grad, omega
