@@ -6,8 +6,10 @@ vertices), so the same pass handles cloth folding onto itself, cloth on a soft b
 bodies touching. Triangles are the objects' surfaces (cloth triangles, soft-body boundary).
 Pairs of the same object are skipped unless the object is a cloth with ``self_collision``.
 
-For every point, the 16 triangles with the nearest centroids on each surface it may touch (one k-d
-tree per object surface, rebuilt per pass) are candidates; triangles containing the point are skipped. A pair is in contact when the point is
+For every point, the 16 triangles with the nearest centroids on each surface it may touch are candidates
+(``backend.nearest_within`` per object surface, every pass: scipy's k-d tree on numpy arrays, the
+``xp`` hash grid on a device, so a GPU pass never copies positions to the host); triangles containing
+the point are skipped. A pair is in contact when the point is
 closer than d = its thickness + the triangle's thickness, or when it crossed the triangle's face
 during the substep (its side changed while its closest point is inside the triangle). The SIDE the point belongs on is taken
 from the positions at the start of the substep, so a point that passed through a triangle during
@@ -20,16 +22,17 @@ point moves by +λ w_p n, the triangle corners by −λ b_i w_i n. Corrections a
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
 
+from ..backend import nearest_within
 from ..sim.model import ParticleModel
 from .mesh import closest_points_on_triangles
 
 
 class SurfaceContact:
-    """points: a ContactPoints map; iterations: passes per substep."""
+    """points: a ContactPoints map (its ``xp`` is the device of every array here); iterations: passes per substep."""
 
     def __init__(self, model: ParticleModel, points, iterations: int = 2, neighbours: int = 16):
+        xp = points.xp
         triangles, owner, self_contact = [], [], []
         point_owner = np.zeros(points.count, np.int64)
         for slot_index, slot in enumerate(model.slots):
@@ -40,17 +43,24 @@ class SurfaceContact:
             owner.append(np.full(len(slot.surface_triangles), slot_index))
             if slot.kind == "cloth" and model.params[slot_index].get("self_collision"):
                 self_contact.append(slot_index)
+        triangles = np.concatenate(triangles).astype(np.int64)
+        triangle_owner = np.concatenate(owner)
+        self_contact = np.isin(np.arange(len(model.slots)), self_contact)
+        # per object surface: its triangles and the points that may touch it (host index lists -> device once)
+        self.surfaces = []
+        for surface_owner in np.unique(triangle_owner):
+            queried = np.nonzero((point_owner != surface_owner) | self_contact[surface_owner])[0]
+            if len(queried):
+                self.surfaces.append((xp.asarray(np.nonzero(triangle_owner == surface_owner)[0]), xp.asarray(queried)))
         self.points = points
-        self.triangles = np.concatenate(triangles).astype(np.int64)
-        self.triangle_owner = np.concatenate(owner)
-        self.point_owner = point_owner
-        self.self_contact = np.isin(np.arange(len(model.slots)), self_contact)
-        host = lambda a: np.asarray(a.get() if hasattr(a, "get") else a)  # noqa: E731
-        gain = host(points.gain)
-        self.inverse_mass = np.where(gain > 0, 1.0 / np.maximum(gain, 1e-300), 0.0)   # ∝ 1/m (h² cancels)
-        self.thickness = host(points.thickness)
+        self.xp = xp
+        self.triangles = xp.asarray(triangles)
+        gain = points.gain
+        self.inverse_mass = xp.where(gain > 0, 1.0 / xp.maximum(gain, 1e-300), 0.0)   # ∝ 1/m (h² cancels)
+        self.thickness = points.thickness
+        self.largest_thickness = float(points.thickness.max()) if points.count else 0.0
         self.iterations = iterations
-        self.neighbours = min(neighbours, len(self.triangles))
+        self.neighbours = min(neighbours, len(triangles))
         self.count = points.count
 
     @staticmethod
@@ -60,85 +70,82 @@ class SurfaceContact:
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
     def resolve(self, xp, positions, start):
-        """Returns (positions, number of point–triangle contacts corrected in the worst pass)."""
-        if len(self.triangles) == 0 or self.iterations == 0:
+        """Separate points from triangles: positions, start (n, 3) [m] particle positions now and at
+        the substep start, on ``xp``'s device. Returns (positions, number of point–triangle contacts
+        corrected in the worst pass)."""
+        if self.triangles.shape[0] == 0 or self.iterations == 0:
             return positions, 0
-        on_device = not isinstance(positions, np.ndarray)
-        start_points = self.points.points(start)
-        y0 = np.asarray(start_points.get() if on_device else start_points, dtype=float)
+        y0 = self.points.points(start)
         total = 0
         for _ in range(self.iterations):
-            current = self.points.points(positions)
-            y = np.asarray(current.get() if on_device else current, dtype=float)
-            delta, touched, count = self._pass(y, y0)
+            y = self.points.points(positions)
+            delta, touched, count = self._pass(xp, y, y0)
             total = max(total, count)
             if count == 0:
                 break
-            positions = self.points.distribute(positions, xp.asarray(delta), xp.asarray(touched))
+            positions = self.points.distribute(positions, delta, touched)
         return positions, total
 
-    def _pass(self, y, y0):
+    def _candidates(self, xp, y, y0):
+        """(point (c,), triangle (c,)) candidate pairs of points y (n_c, 3) [m], y0 at the substep start."""
         tri = self.triangles
-        reach = 2.0 * self.thickness.max() + float(np.abs(y - y0).max())  # a point may cross within a step
+        reach = 2.0 * self.largest_thickness + xp.abs(y - y0).max()   # a point may cross within a step
         points, triangles = [], []
-        for owner in np.unique(self.triangle_owner):          # one k-d tree per object surface
-            owned = np.nonzero(self.triangle_owner == owner)[0]
+        for owned, queried in self.surfaces:
             corners = y[tri[owned]]
             centroids = corners.mean(axis=1)
-            max_radius = np.linalg.norm(corners - centroids[:, None, :], axis=2).max()
-            queried = np.nonzero((self.point_owner != owner) | self.self_contact[owner])[0]
-            if len(queried) == 0:
-                continue
-            k = min(self.neighbours, len(owned))
-            distance, nearest = cKDTree(centroids).query(y[queried], k=k, distance_upper_bound=reach + max_radius)
-            distance, nearest = distance.reshape(len(queried), k), nearest.reshape(len(queried), k)
-            valid = np.isfinite(distance)
-            points.append(np.repeat(queried, k).reshape(len(queried), k)[valid])
-            triangles.append(owned[nearest[valid]])
-        point = np.concatenate(points) if points else np.zeros(0, np.int64)
-        triangle = np.concatenate(triangles) if triangles else np.zeros(0, np.int64)
+            max_radius = xp.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2).max())
+            query, nearest = nearest_within(xp, y[queried], centroids, reach + max_radius, self.neighbours)
+            points.append(queried[query])
+            triangles.append(owned[nearest])
+        point = xp.concatenate(points) if points else xp.zeros(0, dtype=xp.int64)
+        triangle = xp.concatenate(triangles) if triangles else xp.zeros(0, dtype=xp.int64)
         keep = ~(tri[triangle] == point[:, None]).any(axis=1)
-        point, triangle = point[keep], triangle[keep]
-        empty = (np.zeros_like(y), np.zeros(len(y), bool), 0)
-        if len(point) == 0:
+        return point[keep], triangle[keep]
+
+    def _pass(self, xp, y, y0):
+        """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts)."""
+        tri = self.triangles
+        point, triangle = self._candidates(xp, y, y0)
+        empty = (xp.zeros_like(y), xp.zeros(y.shape[0], dtype=bool), 0)
+        if point.shape[0] == 0:
             return empty
         a, b, c = (y[tri[triangle, k]] for k in range(3))
-        closest, bary = closest_points_on_triangles(y[point], a, b, c)
+        closest, bary = closest_points_on_triangles(y[point], a, b, c, xp)
         gap = y[point] - closest
         separation = self.thickness[point] + self.thickness[tri[triangle]].max(axis=1)
-        normal = np.cross(b - a, c - a)
-        normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-30)[:, None]
+        normal = xp.cross(b - a, c - a)
+        normal = normal / xp.maximum(xp.sqrt((normal * normal).sum(axis=1)), 1e-30)[:, None]
         a0, b0, c0 = (y0[tri[triangle, k]] for k in range(3))
-        normal0 = np.cross(b0 - a0, c0 - a0)
+        normal0 = xp.cross(b0 - a0, c0 - a0)
         closest0 = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
-        side = np.sign(((y0[point] - closest0) * normal0).sum(axis=1))
+        side = xp.sign(((y0[point] - closest0) * normal0).sum(axis=1))
         height = (gap * normal).sum(axis=1)
-        current = np.sign(height)
-        side = np.where(side == 0, np.where(current == 0, 1.0, current), side)
+        current = xp.sign(height)
+        side = xp.where(side == 0, xp.where(current == 0, 1.0, current), side)
         # in contact: closer than the separation, or crossed through the face during the substep
-        distance = np.linalg.norm(gap, axis=1)
+        distance = xp.sqrt((gap * gap).sum(axis=1))
         # projection inside the (closed) triangle: the gap is along the normal
-        crossed = (side != current) & (np.abs(height) >= (1.0 - 1e-9) * distance)
+        crossed = (side != current) & (xp.abs(height) >= (1.0 - 1e-9) * distance)
         active = (distance < separation) | crossed
         error = separation - side * height
         active &= error > 0
         point, triangle, bary, normal, side, error = (x[active] for x in (point, triangle, bary, normal, side, error))
-        if len(point) == 0:
+        if point.shape[0] == 0:
             return empty
         corners_index = tri[triangle]
         w_point = self.inverse_mass[point]
         w_corner = self.inverse_mass[corners_index]
         denominator = w_point + (bary**2 * w_corner).sum(axis=1)
-        lam = np.where(denominator > 0, error / np.maximum(denominator, 1e-300), 0.0)
+        lam = xp.where(denominator > 0, error / xp.maximum(denominator, 1e-300), 0.0)
         direction = side[:, None] * normal
-        correction = np.zeros_like(y)
-        counts = np.zeros(len(y))
-        moves = [(point, (lam * w_point)[:, None] * direction)]
-        for k in range(3):
-            moves.append((corners_index[:, k], -(lam * bary[:, k] * w_corner[:, k])[:, None] * direction))
-        for index, delta in moves:
-            for axis in range(3):
-                correction[:, axis] += np.bincount(index, weights=delta[:, axis], minlength=len(y))
-            counts += np.bincount(index, minlength=len(y))
+        # the point moves along +direction, the triangle corners against it (weighted by barycentric)
+        index = xp.concatenate([point, corners_index.ravel()])                               # (4c,)
+        weight = xp.concatenate([lam * w_point, -(lam[:, None] * bary * w_corner).ravel()])  # (4c,)
+        corner_direction = xp.broadcast_to(direction[:, None, :], (point.shape[0], 3, 3)).reshape(-1, 3)
+        move = weight[:, None] * xp.concatenate([direction, corner_direction])
+        n = y.shape[0]
+        correction = xp.stack([xp.bincount(index, weights=move[:, axis], minlength=n) for axis in range(3)], axis=1)
+        counts = xp.bincount(index, minlength=n)
         touched = counts > 0
-        return correction / np.maximum(counts, 1.0)[:, None], touched, len(point)
+        return correction / xp.maximum(counts, 1)[:, None], touched, point.shape[0]

@@ -62,6 +62,13 @@ def hair(model, frames=5):
     return scene([strand_hair, _sphere((0.08, 0.006, 0.946), 0.05)], frame_end=frames, substeps=2, solver=solver)
 
 
+def cosserat_interaction():
+    """Cosserat hair with strand-strand swept-sphere interaction switched on (strands 2-4 mm apart)."""
+    hair_scene = hair("cosserat")
+    hair_scene["objects"][0]["params"].update({"interaction_inner_radius": 0.002, "interaction_outer_radius": 0.004})
+    return hair_scene
+
+
 def der_crossing():
     """Two DER strands of one object crossing 4 mm apart: the lower pinned at both ends, the upper free
     and falling onto it (strand–strand contact: CCD broad phase, edge-edge impulses)."""
@@ -162,6 +169,7 @@ SCENARIOS = {
     "der": _static(lambda: hair("der")),
     "particles": _static(lambda: hair("particles")),
     "cosserat": _static(lambda: hair("cosserat")),
+    "cosserat_interaction": _static(cosserat_interaction),
     "der_animated_roots": lambda: animated_hair("der"),
     "der_strand_contact": _static(der_crossing),
     "colliders_der": _static(lambda: collider_zoo("der")),

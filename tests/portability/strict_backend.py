@@ -12,7 +12,11 @@
 - refuses arithmetic, ufuncs, ``xp`` calls and item assignment that mix it with a host ``numpy.ndarray``
   (CuPy raises ``TypeError: Unsupported type <class 'numpy.ndarray'>``); numpy ufuncs on device arrays
   only are allowed (CuPy implements ``__array_ufunc__``); Python and numpy scalars mix freely;
-- accepts numpy integer/boolean arrays as indices (CuPy copies them to the device).
+- accepts numpy integer/boolean arrays as indices (CuPy copies them to the device);
+- inside :func:`substep_guard` (the tests wrap every solver substep in it) refuses every device -> host
+  array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): issue 8 allows those only at frame
+  boundaries. Scalar conversions (``float``/``int``/``bool`` of a 0-d array: a synchronization, not an
+  array copy) stay allowed there and are counted in :data:`SYNCS`.
 
 ``xp`` is numpy behind a filter: host arrays are accepted only by the upload functions
 (``asarray``, ``array``, ``asanyarray``), ``asnumpy`` is the download, and the names in
@@ -23,6 +27,7 @@ device-side conjugate-gradient solve that ``--device cuda`` uses without cholesp
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import operator
 from typing import Any
@@ -42,6 +47,36 @@ NOT_IN_CUPY = frozenset({
 class PortabilityError(AssertionError):
     """Solver code did something CuPy arrays refuse (CuPy raises TypeError; numpy swallows TypeError from
     ``__array__``, so this is an AssertionError)."""
+
+
+class _Phase:
+    """Where the strict backend is: ``inside`` names the substep being run, or is None between substeps."""
+
+    inside: str | None = None
+
+
+SYNCS: dict[str, int] = {}  # substep description -> scalar device -> host synchronizations counted inside it
+
+
+@contextlib.contextmanager
+def substep_guard(where: str):
+    """Refuse device -> host array copies while the block runs (one solver substep, ``where`` names it)."""
+    outer, _Phase.inside = _Phase.inside, where
+    try:
+        yield
+    finally:
+        _Phase.inside = outer
+
+
+def _download(what: str) -> None:
+    if _Phase.inside is not None:
+        raise PortabilityError(f"{what}: a device -> host array copy inside a substep ({_Phase.inside}); issue 8 "
+                               "allows host <-> device copies only at frame boundaries")
+
+
+def _synchronize() -> None:
+    if _Phase.inside is not None:
+        SYNCS[_Phase.inside] = SYNCS.get(_Phase.inside, 0) + 1
 
 
 def _is_host_array(value) -> bool:
@@ -130,6 +165,7 @@ class DeviceArray:
 
     def get(self) -> np.ndarray:
         """CuPy's device -> host copy."""
+        _download("DeviceArray.get()")
         return self._data.copy()
 
     def __repr__(self):
@@ -142,15 +178,19 @@ class DeviceArray:
         return (_wrap(item) for item in self._data)
 
     def __bool__(self):
+        _synchronize()
         return bool(self._data)
 
     def __float__(self):
+        _synchronize()
         return float(self._data)
 
     def __int__(self):
+        _synchronize()
         return int(self._data)
 
     def __index__(self):
+        _synchronize()
         return operator.index(self._data)
 
     def __complex__(self):
@@ -295,6 +335,7 @@ class StrictNamespace:
     def asnumpy(array) -> np.ndarray:
         """CuPy's device -> host copy."""
         if isinstance(array, DeviceArray):
+            _download("xp.asnumpy")
             return array._data.copy()
         return np.asarray(array)
 
@@ -373,6 +414,7 @@ class StrictBackend(Backend):
     def to_host(self, array) -> np.ndarray:
         if not isinstance(array, DeviceArray):
             raise PortabilityError(f"backend.to_host got a {type(array).__name__}, not a device array")
+        _download("backend.to_host")
         return array._data.copy()
 
     def from_host(self, array, dtype=None):
