@@ -91,6 +91,9 @@ HAIR = (
     ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e13, low_open=True),
     ParamSpec("pin_stiffness", 1.0e4, "N/m", "stiffness of a pin with weight w < 1", low=0.0, high=1.0e12,
               low_open=True),
+    ParamSpec("collide_with_other_hair", True, "",
+              "der: collide with the strands of the other DER hair objects (off: own strands and colliders only)",
+              type="bool"),
     # Fast strand models (docs/fast_hair.md); ignored by "der".
     ParamSpec("gravity_scale", 1.0, "", "multiplies the scene gravity (particles, cosserat)", low=0.0, high=100.0),
     ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", "wind direction (particles, cosserat)", type="vector3",

@@ -1,7 +1,19 @@
 """Registry entry for hair with ``params.model == "der"`` (solver_server.solvers registry, ("hair", "der")).
 
-Each DER hair object gets one DerSolver over all of its strands (hair–hair contact inside the object;
-between two hair objects it is not simulated).  Kinematic points:
+All DER hair objects of a scene whose ``collide_with_other_hair`` is on (the default) are simulated by ONE
+DerSolver: their strands are concatenated (the model is flattened over strands and its banded system is
+block-diagonal per strand), so strands of different objects collide with each other (a character's hair and
+its beard, two characters' hair).  Every object keeps its own material (radius, E, G, density, damping: the
+combined model is the concatenation of the objects' own models), its own contact parameters and its own
+kinematic points; results and checkpoint arrays are split back per object.  An object with
+``collide_with_other_hair`` off gets a DerSolver of its own (contact with its own strands and the colliders
+only).
+
+Contact parameters of a pair of strands from objects a and b: hair–hair μ = (μ_a + μ_b) / 2 and extra contact
+distance (thickness_a + thickness_b) / 2, which are the object's own values for a pair inside one object;
+vertex–collider μ = the mean of the object's ``collider_friction`` and the collider's ``friction`` as before.
+
+Kinematic points of every object:
 
 * no ``pins`` key: clamped roots (first two points and the first twist angle of every strand), bound to the
   emitter surface (``roots``) or carried by the object's matrix_world;
@@ -15,14 +27,16 @@ response ("delassus" | "rigid_rod").
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from ...sim.errors import SceneError
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
-from .contact import ContactSettings
+from .contact import ContactSettings, ContactSolver, StepContacts
 from .integrator import NewtonSettings
-from .model import DerInputError, DerMaterial, build_model
+from .model import DerInputError, DerMaterial, DerModel, build_model
 from .solver import DerControl, DerSolver
 from .state import DerState, rest_state
 
@@ -48,9 +62,14 @@ def _settings(scene, object_id):
     return newton, raw.get("response", "delassus")
 
 
-class _DerObject:
+class _HairObject:
+    """One DER hair object: its own model (own material), contact parameters and kinematic points.
+
+    fixed_vertices (F,) / fixed_edges (K,) / soft_indices (P,) are indices inside the object (host int64);
+    ``targets(poses)`` gives their targets at the end of a substep in that order.
+    """
+
     def __init__(self, spec, backend, scene):
-        xp = backend.xp
         self.id = spec.id
         points = np.asarray(spec.vertices, np.float64)
         offsets = np.asarray(spec.raw.get("strand_offsets", [0, len(points)]), np.int64)
@@ -60,69 +79,228 @@ class _DerObject:
                                shear_modulus=float(params["shear_modulus"]), density=float(params["density"]),
                                damping=float(params["damping"]))
         try:
-            self.model = build_model(xp, backend.from_host(points), backend.from_host(offsets), material)
+            self.model = build_model(backend.xp, backend.from_host(points), backend.from_host(offsets), material)
         except DerInputError as error:
             raise SceneError(str(error), object=spec.id) from error
-        newton, response = _settings(scene, spec.id)
-        contact = ContactSettings(friction=float(params["friction"]), collider_friction=float(params["collider_friction"]),
-                                  thickness=float(params["thickness"]), response=response)
+        self.friction = float(params["friction"])
+        self.collider_friction = float(params["collider_friction"])
+        self.thickness = float(params["thickness"])
+        self.collides_with_other_hair = bool(params.get("collide_with_other_hair", True))
         self.matrix_rest = spec.matrix_world
         self.rest_points = points
+        self.offsets = offsets
         self.binding = None
-        fixed_vertices, fixed_edges, soft = None, None, None
         self.soft_indices = np.zeros(0, np.int64)
+        self.soft_stiffness = np.zeros(0, np.float64)
         if "pins" in spec.raw and spec.raw.get("pins") is not None:
             hard = spec.pin_weights >= 1.0
-            fixed_vertices, fixed_edges = spec.pin_indices[hard].astype(np.int64), np.zeros(0, np.int64)
+            self.fixed_vertices = spec.pin_indices[hard].astype(np.int64)
+            self.fixed_edges = np.zeros(0, np.int64)
             self.soft_indices = spec.pin_indices[~hard].astype(np.int64)
-            if self.soft_indices.size:   # weight w < 1: spring of stiffness w · pin_stiffness (ARCHITECTURE §2)
-                soft = (self.soft_indices, spec.pin_weights[~hard] * float(params["pin_stiffness"]))
-        else:
-            self.binding = RootBinding(spec, scene, points[offsets[:-1]])
-        try:
-            self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices, fixed_edges=fixed_edges,
-                                    contact=contact, soft_pins=soft)
-        except ValueError as error:
-            raise SceneError(str(error), object=spec.id) from error
-        self.fixed_vertices_host = backend.to_host(self.solver.fixed_vertices)  # pin targets are built on the host
-        self.state = rest_state(xp, self.model)
-        self.offsets = offsets
+            # weight w < 1: spring of stiffness w · pin_stiffness (ARCHITECTURE §2)
+            self.soft_stiffness = spec.pin_weights[~hard] * float(params["pin_stiffness"])
+        else:   # clamped roots: [roots..., second vertices...] and the first edge of every strand
+            first = offsets[:-1]
+            self.fixed_vertices = np.concatenate((first, first + 1))
+            self.fixed_edges = first - np.arange(len(first))
+            self.binding = RootBinding(spec, scene, points[first])
 
-    def control(self, poses) -> DerControl:
+    def targets(self, poses) -> tuple[np.ndarray, np.ndarray]:
+        """(F, 3) fixed-vertex and (P, 3) soft-pin targets [m] (host float64) for the poses of a substep end."""
         if self.binding is not None:
             roots, rotations = self.binding.frames(poses)
             first = self.offsets[:-1]
             second = roots + np.einsum("sij,sj->si", rotations, self.rest_points[first + 1] - self.rest_points[first])
-            return DerControl(vertex_targets=np.concatenate((roots, second)))
+            return np.concatenate((roots, second)), np.zeros((0, 3))
         pose = poses.get(self.id)
         matrix = self.matrix_rest if pose is None else pose.matrix
         carry = matrix @ np.linalg.inv(self.matrix_rest)
-        pinned = self.rest_points[self.fixed_vertices_host]
+        pinned = self.rest_points[self.fixed_vertices]
         soft = self.rest_points[self.soft_indices]
-        return DerControl(vertex_targets=pinned @ carry[:3, :3].T + carry[:3, 3],
-                          soft_targets=soft @ carry[:3, :3].T + carry[:3, 3])
+        return pinned @ carry[:3, :3].T + carry[:3, 3], soft @ carry[:3, :3].T + carry[:3, 3]
+
+
+# How each DerModel field is joined when the strands of several objects are concatenated: index arrays are
+# shifted by the preceding objects' count of what they index; per-element data is stacked along axis 0.
+_SHIFTED_FIELDS = {"vertex_strand": "n_strands", "vertex_dof": "n_dofs", "edge_vertex": "n_vertices",
+                   "edge_strand": "n_strands", "edge_dof": "n_dofs", "bend_vertex": "n_vertices",
+                   "bend_edges": "n_edges", "bend_dof": "n_dofs", "position_dofs": "n_dofs"}
+_COUNT_FIELDS = ("n_vertices", "n_strands", "n_edges", "n_dofs")
+_STACKED_FIELDS = ("edge_local", "rest_positions", "rest_edge_length", "voronoi_length", "rest_bend", "rest_twist",
+                   "stretch_stiffness", "bend_stiffness", "twist_stiffness", "edge_radius", "vertex_mass",
+                   "edge_inertia", "mass", "rest_u", "bend_weight", "twist_weight")
+
+
+def concatenate_models(xp, models: list[DerModel]) -> DerModel:
+    """One DerModel over the strands of ``models`` in order (each keeps its own stiffness, masses and rest
+    shape).  damping stays a scalar when all agree, else it is per DOF (n_dofs,) [1/s]."""
+    if len(models) == 1:
+        return models[0]
+    joined = {"xp": xp}
+    for name in _COUNT_FIELDS:
+        joined[name] = sum(getattr(model, name) for model in models)
+    for name, counted in _SHIFTED_FIELDS.items():
+        starts = np.cumsum([0] + [getattr(model, counted) for model in models[:-1]])
+        joined[name] = xp.concatenate([getattr(model, name) + int(start) for model, start in zip(models, starts)])
+    for name in _STACKED_FIELDS:
+        joined[name] = xp.concatenate([getattr(model, name) for model in models])
+    vertex_starts = np.cumsum([0] + [model.n_vertices for model in models[:-1]])
+    joined["strand_offsets"] = xp.concatenate(
+        [model.strand_offsets[:-1] + int(start) for model, start in zip(models, vertex_starts)]
+        + [xp.asarray([joined["n_vertices"]], dtype=models[0].strand_offsets.dtype)])
+    dampings = [float(model.damping) for model in models]
+    joined["damping"] = dampings[0] if len(set(dampings)) == 1 else \
+        xp.concatenate([xp.full(model.n_dofs, value) for model, value in zip(models, dampings)])
+    missing = sorted({item.name for item in fields(DerModel)} - set(joined))
+    if missing:
+        raise RuntimeError(f"DerModel field(s) {missing} have no rule in der/group.py to join several hair objects")
+    return DerModel(**joined)
+
+
+class _PerObjectContactSolver(ContactSolver):
+    """ContactSolver for strands of several objects whose contact parameters differ (mean μ and thickness
+    per pair, the object's own collider μ); the detection runs with the largest thickness, then every
+    contact's μ and normal target are set for its objects."""
+
+    def __init__(self, xp, model, settings: ContactSettings, vertex_object, objects: list[_HairObject]):
+        super().__init__(xp, model, [], settings)
+        self.vertex_object = vertex_object
+        self.object_friction = xp.asarray([hair.friction for hair in objects])
+        self.object_collider_friction = xp.asarray([hair.collider_friction for hair in objects])
+        self.object_thickness = xp.asarray([hair.thickness for hair in objects])
+
+    def begin_step(self, state, dt: float, fixed_dofs) -> StepContacts:
+        return _PerObjectStepContacts(self, state, dt, fixed_dofs)
+
+
+class _PerObjectStepContacts(StepContacts):
+    def _detect(self, velocity):
+        super()._detect(velocity)
+        if self.vertices.shape[0] == 0:
+            return
+        xp, solver, settings = self.xp, self.solver, self.solver.settings
+        side_a = solver.vertex_object[self.vertices[:, 0]]
+        side_b = solver.vertex_object[self.vertices[:, 2]]   # the same object for a vertex–collider contact
+        pair_mu = 0.5 * (solver.object_friction[side_a] + solver.object_friction[side_b])
+        # detected with settings.collider_friction: μ = (that + collider μ) / 2; swap in the object's own
+        collider_mu = self.mu + 0.5 * (solver.object_collider_friction[side_a] - settings.collider_friction)
+        self.mu = xp.where(self.kind_edge, pair_mu, collider_mu)
+        thickness = 0.5 * (solver.object_thickness[side_a] + solver.object_thickness[side_b])
+        self.target_normal = self.target_normal - (settings.thickness - thickness) / self.h
+
+
+class _SharedSolver:
+    """One DerSolver over the concatenated strands of ``objects``; strands of all of them collide."""
+
+    def __init__(self, objects: list[_HairObject], backend, newton: NewtonSettings, response: str):
+        xp = backend.xp
+        self.backend = backend
+        self.objects = objects
+        self.model = concatenate_models(xp, [hair.model for hair in objects])
+        counts = {name: np.array([getattr(hair.model, name) for hair in objects]) for name in _COUNT_FIELDS}
+        counts["n_bends"] = np.array([hair.model.bend_vertex.shape[0] for hair in objects])
+        self.starts = {name: np.concatenate(([0], np.cumsum(value))) for name, value in counts.items()}
+        vertex_start, edge_start = self.starts["n_vertices"], self.starts["n_edges"]
+        fixed_vertices = np.concatenate([hair.fixed_vertices + vertex_start[k] for k, hair in enumerate(objects)])
+        fixed_edges = np.concatenate([hair.fixed_edges + edge_start[k] for k, hair in enumerate(objects)])
+        soft_indices = np.concatenate([hair.soft_indices + vertex_start[k] for k, hair in enumerate(objects)])
+        soft_stiffness = np.concatenate([hair.soft_stiffness for hair in objects])
+        soft = (soft_indices, soft_stiffness) if soft_indices.size else None
+        first = objects[0]
+        uniform = all((hair.friction, hair.collider_friction, hair.thickness)
+                      == (first.friction, first.collider_friction, first.thickness) for hair in objects)
+        contact = ContactSettings(friction=first.friction, collider_friction=first.collider_friction,
+                                  thickness=first.thickness if uniform else max(hair.thickness for hair in objects),
+                                  response=response)
+        try:
+            self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices,
+                                    fixed_edges=fixed_edges, contact=contact, soft_pins=soft)
+            if not uniform:
+                owner = np.repeat(np.arange(len(objects)), counts["n_vertices"])
+                self.solver.contact = _PerObjectContactSolver(xp, self.model, contact, backend.from_host(owner),
+                                                              objects)
+        except ValueError as error:
+            raise SceneError(str(error), object=first.id) from error
+        self.state = rest_state(xp, self.model)
+
+    def step(self, inputs: SubstepInputs, colliders: list) -> dict:
+        from_host = self.backend.from_host
+        self.solver.contact.set_colliders(colliders)
+        targets = [hair.targets(inputs.poses) for hair in self.objects]
+        soft_targets = np.concatenate([soft for _, soft in targets])
+        control = DerControl(vertex_targets=from_host(np.concatenate([fixed for fixed, _ in targets])),
+                             soft_targets=from_host(soft_targets) if soft_targets.size else None)
+        out = self.state.copy()
+        stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity)
+        self.state = out
+        return stats
+
+    def _rows(self, index: int, length: int) -> slice | None:
+        """Rows of object ``index`` in a combined state array of leading length ``length`` (None: unknown)."""
+        for name in ("n_vertices", "n_edges", "n_bends"):
+            if length == self.starts[name][-1]:
+                return slice(int(self.starts[name][index]), int(self.starts[name][index + 1]))
+        return None
+
+    def object_state(self, index: int) -> dict:
+        """Host copies of object ``index``'s rows of every DerState field."""
+        to_host = self.backend.to_host
+        arrays = {}
+        for name in DerState.__dataclass_fields__:
+            value = to_host(getattr(self.state, name))
+            rows = self._rows(index, value.shape[0])
+            if rows is None:
+                raise RuntimeError(f"DerState field {name!r} of length {value.shape[0]} is not per vertex, edge "
+                                   "or bend element; der/group.py cannot split it per hair object")
+            arrays[name] = np.array(value[rows])
+        return arrays
+
+    def load_object_states(self, states: list[dict]) -> None:
+        """Replace the state by the objects' rows (one dict of DerState fields per object, in order)."""
+        from_host = self.backend.from_host
+        joined = {name: from_host(np.concatenate([state[name] for state in states]))
+                  for name in DerState.__dataclass_fields__}
+        self.state = DerState(**joined)
+
+    def solver_state(self) -> dict:
+        """Cross-step state of the solver itself beyond DerState (e.g. contact warm starts), host arrays: what
+        its contact solver's optional ``state_arrays()`` returns ({} without one)."""
+        export = getattr(self.solver.contact, "state_arrays", None)
+        return dict(export()) if export is not None else {}
+
+    def load_solver_state(self, arrays: dict) -> None:
+        """Hand arrays from :meth:`solver_state` back to the contact solver's ``load_state_arrays``."""
+        load = getattr(self.solver.contact, "load_state_arrays", None)
+        if load is not None:
+            load({name: self.backend.from_host(np.asarray(value)) for name, value in arrays.items()})
+
+    def object_positions(self, index: int):
+        rows = slice(int(self.starts["n_vertices"][index]), int(self.starts["n_vertices"][index + 1]))
+        return self.state.positions[rows]
 
 
 class DerHairGroup:
-    """All DER hair objects of a scene."""
+    """All DER hair objects of a scene: one shared solver for the objects that collide with other hair,
+    one solver each for the objects that opt out."""
 
     def __init__(self, specs, backend, scene):
         self.backend = backend
         self.ids = [spec.id for spec in specs]
-        self.objects = [_DerObject(spec, backend, scene) for spec in specs]
+        objects = [_HairObject(spec, backend, scene) for spec in specs]
+        newton, response = _settings(scene, self.ids[0])
+        shared = [hair for hair in objects if hair.collides_with_other_hair]
+        members = [shared] if shared else []
+        members += [[hair] for hair in objects if not hair.collides_with_other_hair]
+        self.solvers = [_SharedSolver(group, backend, newton, response) for group in members]
+        # where each object lives: (solver, index inside it), in the order of ``ids``
+        place = {hair.id: (solver, index) for solver in self.solvers for index, hair in enumerate(solver.objects)}
+        self.places = [place[object_id] for object_id in self.ids]
 
     def step(self, inputs: SubstepInputs) -> dict:
         totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0}
         colliders = list(inputs.colliders.colliders) if inputs.colliders is not None else []
-        for hair in self.objects:
-            hair.solver.contact.set_colliders(colliders)
-            control = hair.control(inputs.poses)
-            control.vertex_targets = self.backend.from_host(control.vertex_targets)
-            if control.soft_targets is not None:
-                control.soft_targets = self.backend.from_host(control.soft_targets)
-            out = hair.state.copy()
-            stats = hair.solver.step(hair.state, out, control, None, inputs.dt, gravity=inputs.gravity)
-            hair.state = out
+        for shared in self.solvers:
+            stats = shared.step(inputs, colliders)
             totals["iterations"] = max(totals["iterations"], stats["iterations"])
             totals["contacts"] += stats.get("contacts", 0)
             totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
@@ -130,33 +308,45 @@ class DerHairGroup:
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:
-        return {hair.id: self.backend.to_host(hair.state.positions).astype(np.float32) for hair in self.objects}
+        to_host = self.backend.to_host
+        return {object_id: to_host(shared.object_positions(index)).astype(np.float32)
+                for object_id, (shared, index) in zip(self.ids, self.places)}
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Checkpoint state: every DerState field of every object (positions, velocities, twist angles
         and their rates, time-parallel reference frames and unwrapped reference twists), named
-        ``object<i>_<field>`` with i the object's position in ``ids``."""
-        to_host = self.backend.to_host
-        return {f"object{index}_{name}": np.array(to_host(getattr(hair.state, name)))
-                for index, hair in enumerate(self.objects) for name in DerState.__dataclass_fields__}
+        ``object<i>_<field>`` with i the object's position in ``ids`` (split out of the shared solver), plus
+        ``solver<k>_<name>`` for the cross-step state of solver k (see :meth:`_SharedSolver.solver_state`)."""
+        arrays = {}
+        for number, (shared, index) in enumerate(self.places):
+            arrays.update({f"object{number}_{name}": value for name, value in shared.object_state(index).items()})
+        for number, shared in enumerate(self.solvers):
+            arrays.update({f"solver{number}_{name}": np.array(self.backend.to_host(value))
+                           for name, value in shared.solver_state().items()})
+        return arrays
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        loaded = []
-        for index, hair in enumerate(self.objects):
-            fields = {}
-            for name in DerState.__dataclass_fields__:
-                like = self.backend.to_host(getattr(hair.state, name))
-                value = checked_state_array(arrays, f"object{index}_{name}", like.shape, like.dtype, hair.id)
-                fields[name] = self.backend.from_host(value)
-            loaded.append(DerState(**fields))
-        for hair, state in zip(self.objects, loaded):
-            hair.state = state
+        loaded = {}
+        for number, (shared, index) in enumerate(self.places):
+            like = shared.object_state(index)
+            loaded[self.ids[number]] = {
+                name: checked_state_array(arrays, f"object{number}_{name}", value.shape, value.dtype, self.ids[number])
+                for name, value in like.items()}
+        for number, shared in enumerate(self.solvers):
+            prefix = f"solver{number}_"
+            try:
+                shared.load_solver_state({name[len(prefix):]: value for name, value in arrays.items()
+                                          if name.startswith(prefix)})
+            except (KeyError, ValueError) as error:
+                raise SceneError(f"the resume checkpoint's solver state {prefix}* does not fit this scene ({error})",
+                                 object=shared.objects[0].id) from error
+            shared.load_object_states([loaded[hair.id] for hair in shared.objects])
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
-        for hair in self.objects:
-            if not bool(xp.all(xp.isfinite(hair.state.positions))):
-                return hair.id
+        for object_id, (shared, index) in zip(self.ids, self.places):
+            if not bool(xp.all(xp.isfinite(shared.object_positions(index)))):
+                return object_id
         return None
 
 
