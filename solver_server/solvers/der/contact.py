@@ -66,11 +66,31 @@ class ContactSolver:
         self.model = model
         self.colliders = [adapt_collider(collider) for collider in colliders]
         self.settings = settings
+        self._warm = None   # (sorted keys, impulses (n, 3), step length) of the last finished step
         if settings.response not in ("rigid_rod", "delassus"):
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         for name in ("friction", "thickness"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
+
+    def remember(self, contacts: "StepContacts") -> None:
+        """Keep the impulses a finished step applied, keyed by contact, to warm-start the next step."""
+        xp = self.xp
+        order = xp.argsort(contacts.keys)
+        self._warm = (contacts.keys[order], contacts.applied[order], contacts.h)
+
+    def warm_start(self, keys, normal, mu, dt: float):
+        """Impulses (n, 3) [N·s] for contacts `keys` (n,): the last step's impulse of the same contact scaled by
+        the step-length ratio and projected onto the new Coulomb cone; zero for new contacts."""
+        xp = self.xp
+        impulse = xp.zeros((keys.shape[0], 3))
+        if self._warm is None or self._warm[0].shape[0] == 0 or keys.shape[0] == 0:
+            return impulse
+        previous_keys, previous_impulse, previous_dt = self._warm
+        slot = xp.minimum(xp.searchsorted(previous_keys, keys), previous_keys.shape[0] - 1)
+        found = previous_keys[slot] == keys
+        impulse[found] = previous_impulse[slot[found]] * (dt / previous_dt)
+        return project_to_cone(xp, impulse, normal, mu)
 
     def set_colliders(self, colliders) -> None:
         """Replace the colliders (e.g. the scene's ColliderSet entries, posed for the coming step)."""
@@ -98,6 +118,7 @@ class StepContacts:
         n = 0
         # contact arrays: 4 vertex slots (rod A: a0, a1; rod B: b0, b1) with interpolation weights
         self.vertices = xp.zeros((n, 4), dtype=xp.int64)
+        self.keys = xp.zeros(n, dtype=xp.int64)    # identity of a contact across steps (warm start)
         self.weights = xp.zeros((n, 4))
         self.kind_edge = xp.zeros(n, dtype=bool)
         self.normal = xp.zeros((n, 3))
@@ -108,6 +129,8 @@ class StepContacts:
         self.worst_penetration = 0.0
         self.impulse = xp.zeros((n, 3))
         self.applied = xp.zeros((n, 3))
+        self._last_increment = xp.zeros((n, 3))
+        self._relaxation = xp.ones(n)
         self.active_mask = xp.zeros(n, dtype=bool)
         self.last_velocity = None
         self.n_edge_contacts = 0
@@ -128,11 +151,12 @@ class StepContacts:
         parts = []
         if settings.self_collision:
             parts.append(self._detect_edges(x0, x1))
-        for collider in self.solver.colliders:
-            parts.append(self._detect_collider(collider, x0, x1, velocity))
+        for number, collider in enumerate(self.solver.colliders):
+            parts.append(self._detect_collider(collider, number, x0, x1, velocity))
         parts = [part for part in parts if part is not None and part[0].shape[0]]
         if not parts:
             return
+        self.keys = xp.concatenate([p[8] for p in parts])
         self.vertices = xp.concatenate([p[0] for p in parts])
         self.weights = xp.concatenate([p[1] for p in parts])
         self.kind_edge = xp.concatenate([p[2] for p in parts])
@@ -144,6 +168,8 @@ class StepContacts:
         n = self.vertices.shape[0]
         self.impulse = xp.zeros((n, 3))
         self.applied = xp.zeros((n, 3))
+        self._last_increment = xp.zeros((n, 3))
+        self._relaxation = xp.ones(n)
         self.active_mask = xp.ones(n, dtype=bool)
         self.n_edge_contacts = int(self.kind_edge.sum())
         self.n_collider_contacts = n - self.n_edge_contacts
@@ -234,9 +260,15 @@ class StepContacts:
         weights = xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1)
         return (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
                 xp.zeros((n, 3)), xp.full(n, settings.friction),
-                xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]))
+                xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]),
+                ea[hit] * model.n_edges + eb[hit])
 
-    def _detect_collider(self, collider, x0, x1, velocity):
+    def _collider_keys(self, number, vertices):
+        """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b)."""
+        model = self.model
+        return model.n_edges * model.n_edges + number * model.n_vertices + vertices
+
+    def _detect_collider(self, collider, number, x0, x1, velocity):
         xp, model, settings = self.xp, self.model, self.solver.settings
         distance, normal = collider.signed_distance(xp, x1)
         radius = self._vertex_radius()
@@ -258,7 +290,7 @@ class StepContacts:
         weights = xp.zeros((n, 4))
         weights[:, 0] = 1.0
         return (vertices, weights, xp.zeros(n, dtype=bool), normal, target, surface_velocity, xp.full(n, float(mu)),
-                radius[index])
+                radius[index], self._collider_keys(number, index))
 
     def _vertex_radius(self):
         xp, model = self.xp, self.model
@@ -284,10 +316,7 @@ class StepContacts:
         """Entries (A⁻¹)_{rows, cols} from its band; 0 outside the band (far apart on a strand or two strands)."""
         xp = self.xp
         if self._inverse_band is None:
-            model = self.model
-            ends = model.vertex_dof[model.strand_offsets[1:] - 1] + 3
-            ends_host = ends if xp is np else xp.asnumpy(ends)  # the Takahashi recurrence runs on the host
-            self._inverse_band = xp.asarray(band_of_inverse(xp, self._factor.lower_factor, ends_host))
+            self._inverse_band = xp.asarray(self._inverse_band_of_touched_strands())
         band = self._inverse_band
         p = band.shape[0] - 1
         lower, upper = xp.maximum(rows, cols), xp.minimum(rows, cols)
@@ -295,6 +324,25 @@ class StepContacts:
         # kinematic DOFs do not respond (their identity rows in A would otherwise contribute 1)
         inside = (offset <= p) & ~self.dof_fixed[rows] & ~self.dof_fixed[cols]
         return xp.where(inside, band[xp.minimum(offset, p), upper], 0.0)
+
+    def _inverse_band_of_touched_strands(self):
+        """Band of A⁻¹ (p+1, n_dofs) on the host, computed only for the strands that carry a contact (A is
+        block diagonal over strands, so their blocks of A⁻¹ come from their own factor columns; zero
+        elsewhere)."""
+        xp, model = self.xp, self.model
+        to_host = (lambda a: a) if xp is np else xp.asnumpy   # the Takahashi recurrence runs on the host
+        touched = np.zeros(model.n_strands, dtype=bool)
+        touched[to_host(model.vertex_strand[self.vertices[self.weights != 0.0]])] = True
+        first_vertex, end_vertex = to_host(model.strand_offsets[:-1]), to_host(model.strand_offsets[1:])
+        vertex_dof = to_host(model.vertex_dof)
+        starts = vertex_dof[first_vertex[touched]]
+        ends = vertex_dof[end_vertex[touched] - 1] + 3
+        lengths = ends - starts
+        columns = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        factor = self._factor.lower_factor
+        inverse = np.zeros_like(factor)
+        inverse[:, columns] = band_of_inverse(np, factor[:, columns], np.cumsum(lengths))
+        return inverse
 
     def _coupling(self, first, second):
         """Delassus blocks W_{c c'} = J_c A⁻¹ J_{c'}ᵀ (m, 3, 3) for contact index pairs (first, second)."""
@@ -433,12 +481,30 @@ class StepContacts:
             return None
         self._end_positions = self.start_positions + self.h * v_after
         self.applied = self.impulse.copy()
-        response = self._response(self._contact_counts())
         relative = self.relative_velocity(v_after)
         # predicted end-of-step penetration beyond the contact distance, relative to that distance
         shortfall = (self.target_normal - _rows_dot(xp, relative, self.normal)) * self.h / self.radius_scale
         self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
-        self.impulse = local_impulse_update(xp, response, relative, self.normal, self.target_normal, self.impulse, self.mu)
+        if iteration == 0:
+            warm = self.solver.warm_start(self.keys, self.normal, self.mu, self.h)
+            if bool(xp.any(warm != 0.0)):
+                # the next global step applies last step's impulses of the contacts that persist; the local
+                # steps start from them (the first velocities did not feel them, so no local step now)
+                self.impulse = warm
+                self.active_mask = xp.linalg.norm(warm, axis=1) > 0.0
+                return self.generalized_impulse(warm)
+        response = self._response(self._contact_counts())
+        local = local_impulse_update(xp, response, relative, self.normal, self.target_normal, self.impulse, self.mu)
+        # Jacobi over coupled contacts can settle into a growing two-iteration oscillation (a contact's
+        # increment flips direction every iteration); such contacts are under-relaxed, halving their step
+        # each flip (down to 1/8) and regaining it while they move steadily.  A convex combination of two
+        # impulses inside the Coulomb cone stays inside it.
+        increment = local - self.impulse
+        flipped = _rows_dot(xp, increment, self._last_increment) < 0.0
+        self._relaxation = xp.where(flipped, xp.maximum(0.5 * self._relaxation, 0.125),
+                                    xp.minimum(1.5 * self._relaxation, 1.0))
+        self._last_increment = self._relaxation[:, None] * increment
+        self.impulse = self.impulse + self._last_increment
         self.active_mask = xp.linalg.norm(self.impulse, axis=1) > 0.0
         return self.generalized_impulse(self.impulse)
 

@@ -210,12 +210,18 @@ class ImplicitEulerSolver:
         v[fixed_dofs] = fixed_velocity
         stats = StepStats()
         factor = None
+        # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only after a line search
+        # since the last factorization had to shorten or refuse a step: a matrix whose full steps are
+        # accepted is still a good model of the system
+        stale = False
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
             target = free_velocity + impulse / mass
-            refresh = settings.refresh_interval > 0 and iteration > 0 and iteration % settings.refresh_interval == 0
+            refresh = (stale and settings.refresh_interval > 0 and iteration > 0
+                       and iteration % settings.refresh_interval == 0)
             if factor is None or not settings.quasi_newton or refresh:
+                stale = False
                 factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
                 if iteration == 0 and impulses is not None:
                     impulses.set_system(factor)
@@ -233,6 +239,7 @@ class ImplicitEulerSolver:
                 # never taken); they move again once the impulses or the (refreshed) matrix change
                 stats.line_search_fallbacks += 1
             moved = alpha > 0.0
+            stale = stale or not bool(accepted.all()) or bool(xp.any(alpha[moved] < 1.0))
             if not bool(moved.any()):
                 stats.iterations = iteration + 1
                 break

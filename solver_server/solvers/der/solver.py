@@ -101,6 +101,7 @@ class DerSolver:
                                                 springs)
         if handler is not None:
             stats.extra.update(handler.statistics())
+            self.contact.remember(handler)
         for name in DerState.__dataclass_fields__:
             setattr(state_out, name, getattr(new_state, name))
         return stats.as_dict()
