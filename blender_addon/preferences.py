@@ -15,6 +15,7 @@ from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringPrope
 from bpy.types import AddonPreferences, PropertyGroup, UIList
 
 from .core.connection import ConnectionSettingsError, ServerConnection
+from .properties import DEFAULT_SERVER_ADDRESS
 
 ADDON_PACKAGE = __package__
 
@@ -22,7 +23,7 @@ ADDON_PACKAGE = __package__
 class TangleServerProfile(PropertyGroup):
     """One solver server the artist can pick per scene (``name`` is the profile's label)."""
 
-    address: StringProperty(name="Address", default="tcp://127.0.0.1:5555",
+    address: StringProperty(name="Address", default=DEFAULT_SERVER_ADDRESS,
                             description="ZeroMQ address of the solver server, e.g. tcp://gpu-box:5555")
     server_public_key_file: StringProperty(
         name="Server Public Key", subtype="FILE_PATH",

@@ -47,6 +47,7 @@ def _report_outcome(operator, outcome) -> set[str]:
 class _ModalBake:
     """Shared modal / blocking driver; subclasses say where the bake starts (``_from_frame``)."""
 
+    bl_options = {"REGISTER"}
     _timer = None
 
     @classmethod
@@ -57,13 +58,6 @@ class _ModalBake:
             return refuse(cls, "Mark at least one object as Cloth, Soft Body or Hair in the Tangle physics panel")
         return True
 
-    @classmethod
-    def _can_continue(cls, context, nothing_stored: str) -> bool:
-        """Poll of the operators that continue the stored bake: refused with ``nothing_stored`` when
-        there is none."""
-        if not cls._can_bake(context):
-            return False
-        return continuation_frames(context.scene)[0] is not None or refuse(cls, nothing_stored)
 
     def _from_frame(self, context) -> int | None:
         return None
@@ -110,43 +104,45 @@ class _ModalBake:
         return {"PASS_THROUGH"}
 
 
+class _ContinueBake(_ModalBake):
+    """Operators that continue the stored bake; refused with ``nothing_stored`` when there is none."""
+
+    nothing_stored = "There is no bake to continue"
+
+    @classmethod
+    def poll(cls, context):
+        if not cls._can_bake(context):
+            return False
+        return continuation_frames(context.scene)[0] is not None or refuse(cls, cls.nothing_stored)
+
+
 class TANGLE_OT_bake(_ModalBake, bpy.types.Operator):
     """Bake the Tangle cloth, soft bodies and hair of this scene through the solver server (Esc cancels, baked frames are kept)"""
 
     bl_idname = "tangle.bake"
     bl_label = "Bake"
-    bl_options = {"REGISTER"}
 
     @classmethod
     def poll(cls, context):
         return cls._can_bake(context)
 
 
-class TANGLE_OT_resume_bake(_ModalBake, bpy.types.Operator):
+class TANGLE_OT_resume_bake(_ContinueBake, bpy.types.Operator):
     """Continue the stored bake after its last baked frame (from the saved solver checkpoint; earlier frames are kept)"""
 
     bl_idname = "tangle.resume_bake"
     bl_label = "Resume"
-    bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return cls._can_continue(context, "There is no bake to resume")
+    nothing_stored = "There is no bake to resume"
 
     def _from_frame(self, context):
         return continuation_frames(context.scene)[0]
 
 
-class TANGLE_OT_rebake_from_frame(_ModalBake, bpy.types.Operator):
+class TANGLE_OT_rebake_from_frame(_ContinueBake, bpy.types.Operator):
     """Bake again from the current frame on; frames before it stay exactly as they are"""
 
     bl_idname = "tangle.rebake_from_frame"
     bl_label = "Re-bake from Current Frame"
-    bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return cls._can_continue(context, "There is no bake to continue")
 
     def _from_frame(self, context):
         return context.scene.frame_current

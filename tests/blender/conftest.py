@@ -1,15 +1,23 @@
-"""Helpers for the real-Blender tests: run a scenario of scenarios.py in a fresh bpy subprocess."""
+"""Helpers for the real-Blender tests: every test in this folder is marked ``blender`` and skipped when the
+bpy module is not installed; ``run_scenario`` runs a scenario of a scenario script in a fresh bpy subprocess."""
 
-import json
-import os
-import subprocess
+import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPOSITORY_ROOT = HERE.parents[1]
+from bpy_subprocess import HERE, REPOSITORY_ROOT, run_scenario_script
+
+BPY_MISSING = importlib.util.find_spec("bpy") is None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.blender)
+            if BPY_MISSING:
+                item.add_marker(pytest.mark.skip(reason="the bpy module (bpy==4.5.*) is not installed"))
 
 
 @pytest.fixture
@@ -18,18 +26,10 @@ def run_scenario(tmp_path):
     extensions install into a throwaway Blender user configuration. ``script`` picks the scenario file
     in this folder (default scenarios.py)."""
 
-    def run(name: str, timeout: float = 120.0, script: str = "scenarios.py", **args) -> dict:
+    def run(name: str, script: str = "scenarios.py", **args) -> dict:
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
-        environment = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
-        completed = subprocess.run([sys.executable, str(HERE / script), name, json.dumps(args)],
-                                   cwd=REPOSITORY_ROOT, env=environment, capture_output=True, text=True,
-                                   timeout=timeout)
-        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-        if completed.returncode != 0 or not lines:
-            raise AssertionError(f"scenario {name} failed (exit {completed.returncode}):\n"
-                                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}")
-        return json.loads(lines[-1][len("RESULT "):])
+        return run_scenario_script(script, name, home, **args)
 
     return run
 

@@ -4,21 +4,13 @@ run in a fresh subprocess by test_roles_in_blender.py (same protocol as scenario
 """
 
 import importlib
-import json
-import os
-import sys
 
 import bpy
 import numpy as np
 
-from scenarios import LayoutRecorder, call, evaluated_world_positions, grid_object, load_addon, shape_key_summary
-
-
-def mesh_object(name: str, operator, location=(0.0, 0.0, 0.0), **kwargs) -> bpy.types.Object:
-    operator(location=location, **kwargs)
-    obj = bpy.context.active_object
-    obj.name = obj.data.name = name
-    return obj
+from scenario_helpers import (bake, bake_scene, call, draw_panels, drawn, entries_by_id, evaluated_world_positions,
+                              grid_object, linked_object, load_addon, mesh_object, missing_from_rna,
+                              run_from_command_line, shape_key_summary)
 
 
 def curves_positions(obj, frame: int, subframe: float = 0.0, world: bool = True) -> np.ndarray:
@@ -37,10 +29,7 @@ def scenario_softbody_on_floor(args: dict) -> dict:
     """A jelly cube (soft body) drops onto a floor plane; a deforming mesh collider and box/torus
     colliders are exported (scene and drive data inspected)."""
     result = {"addon": load_addon("source", None)}
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, args["frames"]
-    scene.tangle.server_address = args["address"]
-    scene.tangle.substeps = 4
+    scene = bake_scene(args["frames"], 4, args["address"])
     jelly = mesh_object("Jelly", bpy.ops.mesh.primitive_cube_add, (0.0, 0.0, 0.6), size=0.4)
     jelly.tangle.role = "SOFTBODY"
     result["preset"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Rubber"))
@@ -60,7 +49,7 @@ def scenario_softbody_on_floor(args: dict) -> dict:
     ring = mesh_object("Ring", bpy.ops.mesh.primitive_torus_add, (0.0, 3.0, 0.0))
     ring.tangle.role, ring.tangle.collider_shape = "COLLIDER", "TORUS"
     scene_dict, drive, targets = bake_io.export_scene(scene)
-    entries = {entry["id"]: entry for entry in scene_dict["objects"]}
+    entries = entries_by_id(scene_dict)
     result["kinds"] = {name: entry["kind"] for name, entry in entries.items()}
     result["jelly_params"] = entries["Jelly"]["params"]
     result["jelly_triangles"] = len(entries["Jelly"]["triangles"])
@@ -79,8 +68,7 @@ def scenario_softbody_on_floor(args: dict) -> dict:
         bpy.data.objects.remove(obj)
 
     rest = evaluated_world_positions(jelly, 1)
-    result["bake_result"] = call(bpy.ops.tangle.bake)
-    result["last_error"] = scene.tangle.last_error
+    result |= bake(scene)
     result["shape_keys"] = shape_key_summary(jelly)["names"]
     frames = {frame: evaluated_world_positions(jelly, frame) for frame in range(1, args["frames"] + 1)}
     result["first_frame_error"] = float(np.abs(frames[1] - rest).max())
@@ -97,11 +85,8 @@ def scenario_cloth_on_rising_mesh_collider(args: dict) -> dict:
     """A cloth falls onto a mesh collider that rises by deforming (an animated shape key lifts it 0.3 m,
     its transform never changes): only the deformed vertices sent every frame can hold the cloth up."""
     result = {"addon": load_addon("source", None)}
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address = args["address"]
-    scene.tangle.substeps = 6
+    scene = bake_scene(frames, 6, args["address"])
     platform = grid_object("Platform", 6, 2.0, 0.0)
     platform.tangle.role, platform.tangle.collider_shape = "COLLIDER", "MESH"
     platform.shape_key_add(name="Basis", from_mix=False)
@@ -118,8 +103,7 @@ def scenario_cloth_on_rising_mesh_collider(args: dict) -> dict:
     sheet.tangle.role = "CLOTH"
     bake_io = importlib.import_module("blender_addon.bake_io")
     result["platform_deforms"] = bake_io.deforms(platform)
-    result["bake_result"] = call(bpy.ops.tangle.bake)
-    result["last_error"] = scene.tangle.last_error
+    result |= bake(scene)
     lowest, surface = [], []
     for frame in range(1, frames + 1):
         lowest.append(float(evaluated_world_positions(sheet, frame)[:, 2].min()))
@@ -132,13 +116,9 @@ def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
     """A cloth parented to an animated empty, pinned at two corners: the pins follow the parent, the
     results are written in the cloth's local space of each frame (no double transform)."""
     result = {"addon": load_addon("source", None)}
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address = args["address"]
-    scene.tangle.substeps = 4
-    carrier = bpy.data.objects.new("Carrier", None)
-    scene.collection.objects.link(carrier)
+    scene = bake_scene(frames, 4, args["address"])
+    carrier = linked_object("Carrier", None)
     n = 6
     sheet = grid_object("Cape", n, 0.6, 1.0)
     sheet.parent = carrier
@@ -150,8 +130,7 @@ def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
         carrier.keyframe_insert("location", frame=frame)
     scene.frame_set(1)
     rest = evaluated_world_positions(sheet, 1)
-    result["bake_result"] = call(bpy.ops.tangle.bake)
-    result["last_error"] = scene.tangle.last_error
+    result |= bake(scene)
     drift, fall = [], []
     for frame in range(1, frames + 1):
         positions = evaluated_world_positions(sheet, frame)
@@ -176,11 +155,8 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     """Curves hair bound to a moving head through its UV map: keyframed points play back without the
     server, roots follow the head, Free Bake restores the groom."""
     result = {"addon": load_addon("source", None)}
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address = args["address"]
-    scene.tangle.substeps = 4
+    scene = bake_scene(frames, 4, args["address"])
     head, hair, chosen, rest_points = make_head_and_hair(args["points"], 0.12)
     if args.get("parented"):  # as Blender's hair tools set it up: the Curves object is a child of its surface
         hair.parent = head
@@ -214,7 +190,7 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
         bpy.context.view_layer.objects.active = hair
     bake_io = importlib.import_module("blender_addon.bake_io")
     scene_dict, drive, _ = bake_io.export_scene(scene)
-    entries = {entry["id"]: entry for entry in scene_dict["objects"]}
+    entries = entries_by_id(scene_dict)
     result["wind_params"] = {key: value for key, value in entries["Hair"]["params"].items() if key.startswith("wind")}
     roots = entries["Hair"]["roots"]
     result["roots_surface"] = roots["surface"]
@@ -281,11 +257,8 @@ def scenario_play_saved_hair(args: dict) -> dict:
 def scenario_legacy_curve_hair(args: dict) -> dict:
     """Hair on a legacy Curve object (poly or Bezier splines): shape keys on the curve, clamped roots."""
     result = {"addon": load_addon("source", None)}
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address = args["address"]
-    scene.tangle.substeps = 4
+    scene = bake_scene(frames, 4, args["address"])
     curve = bpy.data.curves.new("Strands", "CURVE")
     curve.dimensions = "3D"
     count = 6
@@ -300,8 +273,7 @@ def scenario_legacy_curve_hair(args: dict) -> dict:
         else:
             spline.points.add(count - 1)
             spline.points.foreach_set("co", np.column_stack([xyz, np.ones(count)]).ravel())
-    obj = bpy.data.objects.new("Strands", curve)
-    scene.collection.objects.link(obj)
+    obj = linked_object("Strands", curve)
     obj.rotation_euler.z = 0.7  # results come back in world space: the bake must undo this
     obj.tangle.role = "HAIR"
     obj.tangle.hair.model = "der"
@@ -309,8 +281,7 @@ def scenario_legacy_curve_hair(args: dict) -> dict:
     obj.tangle.hair.young_modulus = 1.0e7
 
     rest = None  # the control points before the bake, in world space (read below from the Basis key)
-    result["bake_result"] = call(bpy.ops.tangle.bake)
-    result["last_error"] = scene.tangle.last_error
+    result |= bake(scene)
     result["shape_keys"] = shape_key_summary(obj)["names"]
     # Blender evaluates curve shape keys into the evaluated curve's control points only through the
     # depsgraph's geometry; read them from the key blocks blended the way Blender does (relative keys).
@@ -370,22 +341,26 @@ def scenario_checks(args: dict) -> dict:
         for obj in cleanup:
             bpy.data.objects.remove(obj)
 
-    empty = bpy.data.objects.new("EmptyMesh", bpy.data.meshes.new("EmptyMesh"))
-    scene.collection.objects.link(empty)
+    def pydata_object(name, vertices, edges, faces):
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata(vertices, edges, faces)
+        return linked_object(name, mesh)
+
+    def one_strand(name, points):
+        curves = bpy.data.hair_curves.new(name)
+        curves.add_curves([len(points)])
+        curves.position_data.foreach_set("vector", np.array(points, np.float32).ravel())
+        return linked_object(name, curves)
+
+    empty = pydata_object("EmptyMesh", [], [], [])
     empty.tangle.role = "CLOTH"
     check("empty_mesh", [empty])
 
-    edges = bpy.data.meshes.new("EdgesOnly")
-    edges.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0)], [(0, 1), (1, 2)], [])
-    edges_obj = bpy.data.objects.new("EdgesOnly", edges)
-    scene.collection.objects.link(edges_obj)
+    edges_obj = pydata_object("EdgesOnly", [(0, 0, 0), (1, 0, 0), (1, 1, 0)], [(0, 1), (1, 2)], [])
     edges_obj.tangle.role = "CLOTH"
     check("no_faces", [edges_obj])
 
-    flat = bpy.data.meshes.new("Sliver")
-    flat.from_pydata([(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [], [(0, 1, 2), (0, 1, 3)])
-    flat_obj = bpy.data.objects.new("Sliver", flat)
-    scene.collection.objects.link(flat_obj)
+    flat_obj = pydata_object("Sliver", [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [], [(0, 1, 2), (0, 1, 3)])
     flat_obj.tangle.role = "CLOTH"
     check("zero_area", [flat_obj])
 
@@ -393,12 +368,9 @@ def scenario_checks(args: dict) -> dict:
     sheet.tangle.role = "SOFTBODY"
     check("open_softbody", [sheet])
 
-    fin = bpy.data.meshes.new("Fin")
     box_vertices = [(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)] + [(0.5, -1.0, 0.5)]
     box_faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3), (0, 1, 8)]
-    fin.from_pydata(box_vertices, [], box_faces)
-    fin_obj = bpy.data.objects.new("Fin", fin)
-    scene.collection.objects.link(fin_obj)
+    fin_obj = pydata_object("Fin", box_vertices, [], box_faces)
     fin_obj.tangle.role = "SOFTBODY"
     check("non_manifold_softbody", [fin_obj])
 
@@ -411,20 +383,11 @@ def scenario_checks(args: dict) -> dict:
     pinned.tangle.role, pinned.tangle.pin_group = "CLOTH", "pins"
     check("missing_pin_group", [pinned])
 
-    curves = bpy.data.hair_curves.new("Doubled")
-    curves.add_curves([4])
-    curves.position_data.foreach_set("vector", np.array([[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 2]],
-                                                        np.float32).ravel())
-    doubled = bpy.data.objects.new("Doubled", curves)
-    scene.collection.objects.link(doubled)
+    doubled = one_strand("Doubled", [[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 2]])
     doubled.tangle.role, doubled.tangle.bind_to_surface = "HAIR", False
     check("zero_length_segment", [doubled])
 
-    bald = bpy.data.hair_curves.new("Bald")
-    bald.add_curves([3])
-    bald.position_data.foreach_set("vector", np.array([[0, 0, 0], [0, 0, 1], [0, 0, 2]], np.float32).ravel())
-    bald_obj = bpy.data.objects.new("Bald", bald)
-    scene.collection.objects.link(bald_obj)
+    bald_obj = one_strand("Bald", [[0, 0, 0], [0, 0, 1], [0, 0, 2]])
     bald_obj.tangle.role = "HAIR"  # Bind Roots is on by default, but no surface is set
     check("missing_emitter", [bald_obj])
 
@@ -467,8 +430,7 @@ def scenario_panels(args: dict) -> dict:
     panels = importlib.import_module("blender_addon.panels")
     scene = bpy.context.scene
     head, hair, _, _ = make_head_and_hair(4, 0.1)
-    curve_obj = bpy.data.objects.new("Strands", bpy.data.curves.new("Strands", "CURVE"))
-    scene.collection.objects.link(curve_obj)
+    curve_obj = linked_object("Strands", bpy.data.curves.new("Strands", "CURVE"))
     jelly = mesh_object("Jelly", bpy.ops.mesh.primitive_cube_add)
     cases = [("softbody", jelly, {"role": "SOFTBODY"})]
     cases += [(f"hair_{model}", hair, {"role": "HAIR", "model": model}) for model in ("der", "cosserat", "particles")]
@@ -483,28 +445,13 @@ def scenario_panels(args: dict) -> dict:
             obj.tangle.hair.model = setting["model"]
         if "shape" in setting:
             obj.tangle.collider_shape = setting["shape"]
-        calls = []
-        context = type("Context", (), {"object": obj, "scene": scene})()
-        for panel in (panels.TANGLE_PT_object, panels.TANGLE_PT_bake):
-            panel.draw(type("Panel", (), {"layout": LayoutRecorder(calls)})(), context)
-        missing = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
-                   for data, name in [rest] if name not in data.bl_rna.properties]
-        operators = [rest[0] for kind, *rest in calls if kind == "operator"]
-        missing += [idname for idname in operators
-                    if not hasattr(getattr(bpy.ops, idname.split(".")[0]), idname.split(".")[1])]
-        menus = [rest[0] for kind, *rest in calls if kind == "menu"]
-        missing += [menu for menu in menus if not hasattr(bpy.types, menu)]
-        report[case] = {"props": sorted({rest[1] for kind, *rest in calls if kind == "prop"}), "menus": menus,
-                        "operators": operators, "missing": missing,
-                        "labels": [rest[0] for kind, *rest in calls if kind == "label"]}
+        calls = draw_panels((panels.TANGLE_PT_object, panels.TANGLE_PT_bake), object=obj, scene=scene)
+        report[case] = {"props": sorted(set(drawn(calls, "prop"))), "menus": drawn(calls, "menu"),
+                        "operators": drawn(calls, "operator"), "missing": missing_from_rna(calls),
+                        "labels": drawn(calls, "label")}
         obj.tangle.role = "NONE"
     return report
 
 
 if __name__ == "__main__":
-    name, arguments = sys.argv[1], json.loads(sys.argv[2])
-    outcome = globals()[f"scenario_{name}"](arguments)
-    print("RESULT " + json.dumps(outcome))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # bpy can stall at exit (see scenarios.py)
+    run_from_command_line(globals())

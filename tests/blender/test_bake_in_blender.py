@@ -6,14 +6,7 @@ the bake operator needs a window and is not exercised here — the operator's bl
 BakeSession code driven synchronously.
 """
 
-import importlib.util
-
 import pytest
-
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
-    pytest.mark.blender,
-]
 
 
 def check_grid_bake(result: dict) -> None:

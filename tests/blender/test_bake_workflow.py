@@ -4,42 +4,21 @@ resume after cancel, re-bake from a frame, topology change refused, shape-key vs
 Each scenario runs in its own bpy subprocess (workflow_scenarios.py) against a real solver server.
 """
 
-import importlib.util
-import json
-import os
 import re
 import stat
 import subprocess
 import sys
-from pathlib import Path
+from functools import partial
 
 import pytest
 
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
-    pytest.mark.blender,
-]
-
-HERE = Path(__file__).resolve().parent
-REPOSITORY_ROOT = HERE.parents[1]
+from bpy_subprocess import REPOSITORY_ROOT
 
 
 @pytest.fixture
-def run_workflow(tmp_path):
-    def run(name: str, timeout: float = 120.0, **args) -> dict:
-        home = tmp_path / "home"
-        home.mkdir(exist_ok=True)
-        environment = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
-        completed = subprocess.run([sys.executable, str(HERE / "workflow_scenarios.py"), name, json.dumps(args)],
-                                   cwd=REPOSITORY_ROOT, env=environment, capture_output=True, text=True,
-                                   timeout=timeout)
-        lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-        if completed.returncode != 0 or not lines:
-            raise AssertionError(f"scenario {name} failed (exit {completed.returncode}):\n"
-                                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}")
-        return json.loads(lines[-1][len("RESULT "):])
-
-    return run
+def run_workflow(run_scenario):
+    """run_workflow(name, **args): a scenario of workflow_scenarios.py in a fresh bpy subprocess."""
+    return partial(run_scenario, script="workflow_scenarios.py")
 
 
 def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solver_server, tmp_path):

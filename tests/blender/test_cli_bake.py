@@ -1,27 +1,8 @@
 """Headless farm bake: ``python -m blender_addon.cli bake shot.blend`` (bpy module, no UI)."""
 
-import importlib.util
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import pytest
-
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
-    pytest.mark.blender,
-]
-
-
-def run_cli(*args: str, home: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
-    return subprocess.run([sys.executable, "-m", "blender_addon.cli", *args], cwd=REPOSITORY_ROOT, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
-
+from bpy_subprocess import run_cli
 
 def test_cli_bake_saves_keyframes_that_play_without_the_addon(run_scenario, solver_server_address, tmp_path):
     shot, baked = tmp_path / "shot.blend", tmp_path / "baked.blend"

@@ -3,57 +3,31 @@ clear message on every failure, within the timeout, and keeps the frames baked s
 with --resume finishes the bake; the `tangle.farm_bake` operator (for `blender -b --python-expr`) fails
 with an ERROR report that Blender's --python-exit-code turns into a non-zero exit code."""
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
-
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
-    pytest.mark.blender,
-]
-
-HERE = Path(__file__).resolve().parent
-REPOSITORY_ROOT = HERE.parents[1]
-
-
-def environment(home: Path) -> dict:
-    return dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
+from bpy_subprocess import run_cli, run_scenario_script, start_cli
 
 
 def workflow(name: str, home: Path, **args) -> dict:
-    completed = subprocess.run([sys.executable, str(HERE / "workflow_scenarios.py"), name, json.dumps(args)],
-                               cwd=REPOSITORY_ROOT, env=environment(home), capture_output=True, text=True, timeout=120)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-    assert completed.returncode == 0 and lines, completed.stdout[-3000:] + completed.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT "):])
-
-
-def cli(*args: str, home: Path, timeout: float = 120.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "blender_addon.cli", *args], cwd=REPOSITORY_ROOT,
-                          env=environment(home), capture_output=True, text=True, timeout=timeout)
+    return run_scenario_script("workflow_scenarios.py", name, home, **args)
 
 
 def test_refused_scene_and_missing_file_fail_with_the_problem_named(tmp_path):
     shot = tmp_path / "shot.blend"
     workflow("save_shot", tmp_path, path=str(shot), frames=4, bad_pins=True)
     started = time.monotonic()
-    completed = cli("bake", str(shot), "--address", "tcp://127.0.0.1:9", "--timeout", "2", home=tmp_path)
+    completed = run_cli("bake", str(shot), "--address", "tcp://127.0.0.1:9", "--timeout", "2", home=tmp_path)
     assert completed.returncode == 1
     assert "Sheet" in completed.stderr and "no_such_group" in completed.stderr
     assert time.monotonic() - started < 60
-    missing = cli("bake", str(tmp_path / "nope.blend"), home=tmp_path)
+    missing = run_cli("bake", str(tmp_path / "nope.blend"), home=tmp_path)
     assert missing.returncode == 1 and "nope.blend does not exist" in missing.stderr
     not_blend = tmp_path / "text.blend"
     not_blend.write_text("not a blend file")
-    unreadable = cli("bake", str(not_blend), home=tmp_path)
+    unreadable = run_cli("bake", str(not_blend), home=tmp_path)
     assert unreadable.returncode == 1 and "cannot open" in unreadable.stderr
-    bad_key = cli("bake", str(shot), "--address", "tcp://127.0.0.1:9", "--server-key", str(tmp_path / "no.key"),
+    bad_key = run_cli("bake", str(shot), "--address", "tcp://127.0.0.1:9", "--server-key", str(tmp_path / "no.key"),
                   home=tmp_path)
     assert bad_key.returncode == 1 and "no.key" in bad_key.stderr
 
@@ -63,9 +37,7 @@ def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp
     frames = 100
     workflow("save_shot", tmp_path, path=str(shot), frames=frames, n=16, substeps=8)
     server = start_solver_server()
-    process = subprocess.Popen([sys.executable, "-m", "blender_addon.cli", "bake", str(shot), "--address",
-                                server.address, "--timeout", "2"], cwd=REPOSITORY_ROOT, env=environment(tmp_path),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_cli("bake", str(shot), "--address", server.address, "--timeout", "2", home=tmp_path)
     deadline = time.monotonic() + 60
     while not any("submitted" in line for line in server.stderr_lines) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -84,7 +56,7 @@ def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp
     assert kept["checkpoints"] and max(kept["checkpoints"]) <= baked
 
     retry = start_solver_server()
-    completed = cli("bake", str(shot), "--address", retry.address, "--resume", home=tmp_path)
+    completed = run_cli("bake", str(shot), "--address", retry.address, "--resume", home=tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     # the retry restored the latest checkpoint saved in the file (every 5 frames), not frame 1
     checkpoint = max(frame for frame in kept["checkpoints"] if frame <= baked)

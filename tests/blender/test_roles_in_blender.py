@@ -2,15 +2,9 @@
 real Blender (bpy 4.5), baked against a real solver server subprocess; every scenario runs in its own
 bpy subprocess (tests/blender/roles_scenarios.py)."""
 
-import importlib.util
 
 import numpy as np
 import pytest
-
-pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("bpy") is None, reason="the bpy module (bpy==4.5.*) is not installed"),
-    pytest.mark.blender,
-]
 
 
 def run_roles(run_scenario, name, **args):

@@ -7,29 +7,17 @@ Assertions live in the pytest module; this file only drives Blender and measures
 """
 
 import importlib
-import json
 import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import bpy
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPOSITORY_ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPOSITORY_ROOT))
-
-from scenarios import call, evaluated_world_positions, grid_object  # noqa: E402  (same helpers as scenarios.py)
-
-
-def enable_addon() -> None:
-    """Enable the add-on from the source tree the way Blender does (so its preferences exist)."""
-    import addon_utils
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    addon_utils.enable("blender_addon", default_set=True, handle_error=None)
+from scenario_helpers import (LayoutRecorder, bake_scene, call, draw_panels, drawn, enable_addon,
+                              evaluated_world_positions, grid_object, missing_from_rna, run_from_command_line)
 
 
 def pinned_sheet(n: int = 6, name: str = "Sheet") -> bpy.types.Object:
@@ -59,6 +47,26 @@ def shape_key_bytes(obj) -> dict[int, bytes]:
 
 def max_difference(a: dict, b: dict) -> float:
     return float(max(np.abs(a[frame] - b[frame]).max() for frame in a))
+
+
+def modal_driver(scene):
+    """(operator, context, reports, removed timers): stand-ins for the bake operator instance and Blender's
+    context when ``TANGLE_OT_bake.modal`` is driven by hand; its reports and removed timers are collected."""
+    reports, removed_timers = [], []
+    operator = SimpleNamespace(_timer="timer", report=lambda level, text: reports.append((sorted(level), text)))
+    context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=removed_timers.append), screen=None,
+                              scene=scene)
+    return operator, context, reports, removed_timers
+
+
+def modal_tick(operators, operator, context, ticks: list) -> set | None:
+    """One window-manager timer tick of the bake operator, 0.1 s after the previous one: its outcome
+    once the bake is over (None while it runs); the tick's duration [s] is appended to ``ticks``."""
+    time.sleep(0.1)
+    started = time.perf_counter()
+    outcome = operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="TIMER", value="NOTHING"))
+    ticks.append(time.perf_counter() - started)
+    return None if outcome == {"PASS_THROUGH"} else outcome
 
 
 def scenario_connection(args: dict) -> dict:
@@ -106,10 +114,8 @@ def scenario_continuation(args: dict) -> dict:
     enable_addon()
     bake_session = importlib.import_module("blender_addon.bake_session")
     bake_output = importlib.import_module("blender_addon.bake_output")
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    scene = bake_scene(frames, 2, args["address"])
     scene.tangle.checkpoint_every, scene.tangle.output_route = 3, args["route"]
     bpy.ops.wm.save_as_mainfile(filepath=args["path"])
     sheet = pinned_sheet()
@@ -183,10 +189,8 @@ def scenario_output_routes(args: dict) -> dict:
     the PC2 route playing; Free Bake removes the modifier and the file."""
     enable_addon()
     bake_output = importlib.import_module("blender_addon.bake_output")
-    scene = bpy.context.scene
     frames = args["frames"]
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    scene = bake_scene(frames, 2, args["address"])
     sheet = pinned_sheet()
     scene.tangle.output_route = "PC2"  # PC2 needs a saved .blend
     result = {}
@@ -229,32 +233,23 @@ def scenario_output_routes(args: dict) -> dict:
 def scenario_panel(args: dict) -> dict:
     """Draw the bake-workflow sub-panel with a recording layout: every property and operator exists."""
     enable_addon()
-    scenarios = importlib.import_module("scenarios")
     panels = importlib.import_module("blender_addon.panels")
     pinned_sheet()
-    calls = []
-    context = type("Context", (), {"scene": bpy.context.scene, "preferences": bpy.context.preferences})()
-    panels.TANGLE_PT_bake_workflow.draw(type("Panel", (), {"layout": scenarios.LayoutRecorder(calls)})(), context)
-    missing = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
-               for data, name in [rest] if name not in data.bl_rna.properties]
-    operators = [rest[0] for kind, *rest in calls if kind == "operator"]
-    missing += [idname for idname in operators if not hasattr(getattr(bpy.ops, idname.split(".")[0]),
-                                                                idname.split(".")[1])]
-    return {"missing": missing, "operators": operators,
-            "props": [rest[1] for kind, *rest in calls if kind == "prop"]}
+    calls = draw_panels((panels.TANGLE_PT_bake_workflow,), scene=bpy.context.scene,
+                        preferences=bpy.context.preferences)
+    return {"missing": missing_from_rna(calls), "operators": drawn(calls, "operator"), "props": drawn(calls, "prop")}
 
 
 def scenario_preferences(args: dict) -> dict:
     """Draw the add-on preferences (profiles list + selected profile + local server) with a recording
     layout: every drawn property and operator exists; Add / Remove Profile work."""
     enable_addon()
-    scenarios = importlib.import_module("scenarios")
     preferences = importlib.import_module("blender_addon.preferences")
     prefs = bpy.context.preferences.addons["blender_addon"].preferences
     result = {"add": call(bpy.ops.tangle.profile_add), "add_again": call(bpy.ops.tangle.profile_add)}
     result["names"] = [profile.name for profile in prefs.profiles]
 
-    class Recorder(scenarios.LayoutRecorder):
+    class Recorder(LayoutRecorder):
         def template_list(self, list_type, list_id, data, name, active_data, active_name, **kwargs):
             self.calls.append(("list", list_type))
             self.calls.append(("prop", data, name))
@@ -272,12 +267,11 @@ def scenario_preferences(args: dict) -> dict:
             return getattr(prefs, name)
 
     preferences.TanglePreferences.draw(Drawn(), bpy.context)
-    result["missing"] = [f"{type(data).__name__}.{name}" for kind, *rest in calls if kind == "prop"
-                         for data, name in [rest] if name not in data.bl_rna.properties]
-    result["lists"] = [rest[0] for kind, *rest in calls if kind == "list"]
+    result["missing"] = missing_from_rna(calls)
+    result["lists"] = drawn(calls, "list")
     result["list_registered"] = hasattr(bpy.types, result["lists"][0]) if result["lists"] else False
-    result["operators"] = [rest[0] for kind, *rest in calls if kind == "operator"]
-    result["props"] = [rest[1] for kind, *rest in calls if kind == "prop"]
+    result["operators"] = drawn(calls, "operator")
+    result["props"] = drawn(calls, "prop")
     result["remove"] = call(bpy.ops.tangle.profile_remove)
     result["names_after_remove"] = [profile.name for profile in prefs.profiles]
     return result
@@ -287,32 +281,20 @@ def scenario_modal_escape(args: dict) -> dict:
     """Drive the bake operator's modal() exactly as Blender would (timer ticks every 0.1 s, then an Esc
     press): progress/ETA/live stats mid-bake, Esc cancels, the frames so far are kept; the longest tick
     (main-thread time applying frames) is measured."""
-    from types import SimpleNamespace
-
     enable_addon()
     operators = importlib.import_module("blender_addon.operators.bake")
     bake_output = importlib.import_module("blender_addon.bake_output")
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, args["frames"]
-    scene.tangle.server_address, scene.tangle.substeps = args["address"], 2
+    scene = bake_scene(args["frames"], 2, args["address"])
     scene.tangle.output_route = args["route"]
     bpy.ops.wm.save_as_mainfile(filepath=args["path"])
     pinned_sheet(args["n"])
-    reports, removed = [], []
-    operator = SimpleNamespace(_timer="timer", report=lambda level, text: reports.append((sorted(level), text)))
-    context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=removed.append), screen=None,
-                              scene=scene)
+    operator, context, reports, removed = modal_driver(scene)
     operators._active_session = operators.BakeSession(scene).start()
     result = {"panel_shows_progress": operators.active_session() is not None, "mid_status": "", "ticks": 0}
     ticks, outcome, pressed = [], None, False
     deadline = time.monotonic() + 60
     while outcome is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-        started = time.perf_counter()
-        outcome = operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="TIMER", value="NOTHING"))
-        ticks.append(time.perf_counter() - started)
-        if outcome == {"PASS_THROUGH"}:
-            outcome = None
+        outcome = modal_tick(operators, operator, context, ticks)
         if not pressed and operators._active_session.progress.frames_done >= args["escape_after"]:
             result["mid_status"], result["mid_stats"] = scene.tangle.status, scene.tangle.live_stats
             result["mid_progress"] = scene.tangle.progress
@@ -330,18 +312,14 @@ def scenario_paused_server(args: dict) -> dict:
     """SIGSTOP the solver server mid-bake while the modal timer ticks: the status says how long no frame
     came and every tick stays short; after SIGCONT the bake finishes with every frame."""
     import signal
-    from types import SimpleNamespace
 
     enable_addon()
     operators = importlib.import_module("blender_addon.operators.bake")
     local_server = importlib.import_module("blender_addon.core.local_server")
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, args["frames"]
-    scene.tangle.substeps, scene.tangle.timeout = 2, 30.0
+    scene = bake_scene(args["frames"], 2)
+    scene.tangle.timeout = 30.0
     pinned_sheet(args["n"])
-    operator = SimpleNamespace(_timer="timer", report=lambda level, text: None)
-    context = SimpleNamespace(window_manager=SimpleNamespace(event_timer_remove=lambda timer: None), screen=None,
-                              scene=scene)
+    operator, context, _, _ = modal_driver(scene)
     result, ticks, statuses = {}, [], []
     server = local_server.LocalServer()
     scene.tangle.server_address = server.start()
@@ -350,11 +328,7 @@ def scenario_paused_server(args: dict) -> dict:
         paused_at = resumed_at = outcome = None
         deadline = time.monotonic() + 90
         while outcome is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            started = time.perf_counter()
-            outcome = operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="TIMER", value="X"))
-            ticks.append(time.perf_counter() - started)
-            outcome = None if outcome == {"PASS_THROUGH"} else outcome
+            outcome = modal_tick(operators, operator, context, ticks)
             now = time.monotonic()
             if paused_at is None and session.progress.frames_done >= 3:
                 os.kill(server.process.pid, signal.SIGSTOP)
@@ -377,9 +351,7 @@ def scenario_paused_server(args: dict) -> dict:
 def scenario_save_shot(args: dict) -> dict:
     """Write a .blend with a pinned cloth grid for the farm-bake tests (``bad_pins``: a missing pin group)."""
     enable_addon()
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, args["frames"]
-    scene.tangle.substeps = args.get("substeps", 2)
+    bake_scene(args["frames"], args.get("substeps", 2))
     sheet = pinned_sheet(args.get("n", 6))
     if args.get("bad_pins"):
         sheet.tangle.pin_group = "no_such_group"
@@ -390,7 +362,7 @@ def scenario_save_shot(args: dict) -> dict:
 def scenario_inspect_bake(args: dict) -> dict:
     """Open a baked .blend and report its shape keys, the stored bake record and the positions."""
     bpy.ops.wm.open_mainfile(filepath=args["path"])
-    enable_addon_keep_file()
+    enable_addon(keep_file=True)
     bake_output = importlib.import_module("blender_addon.bake_output")
     sheet = bpy.data.objects["Sheet"]
     record = bake_output.load_record(bpy.context.scene)
@@ -404,22 +376,10 @@ def scenario_inspect_bake(args: dict) -> dict:
 def scenario_farm_operator(args: dict) -> dict:
     """bpy.ops.tangle.farm_bake on the open file, as `blender -b shot.blend --python-expr` runs it."""
     bpy.ops.wm.open_mainfile(filepath=args["path"])
-    enable_addon_keep_file()
+    enable_addon(keep_file=True)
     return {"result": call(lambda: bpy.ops.tangle.farm_bake(address=args["address"], timeout=args["timeout"],
                                                             output=args.get("output", "")))}
 
 
-def enable_addon_keep_file() -> None:
-    """Enable the add-on without resetting the open file."""
-    import addon_utils
-
-    addon_utils.enable("blender_addon", default_set=True, handle_error=None)
-
-
 if __name__ == "__main__":
-    name, arguments = sys.argv[1], json.loads(sys.argv[2])
-    outcome = globals()[f"scenario_{name}"](arguments)
-    print("RESULT " + json.dumps(outcome))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip the bpy module's teardown (it can stall at exit)
+    run_from_command_line(globals())
