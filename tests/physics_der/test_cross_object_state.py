@@ -37,6 +37,10 @@ def test_per_object_frames_and_fixed_points_of_a_shared_solver():
     assert last["Beard"][5, 0] < first["Beard"][5, 0] + 1e-3 and np.all(np.isfinite(last["Beard"]))
 
 
+NOT_IN_CHECKPOINT = ("the resumed run differs: does the DER solver keep state across steps that the checkpoint "
+                     "lacks? (export it through ContactSolver.state_arrays()/load_state_arrays(), der/group.py)")
+
+
 def test_checkpoint_of_a_two_hair_object_scene_resumes_bit_identically():
     """Checkpoint (through its npz bytes) in contact, per-object arrays; the resumed run continues bit for bit;
     the checkpoint does not fit a scene whose hair objects differ."""
@@ -54,8 +58,10 @@ def test_checkpoint_of_a_two_hair_object_scene_resumes_bit_identically():
     resumed = Simulation(scene, BACKEND)
     resumed.restore(checkpoint)
     _, positions, _ = resumed.advance(None)
+    # cross-step state of the DER solver beyond DerState (e.g. contact warm starts) must be in the checkpoint:
+    # ContactSolver.state_arrays() / load_state_arrays(arrays), saved by der/group.py as solver<k>_<name>
     for object_id, array in expected.items():
-        assert np.array_equal(positions[object_id], array), object_id
+        assert np.array_equal(positions[object_id], array), f"{object_id}: {NOT_IN_CHECKPOINT}"
     for name, array in simulation.checkpoint()["groups"]["hair:der"].items():
         assert np.array_equal(resumed.checkpoint()["groups"]["hair:der"][name], array), name
     other = Simulation(dict(scene, objects=scene["objects"][::-1]), BACKEND)
