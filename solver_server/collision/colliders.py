@@ -69,7 +69,7 @@ class Collider:
 
     def surface_motion(self, xp, points, selection=None):
         """(n, 3) displacement over the last substep of the surface material at ``points``
-        (for meshes: the rows ``selection`` of the last signed-distance query)."""
+        (for meshes: the rows ``selection`` (bool mask, None: all) of the last signed-distance query)."""
         if self.is_mesh:
             return self.geometry.surface_motion(xp, selection)
         if self.matrix is self.matrix_previous or np.array_equal(self.matrix, self.matrix_previous):
@@ -100,7 +100,9 @@ class ColliderSet:
         """Push ``points`` (n, 3) out of every collider.
 
         thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ.
-        Returns (projected points (n, 3), Contacts).
+        Returns (projected points (n, 3), Contacts). Rows are updated with masks (``xp.where``), not
+        with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization
+        (a mesh collider: one, sizing its broad-phase candidates).
         """
         n = len(points)
         depth = xp.zeros(n, dtype=points.dtype)
@@ -110,24 +112,24 @@ class ColliderSet:
         mask = xp.zeros(n, dtype=bool)
         points = points.copy()
         for collider in self.colliders:
-            candidates = collider.geometry.candidates(xp, points, thickness + collider.thickness) \
-                if collider.is_mesh else None
-            subset = points if candidates is None else points[candidates]
-            distance, surface_normal = collider.geometry.signed_distance(xp, subset)
-            target = (thickness if candidates is None else thickness[candidates]) + collider.thickness
-            push = target - distance
-            inside = push > 0
-            if not bool(inside.any()):
+            rows = collider.geometry.candidates(xp, points, thickness + collider.thickness) \
+                if collider.is_mesh else slice(None)
+            if collider.is_mesh and rows.shape[0] == 0:
                 continue
-            index = xp.nonzero(inside)[0] if candidates is None else candidates[inside]
-            push = push[inside]
-            surface_normal = surface_normal[inside]
-            points[index] = points[index] + push[:, None] * surface_normal
-            depth[index] += push
-            normal[index] = surface_normal
-            motion[index] = collider.surface_motion(xp, points[index], inside)
-            mu[index] = 0.5 * (friction[index] + collider.friction)
-            mask[index] = True
+            subset = points[rows]
+            distance, surface_normal = collider.geometry.signed_distance(xp, subset)
+            push = thickness[rows] + collider.thickness - distance
+            inside = push > 0
+            push = xp.where(inside, push, 0.0)
+            pushed = subset + push[:, None] * surface_normal
+            surface_motion = collider.surface_motion(xp, pushed)
+            inside_3 = inside[:, None]
+            points[rows] = xp.where(inside_3, pushed, subset)
+            depth[rows] = depth[rows] + push
+            normal[rows] = xp.where(inside_3, surface_normal, normal[rows])
+            motion[rows] = xp.where(inside_3, surface_motion, motion[rows])
+            mu[rows] = xp.where(inside, 0.5 * (friction[rows] + collider.friction), mu[rows])
+            mask[rows] = mask[rows] | inside
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=mask)
 
 
@@ -139,18 +141,12 @@ def apply_friction(xp, positions, start, contacts: Contacts):
     and tangential parts. With the normal push depth d (the position-level normal impulse
     h²·λ/m), the tangential slip Δt is cancelled when |Δt| ≤ μ·d (static friction) and
     shortened by μ·d otherwise (kinetic friction). On an incline this gives exactly:
-    stick when tan θ ≤ μ, else acceleration g (sin θ − μ cos θ).
+    stick when tan θ ≤ μ, else acceleration g (sin θ − μ cos θ). Rows without contact are unchanged.
     """
-    mask = contacts.mask
-    if not bool(mask.any()):
-        return positions
-    index = xp.nonzero(mask)[0]
-    normal = contacts.normal[index]
-    relative = positions[index] - start[index] - contacts.surface_motion[index]
+    normal = contacts.normal
+    relative = positions - start - contacts.surface_motion
     tangential = relative - (relative * normal).sum(axis=1)[:, None] * normal
-    slip = xp.linalg.norm(tangential, axis=1)
-    limit = contacts.friction[index] * contacts.depth[index]
+    slip = xp.sqrt((tangential * tangential).sum(axis=1))
+    limit = contacts.friction * contacts.depth
     scale = xp.where(slip <= limit, 1.0, limit / xp.maximum(slip, 1e-30))
-    positions = positions.copy()
-    positions[index] = positions[index] - scale[:, None] * tangential
-    return positions
+    return xp.where(contacts.mask[:, None], positions - scale[:, None] * tangential, positions)

@@ -207,8 +207,9 @@ class MeshGeometry:
 
     def surface_motion(self, xp, selection):
         """Displacement (k, 3) [m] over the last pose change of the surface material nearest to the
-        points of the last ``signed_distance`` query, for the rows ``selection`` (bool mask) of that query."""
-        triangle, closest, bary = (array[selection] for array in self._last)
+        points of the last ``signed_distance`` query, for the rows ``selection`` (bool mask; None: all
+        rows) of that query."""
+        triangle, closest, bary = self._last if selection is None else (array[selection] for array in self._last)
         pose = self.pose(xp)
         if pose.previous is None or triangle.shape[0] == 0:
             return xp.zeros((triangle.shape[0], 3))

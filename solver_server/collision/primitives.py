@@ -54,9 +54,7 @@ def _safe_normalize(xp, vectors, fallback):
     length = xp.linalg.norm(vectors, axis=1)
     tiny = length < 1e-12
     length = xp.where(tiny, 1.0, length)
-    unit = vectors / length[:, None]
-    if bool(tiny.any()):
-        unit[tiny] = xp.asarray(fallback, dtype=unit.dtype)
+    unit = xp.where(tiny[:, None], xp.asarray(fallback, dtype=vectors.dtype), vectors / length[:, None])
     return unit, xp.where(tiny, 0.0, length)
 
 
