@@ -30,6 +30,14 @@ class ColliderView:
             return self.source.velocity(xp, points)
         return xp.zeros_like(points)
 
+    def start_in_end_pose(self, xp, points, dt: float):
+        """Points (n, 3) at the step start carried with the collider's motion over the step (first order)."""
+        return points + dt * self.velocity(xp, points, dt)
+
+    def mesh_motion(self):
+        """(previous vertices (V, 3), current vertices (V, 3), triangles (F, 3)) of a triangle mesh, else None."""
+        return None
+
 
 @dataclass
 class _CollisionPackageCollider:
@@ -49,6 +57,21 @@ class _MovingColliderView(ColliderView):
             collider.geometry.signed_distance(xp, points)
             return collider.surface_motion(xp, points, np.ones(len(points), bool)) / dt
         return collider.surface_motion(xp, points) / dt
+
+    def start_in_end_pose(self, xp, points, dt: float):
+        """Exact for a rigidly moving primitive: matrix · matrix_previous⁻¹ applied to the points."""
+        collider = self.source.collider
+        if getattr(collider, "is_mesh", False) or np.array_equal(collider.matrix, collider.matrix_previous):
+            return points
+        carry = collider.matrix @ np.linalg.inv(collider.matrix_previous)
+        return points @ xp.asarray(carry[:3, :3].T, dtype=points.dtype) + xp.asarray(carry[:3, 3], dtype=points.dtype)
+
+    def mesh_motion(self):
+        collider = self.source.collider
+        if not getattr(collider, "is_mesh", False):
+            return None
+        geometry = collider.geometry
+        return geometry.previous, geometry.vertices, geometry.triangles
 
 
 def adapt_collider(collider) -> ColliderView:

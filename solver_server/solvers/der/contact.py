@@ -6,7 +6,8 @@ start positions x_t and the predicted end positions x_t + h v¹ builds the conta
 * edge–edge contacts between rod edges that do not share a vertex (broad phase: scipy cKDTree over the
   swept bounding spheres of the edges; narrow phase: coplanarity times of seed eq. 4.1 plus the end points
   of the step, segment–segment distance below r_a + r_b + thickness);
-* vertex–collider contacts from the colliders' signed distances at the predicted end positions.
+* vertex–collider contacts: continuous collision detection along each vertex's path (collider_ccd.py), and
+  the colliders' signed distances at the predicted end positions for vertices that touch nothing on the way.
 
 Then, after every global step, every contact solves its local problem with the velocities v^{k+1} (Jacobi,
 all contacts at once): the rods of an edge–edge contact are rigid bodies with response
@@ -28,6 +29,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ...backend import repeat_each
+from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3
 from .banded import band_of_inverse
@@ -50,6 +52,9 @@ class ContactSettings:
     # the global/local loop also continues while a contact predicts a deeper penetration than this fraction
     # of the hair radius (the smaller one for a pair; seed: mean |Δv| only)
     penetration_tolerance: float = 0.02
+    # continuous collision detection of vertices against colliders on the first iteration (collider_ccd.py);
+    # off: colliders are only tested at the predicted end positions (a fast vertex can pass a thin collider)
+    collider_ccd: bool = True
 
 
 def _rows_dot(xp, a, b):
@@ -269,19 +274,39 @@ class StepContacts:
         return model.n_edges * model.n_edges + number * model.n_vertices + vertices
 
     def _detect_collider(self, collider, number, x0, x1, velocity):
+        """Vertex contacts with one collider: CCD hits of vertices whose path reaches the collider during the
+        step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1."""
         xp, model, settings = self.xp, self.model, self.solver.settings
-        distance, normal = collider.signed_distance(xp, x1)
         radius = self._vertex_radius()
         contact_distance = radius + collider.thickness + settings.thickness
-        hit = (distance < (1.0 + settings.proximity) * contact_distance) & ~self.vertex_fixed
-        if not bool(hit.any()):
+        band = (1.0 + settings.proximity) * contact_distance
+        movable = ~self.vertex_fixed
+        parts = []
+        if settings.collider_ccd:
+            mesh = collider.mesh_motion()
+            if mesh is None:
+                hits = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
+            else:
+                previous, current, triangles = (xp.asarray(array) for array in mesh)
+                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, band, self.h)
+            movable = movable.copy()
+            movable[hits.vertex] = False
+            # keep the end position contact_distance in front of the plane touched first
+            parts.append((hits.vertex, hits.normal, (contact_distance[hits.vertex] - hits.start_gap) / self.h,
+                          hits.surface_velocity))
+        distance, normal = collider.signed_distance(xp, x1)
+        hit = (distance < band) & movable
+        if bool(hit.any()):
+            index = xp.nonzero(hit)[0]
+            normal = _normalize(xp, normal[index])
+            surface_velocity = collider.velocity(xp, x1[index], self.h)
+            # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹)
+            relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
+            parts.append((index, normal, relative_now + (contact_distance[index] - distance[index]) / self.h,
+                          surface_velocity))
+        index = xp.concatenate([part[0] for part in parts]) if parts else xp.zeros(0, dtype=xp.int64)
+        if index.shape[0] == 0:
             return None
-        index = xp.nonzero(hit)[0]
-        normal = _normalize(xp, normal[index])
-        surface_velocity = collider.velocity(xp, x1[index], self.h)
-        # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹)
-        relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
-        target = relative_now + (contact_distance[index] - distance[index]) / self.h
         # μ: the mean of the hair's collider friction and the collider's own, where both are given
         given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
         mu = sum(given) / len(given) if given else 0.3
@@ -289,8 +314,9 @@ class StepContacts:
         vertices = xp.stack((index, index, index, index), axis=1)
         weights = xp.zeros((n, 4))
         weights[:, 0] = 1.0
-        return (vertices, weights, xp.zeros(n, dtype=bool), normal, target, surface_velocity, xp.full(n, float(mu)),
-                radius[index], self._collider_keys(number, index))
+        return (vertices, weights, xp.zeros(n, dtype=bool), xp.concatenate([part[1] for part in parts]),
+                xp.concatenate([part[2] for part in parts]), xp.concatenate([part[3] for part in parts]),
+                xp.full(n, float(mu)), radius[index], self._collider_keys(number, index))
 
     def _vertex_radius(self):
         xp, model = self.xp, self.model
