@@ -12,7 +12,13 @@ frames; printed: ms per frame (wall), device_ms per frame (CUDA events on GPU), 
 devices ran, the cpu/cuda time ratio and the largest position difference between the two runs.
 Without CuPy or a CUDA device it prints "CUDA not available: <reason>" and runs the CPU part only.
 
+``--broad-phase`` times the broad phases instead (collision/broad_phase.py): a crumpled sheet of
+20k / 50k / 100k points at cloth spacing, pairs within 1.5 point spacings (``neighbour_pairs``) and the
+16 nearest within that distance (``nearest_within``), with scipy's k-d tree, the hash grid in numpy and,
+when CuPy is usable, the hash grid in CuPy (best of 3, synchronized); it checks the sets agree.
+
     .venv/bin/python -m benchmarks.gpu [--frames 5] [--resolution 141] [--strands 1000] [--vertices 10]
+    .venv/bin/python -m benchmarks.gpu --broad-phase [--sizes 20000 50000 100000]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import numpy as np
 from benchmarks.der_hairball import hairball
 from benchmarks.pd_cloth_vs_blender import SPHERE_CENTER, SPHERE_RADIUS, grid_cloth
 from solver_server.backend import BackendError, get_backend
+from solver_server.collision import broad_phase
 from solver_server.simulation import Simulation
 
 
@@ -68,13 +75,68 @@ def run(scene: dict, backend) -> dict:
             "positions": positions}
 
 
+def crumpled_sheet(count: int, seed: int = 0) -> tuple[np.ndarray, float]:
+    """(count, 3) points [m] on a 2 m wavy sheet and a radius of 1.5 mean point spacings [m]."""
+    rng = np.random.default_rng(seed)
+    flat = rng.random((count, 2)) * 2.0
+    height = 1.0 + 0.1 * np.sin(3.0 * flat[:, 0]) + 0.002 * rng.standard_normal(count)
+    return np.column_stack([flat, height]), 1.5 * 2.0 / np.sqrt(count)
+
+
+def _best_ms(function, synchronize, repeats: int = 3):
+    times, result = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = function()
+        synchronize()
+        times.append((time.perf_counter() - started) * 1e3)
+    return min(times), result
+
+
+def broad_phase_table(sizes) -> None:
+    """Print k-d tree vs hash grid (numpy, and CuPy when usable) timings of the two broad-phase queries."""
+    implementations = {"kdtree (scipy)": (np, lambda a: a, lambda: None, broad_phase.kdtree_neighbour_pairs,
+                                          broad_phase.kdtree_nearest_within),
+                       "grid (numpy)": (np, lambda a: a, lambda: None,
+                                        lambda p, r: broad_phase.grid_neighbour_pairs(np, p, r),
+                                        lambda q, p, r, k: broad_phase.grid_nearest_within(np, q, p, r, k))}
+    try:
+        cuda = get_backend("cuda")
+        cupy = cuda.xp
+        implementations["grid (cupy)"] = (
+            cupy, cupy.asarray, lambda: cupy.cuda.Stream.null.synchronize(),
+            lambda p, r: broad_phase.grid_neighbour_pairs(cupy, p, r),
+            lambda q, p, r, k: broad_phase.grid_nearest_within(cupy, q, p, r, k))
+    except BackendError as exc:
+        print(f"CUDA not available: {exc}; numpy and scipy only")
+    for count in sizes:
+        points, radius = crumpled_sheet(count)
+        counts = {}
+        for name, (xp, upload, synchronize, pairs, nearest) in implementations.items():
+            device_points = upload(points)
+            pairs_ms, found_pairs = _best_ms(lambda: pairs(device_points, radius), synchronize)
+            nearest_ms, found_nearest = _best_ms(lambda: nearest(device_points, device_points, radius, 16),
+                                                 synchronize)
+            counts[name] = (len(found_pairs), len(found_nearest[0]))
+            print(f"{count:7d} points, radius {radius * 1e3:.1f} mm: {name:15s} neighbour_pairs {pairs_ms:8.1f} ms "
+                  f"({counts[name][0]} pairs), nearest_within k=16 {nearest_ms:8.1f} ms ({counts[name][1]} found)")
+        if len(set(counts.values())) != 1:
+            print(f"MISMATCH at {count} points: {counts}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=5, help="timed frames per scene and device")
     parser.add_argument("--resolution", type=int, default=141, help="cloth vertices per side (seed 001: 141)")
     parser.add_argument("--strands", type=int, default=1000, help="hairball strands (seed 000: 1000)")
     parser.add_argument("--vertices", type=int, default=10, help="points per hairball strand")
+    parser.add_argument("--broad-phase", action="store_true", help="time the broad phases instead of the scenes")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 50000, 100000],
+                        help="point counts for --broad-phase")
     args = parser.parse_args(argv)
+    if args.broad_phase:
+        broad_phase_table(args.sizes)
+        return 0
 
     backends = {"cpu": get_backend("cpu")}
     try:
