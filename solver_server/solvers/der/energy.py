@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .jet import cross3
-from .model import BAND_WIDTH, DerModel
+from .model import BAND_WIDTH, DerModel, ElementSubset
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
                       twist_strain_jet, weighted_strain_gradient)
 
@@ -47,10 +47,13 @@ def _local_to_element(xp, dtype):
     return a
 
 
-def _bend_inputs(xp, model: DerModel, config: Configuration):
+def _bend_inputs(xp, model: DerModel, config: Configuration, bends=None):
+    """Edge vectors, reference frames (u, v, θ) of both edges and rest-length products of the bend/twist
+    elements `bends` (index array; None: all)."""
     x = config.positions
-    prev_edge, next_edge = model.bend_edges[:, 0], model.bend_edges[:, 1]
-    vertex = model.bend_vertex
+    bend_edges = model.bend_edges if bends is None else model.bend_edges[bends]
+    prev_edge, next_edge = bend_edges[:, 0], bend_edges[:, 1]
+    vertex = model.bend_vertex if bends is None else model.bend_vertex[bends]
     e0 = x[vertex] - x[vertex - 1]
     e1 = x[vertex + 1] - x[vertex]
     t0 = e0 / xp.linalg.norm(e0, axis=1, keepdims=True)
@@ -80,29 +83,36 @@ def strand_elastic_energy(xp, model: DerModel, config: Configuration):
     return energy
 
 
-def strand_energy_and_gradient(xp, model: DerModel, config: Configuration):
+def strand_energy_and_gradient(xp, model: DerModel, config: Configuration, subset: ElementSubset | None = None):
     """Elastic energy of every strand (S,) [J] and the gradient (n_dofs,) [N or N·m] of the total, from one
-    pass over the elements (strains, directors and the reference twist are shared by both)."""
+    pass over the elements (strains, directors and the reference twist are shared by both).
+
+    subset: only the elements of some strands (model.element_subset); the other strands' energies and
+    gradient entries are then 0 (config must still be full size)."""
     n = model.n_dofs
     x = config.positions
-    s_grad, _ = _stretch_blocks(xp, model, x, False, False)
-    edges = x[model.edge_vertex + 1] - x[model.edge_vertex]
-    strain = xp.linalg.norm(edges, axis=1) / model.rest_edge_length - 1.0
-    stretch = 0.5 * model.stretch_stiffness * strain * strain * model.rest_edge_length
-    energy = xp.bincount(model.edge_strand, weights=stretch, minlength=model.n_strands)
+    edges = None if subset is None else subset.edges
+    bends = None if subset is None else subset.bends
+
+    def pick(array, index):
+        return array if index is None else array[index]
+
+    s_grad, _, stretch = _stretch_blocks(xp, model, x, False, False, edges)
+    energy = xp.bincount(pick(model.edge_strand, edges), weights=stretch, minlength=model.n_strands)
     grad = xp.zeros(n, dtype=x.dtype)
-    _scatter_gradient(xp, n, model.vertex_dof[model.edge_vertex], s_grad, grad)
+    _scatter_gradient(xp, n, model.vertex_dof[pick(model.edge_vertex, edges)], s_grad, grad)
     if model.bend_vertex.shape[0]:
-        e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
-        tau = frame1[2] - frame0[2] + config.reference_twist - model.rest_twist
-        grad8, omega = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1,
-                                                model.bend_weight.reshape(-1, 4), model.rest_bend.reshape(-1, 4),
-                                                model.twist_weight * tau)
-        bend = xp.sum(model.bend_weight.reshape(-1, 4) * (omega - model.rest_bend.reshape(-1, 4)) ** 2, axis=1)
-        twist = 0.5 * model.twist_weight * tau * tau
-        energy = energy + xp.bincount(model.vertex_strand[model.bend_vertex], weights=bend + twist,
+        e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config, bends)
+        weights, rest = pick(model.bend_weight, bends).reshape(-1, 4), pick(model.rest_bend, bends).reshape(-1, 4)
+        twist_weight = pick(model.twist_weight, bends)
+        tau = frame1[2] - frame0[2] + pick(config.reference_twist, bends) - pick(model.rest_twist, bends)
+        grad8, omega = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
+                                                twist_weight * tau)
+        bend = xp.sum(weights * (omega - rest) ** 2, axis=1)
+        twist = 0.5 * twist_weight * tau * tau
+        energy = energy + xp.bincount(model.vertex_strand[pick(model.bend_vertex, bends)], weights=bend + twist,
                                       minlength=model.n_strands)
-        _scatter_gradient(xp, n, model.bend_dof, grad8 @ _local_to_element(xp, x.dtype), grad)
+        _scatter_gradient(xp, n, pick(model.bend_dof, bends), grad8 @ _local_to_element(xp, x.dtype), grad)
     return energy, grad
 
 
@@ -111,19 +121,21 @@ def elastic_energy(xp, model: DerModel, config: Configuration):
     return float(xp.sum(strand_elastic_energy(xp, model, config)))
 
 
-def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project: bool):
-    """Gradient (E, 7) and Hessian (E, 7, 7) over [x_v, θ, x_{v+1}] for every edge."""
-    edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
+def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project: bool, subset=None):
+    """Gradient (E, 7) and Hessian (E, 7, 7) over [x_v, θ, x_{v+1}] for every edge (or the edges `subset`),
+    and the stretch energy of each (E,) [J]."""
+    edge_vertex = model.edge_vertex if subset is None else model.edge_vertex[subset]
+    edges = positions[edge_vertex + 1] - positions[edge_vertex]
     length = xp.linalg.norm(edges, axis=1)
     t = edges / length[:, None]
-    k = model.stretch_stiffness
-    rest = model.rest_edge_length
+    k = model.stretch_stiffness if subset is None else model.stretch_stiffness[subset]
+    rest = model.rest_edge_length if subset is None else model.rest_edge_length[subset]
     force = k * (length / rest - 1.0)
     grad = xp.zeros((edges.shape[0], 7), dtype=edges.dtype)
     grad[:, 0:3] = -force[:, None] * t
     grad[:, 4:7] = force[:, None] * t
     if not with_hessian:
-        return grad, None
+        return grad, None, 0.5 * force * (length / rest - 1.0) * rest
     lateral = k * (1.0 / rest - 1.0 / length)
     if project:
         lateral = xp.maximum(lateral, 0.0)
@@ -134,7 +146,7 @@ def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project:
     hess[:, 4:7, 4:7] = block
     hess[:, 0:3, 4:7] = -block
     hess[:, 4:7, 0:3] = -block
-    return grad, hess
+    return grad, hess, 0.5 * force * (length / rest - 1.0) * rest
 
 
 def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool,
@@ -205,7 +217,7 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
     a quasi-Newton matrix, not the exact Hessian."""
     n = model.n_dofs
     grad = xp.zeros(n, dtype=config.positions.dtype)
-    s_grad, s_hess = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton)
+    s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton)
     stretch_start = model.vertex_dof[model.edge_vertex]
     _scatter_gradient(xp, n, stretch_start, s_grad, grad)
     band = None

@@ -20,8 +20,12 @@ from typing import Any, Protocol
 
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band
 from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
-from .model import DerModel
+from .model import DerModel, element_subset
 from .state import DerState, transported_configuration
+
+
+# the line search evaluates only the strands it still searches when they are fewer than this fraction
+SUBSET_FRACTION = 0.5
 
 
 @dataclass
@@ -149,7 +153,7 @@ class ImplicitEulerSolver:
             if not bool(searching.any()):
                 break
             trial_v = v + alpha[self.dof_strand] * direction
-            trial = evaluate(trial_v)
+            trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
             point = self._merge(ok, trial, point)
             accepted |= ok
@@ -188,12 +192,17 @@ class ImplicitEulerSolver:
         impulse = xp.zeros(model.n_dofs)
         damping = h * model.damping
 
-        def evaluate(v):
+        def evaluate(v, strands=None, fill=None):
             """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
-            (n_dofs,); configuration) at q_t + h v."""
+            (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): only those strands
+            are evaluated (the others' parts are meaningless), worth it when few strands still move."""
             q = q_t + h * v
-            config = transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q))
-            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config)
+            subset = None
+            if strands is not None and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
+                subset = element_subset(xp, model, strands)
+            config = transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q),
+                                               subset, None if subset is None else fill[2])
+            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
             if soft_pins is not None:
                 pin_strands = model.vertex_strand[soft_pins.vertices]
                 energy = energy + soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)

@@ -83,6 +83,19 @@ class DerModel:
         return q
 
 
+@dataclass
+class ElementSubset:
+    """The stretch elements (edges) and bend/twist elements of a set of strands: index arrays (e,), (b,)."""
+    edges: Any
+    bends: Any
+
+
+def element_subset(xp, model: DerModel, strands) -> ElementSubset:
+    """Elements of the strands marked in the bool mask strands (S,) (every element lies in one strand)."""
+    return ElementSubset(edges=xp.nonzero(strands[model.edge_strand])[0],
+                         bends=xp.nonzero(strands[model.vertex_strand[model.bend_vertex]])[0])
+
+
 def _validate(xp, points, strand_offsets):
     if points.ndim != 2 or points.shape[1] != 3:
         raise DerInputError(f"points must have shape (N, 3), got {tuple(points.shape)}")

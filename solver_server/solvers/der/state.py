@@ -7,7 +7,7 @@ from typing import Any
 
 from .energy import Configuration
 from .frames import normalize_rows, orthonormalize, parallel_transport, reference_twist_value
-from .model import DerModel
+from .model import DerModel, ElementSubset
 
 
 @dataclass
@@ -34,17 +34,37 @@ def rest_state(xp, model: DerModel) -> DerState:
                     reference_u=model.rest_u.copy(), reference_twist=model.rest_twist.copy())
 
 
-def transported_configuration(xp, model: DerModel, base: DerState, positions, theta) -> Configuration:
-    """Configuration at (positions, theta) with reference frames transported in time from `base`."""
-    edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
+def transported_configuration(xp, model: DerModel, base: DerState, positions, theta, subset: ElementSubset | None = None,
+                              fill: Configuration | None = None) -> Configuration:
+    """Configuration at (positions, theta) with reference frames transported in time from `base`.
+
+    subset (with fill): transport only the frames of those elements; the other entries of reference_u and
+    reference_twist are copied from the configuration `fill`."""
+    edge_vertex = model.edge_vertex if subset is None else model.edge_vertex[subset.edges]
+    edges = positions[edge_vertex + 1] - positions[edge_vertex]
     tangents = normalize_rows(xp, edges)
-    u = orthonormalize(xp, tangents, parallel_transport(xp, base.tangents, tangents, base.reference_u))
-    prev_edge, next_edge = model.bend_edges[:, 0], model.bend_edges[:, 1]
-    raw = reference_twist_value(xp, tangents[prev_edge], tangents[next_edge], u[prev_edge], u[next_edge])
-    change = raw - base.reference_twist
+    base_tangents, base_u = base.tangents, base.reference_u
+    if subset is not None:
+        base_tangents, base_u = base_tangents[subset.edges], base_u[subset.edges]
+    moved_u = orthonormalize(xp, tangents, parallel_transport(xp, base_tangents, tangents, base_u))
+    if subset is None:
+        u, all_tangents = moved_u, tangents
+        bend_edges, base_twist = model.bend_edges, base.reference_twist
+    else:
+        u, all_tangents = fill.reference_u.copy(), xp.zeros_like(fill.reference_u)
+        u[subset.edges] = moved_u
+        all_tangents[subset.edges] = tangents
+        bend_edges, base_twist = model.bend_edges[subset.bends], base.reference_twist[subset.bends]
+    prev_edge, next_edge = bend_edges[:, 0], bend_edges[:, 1]
+    raw = reference_twist_value(xp, all_tangents[prev_edge], all_tangents[next_edge], u[prev_edge], u[next_edge])
+    change = raw - base_twist
     change = change - 2.0 * xp.pi * xp.round(change / (2.0 * xp.pi))
-    return Configuration(positions=positions, theta=theta, reference_u=u,
-                         reference_twist=base.reference_twist + change)
+    twist = base_twist + change
+    if subset is not None:
+        full = fill.reference_twist.copy()
+        full[subset.bends] = twist
+        twist = full
+    return Configuration(positions=positions, theta=theta, reference_u=u, reference_twist=twist)
 
 
 __all__ = ["DerState", "rest_state", "transported_configuration"]
