@@ -70,7 +70,9 @@ def test_simulation_with_a_jacobi_matches_cholesky():
     pins = [index[0, -1], index[-1, -1]]
     results = {}
     for mode in ("cholesky", "a_jacobi"):
-        settings = {"global": mode, "order": 2, "jacobi_iterations": 200, "gamma": 1.0}
+        # the hard strain limit is a thresholded pass after the global steps: it would turn the 1e-7
+        # differences between the two solves into edge-by-edge on/off differences, so it is off here
+        settings = {"global": mode, "order": 2, "jacobi_iterations": 200, "gamma": 1.0, "strain_limit_iterations": 0}
         sim = Simulation(scene([cloth_object(vertices, triangles, pins=pins)], frame_end=7, solver={"pd": settings}),
                          BACKEND)
         frames = run(sim)

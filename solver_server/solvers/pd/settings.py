@@ -16,6 +16,9 @@ DEFAULTS = {
     "rho": None,               # ρ spectral radius estimate of Rˡ (None: power iteration)
     "self_collision_iterations": 6,
     "contact_forces": True,    # collider contact (and friction) as forces inside the iterations
+    "strain_limit_iterations": 16,   # Jacobi passes of the hard cloth edge limit per substep; 0 disables it
+    "strain_limit_slack": 0.02,      # hard limit: no cloth edge longer than (σmax + slack) × rest length
+    "pin_stiffening_rings": 8,       # cloth edges within this many hops of an exact pin are stiffened (0/1: off)
 }
 
 
@@ -37,6 +40,11 @@ def resolve_pd_settings(settings: dict | None) -> dict:
     integer("jacobi_iterations", 1, 10000)
     integer("chebyshev_start", 0, 10000)
     integer("self_collision_iterations", 0, 100)
+    integer("strain_limit_iterations", 0, 10000)
+    integer("pin_stiffening_rings", 0, 1000)
+    slack = out["strain_limit_slack"]
+    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack <= 10:
+        raise SceneError(f"solver.pd.strain_limit_slack must be a number in [0, 10], got {slack!r}")
     if not isinstance(out["contact_forces"], bool):
         raise SceneError("solver.pd.contact_forces must be true or false")
     if out["global"] not in GLOBAL_SOLVERS:

@@ -10,7 +10,9 @@ Per substep of length h:
                                                     next global step includes f, so bodies squeezed by
                                                     colliders bulge instead of losing volume, and
                                                     Coulomb friction acts inside the solve)
-  4. q ← ResolveCollision(q) (post-projection), Coulomb friction, cloth self-collision
+  4. q ← ResolveCollision(q) (post-projection), Coulomb friction
+  4b. hard cloth strain limit (strain_limit.py: no edge longer than (σmax + slack)·r), then one more
+      ResolveCollision; cloth self-collision
   5. v = (q − q_t)/h, then v ← v / (1 + damping·h)
 """
 
@@ -28,6 +30,9 @@ from ...sim.state import Control, State
 from . import constraints as pdc
 from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
+from .strain_limit import EdgeStrainLimit
+
+STRAIN_LIMIT_PASSES_PER_ROUND = 4   # Jacobi passes between two full edge checks
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +77,28 @@ def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
     return batches
 
 
+def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
+    """Scale the cloth edge weights near exactly pinned particles by rings / d (d = 1, 2, … hops of the edge
+    from the nearest pin; edges from d = rings on keep their weight).
+
+    A point pin carries its load through a few edges: the membrane strain around a point load grows like
+    1/distance, so on any mesh the first ring of edges stretches by tens of per cent. Stiffening by
+    rings / d cancels the 1/d growth inside ``rings`` hops, as if the pin held a small stiff patch of
+    cloth (a grommet) instead of one vertex. Changes the system matrix only (built once).
+    """
+    edges = next((batch for batch in batches if batch.name == "edge_strain"), None)
+    if edges is None or rings <= 1 or len(pinned) == 0:
+        return
+    from scipy.sparse.csgraph import dijkstra  # noqa: PLC0415
+
+    pairs = edges.edges
+    graph = scipy.sparse.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    hops = dijkstra(graph, directed=False, indices=np.unique(pinned), unweighted=True, min_only=True,
+                    limit=rings + 1)
+    edge_hops = np.minimum(hops[pairs[:, 0]], hops[pairs[:, 1]]) + 1.0      # 1 for an edge at a pin
+    edges.weights = edges.weights * np.maximum(1.0, rings / edge_hops)
+
+
 class PDSolver:
     """Newton-style solver: built from a Model, ``step(state_in, state_out, control, contacts, dt)``.
 
@@ -93,6 +120,7 @@ class PDSolver:
         soft = ~hard
         self.soft_pin_rows = np.nonzero(soft)[0]
         self.batches = build_constraints(model)
+        stiffen_near_pins(self.batches, self.hard_indices, n, settings["pin_stiffening_rings"])
         if np.any(soft):
             stiffness = np.array([model.params[s]["pin_stiffness"] for s in model.pin_slot[soft]])
             self.soft_pins = pdc.soft_pins(model.pin_indices[soft], model.pin_weights[soft] * stiffness, n)
@@ -127,6 +155,20 @@ class PDSolver:
                 gamma=settings["gamma"], rho=settings["rho"])
         self.fell_back = False
         self.self_collision = None
+        self.strain_limit = self._build_strain_limit(backend, model, settings)
+
+    def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
+        """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
+        edges = next((batch for batch in self.batches if batch.name == "edge_strain"), None)
+        passes = settings["strain_limit_iterations"]
+        if edges is None or passes == 0:
+            return None
+        inverse_mass = 1.0 / model.mass
+        inverse_mass[self.hard_indices] = 0.0
+        max_length = (edges.limits[:, 1] + settings["strain_limit_slack"]) * edges.rest_length
+        per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
+        return EdgeStrainLimit(backend, edges.edges, edges.selector, max_length, inverse_mass,
+                               rounds=-(-passes // per_round), passes_per_round=per_round)
 
     def _global(self, rhs_full, pinned_targets, initial):
         rhs = rhs_full[self.free_device]
@@ -142,7 +184,9 @@ class PDSolver:
         return solution, report
 
     def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
-        """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms}."""
+        """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms} and,
+        with cloth, strain_limit_ms, strain_limit_rounds (Jacobi rounds run), strain_limit_left (edges
+        still longer than the hard limit)."""
         if abs(dt - self.dt) > 1e-12 * self.dt:
             raise ValueError(f"PD solver was factored for dt={self.dt}, step called with dt={dt}")
         xp = self.backend.xp
@@ -203,12 +247,22 @@ class PDSolver:
             # the in-loop forces already carry friction for their own normal force
             q = self.contact.apply_friction(q, q_start, merge_contacts(xp, pre, post))
             q, _ = self.contact.project(colliders, q)
-            if hard_targets is not None:
-                q[self.hard_device] = hard_targets
             touching = post.mask.copy()
             if point_force is not None:
                 touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
             contact_count = int(touching.sum())
+        timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+        if self.strain_limit is not None:
+            # after the collider pushes and friction, which also stretch edges; the limit moves points
+            # by a fraction of an edge, so one more closest-point projection keeps them outside
+            tick = time.perf_counter()
+            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(xp, q)
+            if has_colliders:
+                q, _ = self.contact.project(colliders, q)
+            timings["strain_limit_ms"] = (time.perf_counter() - tick) * 1e3
+        if hard_targets is not None:
+            q[self.hard_device] = hard_targets
+        tick = time.perf_counter()
         if self.self_collision is not None:
             q, self_contacts = self.self_collision.resolve(xp, q, q_start)
             contact_count += self_contacts
