@@ -148,7 +148,7 @@ def _on_host(xp, function, *arrays_and_args):
 
 def neighbour_pairs(xp, points, radius):
     """Pairs (i, j), i < j, of ``points`` (n, 3) [m] with |p_i − p_j| ≤ radius [m]: (c, 2) int64 on the
-    points' device, in no particular order (scipy ``cKDTree.query_pairs``)."""
+    points' device, sorted by (i, j) (scipy ``cKDTree.query_pairs``)."""
     if _kdtree_for(xp):
         return _on_host(xp, broad_phase.kdtree_neighbour_pairs, points, radius)
     return broad_phase.grid_neighbour_pairs(xp, points, radius)
@@ -157,7 +157,7 @@ def neighbour_pairs(xp, points, radius):
 def points_near(xp, queries, points, radius):
     """Every (query, point) pair with |query − point| ≤ radius [m] (``cKDTree.query_ball_point``).
 
-    queries (m, 3), points (n, 3). Returns (query index (c,), point index (c,)) int64, ordered by query."""
+    queries (m, 3), points (n, 3). Returns (query index (c,), point index (c,)) int64 sorted by (query, point)."""
     if _kdtree_for(xp):
         return _on_host(xp, broad_phase.kdtree_points_near, queries, points, radius)
     return broad_phase.grid_points_near(xp, queries, points, radius)

@@ -16,7 +16,10 @@ sets (tests/server/test_broad_phase.py):
 * :func:`grid_nearest_within` / :func:`kdtree_nearest_within` — per query the ``k`` nearest points closer
   than a bound (``cKDTree.query(k=k, distance_upper_bound=bound)``).
 
-Distances are compared as squared distances: within ``radius`` means |p − q|² ≤ radius² and closer than
+Outputs are in a defined order, the same for both implementations (solvers whose result depends on
+the order of their contacts then give the same frames on CPU and GPU): pairs sorted by (i, j), (query,
+point) pairs sorted by query then point, nearest points by query then distance. Distances are compared
+as squared distances: within ``radius`` means |p − q|² ≤ radius² and closer than
 ``bound`` means |p − q|² < bound². Which implementation runs is chosen in :mod:`solver_server.backend`.
 """
 
@@ -80,15 +83,18 @@ def grid_points_near(xp, queries, points, radius):
     """Every (query, point) pair with |query − point| ≤ radius.
 
     queries (m, 3), points (n, 3) [m] on the ``xp`` device; radius [m] >= 0 (float or 0-d array).
-    Returns (query index (c,), point index (c,)) int64, ordered by query.
+    Returns (query index (c,), point index (c,)) int64 sorted by (query, point).
     """
     query_index, point_index = _grid_candidates(xp, queries, points, radius)
     close = _squared_distance(queries, points, query_index, point_index) <= radius * radius
-    return query_index[close], point_index[close]
+    query_index, point_index = query_index[close], point_index[close]
+    order = xp.lexsort(xp.stack([point_index, query_index]))
+    return query_index[order], point_index[order]
 
 
 def grid_neighbour_pairs(xp, points, radius):
-    """Pairs (i, j), i < j, of ``points`` (n, 3) [m] with |p_i − p_j| ≤ radius [m]: (c, 2) int64."""
+    """Pairs (i, j), i < j, of ``points`` (n, 3) [m] with |p_i − p_j| ≤ radius [m]: (c, 2) int64 sorted
+    by (i, j)."""
     first, second = grid_points_near(xp, points, points, radius)
     keep = first < second
     return xp.stack([first[keep], second[keep]], axis=1)
@@ -123,10 +129,12 @@ def kdtree_points_near(queries: np.ndarray, points: np.ndarray, radius: float):
 
 
 def kdtree_neighbour_pairs(points: np.ndarray, radius: float) -> np.ndarray:
-    """Host version of :func:`grid_neighbour_pairs` (scipy cKDTree.query_pairs): (c, 2) int64, i < j."""
+    """Host version of :func:`grid_neighbour_pairs` (scipy cKDTree.query_pairs): (c, 2) int64, i < j,
+    sorted by (i, j)."""
     if len(points) == 0:
         return np.zeros((0, 2), np.int64)
-    return cKDTree(points).query_pairs(float(radius), output_type="ndarray").astype(np.int64)
+    pairs = cKDTree(points).query_pairs(float(radius), output_type="ndarray").astype(np.int64)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
 def kdtree_nearest_within(queries: np.ndarray, points: np.ndarray, bound: float, k: int):

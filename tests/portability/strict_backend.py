@@ -15,8 +15,9 @@
 - accepts numpy integer/boolean arrays as indices (CuPy copies them to the device);
 - inside :func:`substep_guard` (the tests wrap every solver substep in it) refuses every device -> host
   array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): issue 8 allows those only at frame
-  boundaries. Scalar conversions (``float``/``int``/``bool`` of a 0-d array: a synchronization, not an
-  array copy) stay allowed there and are counted in :data:`SYNCS`.
+  boundaries. Synchronizations that are not array copies stay allowed there and are counted in
+  :data:`SYNCS`: scalar conversions (``float``/``int``/``bool`` of a 0-d array), boolean-mask indexing
+  and the functions whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy.
 
 ``xp`` is numpy behind a filter: host arrays are accepted only by the upload functions
 (``asarray``, ``array``, ``asanyarray``), ``asnumpy`` is the download, and the names in
@@ -55,7 +56,9 @@ class _Phase:
     inside: str | None = None
 
 
-SYNCS: dict[str, int] = {}  # substep description -> scalar device -> host synchronizations counted inside it
+SYNCS: dict[str, int] = {}  # substep description -> device -> host synchronizations counted inside it
+# xp functions whose output size depends on the values: CuPy synchronizes to size the result
+SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "extract", "compress"})
 
 
 @contextlib.contextmanager
@@ -77,6 +80,13 @@ def _download(what: str) -> None:
 def _synchronize() -> None:
     if _Phase.inside is not None:
         SYNCS[_Phase.inside] = SYNCS.get(_Phase.inside, 0) + 1
+
+
+def _count_mask(key) -> None:
+    """Indexing with a device boolean mask synchronizes on CuPy (the result size is data-dependent)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, DeviceArray) and k.dtype == bool for k in keys):
+        _synchronize()
 
 
 def _is_host_array(value) -> bool:
@@ -197,9 +207,11 @@ class DeviceArray:
         return complex(self._data)
 
     def __getitem__(self, key):
+        _count_mask(key)
         return _wrap(self._data[_index(key)])
 
     def __setitem__(self, key, value):
+        _count_mask(key)
         self._data[_index(key)] = _unwrap(value, allow_host=False, where="item assignment")
 
     @property
@@ -324,9 +336,13 @@ class StrictNamespace:
 
             check = SIGNATURE_CHECKS.get(name) if not self._prefix else None
 
+            sizes_from_data = name in SIZE_FROM_DATA and not self._prefix
+
             def function(*args, **kwargs):
                 if check is not None:
                     check(args, kwargs)
+                if sizes_from_data:
+                    _synchronize()
                 return _call(attribute, self._prefix + name, args, kwargs, allow_host=allow_host)
             return function
         return attribute
