@@ -26,6 +26,9 @@ from .state import DerState, transported_configuration
 
 # the line search evaluates only the strands it still searches when they are fewer than this fraction
 SUBSET_FRACTION = 0.5
+# a quasi-Newton matrix counts as stale once full steps decrease g by more than this × its predicted decrease
+# (an exact matrix on a quadratic gives 1; one twice too stiff gives 1.5)
+STALE_DECREASE_RATIO = 1.25
 
 
 @dataclass
@@ -160,7 +163,7 @@ class ImplicitEulerSolver:
             searching &= ~ok
             alpha = xp.where(searching, alpha * settings.backtrack, alpha)
         alpha = xp.where(accepted, alpha, 0.0)
-        return alpha, direction, point, accepted
+        return alpha, slope, direction, point, accepted
 
     def _merge(self, take, new, old):
         """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
@@ -219,9 +222,10 @@ class ImplicitEulerSolver:
         v[fixed_dofs] = fixed_velocity
         stats = StepStats()
         factor = None
-        # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only after a line search
-        # since the last factorization had to shorten or refuse a step: a matrix whose full steps are
-        # accepted is still a good model of the system
+        # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only when it has shown to
+        # be stale since the last factorization: a line search had to shorten or refuse a step, or full steps
+        # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
+        # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
         stale = False
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
@@ -241,7 +245,7 @@ class ImplicitEulerSolver:
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             current = objective(v, target, elastic)
-            alpha, direction, point, accepted = self._line_search(
+            alpha, slope, direction, point, accepted = self._line_search(
                 factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective)
             if not bool(accepted.all()):
                 # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
@@ -257,6 +261,11 @@ class ImplicitEulerSolver:
             stats.iterations = iteration + 1
             # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
             stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))
+            if not stale:
+                full = alpha == 1.0
+                predicted = -0.5 * float(xp.sum(slope[full]))
+                actual = float(xp.sum((current - objective(v_new, target, point[0]))[full]))
+                stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
             if impulses is not None:
                 new_impulse = impulses.update(iteration, v, v_new)
                 if new_impulse is not None:
