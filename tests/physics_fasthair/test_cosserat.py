@@ -96,9 +96,9 @@ def test_heavy_strand_statics_match_the_large_deflection_elastica():
     # E = 100 MPa, r = 5 mm: w L³ / EI ≈ 20, a strongly bent 1 m strand (seed Fig. 5.1 regime)
     radius, density, young, segments = 5e-3, 1300.0, 1e8, 50
     solver, state = make(straight(segments), radius=radius, density=density, young_modulus=young,
-                         shear_modulus=young / 2.0, damping=15.0)
+                         shear_modulus=young / 2.0, damping=5.0)
     settle(solver, state, 3.0)
-    assert np.abs(state.joint_velocities).max() < 1e-4
+    assert np.abs(state.joint_velocities).max() < 1e-3      # critically damped (5/s) creep, ~mm/s at the tip
     tip = solver.positions(state)[0, -1]
     clamp = 1.0 / segments            # segment 0 is clamped, the free part starts at its tip
     x_ref, z_ref = heavy_elastica_tip(density * math.pi * radius ** 2 * 9.81, young * math.pi * radius ** 4 / 4.0,

@@ -53,8 +53,15 @@ import numpy as np
 from ..guides.layout import StrandLayout
 from ..particles.colliders import ColliderSet
 from . import quaternion as quat
+from .articulated import ArticulatedChains, joint_stiffness_matrices
 from .interaction import SweptSphereInteraction
 from .settings import CosseratSettings
+
+
+MAX_TURN_PER_STEP = 0.1
+"""rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
+MAX_REFINEMENT = 32
+"""The shortest step is max_step / MAX_REFINEMENT."""
 
 
 @dataclass
@@ -218,85 +225,46 @@ class CosseratSolver:
         joint[:, 1:] = on_distal
         return torque, joint
 
-    def joint_inertia(self, positions, d3):
-        """Inertia of the part distal of each joint as a rigid body about node i.
-
-        Returns bend, twist (S, M) [kg·m²] about axes ⊥ and ∥ to d3_i (distal segment centres c_k)."""
+    def energies(self, state: CosseratState):
+        """Per strand (S,) kinetic, gravitational and elastic energy [J] of the free segments (rigid rods
+        of mass m and radius r; gravity potential −m g·c with the scaled gravity, zero at the origin)."""
         xp = self.xp
-        relative = positions - positions[:, :1]
-        centers = 0.5 * (relative[:, 1:] + relative[:, :-1])                                  # (S, M, 3)
-        m = self.mass
-        total = _reverse_cumsum(m, xp)
-        first = _reverse_cumsum(m[..., None] * centers, xp)
-        second = _reverse_cumsum(m[..., None, None] * centers[..., :, None] * centers[..., None, :], xp)
-        node = relative[:, :-1]
-        trace = second[..., 0, 0] + second[..., 1, 1] + second[..., 2, 2]
-        bend = (trace - 2.0 * xp.sum(node * first, axis=-1) + total * xp.sum(node * node, axis=-1)
-                + _reverse_cumsum(m * self.lengths ** 2, xp) / 12.0)
-        axial_second = xp.einsum("smi,smij,smj->sm", d3, second, d3)
-        node_axial = xp.sum(node * d3, axis=-1)
-        axial = axial_second - 2.0 * node_axial * xp.sum(first * d3, axis=-1) + total * node_axial ** 2
-        twist = bend - axial + total * self.settings.radius ** 2 / 2.0
-        tiny = 1e-300
-        return xp.maximum(bend, tiny), xp.maximum(twist, tiny)
+        d3 = quat.axis(state.orientations, 2, xp)
+        positions = self._positions(state.root_positions, d3)
+        omega = self._angular_velocities(state.root_angular_velocities, state.joint_velocities)
+        velocities = self._node_velocities(state.root_velocities, omega, d3)
+        segments = self.lengths[..., None] * d3
+        weight = xp.where(self.free_joint, self.mass, 0.0)
+        centers = 0.5 * (velocities[:, 1:] + velocities[:, :-1])
+        spin_sq = xp.sum(omega * omega, axis=-1)
+        axial_sq = _dot(omega, d3, xp)[..., 0] ** 2
+        radius_sq = self.settings.radius ** 2
+        rotation = (self.lengths ** 2 / 12.0 + radius_sq / 4.0) * (spin_sq - axial_sq) + radius_sq / 2.0 * axial_sq
+        kinetic = 0.5 * xp.sum(weight * (xp.sum(centers * centers, axis=-1) + rotation), axis=1)
+        middle = positions[:, :-1] + 0.5 * segments
+        gravity = -xp.sum(weight * (middle @ self.gravity), axis=1)
+        return kinetic, gravity, self.energy(state.orientations)
 
-    # ----------------------------------------------------------------- dynamics
-    def transport(self, node_forces, d3, tf):
-        """Tip → root force transport (eqs. 3.9–3.15).
-
-        node_forces (S, P, 3) [N]; d3, tf (S, M, 3). Returns F_N (S, M, 3), the normal force acting
-        on each segment. A loop over the segment index on (S, 3) slices (the recursion is nonlinear:
-        projections and the neutralization clamp), vectorized over strands.
-        """
+    def _angular_velocities(self, root_omega, joint_velocities):
+        """(S, M, 3) absolute segment angular velocities Ω_i = Ω_root + Σ_{j≤i} w_j [rad/s]."""
         xp = self.xp
-        strands, segments = d3.shape[:2]
-        axes = xp.ascontiguousarray(xp.moveaxis(d3, 1, 0))                 # (M, S, 3) contiguous slices
-        torque_forces = xp.ascontiguousarray(xp.moveaxis(tf, 1, 0))
-        loads = xp.ascontiguousarray(xp.moveaxis(node_forces, 1, 0))
-        normal = xp.zeros_like(axes)
-        carried = xp.zeros((strands, 3))
-        for i in range(segments - 1, 0, -1):
-            axis = axes[i]
-            incoming = loads[i + 1] + carried
-            normal_force = incoming - xp.einsum("sk,sk->s", incoming, axis)[:, None] * axis
-            # neutralized = c·F̂_N with c = min(−tf·F̂_N, |F_N|) (0 when tf·F_N > 0)  =  ratio·F_N
-            ratio = xp.einsum("sk,sk->s", torque_forces[i], normal_force)
-            ratio /= -(xp.einsum("sk,sk->s", normal_force, normal_force) + 1e-300)
-            xp.clip(ratio, 0.0, 1.0, out=ratio)
-            normal[i] = normal_force
-            carried = incoming - (1.0 - ratio)[:, None] * normal_force       # F_T + F_neutralized
-        return xp.moveaxis(normal, 0, 1)
+        return root_omega[:, None] + xp.cumsum(xp.where(self.free_joint[..., None], joint_velocities, 0.0), axis=1)
 
-    def solve_joints(self, w, joint_torque, positions, d3, h):
-        """New joint velocities (S, M, 3) from the joint torques Q (S, M, 3).
-
-        Joint i turns its distal part as a rigid body (inertia about node i, split into bending and
-        twist about d3_i). Stiffness and damping are implicit per joint (exact for the stiffness,
-        which is block diagonal in joint coordinates): w_i ← (I w_i + h Q_i) / (I (1 + h·damping)
-        + h² K/l̄). The joints are solved independently (a diagonal joint-space inertia). A forward
-        Gauss–Seidel sweep that subtracts the torque needed to carry the distal part along with the
-        already-updated proximal joints was tried and made undamped stiff strands blow up
-        (docs/fast_hair.md); the diagonal version conserves energy for stiff strands and
-        over-accelerates softer ones transiently.
-        """
+    def _node_velocities(self, root_velocity, omega, d3):
+        """(S, P, 3) node velocities [m/s] (eq. 3.6: cumulative sum of l Ω × d3 from the root)."""
         xp = self.xp
-        damping = self.settings.damping
-        bend, twist = self.joint_inertia(positions, d3)
-        bend, twist = bend[..., None], twist[..., None]
-        rate = _dot(w, d3, xp)
-        torque_along = _dot(joint_torque, d3, xp)
-        bent = (bend * (w - rate * d3) + h * (joint_torque - torque_along * d3)) / (
-            bend * (1.0 + h * damping) + h * h * self.joint_bend_stiffness[..., None])
-        twisted = (twist * rate + h * torque_along) / (
-            twist * (1.0 + h * damping) + h * h * self.joint_twist_stiffness[..., None])
-        return xp.where(self.free_joint[..., None], bent + twisted * d3, 0.0)
+        spin = self.lengths[..., None] * xp.cross(omega, d3)
+        zero = xp.zeros_like(spin[:, :1])
+        return root_velocity[:, None] + xp.concatenate([zero, xp.cumsum(spin, axis=1)], axis=1)
 
     def step(self, state_in: CosseratState, state_out: CosseratState, control: CosseratControl,
              contacts=None, dt: float = 1.0 / 96.0) -> dict:
-        """Advance by dt [s] (split into steps ≤ settings.max_step) into ``state_out``; returns stats."""
+        """Advance by dt [s] into ``state_out``; returns stats.
+
+        dt is split into equal steps ≤ settings.max_step that also turn no segment by more than
+        MAX_TURN_PER_STEP (the velocity-product terms are explicit; a whipping tip gets shorter steps,
+        never shorter than max_step / MAX_REFINEMENT); the split is re-planned after every step."""
         xp = self.xp
-        substeps = max(1, math.ceil(dt / self.settings.max_step - 1e-9))
-        h = dt / substeps
         colliders = control.colliders.to_device(xp) if control.colliders is not None else ColliderSet()
         start_pos, start_rot = state_in.root_positions, state_in.root_rotations
         end_pos = xp.asarray(control.root_positions, dtype=xp.float64)
@@ -305,12 +273,16 @@ class CosseratSolver:
         state = CosseratState(xp.array(state_in.orientations), xp.array(state_in.joint_velocities),
                               start_pos, start_rot, state_in.root_velocities, state_in.root_angular_velocities,
                               state_in.time)
-        contact_count = 0
-        for sub in range(substeps):
-            alpha = (sub + 1) / substeps
+        contact_count = substeps = 0
+        elapsed = 0.0
+        while dt - elapsed > 1e-12 * dt:
+            h = self._step_length(state, dt - elapsed)
+            elapsed = min(dt, elapsed + h)
+            alpha = elapsed / dt
             root_pos = start_pos + alpha * (end_pos - start_pos)
             root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
             contact_count += self._substep(state, root_pos, root_rot, colliders, control.extra_forces, h)
+            substeps += 1
         if not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
@@ -319,7 +291,21 @@ class CosseratSolver:
         return {"substeps": substeps, "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
                 "ignored_colliders": list(colliders.ignored)}
 
+    def _step_length(self, state: CosseratState, remaining: float) -> float:
+        """Length [s] of the next step: ``remaining`` split evenly into steps ≤ max_step that turn the
+        fastest segment by ≤ MAX_TURN_PER_STEP [rad] (floor max_step / MAX_REFINEMENT)."""
+        xp = self.xp
+        omega = self._angular_velocities(state.root_angular_velocities, state.joint_velocities)
+        fastest = float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1))))
+        limit = self.settings.max_step
+        if fastest * limit > MAX_TURN_PER_STEP:
+            limit = max(MAX_TURN_PER_STEP / fastest, self.settings.max_step / MAX_REFINEMENT)
+        return remaining / max(1, math.ceil(remaining / limit - 1e-9))
+
     def _substep(self, state: CosseratState, root_pos, root_rot, colliders, extra_forces, h) -> int:
+        """Semi-implicit Euler step of length h [s]: joint accelerations from the configuration and
+        velocities at the start (root frame as stored in ``state``), then w, Ω and q; the root frame
+        moves to (root_pos, root_rot) whose finite differences give its velocity and acceleration."""
         xp = self.xp
         s = self.settings
         q, w = state.orientations, state.joint_velocities
@@ -328,25 +314,13 @@ class CosseratSolver:
         turn = quat.multiply(root_rot, quat.conjugate(state.root_rotations, xp), xp)
         root_omega = 2.0 * turn[:, 1:] * xp.sign(turn[:, :1] + 1e-300) / h
         root_alpha = (root_omega - state.root_angular_velocities) / h
-        q[:, 0] = quat.multiply(root_rot, self.rest_orientations[:, 0], xp)
 
         d3 = quat.axis(q, 2, xp)
-        positions = self._positions(root_pos, d3)
-        omega = root_omega[:, None] + xp.cumsum(xp.where(self.free_joint[..., None], w, 0.0), axis=1)
-        spin = xp.cross(omega, d3)
-        zero = xp.zeros_like(positions[:, :1])
-        node_velocity = root_velocity[:, None] + xp.concatenate(
-            [zero, xp.cumsum(self.lengths[..., None] * spin, axis=1)], axis=1)
-        arm = positions - root_pos[:, None]
-        frame_acceleration = (root_acceleration[:, None] + xp.cross(root_alpha[:, None], arm)
-                              + xp.cross(root_omega[:, None], xp.cross(root_omega[:, None], arm)))
+        positions = self._positions(state.root_positions, d3)
+        omega = self._angular_velocities(state.root_angular_velocities, w)
+        node_velocity = self._node_velocities(state.root_velocities, omega, d3)
         wind = xp.asarray(s.wind.acceleration(state.time))
-        # centripetal acceleration of the strand's rigid swing about its first free joint (the seed's
-        # "rest segments move together"); the per-segment sum of eq. 3.7 taken explicitly makes the
-        # tip segments of floppy strands whip and blow up (module docstring, docs/fast_hair.md)
-        swing = omega[:, 1:2]
-        centripetal = xp.cross(swing, xp.cross(swing, positions - positions[:, 1:2]))
-        forces = self.node_mass[..., None] * (self.gravity + wind - centripetal - frame_acceleration)
+        forces = self.node_mass[..., None] * (self.gravity + wind)
         if extra_forces is not None:
             forces = forces + xp.asarray(extra_forces)
         contact_forces, count = self._collider_forces(positions, node_velocity, colliders, h)
@@ -357,14 +331,21 @@ class CosseratSolver:
             forces = forces + xp.asarray(interaction)
             state.interaction_pairs = pairs
 
-        stiffness, holding = self.stiffness_torques(q, with_joint=True)
-        tf = xp.cross(holding, d3) / xp.maximum(self.lengths, 1e-300)[..., None]
-        normal = self.transport(forces, d3, tf)
-        segment_torque = self.lengths[..., None] * xp.cross(d3, normal) + stiffness
-        joint_torque = _reverse_cumsum(segment_torque, xp)
+        _, holding = self.stiffness_torques(q, with_joint=True)
+        stiffness = joint_stiffness_matrices(d3, self.joint_bend_stiffness, self.joint_twist_stiffness, xp)
+        chains = ArticulatedChains(self.lengths[..., None] * d3, self.mass, s.radius, stiffness, h, self.free_joint, xp)
 
-        w = self.solve_joints(w, joint_torque, positions, d3, h)
-        omega = root_omega[:, None] + xp.cumsum(w, axis=1)
+        def accelerations(angular_velocities):
+            return chains.joint_accelerations(angular_velocities, forces, holding, w, root_alpha, root_acceleration)
+
+        # predictor–corrector on the velocity-product terms (centripetal, gyroscopic): evaluated at the
+        # step's mid velocity; taken at the start velocity, whipping floppy strands gained energy
+        predicted = w + h * accelerations(omega)
+        acceleration = accelerations(self._angular_velocities(0.5 * (state.root_angular_velocities + root_omega),
+                                                              0.5 * (w + predicted)))
+        # damping: every velocity relative to the root frame decays at s.damping [1/s] (implicit)
+        w = xp.where(self.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
+        omega = self._angular_velocities(root_omega, w)
         q = quat.normalize(q + 0.5 * h * quat.multiply(quat.pure(omega, xp), q, xp), xp)
         q[:, 0] = quat.multiply(root_rot, self.rest_orientations[:, 0], xp)
 

@@ -1,0 +1,178 @@
+"""Articulated-body joint accelerations of rod chains with ball joints (Featherstone's ABA), vectorized
+over strands with a loop over the segment index only.
+
+A strand is a chain of rigid rods: segment i runs from node i to node i+1 (vector e_i = l_i d3_i,
+mass m_i, radius r); joint i (i ≥ 1) is a ball joint at node i between segments i−1 and i. Segment 0
+moves with the root frame (kinematic). The joint coordinates are the world-frame relative angular
+velocities w_i (Ω_i = Ω_{i−1} + w_i), so the joint acceleration is ẅ_i = α_i − α_{i−1} exactly.
+
+Classical 6-vectors about a point p of a body: motion (α, a_p) (angular acceleration, acceleration of
+the body point at p), force (n_p, f) (moment about p, force). Every body uses its proximal node as p.
+
+* Rigid rod about its proximal node, with c = e/2:  n = I_p α + m c × a_p + Ω × I_p Ω,
+  f = m (a_p + α × c + Ω × (Ω × c)), I_p = m (l²/3 + r²/4)(1 − d dᵀ) + m r²/2 d dᵀ.
+* Parent → child (r = e_{i−1}): α_i = α_{i−1} + ẅ_i, a_i = a_{i−1} + α_{i−1} × r + κ_i with the
+  velocity-product term κ_i = Ω_{i−1} × (Ω_{i−1} × r).
+* Tip → root pass (the exact form of the seed's force transport, eqs. 3.9–3.15: the child hands its
+  parent the load at their shared node together with the inertia that comes with it): the subtree
+  from segment i on needs the wrench I^A_i (α_i, a_i) + p^A_i from its parent. The ball joint carries
+  every force but only the joint's own moment Q_i (here the CORDE stiffness moment); eliminating ẅ_i
+  from the moment rows leaves the reduced inertia I^A − U D⁻¹ Uᵀ (U = I^A S, S = [1; 0]) and bias that
+  are shifted to the parent's node with Xᵀ = [[1, [r]×], [0, 1]].
+* Root → tip pass: ẅ_i = D⁻¹ (u_i − Uᵀ (X a_{i−1} + κ_i)).
+
+Implicit joint stiffness (backward Euler in the joint's own coordinates, where the elastic energy is
+block diagonal): the joint moment Q − K h (w + h ẅ) makes D = Sᵀ I^A S + h² K (a joint "armature")
+and u = Q − h K w − Sᵀ p^A.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def skew(v, xp=np):
+    """(..., 3) -> (..., 3, 3) cross-product matrices [v]× (so [v]× u = v × u)."""
+    zero = xp.zeros_like(v[..., 0])
+    return xp.stack([
+        xp.stack([zero, -v[..., 2], v[..., 1]], axis=-1),
+        xp.stack([v[..., 2], zero, -v[..., 0]], axis=-1),
+        xp.stack([-v[..., 1], v[..., 0], zero], axis=-1),
+    ], axis=-2)
+
+
+def inverse3(matrices, xp=np):
+    """Inverses of (..., 3, 3) matrices by the adjugate (closed form: batched LAPACK calls cost ~10 µs
+    per 3×3 matrix, this is a few dozen array operations for the whole batch)."""
+    m = matrices
+    a, b, c = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    d, e, f = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    g, k, i = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    co_a, co_b, co_c = e * i - f * k, f * g - d * i, d * k - e * g
+    adjugate = xp.stack([co_a, c * k - b * i, b * f - c * e,
+                         co_b, a * i - c * g, c * d - a * f,
+                         co_c, b * g - a * k, a * e - b * d], axis=-1)
+    determinant = a * co_a + b * co_b + c * co_c
+    return (adjugate / determinant[..., None]).reshape(m.shape)
+
+
+def rod_inertias(segments, masses, radius: float, xp=np):
+    """(S, M, 6, 6) classical spatial inertia of every rod about its proximal node.
+
+    segments (S, M, 3) vectors e = l d3 [m]; masses (S, M) [kg]; radius [m]."""
+    length_sq = xp.sum(segments * segments, axis=-1)
+    direction = segments / xp.sqrt(xp.maximum(length_sq, 1e-300))[..., None]
+    along = direction[..., :, None] * direction[..., None, :]
+    eye = xp.eye(3)
+    perpendicular = masses * (length_sq / 3.0 + radius ** 2 / 4.0)
+    axial = masses * radius ** 2 / 2.0
+    coupling = masses[..., None, None] * skew(0.5 * segments, xp)
+    inertia = xp.zeros(masses.shape + (6, 6))
+    inertia[..., :3, :3] = perpendicular[..., None, None] * (eye - along) + axial[..., None, None] * along
+    inertia[..., :3, 3:] = coupling
+    inertia[..., 3:, :3] = -coupling
+    inertia[..., 3:, 3:] = masses[..., None, None] * eye
+    return inertia
+
+
+def joint_stiffness_matrices(directions, bend, twist, xp=np):
+    """(S, M, 3, 3) world-frame joint stiffness bend·(1 − d dᵀ) + twist·d dᵀ [N·m/rad].
+
+    directions (S, M, 3) unit d3 of the joint's distal segment; bend, twist (S, M) [N·m/rad]."""
+    along = directions[..., :, None] * directions[..., None, :]
+    return bend[..., None, None] * (xp.eye(3) - along) + twist[..., None, None] * along
+
+
+class ArticulatedChains:
+    """The configuration-dependent half of the ABA for one step, factored once: articulated inertias,
+    their reductions and the joint matrices D⁻¹ (they do not depend on velocities or loads), so that
+    joint accelerations for several velocity/load sets cost only the vector passes.
+
+    segments (S, M, 3) vectors e = l d3 [m]; masses (S, M) [kg]; radius [m]; joint_stiffness
+    (S, M, 3, 3) [N·m/rad]; h [s] (for the implicit stiffness); free (S, M) bool (joint i moves)."""
+
+    def __init__(self, segments, masses, radius: float, joint_stiffness, h: float, free, xp=np):
+        self.xp = xp
+        self.h = h
+        strands, count = masses.shape
+        self.segments, self.masses = segments, masses
+        inertia = rod_inertias(segments, masses, radius, xp)
+        self.moment_of_inertia = inertia[..., :3, :3]
+        # X_i: parent (node i−1) → child (node i) motion transform, r = e_{i−1}
+        transfer = xp.zeros((strands, count, 6, 6))
+        transfer[..., :, :] = xp.eye(6)
+        transfer[:, 1:, 3:, :3] = -skew(segments[:, :-1], xp)
+        weight = free.astype(masses.dtype)
+        fixed_identity = (1.0 - weight)[..., None, None] * xp.eye(3)
+        self.joint_stiffness = joint_stiffness
+        self.weight = _front(weight, xp)
+        self.transfer = _front(transfer, xp)
+        inertia, stiffness, fixed_identity = _front(inertia, xp), _front(joint_stiffness, xp), _front(fixed_identity, xp)
+        self.reduced = xp.zeros((count, strands, 6, 6))          # I^A − U D⁻¹ Uᵀ
+        self.coupling = xp.zeros((count, strands, 6, 3))         # U
+        self.coupling_inverse = xp.zeros((count, strands, 6, 3))  # U D⁻¹
+        self.inverse_d = xp.zeros((count, strands, 3, 3))
+        child = None
+        for i in range(count - 1, 0, -1):
+            articulated = inertia[i]
+            if child is not None:
+                shift = self.transfer[i + 1]
+                articulated = articulated + xp.swapaxes(shift, -1, -2) @ child @ shift
+            weight_i = self.weight[i][:, None, None]
+            d_matrix = (articulated[:, :3, :3] + (h * h) * stiffness[i]) * weight_i + fixed_identity[i]
+            coupling = articulated[:, :, :3] * weight_i
+            inverse = inverse3(d_matrix, xp)
+            coupling_inverse = coupling @ inverse
+            child = articulated - coupling_inverse @ xp.swapaxes(coupling, -1, -2)
+            self.reduced[i], self.coupling[i], self.coupling_inverse[i], self.inverse_d[i] = (
+                child, coupling, coupling_inverse, inverse)
+        self.coupling_t = xp.swapaxes(self.coupling, -1, -2)
+
+    def joint_accelerations(self, omega, node_forces, joint_torques, joint_velocities, root_angular_acceleration,
+                            root_acceleration):
+        """Joint accelerations ẅ (S, M, 3) [rad/s²] (entry i for joint i; 0 where not free).
+
+        omega (S, M, 3) absolute segment angular velocities [rad/s] (for the velocity-product terms);
+        node_forces (S, M+1, 3) [N] (node k's force acts on segment k−1 at its distal node; nodes 0
+        and 1 load the kinematic root segment only); joint_torques Q (S, M, 3) [N·m] moment joint i
+        applies to segment i (its reaction on segment i−1 is implied); joint_velocities w (S, M, 3)
+        (for the implicit stiffness); root_angular_acceleration, root_acceleration (S, 3) of segment 0
+        and node 0."""
+        xp = self.xp
+        segments, masses = self.segments, self.masses
+        count = masses.shape[1]
+        tip_forces = node_forces[:, 1:]
+        angular_momentum = xp.einsum("smij,smj->smi", self.moment_of_inertia, omega)
+        bias = xp.concatenate([
+            xp.cross(omega, angular_momentum) - xp.cross(segments, tip_forces),
+            masses[..., None] * xp.cross(omega, xp.cross(omega, 0.5 * segments)) - tip_forces], axis=-1)
+        # velocity-product acceleration of node i from the parent's rotation, κ_i (entry 0 unused)
+        kappa = xp.zeros(segments.shape[:2] + (6,))
+        kappa[:, 1:, 3:] = xp.cross(omega[:, :-1], xp.cross(omega[:, :-1], segments[:, :-1]))
+        stiff_rate = xp.einsum("smij,smj->smi", self.joint_stiffness, joint_velocities)
+        moments = _front(joint_torques - self.h * stiff_rate, self.xp)[..., None]
+        bias, kappa = _front(bias, xp)[..., None], _front(kappa, xp)[..., None]
+
+        reduced_torque = xp.zeros(moments.shape)
+        child = None
+        for i in range(count - 1, 0, -1):
+            pending = bias[i]
+            if child is not None:
+                pending = pending + xp.swapaxes(self.transfer[i + 1], -1, -2) @ child
+            u = (moments[i] - pending[:, :3]) * self.weight[i][:, None, None]
+            child = pending + self.reduced[i] @ kappa[i] + self.coupling_inverse[i] @ u
+            reduced_torque[i] = u
+
+        result = xp.zeros(moments.shape)
+        motion = xp.concatenate([root_angular_acceleration, root_acceleration], axis=-1)[..., None]
+        for i in range(1, count):
+            motion = self.transfer[i] @ motion + kappa[i]
+            joint = self.inverse_d[i] @ (reduced_torque[i] - self.coupling_t[i] @ motion)
+            result[i] = joint
+            motion[:, :3] += joint
+        return xp.moveaxis(result[..., 0], 0, 1)
+
+
+def _front(array, xp):
+    """Segment axis first, contiguous: (S, M, ...) -> (M, S, ...) so the loops take contiguous slices."""
+    return xp.ascontiguousarray(xp.moveaxis(array, 1, 0))
