@@ -79,25 +79,34 @@ def _squared_distance(queries, points, query_index, point_index):
     return (offset * offset).sum(axis=1)
 
 
+def _pairs_within(xp, queries, points, radius, increasing: bool):
+    """(query index, point index) with |query − point| ≤ radius, sorted by (query, point); with
+    ``increasing`` only pairs whose query index is below the point index. One compaction (one
+    ``nonzero``: a single synchronization on CuPy) for both outputs."""
+    query_index, point_index = _grid_candidates(xp, queries, points, radius)
+    keep = _squared_distance(queries, points, query_index, point_index) <= radius * radius
+    if increasing:
+        keep &= query_index < point_index
+    kept = xp.nonzero(keep)[0]
+    query_index, point_index = query_index[kept], point_index[kept]
+    order = xp.lexsort(xp.stack([point_index, query_index]))
+    return query_index[order], point_index[order]
+
+
 def grid_points_near(xp, queries, points, radius):
     """Every (query, point) pair with |query − point| ≤ radius.
 
     queries (m, 3), points (n, 3) [m] on the ``xp`` device; radius [m] >= 0 (float or 0-d array).
     Returns (query index (c,), point index (c,)) int64 sorted by (query, point).
     """
-    query_index, point_index = _grid_candidates(xp, queries, points, radius)
-    close = _squared_distance(queries, points, query_index, point_index) <= radius * radius
-    query_index, point_index = query_index[close], point_index[close]
-    order = xp.lexsort(xp.stack([point_index, query_index]))
-    return query_index[order], point_index[order]
+    return _pairs_within(xp, queries, points, radius, increasing=False)
 
 
 def grid_neighbour_pairs(xp, points, radius):
     """Pairs (i, j), i < j, of ``points`` (n, 3) [m] with |p_i − p_j| ≤ radius [m]: (c, 2) int64 sorted
     by (i, j)."""
-    first, second = grid_points_near(xp, points, points, radius)
-    keep = first < second
-    return xp.stack([first[keep], second[keep]], axis=1)
+    first, second = _pairs_within(xp, points, points, radius, increasing=True)
+    return xp.stack([first, second], axis=1)
 
 
 def grid_nearest_within(xp, queries, points, bound, k: int):
@@ -107,16 +116,15 @@ def grid_nearest_within(xp, queries, points, bound, k: int):
     (c,)) int64 ordered by query, then by distance.
     """
     query_index, point_index = _grid_candidates(xp, queries, points, bound)
-    squared = _squared_distance(queries, points, query_index, point_index)
-    close = squared < bound * bound
-    query_index, point_index, squared = query_index[close], point_index[close], squared[close]
     if query_index.shape[0] == 0:
         return query_index, point_index
+    squared = _squared_distance(queries, points, query_index, point_index)
+    squared = xp.where(squared < bound * bound, squared, xp.inf)                  # too far: sorted last
     order = xp.lexsort(xp.stack([squared, query_index.astype(squared.dtype)]))  # by query, then distance
-    query_index, point_index = query_index[order], point_index[order]
-    rank = xp.arange(query_index.shape[0]) - xp.searchsorted(query_index, query_index, side="left")
-    keep = rank < k
-    return query_index[keep], point_index[keep]
+    ordered_queries = query_index[order]                                        # candidates come by query
+    rank = xp.arange(order.shape[0]) - xp.searchsorted(ordered_queries, ordered_queries, side="left")
+    kept = order[xp.nonzero((rank < k) & xp.isfinite(squared[order]))[0]]
+    return query_index[kept], point_index[kept]
 
 
 def kdtree_points_near(queries: np.ndarray, points: np.ndarray, radius: float):

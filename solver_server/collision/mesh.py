@@ -180,8 +180,7 @@ class MeshGeometry:
         order = xp.lexsort(xp.stack([distance, point_index.astype(distance.dtype)]))  # by point, nearest first
         ordered_points = point_index[order]
         first_of_point = xp.concatenate([xp.ones(1, dtype=bool), ordered_points[1:] != ordered_points[:-1]])
-        first = order[first_of_point]
-        first = first[distance[first] <= reach]
+        first = order[xp.nonzero(first_of_point & (distance[order] <= reach))[0]]
         winners = point_index[first]
         triangle[winners] = tri_index[first]
         closest[winners] = pair_closest[first]

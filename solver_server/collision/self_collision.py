@@ -100,7 +100,7 @@ class SurfaceContact:
             triangles.append(owned[nearest])
         point = xp.concatenate(points) if points else xp.zeros(0, dtype=xp.int64)
         triangle = xp.concatenate(triangles) if triangles else xp.zeros(0, dtype=xp.int64)
-        keep = ~(tri[triangle] == point[:, None]).any(axis=1)
+        keep = xp.nonzero(~(tri[triangle] == point[:, None]).any(axis=1))[0]
         return point[keep], triangle[keep]
 
     def _pass(self, xp, y, y0):
@@ -130,6 +130,7 @@ class SurfaceContact:
         active = (distance < separation) | crossed
         error = separation - side * height
         active &= error > 0
+        active = xp.nonzero(active)[0]                     # one compaction for the six arrays
         point, triangle, bary, normal, side, error = (x[active] for x in (point, triangle, bary, normal, side, error))
         if point.shape[0] == 0:
             return empty
