@@ -365,6 +365,9 @@ class CosseratSolver:
         distance, normal = colliders.signed_distance(positions, xp)
         depth = self.settings.radius - distance
         touching = (depth > 0.0) & (self.node_mass > 0.0)
+        # colliders report an infinite distance and no normal far away: keep those out of the arithmetic
+        depth = xp.where(touching, depth, 0.0)
+        normal = xp.where(touching[..., None], normal, 0.0)
         mass = self.node_mass
         normal_speed = xp.sum(velocities * normal, axis=-1)
         push = mass * (xp.maximum(-normal_speed, 0.0) / h + 0.5 * depth / (h * h))
