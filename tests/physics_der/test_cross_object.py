@@ -121,3 +121,19 @@ def test_an_object_that_opts_out_falls_through_the_other_hair():
     assert all(array.dtype == np.float32 for frame in frames for array in frame.values())
     assert frames[-1]["Strand"][10, 2] < -0.03                      # free fall 0.5 g t² = 0.044 m at t = 0.12 s
     assert len(simulation.groups[0].solvers) == 2
+
+
+def test_touching_clamped_roots_of_two_objects_are_not_a_contact():
+    """Beard's clamped second point lies 1.2 mm from Hair's clamped first edge (radii 0.5 mm): a contact
+    between kinematic points has no response (solving it failed with a singular matrix); it is left out and
+    both objects hang freely."""
+    hair = _line(8, 0.06, (0.0, 0.0, -1.0), (0.0, 0.0, 0.1))
+    root, second = np.array([-0.0095, 0.0, 0.096]), np.array([-0.0012, 0.0, 0.096])
+    beard = np.concatenate(([root, second], second + np.linspace(1, 5, 5)[:, None] * [-0.006, 0.0, -0.006]))
+    params = {"model": "der", "radius": 5e-4, "young_modulus": 1e8}
+    objects = [{"id": name, "kind": "hair", "points": points, "strand_offsets": np.array([0, len(points)], np.int32),
+                "params": params} for name, points in (("Hair", hair), ("Beard", beard))]
+    simulation, frames = _run(_scene(objects, frames=2))
+    assert all(np.all(np.isfinite(array)) for array in frames[-1].values())
+    np.testing.assert_allclose(frames[-1]["Beard"][:2], beard[:2], atol=1e-7)
+    assert frames[-1]["Beard"][-1, 2] < beard[-1, 2] - 1e-4          # its free end sags under gravity

@@ -157,26 +157,44 @@ def concatenate_models(xp, models: list[DerModel]) -> DerModel:
     return DerModel(**joined)
 
 
-class _PerObjectContactSolver(ContactSolver):
-    """ContactSolver for strands of several objects whose contact parameters differ (mean μ and thickness
-    per pair, the object's own collider μ); the detection runs with the largest thickness, then every
-    contact's μ and normal target are set for its objects."""
+# a pair contact whose point moves less than this fraction with free vertices (both sides kinematic there, e.g.
+# the clamped roots of two objects) cannot be resolved: its response J A⁻¹ Jᵀ is (nearly) zero
+_KINEMATIC_CONTACT_WEIGHT = 1e-3
 
-    def __init__(self, xp, model, settings: ContactSettings, vertex_object, objects: list[_HairObject]):
+
+class _SharedContactSolver(ContactSolver):
+    """ContactSolver over the strands of several hair objects.  Pair contacts between kinematic points are
+    left out; with ``per_object`` (the objects' contact parameters differ) every contact gets the mean μ and
+    thickness of its two objects (the object's own collider μ): the detection runs with the largest thickness,
+    then μ and the normal target are set per contact."""
+
+    def __init__(self, xp, model, settings: ContactSettings, vertex_object, objects: list[_HairObject],
+                 per_object: bool):
         super().__init__(xp, model, [], settings)
+        self.per_object = per_object
         self.vertex_object = vertex_object
         self.object_friction = xp.asarray([hair.friction for hair in objects])
         self.object_collider_friction = xp.asarray([hair.collider_friction for hair in objects])
         self.object_thickness = xp.asarray([hair.thickness for hair in objects])
 
     def begin_step(self, state, dt: float, fixed_dofs) -> StepContacts:
-        return _PerObjectStepContacts(self, state, dt, fixed_dofs)
+        return _SharedStepContacts(self, state, dt, fixed_dofs)
 
 
-class _PerObjectStepContacts(StepContacts):
+class _SharedStepContacts(StepContacts):
+    def _detect_edges(self, x0, x1):
+        found = super()._detect_edges(x0, x1)
+        if found is None:
+            return None
+        xp = self.xp
+        vertices, weights = found[0], found[1]
+        free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
+        movable = free_weight > _KINEMATIC_CONTACT_WEIGHT
+        return found if bool(movable.all()) else tuple(part[movable] for part in found)
+
     def _detect(self, velocity):
         super()._detect(velocity)
-        if self.vertices.shape[0] == 0:
+        if not self.solver.per_object or self.vertices.shape[0] == 0:
             return
         xp, solver, settings = self.xp, self.solver, self.solver.settings
         side_a = solver.vertex_object[self.vertices[:, 0]]
@@ -215,10 +233,10 @@ class _SharedSolver:
         try:
             self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices,
                                     fixed_edges=fixed_edges, contact=contact, soft_pins=soft)
-            if not uniform:
+            if len(objects) > 1:
                 owner = np.repeat(np.arange(len(objects)), counts["n_vertices"])
-                self.solver.contact = _PerObjectContactSolver(xp, self.model, contact, backend.from_host(owner),
-                                                              objects)
+                self.solver.contact = _SharedContactSolver(xp, self.model, contact, backend.from_host(owner),
+                                                           objects, per_object=not uniform)
         except ValueError as error:
             raise SceneError(str(error), object=first.id) from error
         self.state = rest_state(xp, self.model)
@@ -263,16 +281,42 @@ class _SharedSolver:
         self.state = DerState(**joined)
 
     def solver_state(self) -> dict:
-        """Cross-step state of the solver itself beyond DerState (e.g. contact warm starts), host arrays: what
-        its contact solver's optional ``state_arrays()`` returns ({} without one)."""
-        export = getattr(self.solver.contact, "state_arrays", None)
-        return dict(export()) if export is not None else {}
+        """Cross-step state of the solver beyond DerState, host arrays: what its contact solver's optional
+        ``state_arrays()`` returns, else the contact warm start (impulses of the last step's contacts, by key)
+        that contact.py keeps as ``_warm`` = (sorted keys (n,), impulses (n, 3) [N·s], step length [s])."""
+        contact = self.solver.contact
+        export = getattr(contact, "state_arrays", None)
+        if export is not None:
+            return {name: self._host_copy(value) for name, value in export().items()}
+        warm = getattr(contact, "_warm", None)
+        if warm is None:
+            return {}
+        keys, impulses, step = warm
+        return {"warm_keys": self._host_copy(keys).astype(np.int64), "warm_impulses": self._host_copy(impulses),
+                "warm_step": np.array([float(step)])}
+
+    def _host_copy(self, value) -> np.ndarray:
+        """A host numpy copy of a device array (or of a host array the solver keeps on the host)."""
+        return np.array(value if isinstance(value, np.ndarray) else self.backend.to_host(value))
 
     def load_solver_state(self, arrays: dict) -> None:
-        """Hand arrays from :meth:`solver_state` back to the contact solver's ``load_state_arrays``."""
-        load = getattr(self.solver.contact, "load_state_arrays", None)
+        """Hand arrays from :meth:`solver_state` back (``load_state_arrays`` of the contact solver, or its warm
+        start; none saved: no warm start)."""
+        contact, from_host = self.solver.contact, self.backend.from_host
+        load = getattr(contact, "load_state_arrays", None)
         if load is not None:
-            load({name: self.backend.from_host(np.asarray(value)) for name, value in arrays.items()})
+            load({name: from_host(np.asarray(value)) for name, value in arrays.items()})
+            return
+        if not hasattr(contact, "_warm"):
+            return
+        if not arrays:
+            contact._warm = None
+            return
+        owner = self.objects[0].id
+        keys = checked_state_array(arrays, "warm_keys", (None,), np.int64, owner)
+        impulses = checked_state_array(arrays, "warm_impulses", (keys.shape[0], 3), np.float64, owner)
+        step = checked_state_array(arrays, "warm_step", (1,), np.float64, owner)
+        contact._warm = (from_host(keys), from_host(impulses), float(step[0]))
 
     def object_positions(self, index: int):
         rows = slice(int(self.starts["n_vertices"][index]), int(self.starts["n_vertices"][index + 1]))
@@ -321,8 +365,7 @@ class DerHairGroup:
         for number, (shared, index) in enumerate(self.places):
             arrays.update({f"object{number}_{name}": value for name, value in shared.object_state(index).items()})
         for number, shared in enumerate(self.solvers):
-            arrays.update({f"solver{number}_{name}": np.array(self.backend.to_host(value))
-                           for name, value in shared.solver_state().items()})
+            arrays.update({f"solver{number}_{name}": value for name, value in shared.solver_state().items()})
         return arrays
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
