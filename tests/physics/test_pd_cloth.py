@@ -72,9 +72,8 @@ def test_edge_lengths_within_strain_limits(limits):
         assert ratio.min() >= limits[0] - 0.15  # compression is resisted but cloth may buckle
 
 
-def _worst_edge_ratio(pd_settings, params):
-    """Largest l / l_rest over all edges and all frames of the hanging cloth (corner pins, 1 s)."""
-    sim, vertices, triangles, _ = _hanging(params=params, solver={"pd": pd_settings})
+def _worst_edge_ratio(sim, vertices, triangles):
+    """Largest l / l_rest over all edges and all frames of a cloth simulation."""
     edges = np.unique(np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]),
                               axis=1), axis=0)
     rest = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
@@ -85,15 +84,35 @@ def _worst_edge_ratio(pd_settings, params):
     return worst
 
 
-def test_hard_strain_limit_bounds_the_worst_edge():
-    """A soft cloth (200 N/m) hanging from two corner pins: PD alone stretches the edges next to the pins
-    far beyond σmax; the hard limit pass (strain_limit.py) keeps every edge, at every frame, within
-    σmax + slack up to the residual of its 16 passes (measured 1.079 against 1.07)."""
-    params = {"stretch_stiffness": 200.0, "strain_limits": [1.0, 1.05]}
-    bound = 1.05 + 0.02 + 0.015
-    assert _worst_edge_ratio({"strain_limit_iterations": 0}, params) > bound                # PD alone: 1.10
-    assert _worst_edge_ratio({"strain_limit_iterations": 0, "pin_stiffening_rings": 0}, params) > 1.25
-    assert _worst_edge_ratio({}, params) <= bound
+def _dropped_on_sphere(pd_settings):
+    ball = {"id": "Ball", "kind": "collider", "shape": {"type": "sphere", "center": [0.5, 0.5, 0.0], "radius": 0.3}}
+    vertices, triangles, _ = grid(31, 31, size=1.0, height=0.5)
+    sim = Simulation(scene([cloth_object(vertices, triangles, params={"thickness": 0.005}), ball], frame_end=24,
+                           substeps=2, solver={"pd": pd_settings}), BACKEND)
+    return _worst_edge_ratio(sim, vertices, triangles)
+
+
+def test_hard_strain_limit_removes_contact_stretch():
+    """A cloth dropped onto a sphere at 2 substeps × 10 iterations: PD alone stretches edges of the contact
+    cap by 19 % at the impact. The hard limit pass (σmax + slack = 1.02) must bring every edge at every frame
+    under σmax + slack + 0.05: its Jacobi passes leave about 4–5 % where a whole region is stretched
+    (measured worst 1.066), see docs/pd.md."""
+    bound = 1.0 + 0.02 + 0.05
+    assert _dropped_on_sphere({"strain_limit_iterations": 0}) > bound + 0.1
+    assert _dropped_on_sphere({}) <= bound
+
+
+def test_pin_stiffening_removes_the_point_pin_peak():
+    """A soft cloth (300 N/m) hanging from two corner pins: the edges at a point pin stretch like 1/distance
+    (17 % at the pin); stiffening the edges within 8 hops of the pins by 8/d removes the peak."""
+    worst = {}
+    for rings in (0, 8):
+        sim, vertices, triangles, _ = _hanging(params={"stretch_stiffness": 300.0},
+                                               solver={"pd": {"pin_stiffening_rings": rings,
+                                                              "strain_limit_iterations": 0}})
+        worst[rings] = _worst_edge_ratio(sim, vertices, triangles)
+    assert worst[0] > 1.15
+    assert worst[8] < 1.0 + 0.6 * (worst[0] - 1.0)
 
 
 def test_stiffer_cloth_stretches_less():
