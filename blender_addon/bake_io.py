@@ -321,17 +321,22 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
 
 # ---- writing results ----------------------------------------------------------------------------
 
+def _target_object(target) -> bpy.types.Object:
+    obj = bpy.data.objects.get(target.object_name)
+    if obj is None:
+        raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
+    return obj
+
+
 def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
     """Store one baked frame of a cloth / soft body (shape key ``tangle_fNNNN`` with keyframed value) or
-    of a hair object (``hair_io.write_frame``).
+    of a hair object (``hair_io.write_frame``; Curves keys may wait in a queue until ``flush_frames``).
 
     positions_world: (N, 3) float32 metres in world space. The key's value is 1 on ``frame`` and 0
     on the neighbouring frames (LINEAR), so playback is exact at integer frames; the previous frame's
     key gets its 0 at ``frame`` now, so the last baked frame holds after a cancelled bake.
     """
-    obj = bpy.data.objects.get(target.object_name)
-    if obj is None:
-        raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
+    obj = _target_object(target)
     positions = np.asarray(positions_world)
     is_hair = isinstance(target, hair_io.HairTarget)
     if positions.shape != (target.vertex_count, 3):
@@ -345,6 +350,13 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
     else:
         write_shape_key(obj, frame, first_frame, local)
     obj.tangle.baked_topology = target.topology
+
+
+def flush_frames(target) -> None:
+    """Write what ``write_frame`` still holds: the queued keys of a Curves hair object (``hair_io``
+    keys Curves frames in batches); nothing for other targets, whose frames are written at once."""
+    if isinstance(target, hair_io.HairTarget) and target.pending.frames:
+        hair_io.flush_curves_keys(_target_object(target), target)
 
 
 def free_bake(obj: bpy.types.Object) -> int:

@@ -107,6 +107,10 @@ class ShapeKeyOutput:
     def write(self, frame: int, positions_world: np.ndarray) -> None:
         bake_io.write_frame(self.target, frame, self.frame_start, positions_world)
 
+    def flush(self) -> None:
+        """Write the frames still queued (Curves hair keys are written in batches)."""
+        bake_io.flush_frames(self.target)
+
 
 # ---- PC2 + Mesh Cache -------------------------------------------------------------------------
 
@@ -191,6 +195,9 @@ class Pc2Output:
         obj = bpy.data.objects.get(self.target.object_name)
         if obj is not None:
             obj.update_tag()  # the Mesh Cache modifier re-reads the file
+
+    def flush(self) -> None:
+        """Nothing is queued: every frame is appended to the file as it arrives."""
 
 
 OUTPUTS = {"SHAPE_KEYS": ShapeKeyOutput, "PC2": Pc2Output}

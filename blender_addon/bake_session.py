@@ -220,6 +220,11 @@ class BakeSession:
         return self.outcome
 
     def _finish(self, state: str, message: str) -> None:
+        for output in self.outputs.values():  # queued frames (Curves hair keys) are written now
+            try:
+                output.flush()
+            except Exception as error:  # frames that could not be written end the bake as a failure
+                state, message = "failed", message or f"{type(error).__name__}: {error}"
         progress = self.progress
         elapsed = time.monotonic() - progress.started_at
         settings = self.scene.tangle

@@ -30,8 +30,10 @@ REST_ATTRIBUTE = "tangle_rest_position"
 MUTED_PROPERTY = "tangle_muted_modifiers"  # modifiers the bake switched off, restored by Free Bake
 SURFACE_DEFORM_NODE = "GeometryNodeDeformCurvesOnSurface"
 SURFACE_UV_ATTRIBUTE = "surface_uv_coordinate"
-KEYFRAME_GROUP = "Tangle Hair"
 _LINEAR = 1  # index of "LINEAR" in the keyframe interpolation enum (foreach_set takes enum indices)
+MIN_KEY_BATCH = 8  # fewest queued frames of Curves hair keyed in one batch during a bake
+# A path and array index no real F-curve has: new position F-curves are created under them, then renamed.
+_PLACEHOLDER_PATH, _PLACEHOLDER_INDEX = "tangle_new_fcurve", 99
 
 
 @dataclass
@@ -153,9 +155,20 @@ def bind_roots(obj: bpy.types.Object, roots_world: np.ndarray, surface: SurfaceM
 # ---- bake targets ------------------------------------------------------------------------------
 
 @dataclass
+class PendingKeys:
+    """Baked frames of a Curves object not keyed yet: frame numbers and local positions (N, 3) float32 [m];
+    ``keyed``: how many frames of this bake are keyed already."""
+
+    frames: list[int] = field(default_factory=list)
+    positions: list[np.ndarray] = field(default_factory=list)
+    keyed: int = 0
+
+
+@dataclass
 class HairTarget:
     """A hair object being baked. matrix_world (4, 4) at bake time; ``matrices`` {frame: (4, 4)} when the
-    object itself moves (its per-frame transform converts world results to its local space)."""
+    object itself moves (its per-frame transform converts world results to its local space); ``pending``:
+    the frames of a Curves object that wait to be keyed in one batch (``flush_curves_keys``)."""
 
     object_name: str
     matrix_world: np.ndarray
@@ -164,6 +177,7 @@ class HairTarget:
     strand_offsets: np.ndarray
     rest: StrandArrays
     matrices: dict[int, np.ndarray] = field(default_factory=dict)
+    pending: PendingKeys = field(default_factory=PendingKeys)
 
     def matrix_at(self, frame: int) -> np.ndarray:
         return self.matrices.get(frame, self.matrix_world)
@@ -215,27 +229,74 @@ def _restore_surface_deform(obj: bpy.types.Object) -> None:
 
 
 def _write_curves_frame(obj: bpy.types.Object, target: HairTarget, frame: int, local: np.ndarray) -> None:
+    """Show the frame's pose at once (``position_data``) and queue its keys; the queue is keyed when it
+    holds as many frames as are keyed already (at least ``MIN_KEY_BATCH``), so every key is rewritten
+    about twice over a whole bake, and by ``flush_curves_keys`` when the bake ends."""
     curves = obj.data
     if REST_ATTRIBUTE not in curves.attributes:
         _mute_surface_deform(obj)
         rest = curves.attributes.new(REST_ATTRIBUTE, "FLOAT_VECTOR", "POINT")
         rest.data.foreach_set("vector", target.rest.points.astype(np.float32).ravel())
-    curves.position_data.foreach_set("vector", local.astype(np.float32).ravel())
-    fcurves = _position_fcurves(curves)
-    count = target.vertex_count
-    if len(fcurves) != 3 * count:
-        # First frame: keyframe_insert creates the F-curves in the datablock's action (and action slot).
-        for point in range(count):
-            curves.keyframe_insert(position_path(point), frame=frame, group=KEYFRAME_GROUP)
-        fcurves = _position_fcurves(curves)
-        for fcurve in fcurves.values():
-            fcurve.keyframe_points.foreach_set("interpolation", [_LINEAR] * len(fcurve.keyframe_points))
+    pose = np.ascontiguousarray(local, np.float32)
+    curves.position_data.foreach_set("vector", pose.ravel())
+    pending = target.pending
+    pending.frames.append(frame)
+    pending.positions.append(pose)
+    if len(pending.frames) >= max(MIN_KEY_BATCH, pending.keyed):
+        flush_curves_keys(obj, target)
+
+
+def _new_position_fcurves(curves, missing: list[tuple[int, int]]) -> None:
+    """Create the empty position F-curves ``missing`` [(point, axis)] in the datablock's action (the first
+    one with keyframe_insert when there is no action yet: it also makes the action slot). Each is created
+    under a path and index no F-curve has and then renamed: Blender's duplicate check scans every F-curve
+    of the action, and the placeholder fails each comparison at once (about 5x faster than creating
+    under the real path; the total still grows faster than linearly with the count)."""
+    if curves.animation_data is None or curves.animation_data.action is None:
+        point, axis = missing[0]
+        curves.keyframe_insert(position_path(point), index=axis)
+        curves.animation_data.action.fcurves.find(position_path(point), index=axis).keyframe_points.clear()
+        missing = missing[1:]
+    fcurves = curves.animation_data.action.fcurves
+    for point, axis in missing:
+        fcurve = fcurves.new(_PLACEHOLDER_PATH, index=_PLACEHOLDER_INDEX)
+        fcurve.data_path, fcurve.array_index = position_path(point), axis
+
+
+def _ordered_position_fcurves(curves, count: int) -> list[bpy.types.FCurve]:
+    """The 3 ``count`` position F-curves of a Curves datablock in (point, axis) order (missing ones created)."""
+    channels = [(point, axis) for point in range(count) for axis in range(3)]
+    found = _position_fcurves(curves)
+    if len(found) != len(channels):
+        _new_position_fcurves(curves, [channel for channel in channels if channel not in found])
+        found = _position_fcurves(curves)
+    return [found[channel] for channel in channels]
+
+
+def flush_curves_keys(obj: bpy.types.Object, target: HairTarget) -> None:
+    """Key the queued frames of a Curves object: LINEAR keys appended to each position F-curve with one
+    ``keyframe_points.add`` and one ``foreach_set`` of co and of interpolation per F-curve (bpy has no key
+    insertion across F-curves; one ``insert`` per F-curve and frame costs several times more)."""
+    pending = target.pending
+    if not pending.frames:
         return
-    values = local.astype(np.float32)
-    # One key per F-curve per frame; bpy has no batched insert across F-curves.
-    for (point, axis), fcurve in fcurves.items():
-        key = fcurve.keyframe_points.insert(frame, float(values[point, axis]), options={"FAST"})
-        key.interpolation = "LINEAR"
+    fcurves = _ordered_position_fcurves(obj.data, target.vertex_count)
+    count = len(pending.frames)
+    new_keys = np.empty((len(fcurves), count, 2), np.float32)  # (3 N F-curves, frames, (frame, value))
+    new_keys[:, :, 0] = pending.frames
+    new_keys[:, :, 1] = np.stack(pending.positions).reshape(count, -1).T
+    for fcurve, keys in zip(fcurves, new_keys):
+        points = fcurve.keyframe_points
+        kept = len(points)
+        coordinates = np.empty((kept + count) * 2, np.float32)
+        points.foreach_get("co", coordinates[:kept * 2])
+        coordinates[kept * 2:] = keys.ravel()
+        points.add(count)
+        points.foreach_set("co", coordinates)
+        points.foreach_set("interpolation", np.full(kept + count, _LINEAR, np.int32))
+    pending.keyed += count
+    pending.frames.clear()
+    pending.positions.clear()
 
 
 def _write_curve_shape_key(obj: bpy.types.Object, target: HairTarget, frame: int, first_frame: int,

@@ -247,6 +247,102 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     return result
 
 
+def scenario_curves_keys_match_solver_frames(args: dict) -> dict:
+    """Curves hair baked through a real server: every frame the solver sent (captured on its way to the
+    output) plays back from the keys (LINEAR, keyed in batches); then a bake cancelled mid-way keeps
+    exactly the frames it reported, each equal to what the solver sent."""
+    import time
+
+    result = {"addon": load_addon("source", None)}
+    frames, strands, points = args["frames"], args["strands"], args["points"]
+    scene = bake_scene(frames, 2, args["address"])
+    curves = bpy.data.hair_curves.new("Hair")
+    curves.add_curves([points] * strands)
+    grid = np.stack(np.meshgrid(np.linspace(-0.2, 0.2, strands), np.linspace(0.0, 0.1, points), indexing="ij"), -1)
+    # horizontal strands (along +x, side by side along y), so they sag under gravity from the first frame
+    rest = np.column_stack([grid[..., 1].ravel(), grid[..., 0].ravel(), np.ones(strands * points)])
+    curves.position_data.foreach_set("vector", rest.astype(np.float32).ravel())
+    hair = linked_object("Hair", curves)
+    hair.location.x = 0.3  # results come back in world space: the keys hold them in local space
+    hair.tangle.role, hair.tangle.bind_to_surface = "HAIR", False
+    hair.tangle.hair.model = "der"
+    hair.tangle.hair.radius, hair.tangle.hair.young_modulus = 1.0e-3, 1.0e6  # soft strands that sag visibly
+
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    sent = {}
+    write = bake_output.ShapeKeyOutput.write
+
+    def capture(output, frame, positions_world):
+        sent[frame] = np.array(positions_world, np.float64)
+        write(output, frame, positions_world)
+
+    bake_output.ShapeKeyOutput.write = capture
+
+    def compare(frame_numbers):
+        action = hair.data.animation_data.action
+        return {"keys": sorted({len(fcurve.keyframe_points) for fcurve in action.fcurves}),
+                "fcurves": len(action.fcurves),
+                "interpolations": sorted({p.interpolation for fc in list(action.fcurves)[:60] for p in fc.keyframe_points}),
+                "max_error": max(float(np.abs(curves_positions(hair, f) - sent[f]).max()) for f in frame_numbers),
+                "moved": float(np.abs(sent[max(frame_numbers)] - sent[min(frame_numbers)]).max())}
+
+    result |= bake(scene)
+    result["sent_frames"] = sorted(sent)
+    result["full"] = compare(range(1, frames + 1))
+
+    # Cancel mid-bake, driven the way the modal timer drives the session.
+    sent.clear()
+    scene.frame_end = args["long_frames"]
+    bake_session = importlib.import_module("blender_addon.bake_session")
+    session = bake_session.BakeSession(scene).start()
+    deadline = time.monotonic() + 60
+    while not session.finished and time.monotonic() < deadline:
+        time.sleep(0.02)
+        session.handle_pending()
+        if session.progress.frames_done >= args["cancel_after"]:
+            session.cancel()
+    baked = session.outcome.frames_baked
+    result["cancelled"] = {"state": session.outcome.state, "frames_baked": baked,
+                           "sent_frames": sorted(sent)} | compare(range(1, baked + 1))
+    return result
+
+
+def scenario_curves_keying_timing(args: dict) -> dict:
+    """Measurement, not a test: write ``frames`` synthetic frames of a ``strands`` x ``points`` Curves object
+    through the bake's own writer (``bake_io.write_frame``, then ``flush_frames`` as a finished bake does)
+    and report the seconds it took (wall clock and this process's CPU time) and the largest playback error
+    [m] against the frames written. Run:
+
+        python tests/blender/roles_scenarios.py curves_keying_timing '{"strands": 1000, "points": 20, "frames": 48}'
+    """
+    import time
+
+    load_addon("source", None)
+    bake_io = importlib.import_module("blender_addon.bake_io")
+    hair_io = importlib.import_module("blender_addon.hair_io")
+    strands, points, frames = args["strands"], args["points"], args["frames"]
+    curves = bpy.data.hair_curves.new("Hair")
+    curves.add_curves([points] * strands)
+    roots = np.random.default_rng(0).uniform(-1.0, 1.0, (strands, 1, 2))
+    rest = np.concatenate([np.broadcast_to(roots, (strands, points, 2)),
+                           np.broadcast_to(np.linspace(0.0, 0.2, points)[None, :, None], (strands, points, 1))], axis=2)
+    rest = rest.reshape(-1, 3)
+    curves.position_data.foreach_set("vector", rest.astype(np.float32).ravel())
+    hair = linked_object("Hair", curves)
+    hair.tangle.role, hair.tangle.bind_to_surface = "HAIR", False
+    target = hair_io.make_target(hair, hair_io.read_strands(hair), np.eye(4))
+    wave = np.sin(0.1 * np.arange(len(rest)))[:, None]
+    written = {frame: rest + 1e-3 * (frame - 1) * wave for frame in range(1, frames + 1)}
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for frame, positions in written.items():
+        bake_io.write_frame(target, frame, 1, positions)
+    bake_io.flush_frames(target)
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    error = max(float(np.abs(curves_positions(hair, frame) - positions).max()) for frame, positions in written.items())
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "max_error": error,
+            "cpu_us_per_point_frame": 1e6 * cpu_seconds / (len(rest) * frames)}
+
+
 def scenario_play_saved_hair(args: dict) -> dict:
     """Open a .blend with baked Curves hair WITHOUT the add-on and play it back."""
     bpy.ops.wm.open_mainfile(filepath=args["path"])

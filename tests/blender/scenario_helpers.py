@@ -83,15 +83,11 @@ def linked_object(name: str, data) -> bpy.types.Object:
 
 
 def grid_object(name: str, n: int, size: float, height: float) -> bpy.types.Object:
-    """n x n vertex grid centred above the origin at ``height`` [m]."""
-    xs = np.linspace(-size / 2, size / 2, n)
-    x, y = np.meshgrid(xs, xs, indexing="xy")
-    vertices = np.stack([x.ravel(), y.ravel(), np.zeros(n * n)], axis=1)
-    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
-    quads = np.stack([corner, corner + 1, corner + n + 1, corner + n], axis=1)
-    mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(vertices.tolist(), [], quads.tolist())
-    obj = linked_object(name, mesh)
+    """n x n vertex grid of side ``size`` [m] (the demo's ``grid_mesh``, vertex i*n + j at row i, column j)
+    centred above the origin at ``height`` [m]."""
+    sys.path.insert(0, str(REPOSITORY_ROOT))
+    demo = importlib.import_module("blender_addon.demo")
+    obj = linked_object(name, demo.grid_mesh(name, n, size))
     obj.location = (0.0, 0.0, height)
     return obj
 

@@ -113,6 +113,24 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
         np.testing.assert_allclose(played[frame], result["saved_positions"][frame], atol=1e-6)
 
 
+def test_curves_hair_keys_play_back_the_solver_frames(run_scenario, solver_server_address):
+    """Curves keys are written in batches (one keyframe_points.add + foreach_set per F-curve): every frame
+    the solver sent plays back within 1e-6 m, also after a cancel (the queued frames are keyed then)."""
+    frames, strands, points = 20, 10, 5
+    result = run_roles(run_scenario, "curves_keys_match_solver_frames", frames=frames, strands=strands,
+                       points=points, long_frames=400, cancel_after=12, address=solver_server_address)
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    full = result["full"]
+    assert result["sent_frames"] == list(range(1, frames + 1))
+    assert full["fcurves"] == 3 * strands * points and full["keys"] == [frames]
+    assert full["interpolations"] == ["LINEAR"]
+    assert full["max_error"] < 1e-6 and full["moved"] > 0.01  # the hair moved, and every frame plays back
+    cancelled = result["cancelled"]
+    assert cancelled["state"] == "cancelled" and 12 <= cancelled["frames_baked"] < 400
+    assert cancelled["sent_frames"] == list(range(1, cancelled["frames_baked"] + 1))
+    assert cancelled["keys"] == [cancelled["frames_baked"]] and cancelled["max_error"] < 1e-6
+
+
 @pytest.mark.parametrize("spline", ["POLY", "NURBS", "BEZIER"])
 def test_legacy_curve_hair_bakes_to_shape_keys(run_scenario, solver_server_address, spline):
     frames = 6
