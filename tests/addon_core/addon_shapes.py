@@ -3,6 +3,18 @@
 import numpy as np
 
 
+def grid(n=3, size=1.0, height=1.0):
+    """n x n vertex grid of side ``size`` [m] centred above the origin at ``height`` [m], vertex i*n + j at
+    row i, column j: vertices (n², 3), triangles (2(n-1)², 3)."""
+    xs = np.linspace(-size / 2, size / 2, n)
+    x, y = np.meshgrid(xs, xs, indexing="xy")
+    vertices = np.stack([x.ravel(), y.ravel(), np.full(n * n, height)], axis=1)
+    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
+    triangles = np.concatenate([np.stack([corner, corner + 1, corner + n + 1], 1),
+                                np.stack([corner, corner + n + 1, corner + n], 1)])
+    return vertices, triangles
+
+
 def cube(size=1.0, center=(0.0, 0.0, 1.0)):
     """Closed, outward-oriented cube surface: vertices (8, 3), triangles (12, 3)."""
     corners = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)]) * size

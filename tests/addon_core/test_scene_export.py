@@ -6,16 +6,7 @@ import pytest
 from blender_addon.core import scene_export
 from blender_addon.core.scene_export import ExportError
 
-
-def grid(n=3, size=1.0):
-    """n x n vertex grid in the z=1 plane: vertices (n², 3), triangles (2(n-1)², 3)."""
-    xs = np.linspace(0.0, size, n)
-    x, y = np.meshgrid(xs, xs, indexing="xy")
-    vertices = np.stack([x.ravel(), y.ravel(), np.ones(n * n)], axis=1)
-    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
-    triangles = np.concatenate([np.stack([corner, corner + 1, corner + n + 1], 1),
-                                np.stack([corner, corner + n + 1, corner + n], 1)])
-    return vertices, triangles
+from addon_shapes import grid
 
 
 def test_cloth_object_has_contract_dtypes_and_fields():

@@ -3,10 +3,11 @@
 import threading
 
 import numpy as np
-import pytest
 
 from blender_addon._protocol import SolverError
 from blender_addon.core.worker import BakeWorker
+
+from worker_events import drain
 
 
 class FakeJob:
@@ -64,16 +65,6 @@ class FakeClient:
 
 
 SCENE = {"time": {"fps": 24.0, "frame_start": 1, "frame_end": 5, "substeps": 2}, "objects": []}
-
-
-def drain(worker, timeout=5.0):
-    events = []
-    while not events or events[-1].kind not in {"done", "error"}:
-        event = worker.wait_event(timeout)
-        assert event is not None, "worker went silent"
-        events.append(event)
-    worker.join(timeout)
-    return events
 
 
 def test_streams_every_frame_in_order_then_done():

@@ -6,6 +6,8 @@ import numpy as np
 from blender_addon.core.connection import ServerConnection
 from blender_addon.core.worker import BakeWorker
 
+from worker_events import drain
+
 SCENE = {"time": {"fps": 24.0, "frame_start": 1, "frame_end": 4, "substeps": 2}, "objects": []}
 
 
@@ -49,14 +51,6 @@ class OldClient(CheckpointClient):
     def submit(self, scene, drive=None, job_id=None):
         self.calls.append({})
         return Job(1, None)
-
-
-def drain(worker):
-    events = []
-    while not events or events[-1].kind not in {"done", "error"}:
-        events.append(worker.wait_event(5.0))
-        assert events[-1] is not None
-    return events
 
 
 def test_checkpoint_options_reach_the_client_and_checkpoints_ride_on_frames():

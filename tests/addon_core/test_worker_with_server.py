@@ -6,24 +6,8 @@ from blender_addon.core import scene_export
 from blender_addon.core.local_server import LocalServer
 from blender_addon.core.worker import BakeWorker
 
-
-def grid(n, size, height):
-    xs = np.linspace(-size / 2, size / 2, n)
-    x, y = np.meshgrid(xs, xs, indexing="xy")
-    vertices = np.stack([x.ravel(), y.ravel(), np.full(n * n, height)], axis=1)
-    corner = (np.arange(n - 1)[None, :] + n * np.arange(n - 1)[:, None]).ravel()
-    triangles = np.concatenate([np.stack([corner, corner + 1, corner + n + 1], 1),
-                                np.stack([corner, corner + n + 1, corner + n], 1)])
-    return vertices, triangles
-
-
-def drain(worker, timeout=30.0):
-    events = []
-    while not events or events[-1].kind not in {"done", "error"}:
-        event = worker.wait_event(timeout)
-        assert event is not None, "worker went silent"
-        events.append(event)
-    return events
+from addon_shapes import grid
+from worker_events import drain
 
 
 def test_local_server_starts_answers_and_stops_cleanly():
@@ -46,7 +30,7 @@ def test_pinned_cloth_over_a_driven_floor_through_the_worker():
     drive = {frame: {"Floor": scene_export.drive_entry("Floor", floor_matrix)} for frame in frames}
     scene = scene_export.build_scene([cloth, floor], 24.0, 1, 8, 4)
     with LocalServer() as address:
-        events = drain(BakeWorker(address, scene, drive_frames=drive, timeout=20.0).start())
+        events = drain(BakeWorker(address, scene, drive_frames=drive, timeout=20.0).start(), timeout=30.0)
     assert events[0].kind == "accepted" and events[-1].kind == "done" and not events[-1].cancelled
     results = {event.frame: event.positions["Sheet"] for event in events if event.kind == "frame"}
     assert sorted(results) == list(frames)
