@@ -35,8 +35,7 @@ CELLS_PER_AXIS_LIMIT = 2 ** 20
 # within the radius more than one cell apart.
 CELL_WIDENING = 1.0 + 1e-9
 
-_NEIGHBOUR_OFFSETS = np.array([(dx, dy, dz) for dx in (-1, 0, 1) for dy in (-1, 0, 1) for dz in (-1, 0, 1)],
-                              dtype=np.int64)  # (27, 3)
+NEIGHBOUR_CELLS = 27  # the 3 x 3 x 3 cells around a query's cell
 
 
 def _grid_candidates(xp, queries, points, radius):
@@ -61,7 +60,9 @@ def _grid_candidates(xp, queries, points, radius):
     point_keys = keys(points)
     order = xp.argsort(point_keys)
     sorted_keys = point_keys[order]
-    offsets = (xp.asarray(_NEIGHBOUR_OFFSETS) * strides).sum(axis=1)          # (27,)
+    neighbour = xp.arange(NEIGHBOUR_CELLS)                                   # made on the device: no upload
+    steps = xp.stack([neighbour // 9 - 1, (neighbour // 3) % 3 - 1, neighbour % 3 - 1], axis=1)  # (27, 3)
+    offsets = (steps * strides).sum(axis=1)                                  # (27,) key offsets
     neighbour_keys = (keys(queries)[:, None] + offsets[None, :]).ravel()     # (m * 27,)
     first = xp.searchsorted(sorted_keys, neighbour_keys, side="left")
     counts = xp.searchsorted(sorted_keys, neighbour_keys, side="right") - first
@@ -71,7 +72,7 @@ def _grid_candidates(xp, queries, points, radius):
         return empty, empty
     slot = xp.searchsorted(ends, xp.arange(total), side="right")             # (query, neighbour cell) per candidate
     within_cell = xp.arange(total) - (ends - counts)[slot]
-    return slot // _NEIGHBOUR_OFFSETS.shape[0], order[first[slot] + within_cell]
+    return slot // NEIGHBOUR_CELLS, order[first[slot] + within_cell]
 
 
 def _squared_distance(queries, points, query_index, point_index):

@@ -46,6 +46,7 @@ class Collider:
         self.matrix_rest = spec.matrix_world
         self.matrix = spec.matrix_world
         self.matrix_previous = spec.matrix_world
+        self._undo_move = None  # (previous, matrix, xp, dtype, linear (3, 3), shift (3,)) on the device
         if spec.shape is not None:
             self.geometry = PRIMITIVES[spec.shape["type"]](spec.shape, spec.matrix_world)
             self.is_mesh = False
@@ -74,10 +75,15 @@ class Collider:
             return self.geometry.surface_motion(xp, selection)
         if self.matrix is self.matrix_previous or np.array_equal(self.matrix, self.matrix_previous):
             return xp.zeros_like(points)
-        back = self.matrix_previous @ np.linalg.inv(self.matrix)
-        back_linear = xp.asarray(back[:3, :3].T, dtype=points.dtype)
-        previous = points @ back_linear + xp.asarray(back[:3, 3], dtype=points.dtype)
-        return points - previous
+        cached = self._undo_move
+        if cached is None or cached[0] is not self.matrix_previous or cached[1] is not self.matrix \
+                or cached[2] is not xp or cached[3] != points.dtype:
+            back = self.matrix_previous @ np.linalg.inv(self.matrix)   # uploaded once per pose change
+            cached = (self.matrix_previous, self.matrix, xp, points.dtype,
+                      xp.asarray(back[:3, :3].T, dtype=points.dtype), xp.asarray(back[:3, 3], dtype=points.dtype))
+            self._undo_move = cached
+        back_linear, back_shift = cached[4], cached[5]
+        return points - (points @ back_linear + back_shift)
 
 
 class ColliderSet:

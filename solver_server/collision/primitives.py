@@ -39,7 +39,19 @@ class Primitive(ABC):
 
     def __init__(self, shape: dict, matrix: np.ndarray):
         self.shape = shape
+        self._uploaded: dict[str, tuple] = {}   # name -> (host array, xp, dtype, device copy)
         self.set_matrix(matrix)
+
+    def _device(self, xp, name: str, dtype):
+        """The host array attribute ``name`` on ``xp``'s device, uploaded once per pose (set_matrix
+        replaces the host arrays, which invalidates the copy)."""
+        host = getattr(self, name)
+        cached = self._uploaded.get(name)
+        if cached is not None and cached[0] is host and cached[1] is xp and cached[2] == dtype:
+            return cached[3]
+        device = xp.asarray(host, dtype=dtype)
+        self._uploaded[name] = (host, xp, dtype, device)
+        return device
 
     @abstractmethod
     def set_matrix(self, matrix: np.ndarray) -> None:
@@ -50,11 +62,14 @@ class Primitive(ABC):
         """points (n, 3) -> (distance (n,) [m], positive outside; outward unit normal (n, 3))."""
 
 
-def _safe_normalize(xp, vectors, fallback):
+def _safe_normalize(xp, vectors, fallback_axis: int):
+    """Unit vectors (n, 3) and lengths (n,) of ``vectors``; the unit axis ``fallback_axis`` (made on
+    the device, no upload) where a vector is shorter than 1e-12, with length 0."""
     length = xp.linalg.norm(vectors, axis=1)
     tiny = length < 1e-12
     length = xp.where(tiny, 1.0, length)
-    unit = xp.where(tiny[:, None], xp.asarray(fallback, dtype=vectors.dtype), vectors / length[:, None])
+    fallback = xp.eye(3, dtype=vectors.dtype)[fallback_axis]
+    unit = xp.where(tiny[:, None], fallback, vectors / length[:, None])
     return unit, xp.where(tiny, 0.0, length)
 
 
@@ -67,8 +82,8 @@ class Plane(Primitive):
         self.point = matrix[:3, :3] @ point_local + matrix[:3, 3]
 
     def signed_distance(self, xp, points):
-        normal = xp.asarray(self.normal, dtype=points.dtype)
-        distance = (points - xp.asarray(self.point, dtype=points.dtype)) @ normal
+        normal = self._device(xp, "normal", points.dtype)
+        distance = (points - self._device(xp, "point", points.dtype)) @ normal
         return distance, xp.broadcast_to(normal, points.shape)
 
 
@@ -79,8 +94,8 @@ class Sphere(Primitive):
         self.radius = float(self.shape["radius"] * scale.max())
 
     def signed_distance(self, xp, points):
-        offset = points - xp.asarray(self.center, dtype=points.dtype)
-        normal, length = _safe_normalize(xp, offset, (0.0, 0.0, 1.0))
+        offset = points - self._device(xp, "center", points.dtype)
+        normal, length = _safe_normalize(xp, offset, 2)
         return length - self.radius, normal
 
 
@@ -92,9 +107,9 @@ class Box(Primitive):
         self.half = 0.5 * np.asarray(self.shape["size"], float) * scale
 
     def signed_distance(self, xp, points):
-        rotation = xp.asarray(self.rotation, dtype=points.dtype)
-        local = (points - xp.asarray(self.center, dtype=points.dtype)) @ rotation
-        half = xp.asarray(self.half, dtype=points.dtype)
+        rotation = self._device(xp, "rotation", points.dtype)
+        local = (points - self._device(xp, "center", points.dtype)) @ rotation
+        half = self._device(xp, "half", points.dtype)
         excess = xp.abs(local) - half
         outside_vec = xp.maximum(excess, 0.0) * xp.sign(local)
         outside_len = xp.linalg.norm(outside_vec, axis=1)
@@ -119,13 +134,13 @@ class Torus(Primitive):
         self.minor = float(self.shape["minor_radius"] * scale.mean())
 
     def signed_distance(self, xp, points):
-        rotation = xp.asarray(self.rotation, dtype=points.dtype)
-        local = (points - xp.asarray(self.center, dtype=points.dtype)) @ rotation
+        rotation = self._device(xp, "rotation", points.dtype)
+        local = (points - self._device(xp, "center", points.dtype)) @ rotation
         radial = local.copy()
         radial[:, 2] = 0.0
-        radial_dir, _ = _safe_normalize(xp, radial, (1.0, 0.0, 0.0))
+        radial_dir, _ = _safe_normalize(xp, radial, 0)
         tube = local - self.major * radial_dir
-        normal_local, length = _safe_normalize(xp, tube, (0.0, 0.0, 1.0))
+        normal_local, length = _safe_normalize(xp, tube, 2)
         return length - self.minor, normal_local @ rotation.T
 
 

@@ -17,7 +17,8 @@
   array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): issue 8 allows those only at frame
   boundaries. Synchronizations that are not array copies stay allowed there and are counted in
   :data:`SYNCS`: scalar conversions (``float``/``int``/``bool`` of a 0-d array), boolean-mask indexing
-  and the functions whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy.
+  and the functions whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy; host ->
+  device uploads there are counted in :data:`HOST_TO_DEVICE` (small per-substep drive data is allowed).
 
 ``xp`` is numpy behind a filter: host arrays are accepted only by the upload functions
 (``asarray``, ``array``, ``asanyarray``), ``asnumpy`` is the download, and the names in
@@ -57,6 +58,7 @@ class _Phase:
 
 
 SYNCS: dict[str, int] = {}  # substep description -> device -> host synchronizations counted inside it
+HOST_TO_DEVICE: dict[str, int] = {}  # substep description -> uploads (xp.asarray of host data, from_host) inside it
 # xp functions whose output size depends on the values: CuPy synchronizes to size the result
 SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "extract", "compress"})
 
@@ -80,6 +82,11 @@ def _download(what: str) -> None:
 def _synchronize() -> None:
     if _Phase.inside is not None:
         SYNCS[_Phase.inside] = SYNCS.get(_Phase.inside, 0) + 1
+
+
+def _upload() -> None:
+    if _Phase.inside is not None:
+        HOST_TO_DEVICE[_Phase.inside] = HOST_TO_DEVICE.get(_Phase.inside, 0) + 1
 
 
 def _count_mask(key) -> None:
@@ -343,6 +350,8 @@ class StrictNamespace:
                     check(args, kwargs)
                 if sizes_from_data:
                     _synchronize()
+                if allow_host and args and not isinstance(args[0], DeviceArray):
+                    _upload()
                 return _call(attribute, self._prefix + name, args, kwargs, allow_host=allow_host)
             return function
         return attribute
@@ -436,6 +445,7 @@ class StrictBackend(Backend):
     def from_host(self, array, dtype=None):
         if isinstance(array, DeviceArray):
             raise PortabilityError("backend.from_host got a device array (it is already on the device)")
+        _upload()
         array = np.asarray(array)
         if dtype is not None:
             array = array.astype(dtype, copy=False)

@@ -15,7 +15,7 @@ from solver_server import backend as backend_module
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 from tests.portability.scenarios import SCENARIOS
-from tests.portability.strict_backend import SYNCS, PortabilityError, strict_backend, substep_guard
+from tests.portability.strict_backend import HOST_TO_DEVICE, SYNCS, PortabilityError, strict_backend, substep_guard
 
 # Host code inside a substep that other issues own (docs/gpu.md, "Where the CUDA path still goes through the host").
 KNOWN_HOST_TRIPS = {
@@ -75,4 +75,11 @@ def test_the_guard_refuses_every_download_route():
         before = SYNCS.get("a test substep", 0)
         assert float(array.sum()) == 3.0                                  # a scalar sync is allowed, and counted
         assert SYNCS["a test substep"] == before + 1
+        assert array[array > 1.0].shape == (1,)                           # boolean-mask indexing: counted
+        assert backend.xp.nonzero(array)[0].shape == (2,)                 # data-sized output: counted
+        assert SYNCS["a test substep"] == before + 3
+        uploads = HOST_TO_DEVICE.get("a test substep", 0)
+        backend.xp.asarray(np.ones(2)) + backend.from_host(np.ones(2))   # uploads: allowed, counted
+        backend.xp.asarray(array)                                         # already on the device: not an upload
+        assert HOST_TO_DEVICE["a test substep"] == uploads + 2
     assert np.array_equal(array.get(), np.arange(3.0))                   # outside a substep: allowed
