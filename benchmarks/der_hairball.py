@@ -82,25 +82,28 @@ def main(argv=None) -> int:
     print(f"hairball: {args.strands} strands x {args.vertices} points, {model.n_dofs} DOF, dt = {args.dt * 1e3:g} ms, "
           f"mu = 0.3, sphere turning once in {period:g} s, quasi-Newton matrix: {args.matrix}, "
           f"refreshed every {args.refresh or 'never'} iterations")
-    timings, contacts, iterations = [], [], []
+    timings, cpu_timings, contacts, iterations = [], [], [], []
     clock = 0.0
     for step in range(args.warmup + args.steps):
         dt = args.warmup_dt if step < args.warmup else args.dt
         clock += dt
         control = DerControl(vertex_targets=rotate_z(rest_targets, spin * clock))
         out = state.copy()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         stats = solver.step(state, out, control, None, dt)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         state = out
         if step >= args.warmup:
             timings.append(elapsed)
+            cpu_timings.append(cpu)
             contacts.append(stats.get("contacts", 0))
             iterations.append(stats["iterations"])
     ms = 1e3 * float(np.mean(timings))
     print(f"timed steps: {args.steps} after {args.warmup} untimed steps of {args.warmup_dt * 1e3:g} ms "
           f"({clock:.3f} s simulated)")
-    print(f"ms per step: {ms:.1f} (median {1e3 * float(np.median(timings)):.1f}); contacts per step: "
+    print(f"ms per step: {ms:.1f} (median {1e3 * float(np.median(timings)):.1f}; process CPU time "
+          f"{1e3 * float(np.mean(cpu_timings)):.1f}: on a loaded machine the wall time includes waiting for a core); "
+          f"contacts per step: "
           f"{np.mean(contacts):.0f} (max {max(contacts)}); iterations per step: {np.mean(iterations):.1f}")
     print(f"ratio to the seed's C++/OpenMP solver ({SEED_MS_PER_STEP:g} ms/step, ~{SEED_CONTACTS_PER_STEP} contacts): "
           f"{ms / SEED_MS_PER_STEP:.2f}x its time; to ADONIS ({SEED_ADONIS_MS_PER_STEP:g} ms/step): "

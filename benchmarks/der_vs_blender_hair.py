@@ -35,7 +35,7 @@ def hemisphere_roots(strands: int):
     return np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
 
 
-def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int):
+def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int):
     from benchmarks.der_hairball import SpinningSphere, rotate_z
     from solver_server.backend import get_backend
     from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
@@ -50,7 +50,7 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
     spin = 2.0 * np.pi / PERIOD
     solver = DerSolver(model, get_backend("cpu"),
                        NewtonSettings(max_iterations=iterations, tolerance=1e-6, quasi_newton=True,
-                                      quasi_newton_matrix="gauss_newton", refresh_interval=4),
+                                      quasi_newton_matrix="gauss_newton", refresh_interval=refresh),
                        colliders=[SpinningSphere(SPHERE_RADIUS, spin, friction=0.3)],
                        contact=ContactSettings(friction=0.3, collider_friction=0.3))
     state = rest_state(np, model)
@@ -123,6 +123,9 @@ def main(argv=None) -> int:
     parser.add_argument("--substeps", type=int, default=5, help="Tangle substeps per frame (Blender: quality)")
     parser.add_argument("--quality", type=int, default=5, help="Blender hair dynamics quality (steps per frame)")
     parser.add_argument("--iterations", type=int, default=50, help="Tangle N_max of the global/local loop")
+    parser.add_argument("--refresh", type=int, default=1,
+                        help="Tangle: refactor a stale quasi-Newton matrix every this many iterations (large substeps "
+                             "turn edges far within a step: 1 converges in about half the iterations of 4)")
     args = parser.parse_args(argv)
 
     print(f"scene: {args.strands} strands x {args.segments} segments on a {SPHERE_RADIUS * 100:g} cm sphere turning "
@@ -132,7 +135,7 @@ def main(argv=None) -> int:
           f"{frame_seconds[0] * 1e3:.0f} ms, later frames {1e3 * float(np.mean(frame_seconds[1:] or [0.0])):.0f} ms; "
           f"point cache: {cache} no hair-hair contact)")
     tangle_s, contacts, iterations, dofs = run_tangle(args.strands, args.segments, args.frames, args.substeps,
-                                                      args.iterations)
+                                                      args.iterations, args.refresh)
     print(f"tangle DER            : {tangle_s * 1e3:8.1f} ms/frame  ({args.substeps} substeps, {dofs} DOF, "
           f"{contacts:.0f} contacts and {iterations:.1f} iterations per substep, hair-hair friction mu = 0.3)")
     print(f"speed ratio           : tangle is {blender_s / tangle_s:.2f}x Blender's hair dynamics per frame")
