@@ -21,6 +21,12 @@ REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 
 # ---- the add-on --------------------------------------------------------------------------------
 
+def _import_from_repository() -> None:
+    """Make the source tree importable (``blender_addon``, ``protocol``), once."""
+    if str(REPOSITORY_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPOSITORY_ROOT))
+
+
 def load_addon(mode: str, zip_path: str | None) -> dict:
     """Install the built extension zip ("zip") or register from the source tree ("source")."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -31,7 +37,7 @@ def load_addon(mode: str, zip_path: str | None) -> dict:
         return {"install_result": sorted(result), "enabled": "bl_ext.user_default.tangle" in
                 bpy.context.preferences.addons, "module_file": getattr(module, "__file__", None),
                 "protocol_module": importlib.import_module("bl_ext.user_default.tangle._protocol").PROTOCOL_PACKAGE}
-    sys.path.insert(0, str(REPOSITORY_ROOT))
+    _import_from_repository()
     import blender_addon
 
     blender_addon.register()
@@ -43,7 +49,7 @@ def enable_addon(keep_file: bool = False) -> None:
     factory settings or (``keep_file``) on the open file."""
     import addon_utils
 
-    sys.path.insert(0, str(REPOSITORY_ROOT))
+    _import_from_repository()
     if not keep_file:
         bpy.ops.wm.read_factory_settings(use_empty=True)
     addon_utils.enable("blender_addon", default_set=True, handle_error=None)
@@ -85,7 +91,7 @@ def linked_object(name: str, data) -> bpy.types.Object:
 def grid_object(name: str, n: int, size: float, height: float) -> bpy.types.Object:
     """n x n vertex grid of side ``size`` [m] (the demo's ``grid_mesh``, vertex i*n + j at row i, column j)
     centred above the origin at ``height`` [m]."""
-    sys.path.insert(0, str(REPOSITORY_ROOT))
+    _import_from_repository()
     demo = importlib.import_module("blender_addon.demo")
     obj = linked_object(name, demo.grid_mesh(name, n, size))
     obj.location = (0.0, 0.0, height)
