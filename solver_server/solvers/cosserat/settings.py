@@ -13,9 +13,10 @@ from ..particles.settings import WindSettings
 @dataclass(frozen=True)
 class CosseratSettings:
     """radius [m], density [kg/m³], young_modulus E [Pa] (bending EI = E·πr⁴/4), shear_modulus G [Pa]
-    (twist GJ = G·πr⁴/2), damping [1/s] angular drag rate (τ = −damping·I·ω), gravity_scale [-],
-    collider_friction μ, max_step [s]: internal step (a step dt is split into ceil(dt/max_step)
-    equal steps; the default is stable for 50–200 segments per metre and E = 1–100 MPa, see
+    (twist GJ = G·πr⁴/2), damping [1/s] decay rate of velocities relative to the root frame
+    (mass-proportional, implicit), gravity_scale [-],
+    collider_friction μ, max_step [s]: internal step (a step dt is split into equal steps ≤ max_step,
+    shorter while a segment turns fast, see solver.MAX_TURN_PER_STEP; the default is stable for 50–200 segments per metre and E = 1–100 MPa, see
     docs/fast_hair.md), wind: see WindSettings.
 
     Strand–strand interaction (seed 002 §4.3, swept spheres around segments; 0 disables):

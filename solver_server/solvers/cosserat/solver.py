@@ -3,44 +3,35 @@
 State in reduced coordinates: per segment an orientation quaternion q_i (material frame
 d1, d2, d3 = R(q_i) e1, e2, e3). Strands are inextensible: node k+1 = node k + l_k d3_k, so
 positions are a cumulative sum from the root (eq. 3.3) and node velocities a cumulative sum
-of l Ω × d3 (eq. 3.6). The centripetal part of the node accelerations (eq. 3.7) enters the
-external force as −m·a_c (appendix eq. 7.1); we take it for the strand's rigid swing about its
-first free joint, a_c = Ω₁ × (Ω₁ × (x − x₁)), plus the root frame's rotation (see step 1).
-Segment 0 is clamped to the root frame (kinematic).
+of l Ω × d3 (eq. 3.6). Segment 0 is clamped to the root frame (kinematic).
 
-The seed assumes that "the rest segments move together" (§3.4): a torque on segment i turns
-segment i *and the distal part with it*. We make that the integration variable: joint i
-(between segments i−1 and i) has a relative angular velocity w_i, and the absolute angular
-velocity of segment i is Ω_i = Ω_root + Σ_{j≤i} w_j (a cumulative sum). One step of length h:
+The seed's "rest segments move together" (§3.4) is the integration variable: joint i (between
+segments i−1 and i) has a world-frame relative angular velocity w_i, Ω_i = Ω_root + Σ_{j≤i} w_j
+(a cumulative sum). One step of length h (semi-implicit Euler):
 
-1. Node forces f_k = m_k (g + wind − a_c,k − a_root − Ω̇_root × r_k − Ω_root × (Ω_root × r_k)) + contact
-   forces, r_k = x_k − x_0. The per-segment centripetal sum Σ l Ω_j × (Ω_j × d3_j) of eq. 3.7 is not
-   used: taken explicitly with the diagonal joint inertia it makes the tip segments of floppy
-   strands whip and blow up within 0.3 s (measured for 50 segments, E = 1 MPa, r = 5 mm and
-   for every E at r = 50 µm); the rigid-swing form is stable on the whole grid up to 10 ms.
-2. Stiffness torques T_i on every segment from the CORDE quaternion energy (appendix eq. 7.2,
-   gradient mapped to a torque with eq. 7.3): V_j = (l̄_j/2) Σ_k K_k (u_k − û_k)²,
-   u = (2/l̄) Im(q̄_j q_{j+1}), K = (EI, EI, GJ) with I = πr⁴/4, J = πr⁴/2 (the seed's "πr²/4" is not
-   dimensionally a bending stiffness). Rest Darboux vectors û come from the rest shape, so
-   curls are preserved.
-3. Force transport tip → root (eqs. 3.9–3.15): F_in = f + F_T(distal) + F_neutralized(distal);
-   F_T = (F_in·d3) d3; F_N = F_in − F_T; tf = T × d3 / l (eq. 3.12); the part of F_N opposed by tf
-   (c = min(−tf·F̂_N, |F_N|), 0 when tf·F_N > 0, eq. 3.13) is neutralized and carried to the
-   proximal segment together with F_T. A loop over the segment index on (strands, 3) arrays.
-   T is "the stiffness torque applied here": the moment with which the segment's proximal joint
-   holds it (the rod's internal moment m(l)). Using instead the segment's net stiffness torque
-   (a difference of two joint moments, m'(l)) made the transport chatter and stall at a wrong
-   shape (measured: heavy strand tip stuck at (0.85, −0.47) m vs the elastica's (0.47, −0.81) m).
-4. Segment torque τ_i = l_i d3_i × F_N,i + T_i (eq. 3.17; the neutralized part of F_N is the part
-   balanced by the stiffness torque, so at equilibrium the whole normal load is carried
-   rootwards and the statics of the rod are reproduced exactly). The torque driving joint i is
-   the sum over the segments it moves, Q_i = Σ_{j≥i} τ_j (a reverse cumulative sum).
-5. Joint inertia: the distal part as a rigid body about node i (bending Σ m_j |c_j − x_i|²,
-   twist Σ m_j (r²/2 + distance to the axis²)), the exact form of the seed's (x·mass)·l² term.
-   In joint coordinates the elastic energy is block diagonal (turning joint i changes only its
-   own Darboux vector), so the stiffness and the damping are taken implicitly per joint, exactly:
-   w ← (I w + h Q) / (I (1 + h·damping) + h² K/l̄) (eq. 3.20 uses τ at t+h).
-6. q_i ← normalize(q_i + h/2 (0, Ω_i) ⊗ q_i) (eqs. 3.21–3.23).
+1. Node forces f_k = m_k (g + wind) + contact and strand–strand interaction forces. The root frame's
+   motion (finite differences of the driven root) enters as the kinematic segment 0's acceleration.
+2. Stiffness moments from the CORDE quaternion energy (appendix eq. 7.2, gradient mapped to a torque
+   with eq. 7.3): V_j = (l̄_j/2) Σ_k K_k (u_k − û_k)², u = (2/l̄) Im(q̄_j q_{j+1}), K = (EI, EI, GJ) with
+   I = πr⁴/4, J = πr⁴/2 (the seed's "πr²/4" is not dimensionally a bending stiffness). Rest Darboux
+   vectors û come from the rest shape, so curls are preserved. Joint i's moment Q_i acts on segment i
+   and its reaction on segment i−1.
+3. Force transport tip → root with the inertia carried along: the articulated-body algorithm
+   (articulated.py; Featherstone), the exact form of eqs. 3.9–3.15. A ball joint passes the whole
+   force (tangential and normal) to the proximal segment and only the stiffness moment as a moment
+   (the seed's neutralization), and the distal part's inertia comes with it, so a tip load no longer
+   accelerates a root segment as if the chain beyond had no mass (the earlier per-joint inertia
+   over-accelerated soft strands: 8–33 m/s peaks, energy gains of 60–600 %). The stiffness is
+   implicit per joint (block diagonal in joint coordinates): D = Sᵀ I^A S + h² K/l̄.
+4. The velocity-product terms (centripetal eq. 3.7 / 7.1, gyroscopic) are taken at the step's mid
+   velocity by a predictor–corrector on the same factorization; taken at the start velocity a
+   whipping floppy strand gained 4–20 % of its energy per swing.
+5. Damping: every velocity relative to the root frame decays at ``damping`` [1/s] (implicit:
+   w ← w / (1 + h·damping), mass-proportional Rayleigh damping).
+6. q_i ← normalize(q_i + h/2 (0, Ω_i) ⊗ q_i) with the new Ω (eqs. 3.21–3.23).
+
+Steps are at most ``max_step`` long and turn no segment by more than MAX_TURN_PER_STEP (a whipping
+tip gets shorter steps).
 """
 
 from __future__ import annotations
@@ -62,6 +53,8 @@ MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
 """The shortest step is max_step / MAX_REFINEMENT."""
+CORRECTOR_TURN = 0.005
+"""rad: steps in which some segment turns further take the velocity-product terms at the mid velocity."""
 
 
 @dataclass
@@ -95,11 +88,6 @@ class CosseratControl:
 
 def _dot(a, b, xp):
     return xp.sum(a * b, axis=-1, keepdims=True)
-
-
-def _reverse_cumsum(values, xp, axis=1):
-    """Σ_{j ≥ i} values_j along ``axis``."""
-    return xp.flip(xp.cumsum(xp.flip(values, axis=axis), axis=axis), axis=axis)
 
 
 class CosseratSolver:
@@ -339,10 +327,13 @@ class CosseratSolver:
             return chains.joint_accelerations(angular_velocities, forces, holding, w, root_alpha, root_acceleration)
 
         # predictor–corrector on the velocity-product terms (centripetal, gyroscopic): evaluated at the
-        # step's mid velocity; taken at the start velocity, whipping floppy strands gained energy
-        predicted = w + h * accelerations(omega)
-        acceleration = accelerations(self._angular_velocities(0.5 * (state.root_angular_velocities + root_omega),
-                                                              0.5 * (w + predicted)))
+        # step's mid velocity; taken at the start velocity, whipping floppy strands gained energy. Their
+        # error grows with (h·Ω)², so slow steps skip the corrector.
+        acceleration = accelerations(omega)
+        if h * float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))) > CORRECTOR_TURN:
+            predicted = w + h * acceleration
+            acceleration = accelerations(self._angular_velocities(
+                0.5 * (state.root_angular_velocities + root_omega), 0.5 * (w + predicted)))
         # damping: every velocity relative to the root frame decays at s.damping [1/s] (implicit)
         w = xp.where(self.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
         omega = self._angular_velocities(root_omega, w)
