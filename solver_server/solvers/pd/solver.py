@@ -253,12 +253,12 @@ class PDSolver:
             contact_count = int(touching.sum())
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
         if self.strain_limit is not None:
-            # after the collider pushes and friction, which also stretch edges; every round of passes is
-            # followed by a closest-point projection, so the result is both outside and (nearly) unstretched
+            # after the collider pushes and friction, which also stretch edges; the pass moves points by a
+            # fraction of an edge, so one more closest-point projection keeps them outside
             tick = time.perf_counter()
-            after_round = (lambda points: self.contact.project(colliders, points)[0]) if has_colliders else None
-            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
-                xp, q, after_round)
+            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(xp, q)
+            if has_colliders:
+                q, _ = self.contact.project(colliders, q)
             timings["strain_limit_ms"] = (time.perf_counter() - tick) * 1e3
         if hard_targets is not None:
             q[self.hard_device] = hard_targets

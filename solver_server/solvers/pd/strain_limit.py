@@ -65,13 +65,18 @@ class EdgeStrainLimit:
 
     def _passes(self, xp, q, chosen):
         """Jacobi passes on the edges ``chosen`` (indices); returns the corrected positions."""
-        first, second = self.edges[chosen, 0], self.edges[chosen, 1]
+        ends = self.edges[chosen]                                             # (m, 2)
+        particles, local = xp.unique(ends.ravel(), return_inverse=True)       # particles they touch
+        local = local.reshape(-1, 2)
+        first, second = local[:, 0], local[:, 1]
+        count_particles = len(particles)
+        x = q[particles]
         max_length = self.max_length[chosen]
         inverse_mass_sum = self.inverse_mass_sum[chosen]
-        weight_first = self.inverse_mass[first][:, None]
-        weight_second = self.inverse_mass[second][:, None]
+        weight_first = self.inverse_mass[ends[:, 0]][:, None]
+        weight_second = self.inverse_mass[ends[:, 1]][:, None]
         for _ in range(self.passes_per_round):
-            vector = q[first] - q[second]
+            vector = x[first] - x[second]
             length = xp.sqrt((vector * vector).sum(axis=1))
             overshoot = length - max_length
             active = overshoot > 0.0
@@ -80,28 +85,22 @@ class EdgeStrainLimit:
             # λ_e n̂_e with λ_e = C_e / (w_i + w_j), C_e = l − l_max, n̂ = (q_i − q_j) / l
             step = vector * xp.where(active, overshoot / (inverse_mass_sum * xp.maximum(length, 1e-30)), 0.0)[:, None]
             weights = active.astype(q.dtype)
-            count = xp.maximum(xp.bincount(first, weights=weights, minlength=self.n)
-                               + xp.bincount(second, weights=weights, minlength=self.n), 1.0)
+            count = xp.maximum(xp.bincount(first, weights=weights, minlength=count_particles)
+                               + xp.bincount(second, weights=weights, minlength=count_particles), 1.0)
             scale = self.relaxation / count
             for axis in range(3):
-                moved = (xp.bincount(second, weights=(weight_second * step)[:, axis], minlength=self.n)
-                         - xp.bincount(first, weights=(weight_first * step)[:, axis], minlength=self.n))
-                q[:, axis] += scale * moved
+                moved = (xp.bincount(second, weights=(weight_second * step)[:, axis], minlength=count_particles)
+                         - xp.bincount(first, weights=(weight_first * step)[:, axis], minlength=count_particles))
+                x[:, axis] += scale * moved
+        q[particles] = x
         return q
 
-    def apply(self, xp, positions, after_round=None):
-        """positions (n, 3) [m] -> (corrected positions (n, 3), Jacobi rounds run, edges still too long).
-
-        after_round: optional q -> q applied after every round (the collider projection: shortening
-        edges over a curved collider pulls points into it, and pushing them out along the normal
-        spreads the sheet again; alternating the two converges to a state that satisfies both).
-        """
+    def apply(self, xp, positions):
+        """positions (n, 3) [m] -> (corrected positions (n, 3), Jacobi rounds run, edges still too long)."""
         q = positions.copy()
         for round_index in range(self.rounds):
             too_long = self._too_long(xp, q)
             if not bool(too_long.any()):
                 return q, round_index, 0
             q = self._passes(xp, q, self._neighbourhood(xp, too_long))
-            if after_round is not None:
-                q = after_round(q)
         return q, self.rounds, int(self._too_long(xp, q).sum())
