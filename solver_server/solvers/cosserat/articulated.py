@@ -92,39 +92,44 @@ class ArticulatedChains:
     def __init__(self, segments, masses, radius: float, joint_stiffness, h: float, free, xp=np):
         self.xp = xp
         self.h = h
-        strands, count = masses.shape
-        self.segments, self.masses = segments, masses
-        inertia = rod_inertias(segments, masses, radius, xp)
+        count = masses.shape[1]
+        # everything is kept segment-axis first, (M, S, ...), so the loops take contiguous slices
+        self.segments, self.masses = _front(segments, xp), _front(masses, xp)
+        self.joint_stiffness = _front(joint_stiffness, xp)
+        self.weight = _front(free.astype(masses.dtype), xp)
+        inertia = rod_inertias(self.segments, self.masses, radius, xp)                       # (M, S, 6, 6)
         self.moment_of_inertia = inertia[..., :3, :3]
         # X_i: parent (node i−1) → child (node i) motion transform, r = e_{i−1}
-        transfer = xp.zeros((strands, count, 6, 6))
-        transfer[..., :, :] = xp.eye(6)
-        transfer[:, 1:, 3:, :3] = -skew(segments[:, :-1], xp)
-        weight = free.astype(masses.dtype)
-        fixed_identity = (1.0 - weight)[..., None, None] * xp.eye(3)
-        self.joint_stiffness = joint_stiffness
-        self.weight = _front(weight, xp)
-        self.transfer = _front(transfer, xp)
-        inertia, stiffness, fixed_identity = _front(inertia, xp), _front(joint_stiffness, xp), _front(fixed_identity, xp)
-        self.reduced = xp.zeros((count, strands, 6, 6))          # I^A − U D⁻¹ Uᵀ
-        self.coupling = xp.zeros((count, strands, 6, 3))         # U
-        self.coupling_inverse = xp.zeros((count, strands, 6, 3))  # U D⁻¹
-        self.inverse_d = xp.zeros((count, strands, 3, 3))
+        self.skews = skew(self.segments, xp)
+        fixed_identity = (1.0 - self.weight)[..., None, None] * xp.eye(3)
+        self.reduced = [None] * count             # I^A − U D⁻¹ Uᵀ
+        self.coupling_t = [None] * count          # Uᵀ
+        self.coupling_inverse = [None] * count    # U D⁻¹
+        self.inverse_d = [None] * count
         child = None
         for i in range(count - 1, 0, -1):
             articulated = inertia[i]
             if child is not None:
-                shift = self.transfer[i + 1]
-                articulated = articulated + xp.swapaxes(shift, -1, -2) @ child @ shift
+                articulated = articulated + self._to_parent(child, i + 1)
             weight_i = self.weight[i][:, None, None]
-            d_matrix = (articulated[:, :3, :3] + (h * h) * stiffness[i]) * weight_i + fixed_identity[i]
+            d_matrix = (articulated[:, :3, :3] + (h * h) * self.joint_stiffness[i]) * weight_i + fixed_identity[i]
             coupling = articulated[:, :, :3] * weight_i
             inverse = inverse3(d_matrix, xp)
             coupling_inverse = coupling @ inverse
-            child = articulated - coupling_inverse @ xp.swapaxes(coupling, -1, -2)
-            self.reduced[i], self.coupling[i], self.coupling_inverse[i], self.inverse_d[i] = (
-                child, coupling, coupling_inverse, inverse)
-        self.coupling_t = xp.swapaxes(self.coupling, -1, -2)
+            coupling_t = xp.swapaxes(coupling, -1, -2)
+            child = articulated - coupling_inverse @ coupling_t
+            self.reduced[i], self.coupling_t[i], self.coupling_inverse[i], self.inverse_d[i] = (
+                child, coupling_t, coupling_inverse, inverse)
+
+    def _to_parent(self, inertia, child: int):
+        """Xᵀ I X for the child joint ``child`` (X = [[1, 0], [−[r]×, 1]], r = e_{child−1}), blockwise."""
+        xp = self.xp
+        r = self.skews[child - 1]
+        a, b, d = inertia[:, :3, :3], inertia[:, :3, 3:], inertia[:, 3:, 3:]
+        lower = xp.swapaxes(b, -1, -2) - d @ r          # Bᵀ − D R
+        upper = a - b @ r + r @ lower                   # A − B R + R (Bᵀ − D R)
+        return xp.concatenate([xp.concatenate([upper, b + r @ d], axis=-1),
+                               xp.concatenate([lower, d], axis=-1)], axis=-2)
 
     def joint_accelerations(self, omega, node_forces, joint_torques, joint_velocities, root_angular_acceleration,
                             root_acceleration):
@@ -138,36 +143,40 @@ class ArticulatedChains:
         and node 0."""
         xp = self.xp
         segments, masses = self.segments, self.masses
-        count = masses.shape[1]
-        tip_forces = node_forces[:, 1:]
-        angular_momentum = xp.einsum("smij,smj->smi", self.moment_of_inertia, omega)
+        count = masses.shape[0]
+        omega = _front(omega, xp)
+        tip_forces = _front(node_forces[:, 1:], xp)
+        angular_momentum = xp.einsum("msij,msj->msi", self.moment_of_inertia, omega)
         bias = xp.concatenate([
             xp.cross(omega, angular_momentum) - xp.cross(segments, tip_forces),
-            masses[..., None] * xp.cross(omega, xp.cross(omega, 0.5 * segments)) - tip_forces], axis=-1)
+            masses[..., None] * xp.cross(omega, xp.cross(omega, 0.5 * segments)) - tip_forces], axis=-1)[..., None]
         # velocity-product acceleration of node i from the parent's rotation, κ_i (entry 0 unused)
-        kappa = xp.zeros(segments.shape[:2] + (6,))
-        kappa[:, 1:, 3:] = xp.cross(omega[:, :-1], xp.cross(omega[:, :-1], segments[:, :-1]))
-        stiff_rate = xp.einsum("smij,smj->smi", self.joint_stiffness, joint_velocities)
-        moments = _front(joint_torques - self.h * stiff_rate, self.xp)[..., None]
-        bias, kappa = _front(bias, xp)[..., None], _front(kappa, xp)[..., None]
+        kappa = xp.zeros(segments.shape[:2] + (6, 1))
+        kappa[1:, :, 3:, 0] = xp.cross(omega[:-1], xp.cross(omega[:-1], segments[:-1]))
+        stiff_rate = xp.einsum("msij,msj->msi", self.joint_stiffness, _front(joint_velocities, xp))
+        moments = (_front(joint_torques, xp) - self.h * stiff_rate)[..., None]
 
-        reduced_torque = xp.zeros(moments.shape)
+        reduced_torque = [None] * count
         child = None
         for i in range(count - 1, 0, -1):
             pending = bias[i]
             if child is not None:
-                pending = pending + xp.swapaxes(self.transfer[i + 1], -1, -2) @ child
+                # Xᵀ f = (n + r × f, f) with r = e_i
+                pending = pending + xp.concatenate([child[:, :3] + self.skews[i] @ child[:, 3:], child[:, 3:]], axis=1)
             u = (moments[i] - pending[:, :3]) * self.weight[i][:, None, None]
             child = pending + self.reduced[i] @ kappa[i] + self.coupling_inverse[i] @ u
             reduced_torque[i] = u
 
         result = xp.zeros(moments.shape)
-        motion = xp.concatenate([root_angular_acceleration, root_acceleration], axis=-1)[..., None]
+        alpha = root_angular_acceleration[..., None]
+        acceleration = root_acceleration[..., None]
         for i in range(1, count):
-            motion = self.transfer[i] @ motion + kappa[i]
+            # X a + κ: α unchanged, a + α × r + κ with r = e_{i−1}
+            acceleration = acceleration - self.skews[i - 1] @ alpha + kappa[i, :, 3:]
+            motion = xp.concatenate([alpha, acceleration], axis=1)
             joint = self.inverse_d[i] @ (reduced_torque[i] - self.coupling_t[i] @ motion)
             result[i] = joint
-            motion[:, :3] += joint
+            alpha = alpha + joint
         return xp.moveaxis(result[..., 0], 0, 1)
 
 
