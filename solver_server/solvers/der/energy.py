@@ -168,11 +168,11 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
         omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
         grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
                  + (twist_weight * (tau_value - model.rest_twist))[:, None] * twist_grad)
-        # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms)
-        grad11 = omega_grad @ a[None]
-        twist11 = twist_grad @ a
-        hess = (xp.einsum("nr,nri,nrj->nij", 2.0 * weights, grad11, grad11)
-                + twist_weight[:, None, None] * twist11[:, :, None] * twist11[:, None, :])
+        # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms),
+        # the four curvatures and the twist as rows of one (B, 5, 11) Jacobian: one batched product
+        strain_grad = xp.concatenate((omega_grad, twist_grad[:, None, :]), axis=1) @ a[None]
+        strain_weight = xp.concatenate((2.0 * weights, twist_weight[:, None]), axis=1)
+        hess = xp.swapaxes(strain_grad * strain_weight[:, :, None], 1, 2) @ strain_grad
         return grad8 @ a, hess
     omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, True)
     tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], config.reference_twist, theta0, theta1, True)
