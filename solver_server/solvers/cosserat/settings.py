@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from solver_server.sim.errors import SceneError
 
 from ..particles.settings import WindSettings
+from ..strand_settings import settings_from_hair_params
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,8 @@ class CosseratSettings:
     def from_params(cls, params: dict, object_id: str | None = None) -> "CosseratSettings":
         """From a hair object's params; Cosserat-only keys carry a ``cosserat_`` prefix
         (``cosserat_max_step``), interaction keys are named as above."""
-        values = {}
-        for f in fields(cls):
-            if f.name == "wind":
-                continue
-            key = "cosserat_max_step" if f.name == "max_step" else f.name
-            if key in params:
-                values[f.name] = float(params[key])
-        values["wind"] = WindSettings.from_hair_params(params, object_id)
-        settings = cls(**values)
+        settings = settings_from_hair_params(cls, params, lambda name: "cosserat_max_step" if name == "max_step" else name,
+                                             WindSettings.from_hair_params(params, object_id))
         for name in ("radius", "density", "young_modulus", "shear_modulus", "max_step"):
             if not getattr(settings, name) > 0:
                 raise SceneError(f"parameter {name!r} = {getattr(settings, name)!r} must be > 0", object=object_id)

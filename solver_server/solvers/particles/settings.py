@@ -8,9 +8,11 @@ the particle mass cancels out.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from solver_server.sim.errors import SceneError
+
+from ..strand_settings import settings_from_hair_params
 
 
 @dataclass(frozen=True)
@@ -103,16 +105,10 @@ class ParticleHairSettings:
         """Settings from a hair object's params (protocol keys; unknown keys are ignored here —
         the scene parameter table validates them). Particle-model keys carry a ``particle_`` prefix
         except ``gravity_scale`` and ``wind``."""
-        names = {f.name for f in fields(cls)}
-        values = {}
-        for name in names - {"wind", "pinned_points"}:
-            key = name if name in ("damping", "radius", "collider_friction", "gravity_scale") else "particle_" + name
-            if key in params:
-                values[name] = float(params[key])
-        if "particle_pinned_points" in params:
-            values["pinned_points"] = int(params["particle_pinned_points"])
-        values["wind"] = WindSettings.from_hair_params(params, object_id)
-        settings = cls(**values)
+        shared = ("damping", "radius", "collider_friction", "gravity_scale")
+        settings = settings_from_hair_params(cls, params, lambda name: name if name in shared else "particle_" + name,
+                                             WindSettings.from_hair_params(params, object_id),
+                                             integers=("pinned_points",))
         settings.validate(object_id)
         return settings
 
