@@ -138,8 +138,9 @@ def test_default_step_is_stable(segments, young):
     """Released horizontal 1 m strands (wisp radius 5 mm and a single 50 µm hair), default max_step,
     default damping: finite, bounded speeds and no large rise above the release height over 0.31 s.
 
-    The bound is loose on purpose: the diagonal joint inertia over-accelerates 5 mm strands
-    transiently (measured peaks 8–36 m/s, docs/fast_hair.md); an unstable step grows without bound."""
+    The bound is loose on purpose (a soft strand's tip whips to ~10 m/s with its energy conserved,
+    docs/fast_hair.md; test_cosserat_dynamics.py bounds energy and speed); an unstable step grows
+    without bound."""
     rest = straight(segments, strands=2)
     layout = StrandLayout.uniform(2, segments + 1)
     for radius in (5e-3, 5e-5):
