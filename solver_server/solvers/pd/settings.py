@@ -18,6 +18,7 @@ DEFAULTS = {
     "contact_forces": True,    # collider contact (and friction) as forces inside the iterations
     "strain_limit_iterations": 16,   # Jacobi passes of the hard cloth edge limit per substep; 0 disables it
     "strain_limit_slack": 0.02,      # hard limit: no cloth edge longer than (σmax + slack) × rest length
+    "strain_limit_global": True,     # each round of limit passes starts with a solve through the PD factor
     "pin_stiffening_rings": 8,       # cloth edges within this many hops of an exact pin are stiffened (0/1: off)
 }
 
@@ -45,6 +46,8 @@ def resolve_pd_settings(settings: dict | None) -> dict:
     slack = out["strain_limit_slack"]
     if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack <= 10:
         raise SceneError(f"solver.pd.strain_limit_slack must be a number in [0, 10], got {slack!r}")
+    if not isinstance(out["strain_limit_global"], bool):
+        raise SceneError("solver.pd.strain_limit_global must be true or false")
     if not isinstance(out["contact_forces"], bool):
         raise SceneError("solver.pd.contact_forces must be true or false")
     if out["global"] not in GLOBAL_SOLVERS:

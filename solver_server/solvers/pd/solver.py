@@ -32,7 +32,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .strain_limit import EdgeStrainLimit
 
-STRAIN_LIMIT_PASSES_PER_ROUND = 4   # Jacobi passes between two full edge checks
+STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,8 @@ class PDSolver:
         self.fell_back = False
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
+        self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters)
+                                  if batch.name == "edge_strain"), None)
 
     def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
         """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
@@ -169,6 +171,19 @@ class PDSolver:
         per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
         return EdgeStrainLimit(backend, edges.edges, edges.selector, max_length, inverse_mass,
                                rounds=-(-passes // per_round), passes_per_round=per_round)
+
+    def _strain_limit_solve(self, q, overshoot):
+        """One global correction of the strain-limit pass: Δq_F = K_FF⁻¹ (Aᵀ W (−overshoot))_F.
+
+        overshoot: (E, 3) [m] the part of each cloth edge vector beyond its hard limit (0 within it).
+        This is a PD global step whose only non-zero residual is the overshoot: the linear elastic
+        response of the whole system (inertia, every constraint) to pulling the too-long edges back,
+        so a stretched region contracts as a whole; pinned particles stay (Δq_P = 0).
+        """
+        rhs = -(self.edge_scatter @ overshoot)
+        delta, _ = self.cholesky.solve(rhs[self.free_device])
+        q[self.free_device] += delta
+        return q
 
     def _global(self, rhs_full, pinned_targets, initial):
         rhs = rhs_full[self.free_device]
@@ -256,7 +271,9 @@ class PDSolver:
             # after the collider pushes and friction, which also stretch edges; the pass moves points by a
             # fraction of an edge, so one more closest-point projection keeps them outside
             tick = time.perf_counter()
-            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(xp, q)
+            global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
+            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
+                xp, q, global_step)
             if has_colliders:
                 q, _ = self.contact.project(colliders, q)
             timings["strain_limit_ms"] = (time.perf_counter() - tick) * 1e3

@@ -10,6 +10,10 @@ factor. Exactly pinned particles have zero inverse mass and never move. Jacobi c
 about one edge per pass: it removes local overshoot (the edges around a point pin, spikes in a contact
 region) in a few passes, not the stretch of a whole region.
 
+Each round of passes starts with one solve through the PD system matrix (see ``PDSolver``), which
+carries the shortening of a whole stretched region (a cloth cap on a sphere, the edge between two
+pins) at once; the Jacobi passes then clean up what the linear solve leaves.
+
 The pass only moves positions; the solver then sets v = (q − q_t)/h from the corrected positions, so
 velocities stay consistent with the motion (removing stretch takes energy out, it never adds any).
 Compression (σmin) stays a soft PD band: a hard lower limit would fight the buckling that cloth needs.
@@ -95,12 +99,22 @@ class EdgeStrainLimit:
         q[particles] = x
         return q
 
-    def apply(self, xp, positions):
-        """positions (n, 3) [m] -> (corrected positions (n, 3), Jacobi rounds run, edges still too long)."""
+    def apply(self, xp, positions, global_step=None):
+        """positions (n, 3) [m] -> (corrected positions (n, 3), Jacobi rounds run, edges still too long).
+
+        global_step: optional (q, overshoot (E, 3)) -> q run at the start of every round with the edge
+        vectors' overshoot beyond their limit (0 for edges within it); the solver passes a solve with its
+        PD factorization, which moves a whole stretched region at once (Jacobi moves one edge per pass).
+        """
         q = positions.copy()
         for round_index in range(self.rounds):
             too_long = self._too_long(xp, q)
             if not bool(too_long.any()):
                 return q, round_index, 0
+            if global_step is not None:
+                vector = self.selector @ q
+                length = xp.sqrt((vector * vector).sum(axis=1))
+                q = global_step(q, vector * xp.where(too_long, 1.0 - self.max_length / xp.maximum(length, 1e-30),
+                                                      0.0)[:, None])
             q = self._passes(xp, q, self._neighbourhood(xp, too_long))
         return q, self.rounds, int(self._too_long(xp, q).sum())
