@@ -82,7 +82,8 @@ def closest_points_on_triangles(points, a, b, c, xp=np):
 class MeshPose:
     """One pose of a mesh collider on an array device (all arrays on ``xp``'s device).
 
-    host_vertices: the host array this pose was uploaded from; vertices (N, 3) [m]; previous (N, 3) [m] the pose before, or None when the mesh did not move;
+    host_vertices: the host array this pose was uploaded from; vertices (N, 3) [m]; previous (N, 3) [m]
+    the pose before, or None when the mesh did not move;
     centroids (F, 3) [m]; normals (F, 3) unit, from the triangle winding; max_radius: 0-d [m], the
     largest centroid-to-corner distance."""
 

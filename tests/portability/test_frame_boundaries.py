@@ -48,12 +48,9 @@ def _guarded_frames(name, backend):
     pytest.param(name, marks=pytest.mark.xfail(raises=PortabilityError, strict=True, reason=KNOWN_HOST_TRIPS[name]))
     if name in KNOWN_HOST_TRIPS else name for name in sorted(SCENARIOS)])
 def test_no_device_to_host_copy_inside_a_substep(name):
+    """(That the frames equal the CPU backend's is test_solvers_portable's job.)"""
     frames = _guarded_frames(name, strict_backend())
-    assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0
-    reference = _guarded_frames(name, get_backend("cpu"))  # the guard is inert on numpy arrays
-    for (_, expected, _), (_, got, _) in zip(reference, frames):
-        for object_id, positions in expected.items():
-            np.testing.assert_allclose(got[object_id], positions, atol=1e-4, err_msg=f"{name}: {object_id}")
+    assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0, f"{name}: no contact, collisions untested"
 
 
 def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
