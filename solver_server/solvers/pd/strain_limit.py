@@ -25,6 +25,9 @@ import numpy as np
 import scipy.sparse
 
 
+FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
+
+
 class EdgeStrainLimit:
     """Edge-length projection for a batch of edges by Jacobi passes.
 
@@ -61,6 +64,13 @@ class EdgeStrainLimit:
     def _too_long(self, xp, q):
         vector = self.selector @ q
         return xp.sqrt((vector * vector).sum(axis=1)) > self.max_length
+
+    def _blown_up(self, xp, q) -> bool:
+        """True when some edge is longer than FAULT_RATIO × its limit: that is a numerical fault (a point
+        thrown kilometres away), not stretch. The pass then leaves the state alone, so the simulation's
+        fault check reports it instead of the pass quietly pulling the point back."""
+        vector = self.selector @ q
+        return bool((xp.sqrt((vector * vector).sum(axis=1)) > FAULT_RATIO * self.max_length).any())
 
     def _neighbourhood(self, xp, too_long):
         """Indices of the edges that share a particle with a too-long edge."""
@@ -111,6 +121,8 @@ class EdgeStrainLimit:
             too_long = self._too_long(xp, q)
             if not bool(too_long.any()):
                 return q, round_index, 0
+            if round_index == 0 and self._blown_up(xp, q):
+                return q, 0, int(too_long.sum())
             if global_step is not None:
                 vector = self.selector @ q
                 length = xp.sqrt((vector * vector).sum(axis=1))
