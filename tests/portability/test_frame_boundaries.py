@@ -19,11 +19,11 @@ from tests.portability.strict_backend import HOST_TO_DEVICE, SYNCS, PortabilityE
 
 # Host code inside a substep that other issues own (docs/gpu.md, "Where the CUDA path still goes through the host").
 KNOWN_HOST_TRIPS = {
-    "der": "DER banded Cholesky (LAPACK on the host) and strand contact k-d tree",
+    "der": "DER banded Cholesky (LAPACK on the host)",
     "der_animated_roots": "DER banded Cholesky (LAPACK on the host)",
-    "der_strand_contact": "DER strand-strand k-d tree broad phase and banded Cholesky",
+    "der_strand_contact": "DER banded Cholesky and the band of A^-1 for contact responses (host LAPACK)",
     "colliders_der": "DER banded Cholesky (LAPACK on the host)",
-    "cosserat_interaction": "Cosserat strand-strand interaction runs on host arrays (k-d tree, forces)",
+    "cosserat_interaction": "Cosserat strand-strand interaction forces run on host arrays",
 }
 
 

@@ -9,7 +9,8 @@ strands (or of the same strand more than two segments apart) at closest distance
 
 dir the unit vector from the other segment's closest point, Δv the relative velocity of the
 closest points. The forces are split onto the segment end nodes by the closest-point parameter.
-Broad phase: scipy cKDTree over segment midpoints (host; a CUDA backend copies positions over),
+Broad phase: backend.neighbour_pairs over segment midpoints on host arrays (the force pass runs on
+the host; a CUDA backend copies positions over),
 with a Verlet list: candidate pairs are gathered with a margin and reused until some node has moved
 more than half the margin. Segments of one strand closer along it than the interaction reach are
 never paired (they are neighbours, not a collision).
@@ -19,7 +20,8 @@ Closest points of two segments: Ericson, Real-Time Collision Detection §5.1.9, 
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
+
+from ...backend import neighbour_pairs
 
 
 def closest_points_between_segments(p1, q1, p2, q2):
@@ -69,7 +71,7 @@ class SweptSphereInteraction:
                 return self._pairs
         length = np.linalg.norm(end - start, axis=1)
         reach = float(length.max()) + 2.0 * float(self.outer.max()) + self.margin
-        pairs = cKDTree(0.5 * (start + end)).query_pairs(reach, output_type="ndarray")
+        pairs = neighbour_pairs(np, 0.5 * (start + end), reach)
         strand, segment = self.strand_of, self.segment_of
         if len(pairs):
             i, j = pairs[:, 0], pairs[:, 1]

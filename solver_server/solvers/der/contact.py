@@ -3,9 +3,10 @@
 After the first global (quasi-)Newton step of a time step, continuous collision detection between the
 start positions x_t and the predicted end positions x_t + h v¹ builds the contact set:
 
-* edge–edge contacts between rod edges that do not share a vertex (broad phase: scipy cKDTree over the
-  swept bounding spheres of the edges; narrow phase: coplanarity times of seed eq. 4.1 plus the end points
-  of the step, segment–segment distance below r_a + r_b + thickness);
+* edge–edge contacts between rod edges that do not share a vertex (broad phase: backend.neighbour_pairs,
+  a k-d tree on numpy and a hash grid on a device, over the swept bounding spheres of the edges; narrow
+  phase: coplanarity times of seed eq. 4.1 plus the end points of the step, segment–segment distance
+  below r_a + r_b + thickness);
 * vertex–collider contacts: continuous collision detection along each vertex's path (collider_ccd.py), and
   the colliders' signed distances at the predicted end positions for vertices that touch nothing on the way.
 
@@ -26,9 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 
-from ...backend import repeat_each
+from ...backend import neighbour_pairs, repeat_each
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3
@@ -180,7 +180,7 @@ class StepContacts:
         self.n_collider_contacts = n - self.n_edge_contacts
 
     def _candidate_pairs(self, x0, x1):
-        """Edge pairs whose swept bounding spheres overlap (cKDTree broad phase), no shared vertex."""
+        """Edge pairs whose swept bounding spheres overlap (backend broad phase), no shared vertex."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         ev = model.edge_vertex
         a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
@@ -188,18 +188,13 @@ class StepContacts:
         reach = (0.5 * xp.maximum(xp.linalg.norm(a1 - a0, axis=1), xp.linalg.norm(b1 - b0, axis=1))
                  + 0.5 * xp.maximum(xp.linalg.norm(b0 - a0, axis=1), xp.linalg.norm(b1 - a1, axis=1))
                  + model.edge_radius + 0.5 * settings.thickness)
-        centre_host = np.asarray(centre if xp is np else xp.asnumpy(centre))
-        reach_host = np.asarray(reach if xp is np else xp.asnumpy(reach))
-        tree = cKDTree(centre_host)
-        pairs = tree.query_pairs(2.0 * float(reach_host.max()), output_type="ndarray")
+        pairs = neighbour_pairs(xp, centre, 2.0 * reach.max())
         if pairs.shape[0] == 0:
             return None
         i, j = pairs[:, 0], pairs[:, 1]
-        close = np.linalg.norm(centre_host[i] - centre_host[j], axis=1) <= reach_host[i] + reach_host[j]
-        ev_host = np.asarray(ev if xp is np else xp.asnumpy(ev))
-        disjoint = np.abs(ev_host[i] - ev_host[j]) > 1
-        keep = close & disjoint
-        return xp.asarray(i[keep]), xp.asarray(j[keep])
+        close = xp.linalg.norm(centre[i] - centre[j], axis=1) <= reach[i] + reach[j]
+        keep = close & (xp.abs(ev[i] - ev[j]) > 1)
+        return i[keep], j[keep]
 
     def _detect_edges(self, x0, x1):
         xp, model, settings = self.xp, self.model, self.solver.settings

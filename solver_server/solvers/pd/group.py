@@ -89,10 +89,10 @@ class PDGroup:
 
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
-        finite = self.backend.to_host(xp.isfinite(self.state.positions).all(axis=1)
-                                      & xp.isfinite(self.state.velocities).all(axis=1))
-        if finite.all():
+        finite_rows = xp.isfinite(self.state.positions).all(axis=1) & xp.isfinite(self.state.velocities).all(axis=1)
+        if bool(finite_rows.all()):
             return None
+        finite = self.backend.to_host(finite_rows)
         bad = int(np.argmin(finite))
         for slot in self.model.slots:
             if slot.start <= bad < slot.stop:
