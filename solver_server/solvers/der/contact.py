@@ -61,6 +61,10 @@ def _rows_dot(xp, a, b):
     return xp.einsum("nc,nc->n", a, b)
 
 
+# smallest summed |barycentric weight| of free vertices for a pair contact to be solved (see _detect_edges)
+KINEMATIC_CONTACT_WEIGHT = 1e-3
+
+
 def _normalize(xp, vectors):
     return vectors / xp.maximum(xp.linalg.norm(vectors, axis=1, keepdims=True), 1e-300)
 
@@ -258,10 +262,15 @@ class StepContacts:
         n = va.shape[0]
         vertices = xp.stack((va, va + 1, vb, vb + 1), axis=1)
         weights = xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1)
-        return (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
-                xp.zeros((n, 3)), xp.full(n, settings.friction),
-                xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]),
-                ea[hit] * model.n_edges + eb[hit])
+        found = (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
+                 xp.zeros((n, 3)), xp.full(n, settings.friction),
+                 xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]),
+                 ea[hit] * model.n_edges + eb[hit])
+        # a contact point carried (almost) only by kinematic vertices, e.g. one strand's clamped root edge
+        # touching another's clamped second point, has a (nearly) zero response J A⁻¹ Jᵀ: leave it out
+        free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
+        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
+        return found if bool(movable.all()) else tuple(part[movable] for part in found)
 
     def _collider_keys(self, number, vertices):
         """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b)."""

@@ -157,15 +157,9 @@ def concatenate_models(xp, models: list[DerModel]) -> DerModel:
     return DerModel(**joined)
 
 
-# a pair contact whose point moves less than this fraction with free vertices (both sides kinematic there, e.g.
-# the clamped roots of two objects) cannot be resolved: its response J A⁻¹ Jᵀ is (nearly) zero
-_KINEMATIC_CONTACT_WEIGHT = 1e-3
-
-
 class _SharedContactSolver(ContactSolver):
-    """ContactSolver over the strands of several hair objects.  Pair contacts between kinematic points are
-    left out; with ``per_object`` (the objects' contact parameters differ) every contact gets the mean μ and
-    thickness of its two objects (the object's own collider μ): the detection runs with the largest thickness,
+    """ContactSolver over the strands of several hair objects.  With ``per_object`` (the objects' contact
+    parameters differ) every contact gets the mean μ and thickness of its two objects (the object's own collider μ): the detection runs with the largest thickness,
     then μ and the normal target are set per contact."""
 
     def __init__(self, xp, model, settings: ContactSettings, vertex_object, objects: list[_HairObject],
@@ -182,16 +176,6 @@ class _SharedContactSolver(ContactSolver):
 
 
 class _SharedStepContacts(StepContacts):
-    def _detect_edges(self, x0, x1):
-        found = super()._detect_edges(x0, x1)
-        if found is None:
-            return None
-        xp = self.xp
-        vertices, weights = found[0], found[1]
-        free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
-        movable = free_weight > _KINEMATIC_CONTACT_WEIGHT
-        return found if bool(movable.all()) else tuple(part[movable] for part in found)
-
     def _detect(self, velocity):
         super()._detect(velocity)
         if not self.solver.per_object or self.vertices.shape[0] == 0:
