@@ -1,4 +1,5 @@
-"""Static data of a set of discrete elastic rods (all strands of a hair object, flattened with offsets).
+"""Static data of a set of discrete elastic rods (all strands of the hair objects
+that share one solver, flattened with offsets).
 
 Generalized coordinates, per strand, interleaved: [x_0 (3), θ^0, x_1 (3), θ^1, ..., θ^{n-2}, x_{n-1} (3)],
 strands concatenated.  A strand with n vertices has 4n − 1 DOFs, so vertex v of strand s starts at DOF
