@@ -33,7 +33,7 @@ SURFACE_UV_ATTRIBUTE = "surface_uv_coordinate"
 _LINEAR = 1  # index of "LINEAR" in the keyframe interpolation enum (foreach_set takes enum indices)
 MIN_KEY_BATCH = 8  # fewest queued frames of Curves hair keyed in one batch during a bake
 # A path and array index no real F-curve has: new position F-curves are created under them, then renamed.
-_PLACEHOLDER_PATH, _PLACEHOLDER_INDEX = "tangle_new_fcurve", 99
+_STAGING_PATH, _STAGING_INDEX = "tangle_new_fcurve", 99
 
 
 @dataclass
@@ -250,7 +250,7 @@ def _new_position_fcurves(curves, missing: list[tuple[int, int]]) -> None:
     """Create the empty position F-curves ``missing`` [(point, axis)] in the datablock's action (the first
     one with keyframe_insert when there is no action yet: it also makes the action slot). Each is created
     under a path and index no F-curve has and then renamed: Blender's duplicate check scans every F-curve
-    of the action, and the placeholder fails each comparison at once (about 5x faster than creating
+    of the action, and the staging path fails each comparison at once (about 5x faster than creating
     under the real path; the total still grows faster than linearly with the count)."""
     if curves.animation_data is None or curves.animation_data.action is None:
         point, axis = missing[0]
@@ -259,7 +259,7 @@ def _new_position_fcurves(curves, missing: list[tuple[int, int]]) -> None:
         missing = missing[1:]
     fcurves = curves.animation_data.action.fcurves
     for point, axis in missing:
-        fcurve = fcurves.new(_PLACEHOLDER_PATH, index=_PLACEHOLDER_INDEX)
+        fcurve = fcurves.new(_STAGING_PATH, index=_STAGING_INDEX)
         fcurve.data_path, fcurve.array_index = position_path(point), axis
 
 
