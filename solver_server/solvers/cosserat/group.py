@@ -39,8 +39,9 @@ class CosseratHairGroup(StrandGroup):
         cache = solver.interaction
         if cache is None or cache._pairs is None:
             return {}
-        return {f"object{index}_pairs": np.array(cache._pairs, np.int64).reshape(-1, 2),
-                f"object{index}_anchor": np.array(cache._anchor, np.float64)}
+        to_host = self.backend.to_host
+        return {f"object{index}_pairs": np.asarray(to_host(cache._pairs), np.int64).reshape(-1, 2),
+                f"object{index}_anchor": np.asarray(to_host(cache._anchor), np.float64)}
 
     def checked_extra_state(self, index, strands, solver, state, arrays):
         if solver.interaction is None or f"object{index}_pairs" not in arrays:
@@ -51,7 +52,10 @@ class CosseratHairGroup(StrandGroup):
 
     def apply_extra_state(self, solver, value):
         if solver.interaction is not None:
-            solver.interaction._pairs, solver.interaction._anchor = value if value is not None else (None, None)
+            xp = self.backend.xp
+            pairs, anchor = value if value is not None else (None, None)
+            solver.interaction._pairs = None if pairs is None else xp.asarray(pairs)
+            solver.interaction._anchor = None if anchor is None else xp.asarray(anchor)
 
 
 def build_group(specs, backend, scene) -> CosseratHairGroup:

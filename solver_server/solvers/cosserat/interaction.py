@@ -9,10 +9,13 @@ strands (or of the same strand more than two segments apart) at closest distance
 
 dir the unit vector from the other segment's closest point, Δv the relative velocity of the
 closest points. The forces are split onto the segment end nodes by the closest-point parameter.
-Broad phase: backend.neighbour_pairs over segment midpoints on host arrays (the force pass runs on
-the host; a CUDA backend copies positions over),
-with a Verlet list: candidate pairs are gathered with a margin and reused until some node has moved
-more than half the margin. Segments of one strand closer along it than the interaction reach are
+Everything runs on the backend's arrays (``xp``: numpy or cupy); nothing is copied to the host.
+Broad phase: backend.neighbour_pairs over segment midpoints (the device grid on CuPy, same pairs in
+the same order as the host k-d tree), with a Verlet list: candidate pairs are gathered with a margin
+and reused until some node has moved more than half the margin. Per step the reuse decision is one
+scalar read back; a rebuild adds three (the longest/shortest segment) and one mask of the pair list.
+Candidate pairs out of reach are not filtered out of the force pass (that would be a data-sized sync):
+their forces are exact zeros. Segments of one strand closer along it than the interaction reach are
 never paired (they are neighbours, not a collision).
 Closest points of two segments: Ericson, Real-Time Collision Detection §5.1.9, vectorized.
 """
@@ -24,22 +27,24 @@ import numpy as np
 from ...backend import neighbour_pairs
 
 
-def closest_points_between_segments(p1, q1, p2, q2):
-    """Parameters s, t (n,) in [0, 1] of the closest points p1 + s(q1 − p1), p2 + t(q2 − p2)."""
+def closest_points_between_segments(p1, q1, p2, q2, xp=np):
+    """Parameters s, t (n,) in [0, 1] of the closest points p1 + s(q1 − p1), p2 + t(q2 − p2).
+
+    p1, q1, p2, q2: (n, 3) segment end points [m] (arrays of ``xp``)."""
     d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-    a = np.sum(d1 * d1, axis=1)
-    e = np.sum(d2 * d2, axis=1)
-    f = np.sum(d2 * r, axis=1)
-    c = np.sum(d1 * r, axis=1)
-    b = np.sum(d1 * d2, axis=1)
+    a = xp.sum(d1 * d1, axis=1)
+    e = xp.sum(d2 * d2, axis=1)
+    f = xp.sum(d2 * r, axis=1)
+    c = xp.sum(d1 * r, axis=1)
+    b = xp.sum(d1 * d2, axis=1)
     denominator = a * e - b * b
-    safe_a = np.maximum(a, 1e-300)
-    safe_e = np.maximum(e, 1e-300)
-    s = np.where(denominator > 1e-12 * np.maximum(a * e, 1e-300),
-                 np.clip((b * f - c * e) / np.maximum(denominator, 1e-300), 0.0, 1.0), 0.0)
+    safe_a = xp.maximum(a, 1e-300)
+    safe_e = xp.maximum(e, 1e-300)
+    s = xp.where(denominator > 1e-12 * xp.maximum(a * e, 1e-300),
+                 xp.clip((b * f - c * e) / xp.maximum(denominator, 1e-300), 0.0, 1.0), 0.0)
     t = (b * s + f) / safe_e
-    s = np.where(t < 0.0, np.clip(-c / safe_a, 0.0, 1.0), np.where(t > 1.0, np.clip((b - c) / safe_a, 0.0, 1.0), s))
-    t = np.clip(t, 0.0, 1.0)
+    s = xp.where(t < 0.0, xp.clip(-c / safe_a, 0.0, 1.0), xp.where(t > 1.0, xp.clip((b - c) / safe_a, 0.0, 1.0), s))
+    t = xp.clip(t, 0.0, 1.0)
     return s, t
 
 
@@ -47,36 +52,42 @@ class SweptSphereInteraction:
     """Pairwise swept-sphere forces between the segments of all strands of one object.
 
     inner_radius, outer_radius: (S,) per strand [m] (or scalars); stiffness K [N/m]; damping D
-    [N·s/m²]; segment_valid (S, M) bool.
+    [N·s/m²]; segment_valid (S, M) bool (host); xp: the array namespace of the positions (numpy or cupy).
+    The Verlet cache (``_pairs`` (n, 2) int64, ``_anchor`` (S, P, 3) [m]) holds arrays of ``xp``.
     """
 
-    def __init__(self, inner_radius, outer_radius, stiffness: float, damping: float, segment_valid):
-        self.segment_valid = np.asarray(segment_valid, bool)
-        strands, segments = self.segment_valid.shape
-        self.inner = np.broadcast_to(np.asarray(inner_radius, np.float64), (strands,)).copy()
-        self.outer = np.broadcast_to(np.asarray(outer_radius, np.float64), (strands,)).copy()
+    def __init__(self, inner_radius, outer_radius, stiffness: float, damping: float, segment_valid, xp=np):
+        self.xp = xp
+        valid = np.asarray(segment_valid, bool)
+        strands, segments = valid.shape
+        inner = np.broadcast_to(np.asarray(inner_radius, np.float64), (strands,)).copy()
+        outer = np.broadcast_to(np.asarray(outer_radius, np.float64), (strands,)).copy()
         self.stiffness = float(stiffness)
         self.damping = float(damping)
-        strand_of, segment_of = np.nonzero(self.segment_valid)
-        self.strand_of, self.segment_of = strand_of, segment_of
-        self.margin = 0.5 * float(self.outer.max()) + 1e-6
+        self.margin = 0.5 * float(outer.max()) + 1e-6
+        self.largest_outer = float(outer.max())
+        strand_of, segment_of = np.nonzero(valid)
+        self.segment_valid = xp.asarray(valid)
+        self.inner, self.outer = xp.asarray(inner), xp.asarray(outer)
+        self.strand_of, self.segment_of = xp.asarray(strand_of), xp.asarray(segment_of)
         self._pairs = None
         self._anchor = None
 
     def _candidates(self, positions, start, end):
         """(n, 2) candidate segment pairs (indices into the valid segments), refreshed when needed."""
+        xp = self.xp
         if self._pairs is not None:
-            moved = np.linalg.norm(positions - self._anchor, axis=-1).max()
+            moved = float(xp.sqrt(xp.max(xp.sum((positions - self._anchor) ** 2, axis=-1))))
             if moved < 0.5 * self.margin:
                 return self._pairs
-        length = np.linalg.norm(end - start, axis=1)
-        reach = float(length.max()) + 2.0 * float(self.outer.max()) + self.margin
-        pairs = neighbour_pairs(np, 0.5 * (start + end), reach)
+        length = xp.sqrt(xp.sum((end - start) ** 2, axis=1))
+        reach = float(xp.max(length)) + 2.0 * self.largest_outer + self.margin
+        pairs = neighbour_pairs(xp, 0.5 * (start + end), reach)
         strand, segment = self.strand_of, self.segment_of
         if len(pairs):
             i, j = pairs[:, 0], pairs[:, 1]
-            along = np.ceil(reach / max(float(length.min()), 1e-12))
-            neighbours = (strand[i] == strand[j]) & (np.abs(segment[i] - segment[j]) <= max(2.0, along))
+            along = np.ceil(reach / max(float(xp.min(length)), 1e-12))
+            neighbours = (strand[i] == strand[j]) & (xp.abs(segment[i] - segment[j]) <= max(2.0, along))
             pairs = pairs[~neighbours]
         self._pairs, self._anchor = pairs, positions.copy()
         return pairs
@@ -84,9 +95,10 @@ class SweptSphereInteraction:
     def forces(self, positions, velocities):
         """Node forces (S, P, 3) [N] and the number of interacting segment pairs.
 
-        positions, velocities: (S, P, 3) host arrays [m], [m/s]."""
+        positions, velocities: (S, P, 3) arrays of ``xp`` [m], [m/s]."""
+        xp = self.xp
         strands, points = positions.shape[:2]
-        result = np.zeros((strands * points, 3))
+        result = xp.zeros((strands * points, 3))
         strand, segment = self.strand_of, self.segment_of
         start = positions[strand, segment]
         end = positions[strand, segment + 1]
@@ -94,24 +106,23 @@ class SweptSphereInteraction:
         if len(pairs) == 0:
             return result.reshape(strands, points, 3), 0
         i, j = pairs[:, 0], pairs[:, 1]
-        s, t = closest_points_between_segments(start[i], end[i], start[j], end[j])
+        s, t = closest_points_between_segments(start[i], end[i], start[j], end[j], xp)
         on_i = start[i] + s[:, None] * (end[i] - start[i])
         on_j = start[j] + t[:, None] * (end[j] - start[j])
         gap = on_i - on_j
-        distance = np.linalg.norm(gap, axis=1)
-        inner = np.maximum(0.0, self.inner[strand[i]] + self.inner[strand[j]] - distance)
-        outer = np.maximum(0.0, self.outer[strand[i]] + self.outer[strand[j]] - distance)
+        distance = xp.sqrt(xp.sum(gap * gap, axis=1))
+        inner = xp.maximum(0.0, self.inner[strand[i]] + self.inner[strand[j]] - distance)
+        outer = xp.maximum(0.0, self.outer[strand[i]] + self.outer[strand[j]] - distance)
         active = outer > 0.0
-        if not np.any(active):
-            return result.reshape(strands, points, 3), 0
-        i, j, s, t, gap, distance, inner, outer = (a[active] for a in (i, j, s, t, gap, distance, inner, outer))
-        direction = gap / np.maximum(distance, 1e-12)[:, None]
+        direction = gap / xp.maximum(distance, 1e-12)[:, None]
         node_i = strand[i] * points + segment[i]
         node_j = strand[j] * points + segment[j]
-        v_i = (1.0 - s)[:, None] * velocities.reshape(-1, 3)[node_i] + s[:, None] * velocities.reshape(-1, 3)[node_i + 1]
-        v_j = (1.0 - t)[:, None] * velocities.reshape(-1, 3)[node_j] + t[:, None] * velocities.reshape(-1, 3)[node_j + 1]
+        flat_velocities = velocities.reshape(-1, 3)
+        v_i = (1.0 - s)[:, None] * flat_velocities[node_i] + s[:, None] * flat_velocities[node_i + 1]
+        v_j = (1.0 - t)[:, None] * flat_velocities[node_j] + t[:, None] * flat_velocities[node_j + 1]
         force = self.stiffness * inner[:, None] * direction - self.damping * outer[:, None] * (v_i - v_j)
+        force = xp.where(active[:, None], force, 0.0)       # out of reach: exactly zero, no data-sized sync
         for nodes, weights, sign in ((node_i, 1.0 - s, 1.0), (node_i + 1, s, 1.0),
                                      (node_j, 1.0 - t, -1.0), (node_j + 1, t, -1.0)):
-            np.add.at(result, nodes, sign * weights[:, None] * force)
-        return result.reshape(strands, points, 3), int(len(i))
+            xp.add.at(result, nodes, sign * weights[:, None] * force)
+        return result.reshape(strands, points, 3), int(xp.count_nonzero(active))

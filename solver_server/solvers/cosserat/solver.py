@@ -136,7 +136,7 @@ class CosseratSolver:
         if settings.interaction_outer_radius > 0.0:
             self.interaction = SweptSphereInteraction(
                 settings.interaction_inner_radius, settings.interaction_outer_radius,
-                settings.interaction_stiffness, settings.interaction_damping, segment_valid)
+                settings.interaction_stiffness, settings.interaction_damping, segment_valid, xp)
 
     # ----------------------------------------------------------------- set-up helpers
     @staticmethod
@@ -314,9 +314,8 @@ class CosseratSolver:
         contact_forces, count = self._collider_forces(positions, node_velocity, colliders, h)
         forces = forces + contact_forces
         if self.interaction is not None:
-            to_host = np.asarray if xp is np else xp.asnumpy
-            interaction, pairs = self.interaction.forces(to_host(positions), to_host(node_velocity))
-            forces = forces + xp.asarray(interaction)
+            interaction, pairs = self.interaction.forces(positions, node_velocity)
+            forces = forces + interaction
             state.interaction_pairs = pairs
 
         _, holding = self.stiffness_torques(q, with_joint=True)

@@ -1,0 +1,89 @@
+"""Strand interaction on the backend's arrays (issue 8): the xp port keeps the numpy results, and on a
+device-like backend (tests.portability.strict_backend) the force pass copies nothing to the host."""
+
+import numpy as np
+import pytest
+
+from solver_server.solvers.cosserat.interaction import SweptSphereInteraction
+from tests.portability.strict_backend import SYNCS, strict_backend, substep_guard
+
+# Computed with the host-only force pass (before the xp port, commit dc4904b) on `scene()`:
+# (interacting pairs, sum |F| [N], F on strand 2 node 4 [N], candidate pairs) for three calls:
+# first build, reuse of the Verlet list (small move), rebuild (move beyond half the margin).
+HOST_REFERENCE = [
+    (239, 0.4378396432866137, [0.0011091260378041045, 0.0007226286484700058, -0.00045567467788758514], 1172),
+    (238, 0.4344301478535569, [0.0010987597713794821, 0.0007155323872505251, -0.000452378797126629], 1172),
+    (207, 0.3584235959943702, [0.0007944233581152515, 0.0005116042229473408, -0.0003580210349320803], 1114),
+]
+SHIFTS = (0.0, 1e-4, 3e-3)
+"""Per call, strand k moves by SHIFT · k / 10 along x [m]."""
+
+
+def scene():
+    """10 jittered strands of 9 nodes 2.5 mm apart, two with padded tails: positions, velocities (10, 9, 3)
+    [m], [m/s], segment_valid (10, 8)."""
+    rng = np.random.default_rng(8)
+    strands, points = 10, 9
+    positions = np.zeros((strands, points, 3))
+    positions[:, :, 2] = -np.linspace(0.0, 0.08, points)
+    positions[:, :, 0] = (np.arange(strands) * 0.0025)[:, None]
+    positions += rng.normal(scale=0.0015, size=positions.shape)
+    velocities = rng.normal(scale=0.05, size=positions.shape)
+    valid = np.ones((strands, points - 1), bool)
+    valid[3, 6:] = False
+    valid[7, 4:] = False
+    return positions, velocities, valid
+
+
+def interaction(valid, xp=np):
+    return SweptSphereInteraction(np.linspace(0.001, 0.0016, 10), np.linspace(0.002, 0.003, 10), 2.5, 0.3, valid, xp)
+
+
+def moved(positions, shift):
+    out = positions.copy()
+    out[:, :, 0] += shift * np.arange(len(positions))[:, None] / 10
+    return out
+
+
+def test_numpy_path_matches_the_host_reference():
+    positions, velocities, valid = scene()
+    swept = interaction(valid)
+    for shift, (count, magnitude, node, candidates) in zip(SHIFTS, HOST_REFERENCE):
+        forces, pairs = swept.forces(moved(positions, shift), velocities)
+        assert pairs == count
+        assert len(swept._pairs) == candidates
+        np.testing.assert_allclose(np.abs(forces).sum(), magnitude, rtol=1e-12)
+        np.testing.assert_allclose(forces[2, 4], node, rtol=1e-12, atol=1e-18)
+        np.testing.assert_allclose(forces.sum(axis=(0, 1)), 0.0, atol=1e-15)      # action = reaction
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.01])
+def test_out_of_reach_candidates_add_nothing(shift):
+    """The pass keeps candidate pairs beyond the outer radii (no mask sync): their forces are exact zeros,
+    so a strand pushed out of everyone's reach right after the list was built feels no force."""
+    positions, velocities, valid = scene()
+    swept = interaction(valid)
+    swept.forces(positions, velocities)
+    far = positions.copy()
+    far[0, :, 1] += shift                                  # strand 0 leaves sideways by 10 mm
+    swept.margin = 1.0                                     # keep the list: every old pair stays a candidate
+    forces, _ = swept.forces(far, velocities)
+    if shift:
+        assert np.all(forces[0] == 0.0)
+    else:
+        assert np.any(forces[0] != 0.0)
+
+
+def test_strict_device_backend_equals_numpy_and_copies_nothing_inside_the_pass():
+    positions, velocities, valid = scene()
+    backend = strict_backend()
+    host, device = interaction(valid), interaction(valid, backend.xp)
+    for step, shift in enumerate(SHIFTS):
+        where = f"interaction device test call {step}"
+        with substep_guard(where):                          # a device -> host array copy raises
+            forces, pairs = device.forces(backend.from_host(moved(positions, shift)), backend.from_host(velocities))
+        expected, expected_pairs = host.forces(moved(positions, shift), velocities)
+        assert pairs == expected_pairs
+        np.testing.assert_allclose(backend.to_host(forces), expected, rtol=1e-12, atol=1e-18)
+        # scalar reads: the reuse decision and the pair count; a rebuild adds the segment lengths and a mask
+        assert SYNCS[where] <= (2 if step == 1 else 6)
