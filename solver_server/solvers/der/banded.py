@@ -1,10 +1,23 @@
 """Factorization of the banded system matrix (M(1 + h c) + h² ∇²E) of all strands at once.
 
 With the interleaved DOF ordering (see model.py) the matrix of every strand is banded with half-bandwidth
-10 and strands follow each other, so the whole system is ONE symmetric band matrix: a single LAPACK banded
-Cholesky (scipy.linalg.cholesky_banded, O(n·11²)) factors every strand at once.  docs/der.md compares it
-with a general sparse factorization (SuperLU) of the same matrix.  On a CUDA backend the band is moved to
-the host for the factorization and the solve (documented limitation).
+p = 10 and strands follow each other, so the whole system is ONE symmetric band matrix (lower storage
+(p+1, n): band[d, j] = A_{j+d, j}) that is block diagonal over strands.  Two ways to factor it:
+
+* LAPACK (numpy backend): scipy.linalg.cholesky_banded / cho_solve_banded, O(n·(p+1)²), on host arrays.
+* The xp path (device backends, or forced with FORCE_XP_PATH): a left-looking band Cholesky written only
+  against `xp`, vectorized across strands.  Column t of every strand (j = start + t) is computed at once,
+  so the Python loop runs over the longest strand's DOF count, not over n:
+
+      L[d, j] = (A[d, j] − Σ_{k=1..p−d} L[d+k, j−k] · L[k, j−k]) / L[0, j],   L[0, j] = √(A[0, j] − Σ_k L[k, j−k]²)
+
+  Entries coupling two strands (j + d at or past the end of j's strand) are set to zero: the blocks are
+  independent, and a strand never reads another strand's columns.  Forward and back substitution run the
+  same way (columns at the same distance from their strand's start / end together).  No array leaves the
+  device; a non-positive pivot is detected with one scalar test per factorization.
+
+docs/der.md compares LAPACK with a general sparse factorization (SuperLU); docs/gpu.md has the timings of
+the two paths.
 """
 
 from __future__ import annotations
@@ -12,9 +25,17 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+# use the xp path on numpy too (tests compare it with LAPACK; on a device backend it is always used)
+FORCE_XP_PATH = False
+
 
 class NotPositiveDefinite(ArithmeticError):
     """The system matrix is not positive definite (caller retries with projected Hessians)."""
+
+
+def uses_xp_path(xp) -> bool:
+    """Whether band matrices on this array module are factored by the xp path (else LAPACK on numpy)."""
+    return xp is not np or FORCE_XP_PATH
 
 
 def constrain_band(xp, band, fixed_dofs):
@@ -30,12 +51,110 @@ def constrain_band(xp, band, fixed_dofs):
     return band
 
 
-class BandedCholesky:
-    """Cholesky factor of a symmetric positive definite band matrix in lower storage (11, n)."""
+class StrandBlocks:
+    """The independent diagonal blocks (strands) of a band matrix of width p+1, in the order the xp loops
+    visit them.
 
-    def __init__(self, backend_to_host, backend_from_host, band):
-        self._to_host = backend_to_host
-        self._from_host = backend_from_host
+    segment_ends: (S,) host integers, one-past-last DOF of every block (blocks are contiguous, the first
+    starts at 0).  Blocks are sorted by decreasing length, so the blocks that still have a column at
+    distance t from their start (or end) are a prefix of that order: `active[t]` of them, a host integer,
+    and the loops slice device arrays without a synchronization.  Built once per model (on the host)."""
+
+    def __init__(self, xp, segment_ends, width: int):
+        ends = np.asarray(segment_ends, dtype=np.int64)
+        if ends.ndim != 1 or ends.shape[0] == 0:
+            raise ValueError(f"segment_ends must be a non-empty 1-D array, got shape {ends.shape}")
+        starts = np.concatenate(([0], ends[:-1]))
+        lengths = ends - starts
+        if np.any(lengths <= 0):
+            raise ValueError("segment_ends must be strictly increasing and positive")
+        order = np.argsort(-lengths, kind="stable")
+        longest = int(lengths.max())
+        self.n = int(ends[-1])
+        self.width = width
+        self.segment_ends = ends
+        # number of blocks longer than t, t = 0 .. longest−1
+        self.active = [int(count) for count in lengths.shape[0] - np.searchsorted(np.sort(lengths),
+                                                                                  np.arange(longest), side="right")]
+        self.starts = xp.asarray(starts[order])
+        self.ends = xp.asarray(ends[order])
+        block_end = np.repeat(ends, lengths)                                     # (n,) end of each column's block
+        inside = np.arange(self.n)[None, :] + np.arange(width)[:, None] < block_end[None, :]
+        self.inside = xp.asarray(inside.astype(np.float64))                     # (p+1, n) 1 inside a block
+        p = width - 1
+        self.offsets = xp.asarray(np.arange(1, width))                          # (p,) k = 1..p
+        row = np.arange(width)[:, None] + np.arange(1, width)[None, :]           # (p+1, p) d + k
+        self.row_of_product = xp.asarray(np.minimum(row, p))
+        self.row_in_band = xp.asarray((row <= p).astype(np.float64))
+
+
+def strand_blocks_of_model(xp, to_host, model, width: int = 11) -> StrandBlocks:
+    """StrandBlocks of a DER model (DOF ends of every strand, see model.py: 4 DOFs per vertex but the last)."""
+    offsets = np.asarray(to_host(model.strand_offsets), dtype=np.int64)
+    return StrandBlocks(xp, 4 * offsets[1:] - np.arange(offsets.shape[0] - 1) - 1, width)
+
+
+def _factor_in_xp(xp, band, blocks: StrandBlocks):
+    """Padded lower factor (p+1, p + n): column j of L is stored at j + p (p zero columns in front)."""
+    width, n = band.shape
+    p = width - 1
+    factor = xp.zeros((width, n + p), dtype=band.dtype)
+    offsets = blocks.offsets
+    for t, count in enumerate(blocks.active):
+        columns = blocks.starts[:count] + t                                     # (c,)
+        previous = columns[None, :] - offsets[:, None] + p                      # (p, c) stored columns j − k
+        lower = factor[blocks.row_of_product[:, :, None], previous[None, :, :]]  # (p+1, p, c) L[d+k, j−k]
+        upper = factor[offsets[:, None], previous]                              # (p, c) L[k, j−k]
+        column = band[:, columns] - xp.einsum("dkc,dk,kc->dc", lower, blocks.row_in_band, upper)
+        pivot = xp.sqrt(xp.where(column[0] > 0.0, column[0], xp.nan))           # NaN marks a non-positive pivot
+        column = column / pivot
+        column[0] = pivot
+        factor[:, columns + p] = column * blocks.inside[:, columns]
+    if not bool(xp.all(factor[0, p:] > 0.0)):
+        first = int(xp.nonzero(~(factor[0, p:] > 0.0))[0][0])
+        raise NotPositiveDefinite(f"band matrix not positive definite: non-positive pivot in column {first} of {n}")
+    return factor
+
+
+def _solve_in_xp(xp, padded_factor, blocks: StrandBlocks, rhs):
+    """x with L Lᵀ x = rhs; rhs (n,) or (n, m)."""
+    p = blocks.width - 1
+    n = blocks.n
+    right = rhs.reshape(n, -1)
+    offsets = blocks.offsets
+    forward = xp.zeros((n + p, right.shape[1]), dtype=padded_factor.dtype)   # y_j stored at j + p
+    for t, count in enumerate(blocks.active):
+        columns = blocks.starts[:count] + t
+        previous = columns[None, :] - offsets[:, None] + p                  # (p, c) stored j − k
+        coupling = padded_factor[offsets[:, None], previous]                # (p, c) L_{j, j−k}
+        total = right[columns] - xp.einsum("kc,kcm->cm", coupling, forward[previous])
+        forward[columns + p] = total / padded_factor[0, columns + p][:, None]
+    result = xp.zeros((n + p, right.shape[1]), dtype=padded_factor.dtype)    # x_j stored at j
+    for back, count in enumerate(blocks.active):
+        columns = blocks.ends[:count] - 1 - back
+        following = columns[None, :] + offsets[:, None]                     # (p, c) j + k
+        coupling = padded_factor[offsets[:, None], columns[None, :] + p]    # (p, c) L_{j+k, j}
+        total = forward[columns + p] - xp.einsum("kc,kcm->cm", coupling, result[following])
+        result[columns] = total / padded_factor[0, columns + p][:, None]
+    return result[:n].reshape(rhs.shape)
+
+
+class BandedCholesky:
+    """Cholesky factor of a symmetric positive definite band matrix in lower storage (p+1, n), whose
+    diagonal blocks `blocks` (StrandBlocks) are independent.  LAPACK on the host for numpy arrays, the
+    xp path otherwise (uses_xp_path)."""
+
+    def __init__(self, xp, band, blocks: StrandBlocks, to_host=None, from_host=None):
+        self.xp = xp
+        self.blocks = blocks
+        self.on_xp_path = uses_xp_path(xp)
+        if band.shape != (blocks.width, blocks.n):
+            raise ValueError(f"band shape {band.shape} does not match the strand blocks ({blocks.width}, {blocks.n})")
+        if self.on_xp_path:
+            self._padded = _factor_in_xp(xp, band, blocks)
+            return
+        self._to_host = to_host or (lambda array: array)
+        self._from_host = from_host or (lambda array: array)
         try:
             self._factor = scipy.linalg.cholesky_banded(np.ascontiguousarray(self._to_host(band)), lower=True,
                                                         check_finite=False)
@@ -44,48 +163,50 @@ class BandedCholesky:
 
     @property
     def lower_factor(self):
-        """L of A = L Lᵀ in lower band storage (11, n), host array."""
+        """L of A = L Lᵀ in lower band storage (p+1, n): a host array from LAPACK, an xp array on the xp path."""
+        if self.on_xp_path:
+            return self._padded[:, self.blocks.width - 1:]
         return self._factor
 
     def solve(self, rhs):
+        """A⁻¹ rhs for rhs (n,) or (n, m)."""
+        if self.on_xp_path:
+            return _solve_in_xp(self.xp, self._padded, self.blocks, rhs)
         result = scipy.linalg.cho_solve_banded((self._factor, True), self._to_host(rhs), check_finite=False)
         return self._from_host(result)
 
 
-def band_of_inverse(xp, lower_factor, segment_ends):
-    """Entries of A⁻¹ inside the band of A (Takahashi recurrence), lower storage (p+1, n), on the host.
+def band_of_inverse(xp, lower_factor, blocks):
+    """Entries of A⁻¹ inside the band of A (Takahashi recurrence), lower storage (p+1, n), in xp.
 
     lower_factor: Cholesky factor L of A in lower band storage (p+1, n) (L[d, j] = L_{j+d, j});
-    segment_ends: (S,) one-past-last DOF of every independent block (strand).  The recurrence runs from
-    the last column of each block backwards; columns at the same distance from their block's end are
-    processed together, so the Python loop runs over the longest block's DOF count, vectorized over blocks:
+    blocks: StrandBlocks of the independent blocks (strands), or their (S,) host one-past-last DOFs.  The
+    recurrence runs from the last column of each block backwards; columns at the same distance from their
+    block's end are processed together, so the Python loop runs over the longest block's DOF count,
+    vectorized over blocks:
 
         Z_ij = δ_ij / L_jj² − (1/L_jj) Σ_{m=1..p} L_{j+m, j} Z_{i, j+m}     (i ≥ j, i − j ≤ p)
     """
-    factor = np.asarray(lower_factor)
-    ends = np.asarray(segment_ends)
-    width, n = factor.shape
+    width, n = lower_factor.shape
     p = width - 1
-    starts = np.concatenate(([0], ends[:-1]))
-    lengths = ends - starts
-    inverse = np.zeros((width, n + p))           # padded so that j + m never runs off the end
-    padded_factor = np.zeros((width, n + p))
-    padded_factor[:, :n] = factor
-    m = np.arange(1, p + 1)
-    d = np.arange(0, p + 1)
-    for back in range(int(lengths.max())):
-        j = (ends - 1 - back)[lengths > back]                           # (B,) one column per block
+    if not isinstance(blocks, StrandBlocks):
+        blocks = StrandBlocks(xp, blocks, width)
+    inverse = xp.zeros((width, n + p), dtype=lower_factor.dtype)       # padded so that j + m never runs off
+    padded_factor = xp.zeros((width, n + p), dtype=lower_factor.dtype)
+    padded_factor[:, :n] = lower_factor
+    m = blocks.offsets[None, :]                                         # (1, p)
+    d = xp.arange(width)[:, None]                                       # (p+1, 1)
+    diag_index = xp.abs(d - m)                                          # (p+1, p) offset of Z_{j+d, j+m}
+    lower_column = xp.minimum(d, m)                                     # (p+1, p) its column minus j
+    for back, count in enumerate(blocks.active):
+        j = blocks.ends[:count] - 1 - back                              # (B,) one column per block
         l_col = padded_factor[1:, j].T                                  # (B, p): L_{j+m, j}
         # Z_{j+d, j+m} for d = 0..p, m = 1..p from the already computed columns right of j
-        dd, mm = d[:, None], m[None, :]
-        row_minus_col = dd - mm                                         # (p+1, p)
-        diag_index = np.abs(row_minus_col)
-        col_index = j[:, None, None] + np.minimum(dd, mm)[None]         # column of the lower entry
-        z = inverse[np.broadcast_to(diag_index, col_index.shape), col_index]   # (B, p+1, p)
-        z = np.where(np.broadcast_to(diag_index <= p, z.shape), z, 0.0)
+        col_index = j[:, None, None] + lower_column[None]
+        z = inverse[xp.broadcast_to(diag_index, col_index.shape), col_index]   # (B, p+1, p)
         pivot = padded_factor[0, j]
         # off-diagonal entries first (they only need columns right of j), then the diagonal, which needs them
-        off_diagonal = -np.einsum("bm,bdm->bd", l_col, z[:, 1:, :]) / pivot[:, None]
-        inverse[1:, j] = off_diagonal.T
-        inverse[0, j] = 1.0 / (pivot * pivot) - np.einsum("bm,bm->b", l_col, off_diagonal) / pivot
+        off_diagonal = -xp.einsum("bm,bdm->bd", l_col, z[:, 1:, :]) / pivot[:, None]
+        inverse[1:, j] = off_diagonal.T * blocks.inside[1:, j]
+        inverse[0, j] = 1.0 / (pivot * pivot) - xp.einsum("bm,bm->b", l_col, off_diagonal) / pivot
     return inverse[:, :n]

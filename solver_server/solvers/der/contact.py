@@ -346,7 +346,7 @@ class StepContacts:
         """Entries (A⁻¹)_{rows, cols} from its band; 0 outside the band (far apart on a strand or two strands)."""
         xp = self.xp
         if self._inverse_band is None:
-            self._inverse_band = xp.asarray(self._inverse_band_of_touched_strands())
+            self._inverse_band = self._inverse_band_of_touched_strands()
         band = self._inverse_band
         p = band.shape[0] - 1
         lower, upper = xp.maximum(rows, cols), xp.minimum(rows, cols)
@@ -356,22 +356,24 @@ class StepContacts:
         return xp.where(inside, band[xp.minimum(offset, p), upper], 0.0)
 
     def _inverse_band_of_touched_strands(self):
-        """Band of A⁻¹ (p+1, n_dofs) on the host, computed only for the strands that carry a contact (A is
-        block diagonal over strands, so their blocks of A⁻¹ come from their own factor columns; zero
-        elsewhere)."""
-        xp, model = self.xp, self.model
-        to_host = (lambda a: a) if xp is np else xp.asnumpy   # the Takahashi recurrence runs on the host
+        """Band of A⁻¹ (p+1, n_dofs).  A is block diagonal over strands, so each strand's block of A⁻¹ comes
+        from its own factor columns.  On the xp path (device) every strand's block is computed (no
+        data-sized selection, nothing leaves the device); with a LAPACK factor (numpy) only the strands that
+        carry a contact (zero elsewhere)."""
+        factor = self._factor
+        if factor.on_xp_path:
+            return band_of_inverse(self.xp, factor.lower_factor, factor.blocks)
+        model = self.model
         touched = np.zeros(model.n_strands, dtype=bool)
-        touched[to_host(model.vertex_strand[self.vertices[self.weights != 0.0]])] = True
-        first_vertex, end_vertex = to_host(model.strand_offsets[:-1]), to_host(model.strand_offsets[1:])
-        vertex_dof = to_host(model.vertex_dof)
-        starts = vertex_dof[first_vertex[touched]]
-        ends = vertex_dof[end_vertex[touched] - 1] + 3
+        touched[model.vertex_strand[self.vertices[self.weights != 0.0]]] = True
+        first_vertex, end_vertex = model.strand_offsets[:-1], model.strand_offsets[1:]
+        starts = model.vertex_dof[first_vertex[touched]]
+        ends = model.vertex_dof[end_vertex[touched] - 1] + 3
         lengths = ends - starts
         columns = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-        factor = self._factor.lower_factor
-        inverse = np.zeros_like(factor)
-        inverse[:, columns] = band_of_inverse(np, factor[:, columns], np.cumsum(lengths))
+        lower_factor = factor.lower_factor
+        inverse = np.zeros_like(lower_factor)
+        inverse[:, columns] = band_of_inverse(np, lower_factor[:, columns], np.cumsum(lengths))
         return inverse
 
     def _coupling(self, first, second):

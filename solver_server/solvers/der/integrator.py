@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .banded import BandedCholesky, NotPositiveDefinite, constrain_band
+from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
 from .model import DerModel, element_subset
 from .state import DerState, transported_configuration
@@ -108,6 +108,7 @@ class ImplicitEulerSolver:
         dof_strand[model.position_dofs] = model.vertex_strand[:, None]
         dof_strand[model.edge_dof] = model.edge_strand
         self.dof_strand = dof_strand
+        self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False):
@@ -125,7 +126,7 @@ class ImplicitEulerSolver:
             band[0] += diagonal
             constrain_band(xp, band, fixed_dofs)
             try:
-                factor = BandedCholesky(self._to_host, self._from_host, band)
+                factor = BandedCholesky(xp, band, self.blocks, self._to_host, self._from_host)
             except NotPositiveDefinite:
                 continue
             stats.factorizations += 1

@@ -1,0 +1,148 @@
+"""The xp path of the DER band Cholesky (der/banded.py) against LAPACK, on numpy and on the strict
+CuPy-like backend: factor, solve and band of the inverse of random SPD strand-band matrices."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from solver_server.solvers.der import banded
+from solver_server.solvers.der.banded import (BandedCholesky, NotPositiveDefinite, StrandBlocks, band_of_inverse,
+                                              constrain_band, strand_blocks_of_model)
+from solver_server.solvers.der.energy import Configuration, elastic_gradient_hessian
+from solver_server.solvers.der.model import build_model
+from tests.portability.strict_backend import strict_backend, substep_guard
+
+from .helpers import HAIR
+
+P = 10
+LENGTHS = [39, 7, 23, 39, 1, 15, 30]      # uneven strand DOF counts, a 1-DOF block included
+
+
+def _strand_band(rng, lengths, p=P):
+    """Lower band (p+1, n) of a random SPD block-diagonal matrix (one band block per strand) and its dense form."""
+    n = sum(lengths)
+    dense = np.zeros((n, n))
+    start = 0
+    for size in lengths:
+        x = rng.standard_normal((size, size))
+        block = x @ x.T
+        rows, cols = np.indices((size, size))
+        block[np.abs(rows - cols) > p] = 0.0
+        block += (np.abs(block).sum(axis=1).max() + 1.0) * np.eye(size)      # diagonally dominant: SPD
+        dense[start:start + size, start:start + size] = block
+        start += size
+    band = np.stack([np.concatenate((np.diag(dense, -d), np.zeros(d))) for d in range(p + 1)])
+    return band, dense
+
+
+@pytest.fixture
+def xp_path(monkeypatch):
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+
+
+def _relative(actual, expected):
+    return np.abs(actual - expected).max() / np.abs(expected).max()
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_xp_path_equals_lapack_on_numpy(xp_path, fixed):
+    rng = np.random.default_rng(3)
+    band, _ = _strand_band(rng, LENGTHS)
+    if fixed:       # kinematic DOFs, among them a strand's first and last DOF
+        constrain_band(np, band, np.array([0, 1, 2, 38, 50, 60, 61, 100]))
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    reference = scipy.linalg.cholesky_banded(band, lower=True)
+    factor = BandedCholesky(np, band, blocks)
+    assert factor.on_xp_path
+    assert _relative(factor.lower_factor, reference) < 1e-10
+    rhs = rng.standard_normal((band.shape[1], 3))
+    expected = scipy.linalg.cho_solve_banded((reference, True), rhs)
+    assert _relative(factor.solve(rhs), expected) < 1e-10
+    assert _relative(factor.solve(rhs[:, 0]), expected[:, 0]) < 1e-10
+    lapack_inverse = band_of_inverse(np, reference, np.cumsum(LENGTHS))
+    assert _relative(band_of_inverse(np, factor.lower_factor, blocks), lapack_inverse) < 1e-10
+
+
+def test_band_of_inverse_equals_the_dense_inverse_and_coupling_entries_vanish(xp_path):
+    rng = np.random.default_rng(4)
+    band, dense = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    inverse = np.linalg.inv(dense)
+    expected = np.stack([np.concatenate((np.diag(inverse, -d), np.zeros(d))) for d in range(P + 1)])
+    factor = BandedCholesky(np, band, blocks)
+    assert _relative(band_of_inverse(np, factor.lower_factor, blocks), expected) < 1e-10
+    ends = np.cumsum(LENGTHS)
+    crossing = ~blocks.inside.astype(bool)
+    assert crossing.sum() > 0 and np.all(factor.lower_factor[crossing] == 0.0)
+    assert np.all(np.isin(ends[:-1] - 1, np.nonzero(crossing[1])[0]))
+
+
+def test_a_strand_entry_changes_only_that_strands_factor_columns(xp_path):
+    """Perturbing one strand's block changes only that strand's columns of the factor (left-looking: from the
+    perturbed column on)."""
+    rng = np.random.default_rng(5)
+    band, _ = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    before = BandedCholesky(np, band, blocks).lower_factor.copy()
+    band[0, 40:46] += 3.0                                  # inside the second strand (DOFs 39 .. 45)
+    after = BandedCholesky(np, band, blocks).lower_factor
+    changed = np.nonzero(np.any(after != before, axis=0))[0]
+    assert changed.min() == 40 and changed.max() == 45
+
+
+def test_entries_coupling_two_strands_are_ignored_by_the_xp_path(xp_path):
+    """The xp path factors the strand blocks: a band entry reaching into the next strand is treated as 0."""
+    rng = np.random.default_rng(9)
+    band, _ = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    reference = scipy.linalg.cholesky_banded(band, lower=True)
+    band[1:, :][~blocks.inside[1:].astype(bool)] = 0.3       # coupling entries (and the unused band tail)
+    assert _relative(BandedCholesky(np, band, blocks).lower_factor, reference) < 1e-10
+
+
+def test_not_positive_definite_is_reported_on_both_paths(monkeypatch):
+    rng = np.random.default_rng(6)
+    band, _ = _strand_band(rng, LENGTHS)
+    band[0, 70] = -1.0                                     # a negative diagonal entry in the fourth strand
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    with pytest.raises(NotPositiveDefinite):
+        BandedCholesky(np, band, blocks)                   # LAPACK
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    with pytest.raises(NotPositiveDefinite, match="column 70"):
+        BandedCholesky(np, band, blocks)
+
+
+def test_strict_device_backend_factors_and_solves_without_a_download():
+    rng = np.random.default_rng(7)
+    band, _ = _strand_band(rng, LENGTHS)
+    constrain_band(np, band, np.array([0, 5, 39]))
+    backend = strict_backend()
+    xp = backend.xp
+    blocks = StrandBlocks(xp, np.cumsum(LENGTHS), P + 1)
+    rhs = rng.standard_normal(band.shape[1])
+    reference = scipy.linalg.cholesky_banded(band, lower=True)
+    device_band, device_rhs = backend.from_host(band), backend.from_host(rhs)
+    with substep_guard("a banded solve"):
+        factor = BandedCholesky(xp, device_band, blocks)
+        solution = factor.solve(device_rhs)
+        inverse = band_of_inverse(xp, factor.lower_factor, blocks)
+    assert factor.on_xp_path
+    assert _relative(backend.to_host(solution), scipy.linalg.cho_solve_banded((reference, True), rhs)) < 1e-10
+    assert _relative(backend.to_host(inverse), band_of_inverse(np, reference, np.cumsum(LENGTHS))) < 1e-10
+
+
+def test_der_hessian_band_vanishes_at_the_model_strand_ends():
+    """The blocks the xp path treats as independent are really uncoupled in the DER system matrix."""
+    rng = np.random.default_rng(8)
+    counts = [5, 9, 3, 12]
+    points = np.concatenate([np.cumsum(rng.uniform(0.5, 1.0, (count, 3)) * 0.01, axis=0) + index
+                             for index, count in enumerate(counts)])
+    model = build_model(np, points, np.concatenate(([0], np.cumsum(counts))), HAIR)
+    blocks = strand_blocks_of_model(np, lambda array: array, model)
+    assert blocks.n == model.n_dofs
+    bent = points + rng.normal(scale=1e-3, size=points.shape)
+    config = Configuration(bent, rng.normal(size=model.n_edges), model.rest_u, np.zeros(model.bend_vertex.shape[0]))
+    _, band = elastic_gradient_hessian(np, model, config, with_hessian=True, project=False, gauss_newton=False)
+    crossing = ~blocks.inside.astype(bool)
+    assert np.abs(band[blocks.inside.astype(bool)]).max() > 0.0
+    assert np.all(band[crossing] == 0.0)
