@@ -146,3 +146,20 @@ def test_der_hessian_band_vanishes_at_the_model_strand_ends():
     crossing = ~blocks.inside.astype(bool)
     assert np.abs(band[blocks.inside.astype(bool)]).max() > 0.0
     assert np.all(band[crossing] == 0.0)
+
+
+def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
+    rng = np.random.default_rng(10)
+    band, dense = _strand_band(rng, LENGTHS)
+    fixed = np.array([0, 3, 38, 45, 108, 153])
+    dense[fixed, :] = 0.0
+    dense[:, fixed] = 0.0
+    dense[fixed, fixed] = 1.0
+    expected = np.stack([np.concatenate((np.diag(dense, -d), np.zeros(d))) for d in range(P + 1)])
+    n = band.shape[1]
+    used = np.arange(n)[None, :] + np.arange(P + 1)[:, None] < n        # the band's unused tail is left alone
+    assert np.array_equal(constrain_band(np, band, fixed)[used], expected[used])
+    backend = strict_backend()
+    device_band = constrain_band(backend.xp, backend.from_host(_strand_band(np.random.default_rng(10), LENGTHS)[0]),
+                                 backend.from_host(fixed))
+    assert np.array_equal(backend.to_host(device_band)[used], expected[used])

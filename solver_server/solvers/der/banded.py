@@ -39,14 +39,18 @@ def uses_xp_path(xp) -> bool:
 
 
 def constrain_band(xp, band, fixed_dofs):
-    """Replace rows and columns of kinematic DOFs by the identity (in place), band (11, n)."""
+    """Replace rows and columns of kinematic DOFs by the identity (in place), band (p+1, n).
+
+    One multiply per sub-diagonal by the free-DOF indicator of the entries' rows and columns (no
+    data-sized selection, so no synchronization on a device)."""
     if fixed_dofs.shape[0] == 0:
         return band
-    band[:, fixed_dofs] = 0.0
-    for offset in range(1, band.shape[0]):  # one pass per sub-diagonal
-        column = fixed_dofs - offset
-        column = column[column >= 0]
-        band[offset, column] = 0.0
+    width, n = band.shape
+    free = xp.ones(n, dtype=band.dtype)
+    free[fixed_dofs] = 0.0
+    band *= free                                     # columns of fixed DOFs
+    for offset in range(1, width):                   # rows of fixed DOFs: band[d, j] = A_{j+d, j}
+        band[offset, :n - offset] *= free[offset:]
     band[0, fixed_dofs] = 1.0
     return band
 
