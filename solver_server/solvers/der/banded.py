@@ -85,11 +85,12 @@ class StrandBlocks:
         block_end = np.repeat(ends, lengths)                                     # (n,) end of each column's block
         inside = np.arange(self.n)[None, :] + np.arange(width)[:, None] < block_end[None, :]
         self.inside = xp.asarray(inside.astype(np.float64))                     # (p+1, n) 1 inside a block
-        p = width - 1
         self.offsets = xp.asarray(np.arange(1, width))                          # (p,) k = 1..p
-        row = np.arange(width)[:, None] + np.arange(1, width)[None, :]           # (p+1, p) d + k
-        self.row_of_product = xp.asarray(np.minimum(row, p))
-        self.row_in_band = xp.asarray((row <= p).astype(np.float64))
+        # the products L[d+k, j−k]·L[k, j−k] of the factor's column update: pairs (d, k) with d + k ≤ p
+        d, k = np.nonzero(np.arange(width)[:, None] + np.arange(1, width)[None, :] < width)
+        self.product_row = xp.asarray(d + k + 1)                                # (P,) row d + k
+        self.product_offset = xp.asarray(k + 1)                                 # (P,) k
+        self.product_sum = xp.asarray((d[None, :] == np.arange(width)[:, None]).astype(np.float64))  # (p+1, P)
 
 
 def strand_blocks_of_model(xp, to_host, model, width: int = 11) -> StrandBlocks:
@@ -103,13 +104,15 @@ def _factor_in_xp(xp, band, blocks: StrandBlocks):
     width, n = band.shape
     p = width - 1
     factor = xp.zeros((width, n + p), dtype=band.dtype)
-    offsets = blocks.offsets
+    # gathers through flat indices (row · (n + p) + column): several times faster than 2-D fancy indexing
+    flat = factor.reshape(-1)
+    offset = blocks.product_offset[:, None]
+    row_start, offset_start = blocks.product_row[:, None] * (n + p), offset * (n + p)
     for t, count in enumerate(blocks.active):
         columns = blocks.starts[:count] + t                                     # (c,)
-        previous = columns[None, :] - offsets[:, None] + p                      # (p, c) stored columns j − k
-        lower = factor[blocks.row_of_product[:, :, None], previous[None, :, :]]  # (p+1, p, c) L[d+k, j−k]
-        upper = factor[offsets[:, None], previous]                              # (p, c) L[k, j−k]
-        column = band[:, columns] - xp.einsum("dkc,dk,kc->dc", lower, blocks.row_in_band, upper)
+        previous = columns[None, :] - offset + p                                # (P, c) stored columns j − k
+        products = flat[row_start + previous] * flat[offset_start + previous]   # (P, c) L[d+k, j−k]·L[k, j−k]
+        column = band[:, columns] - blocks.product_sum @ products               # Σ over k for every d
         pivot = xp.sqrt(xp.where(column[0] > 0.0, column[0], xp.nan))           # NaN marks a non-positive pivot
         column = column / pivot
         column[0] = pivot
@@ -200,14 +203,14 @@ def band_of_inverse(xp, lower_factor, blocks):
     padded_factor[:, :n] = lower_factor
     m = blocks.offsets[None, :]                                         # (1, p)
     d = xp.arange(width)[:, None]                                       # (p+1, 1)
-    diag_index = xp.abs(d - m)                                          # (p+1, p) offset of Z_{j+d, j+m}
-    lower_column = xp.minimum(d, m)                                     # (p+1, p) its column minus j
+    # flat index (row · (n + p) + column) of Z_{j+d, j+m}, stored at row |d − m|, column j + min(d, m)
+    entry_start = xp.abs(d - m) * (n + p) + xp.minimum(d, m)            # (p+1, p)
+    flat_inverse = inverse.reshape(-1)
     for back, count in enumerate(blocks.active):
         j = blocks.ends[:count] - 1 - back                              # (B,) one column per block
         l_col = padded_factor[1:, j].T                                  # (B, p): L_{j+m, j}
         # Z_{j+d, j+m} for d = 0..p, m = 1..p from the already computed columns right of j
-        col_index = j[:, None, None] + lower_column[None]
-        z = inverse[xp.broadcast_to(diag_index, col_index.shape), col_index]   # (B, p+1, p)
+        z = flat_inverse[j[:, None, None] + entry_start[None]]          # (B, p+1, p)
         pivot = padded_factor[0, j]
         # off-diagonal entries first (they only need columns right of j), then the diagonal, which needs them
         off_diagonal = -xp.einsum("bm,bdm->bd", l_col, z[:, 1:, :]) / pivot[:, None]
