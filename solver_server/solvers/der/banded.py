@@ -128,21 +128,23 @@ def _solve_in_xp(xp, padded_factor, blocks: StrandBlocks, rhs):
     p = blocks.width - 1
     n = blocks.n
     right = rhs.reshape(n, -1)
-    offsets = blocks.offsets
+    offsets = blocks.offsets[:, None]
+    flat, diagonal = padded_factor.reshape(-1), padded_factor[0]
+    offset_start = offsets * (n + p)                                        # (p, 1) flat start of row k
     forward = xp.zeros((n + p, right.shape[1]), dtype=padded_factor.dtype)   # y_j stored at j + p
     for t, count in enumerate(blocks.active):
         columns = blocks.starts[:count] + t
-        previous = columns[None, :] - offsets[:, None] + p                  # (p, c) stored j − k
-        coupling = padded_factor[offsets[:, None], previous]                # (p, c) L_{j, j−k}
+        previous = columns[None, :] - offsets + p                           # (p, c) stored j − k
+        coupling = flat[offset_start + previous]                            # (p, c) L_{j, j−k}
         total = right[columns] - xp.einsum("kc,kcm->cm", coupling, forward[previous])
-        forward[columns + p] = total / padded_factor[0, columns + p][:, None]
+        forward[columns + p] = total / diagonal[columns + p][:, None]
     result = xp.zeros((n + p, right.shape[1]), dtype=padded_factor.dtype)    # x_j stored at j
     for back, count in enumerate(blocks.active):
         columns = blocks.ends[:count] - 1 - back
-        following = columns[None, :] + offsets[:, None]                     # (p, c) j + k
-        coupling = padded_factor[offsets[:, None], columns[None, :] + p]    # (p, c) L_{j+k, j}
+        following = columns[None, :] + offsets                              # (p, c) j + k
+        coupling = flat[offset_start + columns[None, :] + p]                # (p, c) L_{j+k, j}
         total = forward[columns + p] - xp.einsum("kc,kcm->cm", coupling, result[following])
-        result[columns] = total / padded_factor[0, columns + p][:, None]
+        result[columns] = total / diagonal[columns + p][:, None]
     return result[:n].reshape(rhs.shape)
 
 
