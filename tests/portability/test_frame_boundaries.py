@@ -17,16 +17,6 @@ from solver_server.simulation import Simulation
 from tests.portability.scenarios import SCENARIOS
 from tests.portability.strict_backend import HOST_TO_DEVICE, SYNCS, PortabilityError, strict_backend, substep_guard
 
-# Host code inside a substep that other issues own (docs/gpu.md, "Where the CUDA path still goes through the host").
-KNOWN_HOST_TRIPS = {
-    "der": "DER banded Cholesky (LAPACK on the host)",
-    "der_animated_roots": "DER banded Cholesky (LAPACK on the host)",
-    "der_strand_contact": "DER banded Cholesky and the band of A^-1 for contact responses (host LAPACK)",
-    "colliders_der": "DER banded Cholesky (LAPACK on the host)",
-    "cosserat_interaction": "Cosserat strand-strand interaction forces run on host arrays",
-}
-
-
 def _guarded_frames(name, backend):
     """Frames of a scenario with every substep of every group under the download guard."""
     scene, drive = SCENARIOS[name]()
@@ -44,9 +34,7 @@ def _guarded_frames(name, backend):
     return frames
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(raises=PortabilityError, strict=True, reason=KNOWN_HOST_TRIPS[name]))
-    if name in KNOWN_HOST_TRIPS else name for name in sorted(SCENARIOS)])
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_no_device_to_host_copy_inside_a_substep(name):
     """(That the frames equal the CPU backend's is test_solvers_portable's job.)"""
     frames = _guarded_frames(name, strict_backend())

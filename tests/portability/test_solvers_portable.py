@@ -11,6 +11,7 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
+from solver_server.solvers.der import banded
 from tests.portability.scenarios import SCENARIOS
 from tests.portability.strict_backend import DeviceArray, strict_backend
 
@@ -25,7 +26,11 @@ def _frames(name, backend):
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_solver_runs_on_the_strict_backend_and_matches_cpu(name):
+def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
+    # the CPU reference runs DER's band Cholesky through the same xp algorithm the device uses: LAPACK rounds
+    # differently (1e-15 relative), which contact iterations stopped at N_max amplify to ~1e-3 m; LAPACK vs
+    # the xp path is compared directly in tests/physics_der/test_banded_device.py
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
     reference = _frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
     strict = _frames(name, strict_backend())
