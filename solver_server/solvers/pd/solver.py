@@ -77,6 +77,11 @@ def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
     return batches
 
 
+def edge_strain_batch(batches: list[pdc.ConstraintBatch]) -> pdc.ConstraintBatch | None:
+    """The cloth edge-strain batch among ``batches`` (None without cloth)."""
+    return next((batch for batch in batches if batch.name == "edge_strain"), None)
+
+
 def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
     """Scale the cloth edge weights near exactly pinned particles by rings / d (d = 1, 2, … hops of the edge
     from the nearest pin; edges from d = rings on keep their weight).
@@ -86,7 +91,7 @@ def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
     rings / d cancels the 1/d growth inside ``rings`` hops, as if the pin held a small stiff patch of
     cloth (a grommet) instead of one vertex. Changes the system matrix only (built once).
     """
-    edges = next((batch for batch in batches if batch.name == "edge_strain"), None)
+    edges = edge_strain_batch(batches)
     if edges is None or rings <= 1 or len(pinned) == 0:
         return
     from scipy.sparse.csgraph import dijkstra  # noqa: PLC0415
@@ -156,12 +161,13 @@ class PDSolver:
         self.fell_back = False
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
-        self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters)
-                                  if batch.name == "edge_strain"), None)
+        edges = edge_strain_batch(self.batches)
+        self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
+                                 None)
 
     def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
         """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
-        edges = next((batch for batch in self.batches if batch.name == "edge_strain"), None)
+        edges = edge_strain_batch(self.batches)
         passes = settings["strain_limit_iterations"]
         if edges is None or passes == 0:
             return None

@@ -61,16 +61,10 @@ class EdgeStrainLimit:
         self.passes_per_round = int(passes_per_round)
         self.relaxation = float(relaxation)
 
-    def _too_long(self, xp, q):
+    def _edge_vectors(self, xp, q):
+        """Edge vectors (E, 3) [m] and their lengths (E,) [m] at positions q."""
         vector = self.selector @ q
-        return xp.sqrt((vector * vector).sum(axis=1)) > self.max_length
-
-    def _blown_up(self, xp, q) -> bool:
-        """True when some edge is longer than FAULT_RATIO × its limit: that is a numerical fault (a point
-        thrown kilometres away), not stretch. The pass then leaves the state alone, so the simulation's
-        fault check reports it instead of the pass quietly pulling the point back."""
-        vector = self.selector @ q
-        return bool((xp.sqrt((vector * vector).sum(axis=1)) > FAULT_RATIO * self.max_length).any())
+        return vector, xp.sqrt((vector * vector).sum(axis=1))
 
     def _neighbourhood(self, xp, too_long):
         """Indices of the edges that share a particle with a too-long edge."""
@@ -118,15 +112,18 @@ class EdgeStrainLimit:
         """
         q = positions.copy()
         for round_index in range(self.rounds):
-            too_long = self._too_long(xp, q)
+            vector, length = self._edge_vectors(xp, q)
+            too_long = length > self.max_length
             if not bool(too_long.any()):
                 return q, round_index, 0
-            if round_index == 0 and self._blown_up(xp, q):
+            # an edge FAULT_RATIO × its limit is a numerical fault (a point thrown kilometres away), not
+            # stretch: the state is left alone so the simulation's fault check reports it instead of the pass
+            # quietly pulling the point back
+            if round_index == 0 and bool((length > FAULT_RATIO * self.max_length).any()):
                 return q, 0, int(too_long.sum())
             if global_step is not None:
-                vector = self.selector @ q
-                length = xp.sqrt((vector * vector).sum(axis=1))
                 q = global_step(q, vector * xp.where(too_long, 1.0 - self.max_length / xp.maximum(length, 1e-30),
                                                       0.0)[:, None])
             q = self._passes(xp, q, self._neighbourhood(xp, too_long))
-        return q, self.rounds, int(self._too_long(xp, q).sum())
+        _, length = self._edge_vectors(xp, q)
+        return q, self.rounds, int((length > self.max_length).sum())
