@@ -226,3 +226,27 @@ def test_a_single_hair_object_gives_the_same_result_as_its_own_der_solver():
     assert np.array_equal(arrays["object0_positions"], state.positions)
     assert np.array_equal(arrays["object0_reference_u"], state.reference_u)
     assert contacts > 0                                            # the strands touch: contact is exercised
+
+
+@pytest.mark.parametrize("name, corrupt", [
+    ("solver0_warm_impulses", lambda array: array[:-1]),
+    ("solver0_warm_step", lambda array: np.array([np.nan])),
+    ("solver0_warm_keys", lambda array: array.astype(np.float64)),
+    ("solver0_warm_step", None)])
+def test_a_malformed_contact_warm_start_in_a_checkpoint_is_refused(name, corrupt):
+    """The contact solver's warm start is validated on restore: wrong shape, NaN, wrong dtype or a missing array
+    is a SceneError naming the object, never a silently different resume."""
+    scene = _crossing_scene(1.2, 0.0, frames=3)
+    simulation = Simulation(scene, BACKEND)
+    simulation.initial_frame()
+    simulation.advance(None)
+    checkpoint = simulation.checkpoint()
+    arrays = dict(checkpoint["groups"]["hair:der"])
+    assert name in arrays
+    if corrupt is None:
+        del arrays[name]
+    else:
+        arrays[name] = corrupt(arrays[name])
+    broken = dict(checkpoint, groups=dict(checkpoint["groups"], **{"hair:der": arrays}))
+    with pytest.raises(SceneError, match="Support.*solver state"):
+        Simulation(scene, BACKEND).restore(broken)

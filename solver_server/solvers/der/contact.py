@@ -88,6 +88,31 @@ class ContactSolver:
         order = xp.argsort(contacts.keys)
         self._warm = (contacts.keys[order], contacts.applied[order], contacts.h)
 
+    def state_arrays(self) -> dict:
+        """Cross-step state for checkpoints (arrays of this solver's xp): the warm start as ``warm_keys`` (n,)
+        int64, ``warm_impulses`` (n, 3) [N·s] and ``warm_step`` (1,) [s]; {} before the first step."""
+        if self._warm is None:
+            return {}
+        keys, impulses, step = self._warm
+        return {"warm_keys": keys, "warm_impulses": impulses, "warm_step": self.xp.asarray([float(step)])}
+
+    def load_state_arrays(self, arrays: dict) -> None:
+        """Restore :meth:`state_arrays` (xp arrays; {}: no warm start).  Raises KeyError for a missing array
+        and ValueError for one of the wrong shape or dtype, or not finite."""
+        if not arrays:
+            self._warm = None
+            return
+        xp = self.xp
+        keys, impulses, step = arrays["warm_keys"], arrays["warm_impulses"], arrays["warm_step"]
+        if keys.ndim != 1 or keys.dtype.kind not in "iu":
+            raise ValueError(f"warm_keys must be (n,) integers, got shape {tuple(keys.shape)} dtype {keys.dtype}")
+        if tuple(impulses.shape) != (keys.shape[0], 3) or tuple(step.shape) != (1,):
+            raise ValueError(f"warm_impulses must be ({keys.shape[0]}, 3) and warm_step (1,), got "
+                             f"{tuple(impulses.shape)} and {tuple(step.shape)}")
+        if not (bool(xp.all(xp.isfinite(impulses))) and bool(xp.all(xp.isfinite(step)))):
+            raise ValueError("warm_impulses / warm_step contain NaN or Inf")
+        self._warm = (keys.astype(xp.int64), impulses.astype(xp.float64), float(step[0]))
+
     def warm_start(self, keys, normal, mu, dt: float):
         """Impulses (n, 3) [N·s] for contacts `keys` (n,): the last step's impulse of the same contact scaled by
         the step-length ratio and projected onto the new Coulomb cone; zero for new contacts."""

@@ -159,8 +159,9 @@ def concatenate_models(xp, models: list[DerModel]) -> DerModel:
 
 class _SharedContactSolver(ContactSolver):
     """ContactSolver over the strands of several hair objects.  With ``per_object`` (the objects' contact
-    parameters differ) every contact gets the mean μ and thickness of its two objects (the object's own collider μ): the detection runs with the largest thickness,
-    then μ and the normal target are set per contact."""
+    parameters differ) every contact gets the mean μ and thickness of its two objects (the object's own
+    collider μ): the detection runs with the largest thickness, then μ and the normal target are set per
+    contact."""
 
     def __init__(self, xp, model, settings: ContactSettings, vertex_object, objects: list[_HairObject],
                  per_object: bool):
@@ -265,42 +266,15 @@ class _SharedSolver:
         self.state = DerState(**joined)
 
     def solver_state(self) -> dict:
-        """Cross-step state of the solver beyond DerState, host arrays: what its contact solver's optional
-        ``state_arrays()`` returns, else the contact warm start (impulses of the last step's contacts, by key)
-        that contact.py keeps as ``_warm`` = (sorted keys (n,), impulses (n, 3) [N·s], step length [s])."""
-        contact = self.solver.contact
-        export = getattr(contact, "state_arrays", None)
-        if export is not None:
-            return {name: self._host_copy(value) for name, value in export().items()}
-        warm = getattr(contact, "_warm", None)
-        if warm is None:
-            return {}
-        keys, impulses, step = warm
-        return {"warm_keys": self._host_copy(keys).astype(np.int64), "warm_impulses": self._host_copy(impulses),
-                "warm_step": np.array([float(step)])}
-
-    def _host_copy(self, value) -> np.ndarray:
-        """A host numpy copy of a device array (or of a host array the solver keeps on the host)."""
-        return np.array(value if isinstance(value, np.ndarray) else self.backend.to_host(value))
+        """Cross-step state of the solver beyond DerState (its contact solver's ``state_arrays()``: the contact
+        warm start), host arrays."""
+        to_host = self.backend.to_host
+        return {name: np.array(to_host(value)) for name, value in self.solver.contact.state_arrays().items()}
 
     def load_solver_state(self, arrays: dict) -> None:
-        """Hand arrays from :meth:`solver_state` back (``load_state_arrays`` of the contact solver, or its warm
-        start; none saved: no warm start)."""
-        contact, from_host = self.solver.contact, self.backend.from_host
-        load = getattr(contact, "load_state_arrays", None)
-        if load is not None:
-            load({name: from_host(np.asarray(value)) for name, value in arrays.items()})
-            return
-        if not hasattr(contact, "_warm"):
-            return
-        if not arrays:
-            contact._warm = None
-            return
-        owner = self.objects[0].id
-        keys = checked_state_array(arrays, "warm_keys", (None,), np.int64, owner)
-        impulses = checked_state_array(arrays, "warm_impulses", (keys.shape[0], 3), np.float64, owner)
-        step = checked_state_array(arrays, "warm_step", (1,), np.float64, owner)
-        contact._warm = (from_host(keys), from_host(impulses), float(step[0]))
+        """Hand host arrays from :meth:`solver_state` back to the contact solver (none saved: no warm start)."""
+        from_host = self.backend.from_host
+        self.solver.contact.load_state_arrays({name: from_host(np.asarray(value)) for name, value in arrays.items()})
 
     def object_positions(self, index: int):
         rows = slice(int(self.starts["n_vertices"][index]), int(self.starts["n_vertices"][index + 1]))
