@@ -15,6 +15,7 @@ import numpy as np
 from .collision import ColliderSet
 from .sim.builder import SceneSpec, parse_scene
 from .sim.errors import SceneError, SimulationError
+from .sim.rigid_carry import carry_points
 from .solvers import ObjectPose, SubstepInputs, build_groups
 from .solvers.registry_types import checked_state_array
 
@@ -86,8 +87,7 @@ class Simulation:
             if pose.vertices is not None:
                 return pose.vertices
             # a pose without vertices means the submitted vertices carried rigidly by its matrix
-            carry = pose.matrix @ np.linalg.inv(matrix_rest)
-            return rest @ carry[:3, :3].T + carry[:3, 3]
+            return carry_points(rest, pose.matrix, matrix_rest)
 
         vertices = (1.0 - alpha) * concrete(start) + alpha * concrete(end)
         return ObjectPose(matrix, vertices)

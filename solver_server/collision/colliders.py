@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim.builder import ObjectSpec
+from ..sim.rigid_carry import carry_points
 from .primitives import PRIMITIVES
 
 
@@ -62,8 +63,7 @@ class Collider:
         self.matrix = matrix
         if self.is_mesh:
             if vertices is None:
-                carry = matrix @ np.linalg.inv(self.matrix_rest)
-                vertices = self.geometry.rest_vertices @ carry[:3, :3].T + carry[:3, 3]
+                vertices = carry_points(self.geometry.rest_vertices, matrix, self.matrix_rest)
             self.geometry.set_vertices(vertices)
         else:
             self.geometry.set_matrix(matrix)

@@ -32,6 +32,7 @@ from dataclasses import fields
 import numpy as np
 
 from ...sim.errors import SceneError
+from ...sim.rigid_carry import carry_points
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
 from .contact import ContactSettings, ContactSolver, StepContacts
@@ -114,10 +115,8 @@ class _HairObject:
             return np.concatenate((roots, second)), np.zeros((0, 3))
         pose = poses.get(self.id)
         matrix = self.matrix_rest if pose is None else pose.matrix
-        carry = matrix @ np.linalg.inv(self.matrix_rest)
-        pinned = self.rest_points[self.fixed_vertices]
-        soft = self.rest_points[self.soft_indices]
-        return pinned @ carry[:3, :3].T + carry[:3, 3], soft @ carry[:3, :3].T + carry[:3, 3]
+        return (carry_points(self.rest_points[self.fixed_vertices], matrix, self.matrix_rest),
+                carry_points(self.rest_points[self.soft_indices], matrix, self.matrix_rest))
 
 
 # How each DerModel field is joined when the strands of several objects are concatenated: index arrays are

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver_server.sim.errors import SceneError
+from solver_server.sim.rigid_carry import carry_matrix, carry_points
 
 
 def _triangle_frames(vertices, triangles):
@@ -65,7 +66,7 @@ class RootBinding:
         if self.surface is None:
             pose = poses.get(self.object_id)
             matrix = self.matrix_rest if pose is None else pose.matrix
-            carry = matrix @ np.linalg.inv(self.matrix_rest)
+            carry = carry_matrix(matrix, self.matrix_rest)
             linear = carry[:3, :3]
             u, _, vt = np.linalg.svd(linear)
             rotation = u @ vt
@@ -74,8 +75,7 @@ class RootBinding:
         pose = poses.get(self.surface.id)
         if pose is None or pose.vertices is None:
             matrix = self.surface.matrix_world if pose is None else pose.matrix
-            carry = matrix @ np.linalg.inv(self.surface.matrix_world)
-            vertices = self.surface.vertices @ carry[:3, :3].T + carry[:3, 3]
+            vertices = carry_points(self.surface.vertices, matrix, self.surface.matrix_world)
         else:
             vertices = pose.vertices
         frames = _triangle_frames(vertices, self.triangles)

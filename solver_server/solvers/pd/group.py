@@ -6,6 +6,7 @@ import numpy as np
 
 from ...collision.self_collision import SurfaceContact
 from ...sim.errors import SceneError
+from ...sim.rigid_carry import carry_points
 from ...sim.state import Control, State
 from ..registry_types import SubstepInputs, checked_state_array
 from .assemble import build_particle_model
@@ -46,8 +47,7 @@ class PDGroup:
             if pose.vertices is not None and slot.embedding is None:
                 targets[rows] = pose.vertices[self._pin_local[rows]]
             else:
-                carry = pose.matrix @ np.linalg.inv(slot.matrix_rest)
-                targets[rows] = self._pin_rest[rows] @ carry[:3, :3].T + carry[:3, 3]
+                targets[rows] = carry_points(self._pin_rest[rows], pose.matrix, slot.matrix_rest)
         return targets
 
     def step(self, inputs: SubstepInputs) -> dict:
