@@ -176,6 +176,7 @@ class StepContacts:
     def set_system(self, factor) -> None:
         self._factor = factor
         self._inverse_band = None
+        self._delassus = None
 
     # ---------------------------------------------------------------- detection
     def _detect(self, velocity):
@@ -239,8 +240,12 @@ class StepContacts:
         motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
         # conservative prefilter: the distance can shrink by at most the largest endpoint motions of both edges
         _, _, start_distance = segment_closest_points(xp, *points0)
-        speed = [xp.linalg.norm(m, axis=1) for m in motion]
-        reach = xp.maximum(speed[0], speed[1]) + xp.maximum(speed[2], speed[3])
+        # the segments' distance shrinks by at most the largest relative motion of an endpoint of A against
+        # one of B (any point pair moves by a convex combination of those), so strands moving together
+        # (a falling or swinging lock of hair) are not tested at every pair
+        reach = xp.linalg.norm(motion[0] - motion[2], axis=1)
+        for first, second in ((0, 3), (1, 2), (1, 3)):
+            reach = xp.maximum(reach, xp.linalg.norm(motion[first] - motion[second], axis=1))
         possible = start_distance - reach < (1.0 + settings.proximity) * contact_distance
         if not bool(possible.any()):
             return None

@@ -1,0 +1,97 @@
+"""The length-preserving search path of the DER Newton iteration (solvers/der/retraction.py)."""
+
+import numpy as np
+import pytest
+
+from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.model import DerMaterial, build_model
+from solver_server.solvers.der.retraction import LengthPreservingPath
+from solver_server.solvers.der.solver import clamped_root_vertices
+
+from .helpers import GRAVITY, make, run, straight
+
+# human hair at frame-rate steps: 12 cm strands of 20 segments, E = 3 GPa, r = 50 µm, 1/120 s steps
+FINE_HAIR = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
+STEP = 1.0 / 120.0
+
+
+def _two_strands():
+    """A clamped strand and one pinned at both ends (not eligible), 12 vertices each."""
+    first = straight(12, 0.12)
+    second = straight(12, 0.12, origin=(0.0, 0.05, 0.0))
+    model = build_model(np, np.vstack((first, second)), np.array([0, 12, 24]), FINE_HAIR)
+    fixed_vertices = np.array([0, 1, 12, 23])
+    fixed_dofs = model.position_dofs[fixed_vertices].ravel()
+    return model, fixed_dofs, fixed_vertices
+
+
+def _random_velocities(model, fixed_dofs, seed=3):
+    generator = np.random.default_rng(seed)
+    v = generator.normal(scale=0.3, size=model.n_dofs)
+    v[fixed_dofs] = 0.0
+    return v
+
+
+def test_path_is_the_straight_line_to_first_order_and_keeps_fixed_points():
+    model, fixed_dofs, _ = _two_strands()
+    path = LengthPreservingPath(np, model, model.rest_positions, STEP, fixed_dofs)
+    v = _random_velocities(model, fixed_dofs)
+    direction = _random_velocities(model, fixed_dofs, seed=4)
+    np.testing.assert_allclose(path.bend(v, v), v, rtol=0.0, atol=1e-12)
+    deviation = [np.linalg.norm(path.bend(v + a * direction, v) - (v + a * direction)) for a in (1e-2, 5e-3)]
+    assert deviation[0] > 0.0
+    assert deviation[0] / deviation[1] == pytest.approx(4.0, rel=0.05)   # second order in α
+
+
+def test_trial_edges_get_the_linearly_predicted_lengths_on_eligible_strands_only():
+    model, fixed_dofs, fixed_vertices = _two_strands()
+    path = LengthPreservingPath(np, model, model.rest_positions, STEP, fixed_dofs)
+    v = _random_velocities(model, fixed_dofs)
+    trial = v + 0.2 * _random_velocities(model, fixed_dofs, seed=5)
+    bent = path.bend(trial, v)
+
+    def edges(velocity):
+        x = model.rest_positions + STEP * model.gather_positions(velocity)
+        return x[model.edge_vertex + 1] - x[model.edge_vertex]
+
+    current, straight_trial, bent_edges = edges(v), edges(trial), edges(bent)
+    length = np.linalg.norm(current, axis=1)
+    predicted = length + np.sum(current * (straight_trial - current), axis=1) / length
+    clamped = model.edge_strand == 0
+    np.testing.assert_allclose(np.linalg.norm(bent_edges, axis=1)[clamped][1:], predicted[clamped][1:], rtol=1e-9)
+    # directions are those of the straight trial
+    cosine = np.sum(bent_edges * straight_trial, axis=1) / np.linalg.norm(bent_edges, axis=1) \
+        / np.linalg.norm(straight_trial, axis=1)
+    np.testing.assert_allclose(cosine[clamped], 1.0, atol=1e-12)
+    # the strand pinned at both ends, the kinematic vertices and the twist rates are not touched
+    second = model.position_dofs[12:].ravel()
+    np.testing.assert_array_equal(bent[second], trial[second])
+    np.testing.assert_array_equal(bent[model.position_dofs[fixed_vertices].ravel()],
+                                  trial[model.position_dofs[fixed_vertices].ravel()])
+    np.testing.assert_array_equal(bent[model.edge_dof], trial[model.edge_dof])
+    # a strand left out by the caller is not touched either
+    left_out = path.bend(trial, v, strands=np.array([False, True]))
+    np.testing.assert_array_equal(left_out, trial)
+
+
+def _falling_hair(length_preserving_path, steps=12):
+    """Three horizontal clamped strands released under gravity: (final state, per-step stats)."""
+    points = np.vstack([straight(21, 0.12, origin=(0.0, 0.01 * k, 0.0)) for k in range(3)])
+    settings = NewtonSettings(tolerance=1e-9, quasi_newton=True, quasi_newton_matrix="gauss_newton",
+                              refresh_interval=1, length_preserving_path=length_preserving_path)
+    model, solver, state = make(points, np.array([0, 21, 42, 63]), FINE_HAIR, settings)
+    assert np.array_equal(np.sort(solver.fixed_vertices), np.sort(clamped_root_vertices(np, model)))
+    return run(solver, state, steps, STEP, gravity=GRAVITY)
+
+
+def test_bent_search_converges_to_the_same_motion_in_fewer_iterations():
+    straight_state, straight_stats = _falling_hair(False)
+    bent_state, bent_stats = _falling_hair(True)
+    # same implicit Euler solution (both converged to 1e-9 m/s)
+    np.testing.assert_allclose(bent_state.positions, straight_state.positions, atol=1e-8)
+    assert np.isfinite(bent_state.velocities).all()
+    # the hair has swung far: the tips dropped by several centimetres
+    assert straight_state.positions[20, 2] < -0.03
+    straight_iterations = sum(s["iterations"] for s in straight_stats)
+    bent_iterations = sum(s["iterations"] for s in bent_stats)
+    assert bent_iterations <= 0.7 * straight_iterations, (bent_iterations, straight_iterations)
