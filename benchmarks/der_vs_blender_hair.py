@@ -16,6 +16,7 @@ Printed: ms per frame for both, the ratio, and Tangle's contacts and iterations 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -35,7 +36,10 @@ def hemisphere_roots(strands: int):
     return np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
 
 
-def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int):
+def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,
+               tolerance: float = 1e-6, log=None):
+    """Tangle's DER on the scene: (wall s per frame, CPU s per frame, mean contacts per substep, mean
+    iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it."""
     from benchmarks.der_hairball import SpinningSphere, rotate_z
     from solver_server.backend import get_backend
     from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
@@ -49,8 +53,9 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
     model = build_model(np, points, offsets, material)
     spin = 2.0 * np.pi / PERIOD
     solver = DerSolver(model, get_backend("cpu"),
-                       NewtonSettings(max_iterations=iterations, tolerance=1e-6, quasi_newton=True,
-                                      quasi_newton_matrix="gauss_newton", refresh_interval=refresh),
+                       NewtonSettings(max_iterations=iterations, tolerance=tolerance, quasi_newton=True,
+                                      quasi_newton_matrix="gauss_newton", refresh_interval=refresh,
+                                      contact_detection_tolerance=1e-4),   # the scene defaults (der/group.py)
                        colliders=[SpinningSphere(SPHERE_RADIUS, spin, friction=0.3)],
                        contact=ContactSettings(friction=0.3, collider_friction=0.3))
     state = rest_state(np, model)
@@ -58,16 +63,25 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
     dt = 1.0 / (FPS * substeps)
     contacts, steps_iterations = [], []
     clock = 0.0
+    frame_seconds = []
     started, cpu_started = time.perf_counter(), time.process_time()
-    for _ in range(frames * substeps):
+    for step in range(frames * substeps):
+        if step % substeps == 0:
+            frame_started = time.perf_counter()
         clock += dt
         out = state.copy()
         stats = solver.step(state, out, DerControl(vertex_targets=rotate_z(rest_targets, spin * clock)), None, dt)
         state = out
         contacts.append(stats.get("contacts", 0))
         steps_iterations.append(stats["iterations"])
+        if step % substeps == substeps - 1:
+            frame_seconds.append(time.perf_counter() - frame_started)
+            if log is not None:
+                print(f"  tangle frame {len(frame_seconds)}: {frame_seconds[-1]:.2f} s, contacts "
+                      f"{contacts[-1]}, iterations {steps_iterations[-substeps:]}", file=log, flush=True)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
-    return elapsed / frames, cpu / frames, float(np.mean(contacts)), float(np.mean(steps_iterations)), model.n_dofs
+    return (elapsed / frames, cpu / frames, float(np.mean(contacts)), float(np.mean(steps_iterations)), model.n_dofs,
+            frame_seconds)
 
 
 def run_blender(strands: int, segments: int, frames: int, quality: int):
@@ -125,6 +139,8 @@ def main(argv=None) -> int:
     parser.add_argument("--substeps", type=int, default=5, help="Tangle substeps per frame (Blender: quality)")
     parser.add_argument("--quality", type=int, default=5, help="Blender hair dynamics quality (steps per frame)")
     parser.add_argument("--iterations", type=int, default=50, help="Tangle N_max of the global/local loop")
+    parser.add_argument("--tolerance", type=float, default=1e-6,
+                        help="Tangle: mean |dv| [m/s] that ends the Newton/contact loop (seed eq. 4.3)")
     parser.add_argument("--refresh", type=int, default=1,
                         help="Tangle: refactor a stale quasi-Newton matrix every this many iterations (large substeps "
                              "turn edges far within a step: 1 converges in about half the iterations of 4)")
@@ -137,8 +153,9 @@ def main(argv=None) -> int:
           f"(all threads)  (quality {args.quality}; first frame "
           f"{frame_seconds[0] * 1e3:.0f} ms, later frames {1e3 * float(np.mean(frame_seconds[1:] or [0.0])):.0f} ms; "
           f"point cache: {cache} no hair-hair contact)")
-    tangle_s, tangle_cpu, contacts, iterations, dofs = run_tangle(args.strands, args.segments, args.frames, args.substeps,
-                                                      args.iterations, args.refresh)
+    tangle_s, tangle_cpu, contacts, iterations, dofs, _ = run_tangle(
+        args.strands, args.segments, args.frames, args.substeps, args.iterations, args.refresh, args.tolerance,
+        log=sys.stdout)
     print(f"tangle DER            : {tangle_s * 1e3:8.1f} ms/frame, CPU {tangle_cpu * 1e3:.1f} ms/frame  "
           f"({args.substeps} substeps, {dofs} DOF, "
           f"{contacts:.0f} contacts and {iterations:.1f} iterations per substep, hair-hair friction mu = 0.3)")

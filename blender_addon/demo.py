@@ -1,6 +1,7 @@
 """The demo scene: a cloth sheet pinned at two corners, swept by an animated sphere, above a floor; a
 jelly cube (soft body) dropping onto the floor; a head sphere with hair (a Curves object bound to it
-through its UV map) swaying from side to side.
+through its UV map, fast particle model with guide interpolation) swaying from side to side; a second
+swaying head whose hair is simulated strand by strand with Discrete Elastic Rods and hair–hair friction.
 
 Builds the scene in (headless) bpy, and renders Workbench previews plus a contact sheet composed with
 numpy. Used by ``python -m blender_addon.cli demo``.
@@ -22,6 +23,8 @@ PIN_GROUP = "pins"
 JELLY_NAME = "Jelly"
 HEAD_NAME = "Head"
 HAIR_NAME = "Hair"
+RODS_HEAD_NAME = "Head Rods"
+RODS_HAIR_NAME = "Hair Rods"
 
 
 def grid_mesh(name: str, vertices_per_side: int, size: float) -> bpy.types.Mesh:
@@ -97,27 +100,54 @@ def _add_jelly(scene: bpy.types.Scene) -> bpy.types.Object:
     return jelly
 
 
-def _add_head_with_hair(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
-    """A head sphere swaying left and right (front left of the sheet) with 0.3 m hair strands on its top."""
-    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.25, segments=24, ring_count=12, location=(-1.6, -1.3, 0.9))
+def _add_swaying_head(scene: bpy.types.Scene, name: str, location: tuple[float, float, float],
+                      keys: tuple[tuple[int, float], ...], skin: tuple[float, float, float, float]) -> bpy.types.Object:
+    """A 0.25 m UV sphere mesh collider at ``location`` whose y follows ``keys`` ((frame, y [m]), ...)."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.25, segments=24, ring_count=12, location=location)
     head = bpy.context.active_object
-    head.name = head.data.name = HEAD_NAME
-    head.data.materials.append(_material("Skin", (0.9, 0.7, 0.55, 1.0)))
+    head.name = head.data.name = name
+    head.data.materials.append(_material(f"Skin {name}", skin))
     bpy.ops.object.shade_smooth()
     head.tangle.role, head.tangle.collider_shape = "COLLIDER", "MESH"
-    for frame, y in ((1, -1.3), (frames // 3, -0.7), (2 * frames // 3, -1.5), (frames, -1.1)):
+    for frame, y in keys:
         head.location.y = y
         head.keyframe_insert("location", frame=frame)
     scene.frame_set(1)
-    hair, _, _ = grow_hair(head, HAIR_NAME, points_per_strand=8, length=0.3, min_height=0.08)
-    hair.data.materials.append(_material("Hair", (0.35, 0.2, 0.1, 1.0)))
+    return head
+
+
+def _hair_on(head: bpy.types.Object, name: str, points_per_strand: int, min_height: float,
+             max_strands: int | None, rgba: tuple[float, float, float, float]) -> bpy.types.Object:
+    """0.3 m straight strands grown on ``head`` above ``min_height``, Hair role, Straight Coarse preset."""
+    hair, _, _ = grow_hair(head, name, points_per_strand=points_per_strand, length=0.3, min_height=min_height,
+                           max_strands=max_strands)
+    hair.data.materials.append(_material(name, rgba))
     hair.tangle.role = "HAIR"
     bpy.context.view_layer.objects.active = hair
     bpy.ops.tangle.apply_preset(preset="Straight Coarse")
+    return hair
+
+
+def _add_head_with_hair(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A head sphere swaying left and right (front left of the sheet) with 0.3 m hair strands on its top."""
+    keys = ((1, -1.3), (frames // 3, -0.7), (2 * frames // 3, -1.5), (frames, -1.1))
+    head = _add_swaying_head(scene, HEAD_NAME, (-1.6, -1.3, 0.9), keys, (0.9, 0.7, 0.55, 1.0))
+    hair = _hair_on(head, HAIR_NAME, 8, 0.08, None, (0.35, 0.2, 0.1, 1.0))
     # Fast preview model: 24 k-means guide strands simulated (particle hair), the others interpolated on
-    # the server (the Elastic Rods model takes ~3 s per frame for these 216 strands on a 2-core CPU).
+    # the server (the Elastic Rods model of the second head simulates every strand).
     hair.tangle.hair.model, hair.tangle.hair.guide_count = "particles", 24
     hair.tangle.hair.radius = 1.0e-3
+    return head, hair
+
+
+def _add_head_with_elastic_rods(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """A second head (left of the sheet) swaying faster, with Elastic Rods hair: every strand simulated
+    (Discrete Elastic Rods), hair–hair Coulomb friction contact and contact with the head."""
+    keys = ((1, 0.4), (frames // 4, 0.9), (frames // 2, 0.2), (3 * frames // 4, 0.8), (frames, 0.4))
+    head = _add_swaying_head(scene, RODS_HEAD_NAME, (-2.4, 0.4, 0.9), keys, (0.75, 0.55, 0.45, 1.0))
+    hair = _hair_on(head, RODS_HAIR_NAME, 10, 0.05, 96, (0.75, 0.6, 0.25, 1.0))
+    hair.tangle.hair.model = "der"
+    hair.tangle.hair.radius = 1.2e-4   # thin enough to drape under its weight (E = 4 GPa)
     return head, hair
 
 
@@ -165,6 +195,7 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
 
     _add_jelly(scene)
     _add_head_with_hair(scene, frames)
+    _add_head_with_elastic_rods(scene, frames)
 
     # Camera and light.
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))

@@ -203,7 +203,7 @@ def test_a_single_hair_object_gives_the_same_result_as_its_own_der_solver():
     model = build_model(np, points, np.array([0, 8, 16, 24]), DerMaterial(radius=np.asarray(5e-4),
                         young_modulus=1e8, shear_modulus=1e9, density=1300.0, damping=0.5))
     settings = NewtonSettings(max_iterations=50, tolerance=1e-6, quasi_newton_matrix="gauss_newton",
-                              refresh_interval=4)
+                              refresh_interval=4, contact_detection_tolerance=1e-4)
     solver = DerSolver(model, BACKEND, settings, contact=ContactSettings(friction=0.4, collider_friction=0.3))
     state = rest_state(np, model)
     first = np.array([0, 8, 16])

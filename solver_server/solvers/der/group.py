@@ -22,7 +22,10 @@ Kinematic points of every object:
 
 Scene solver settings (``scene["solver"]["der"]``): max_iterations (50), tolerance [m/s] (1e-6), quasi_newton
 (true), quasi_newton_matrix ("gauss_newton" | "exact"), refresh_interval (4; 0 = the seed's never),
-response ("delassus" | "rigid_rod").
+length_preserving_path (true: line search along the path of retraction.py on strands without contact
+impulses), contact_detection_tolerance (1e-4 m/s: contacts are detected once the free motion's mean |Δv|
+is below it; a negative value: after the first iteration as in the seed), contact_detection_iterations (8:
+or after this many iterations), response ("delassus" | "rigid_rod").
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ from .solver import DerControl, DerSolver
 from .state import DerState, rest_state
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
-                 "quasi_newton_matrix": str, "refresh_interval": int}
+                 "quasi_newton_matrix": str, "refresh_interval": int, "length_preserving_path": bool,
+                 "contact_detection_tolerance": float, "contact_detection_iterations": int}
 # scene defaults: quasi-Newton on the Gauss-Newton matrix refreshed every 4 iterations (docs/der.md §3)
-_SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4}
+_SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4, "contact_detection_tolerance": 1e-4}
 
 
 def _settings(scene, object_id):
@@ -54,12 +58,16 @@ def _settings(scene, object_id):
         raise SceneError(f"unknown scene.solver.der setting(s) {unknown}; known: {sorted(_SETTING_KEYS)}",
                          object=object_id)
     newton = NewtonSettings(**_SCENE_DEFAULTS)
-    for key in ("max_iterations", "tolerance", "quasi_newton", "quasi_newton_matrix", "refresh_interval"):
-        if key in raw:
-            setattr(newton, key, _SETTING_KEYS[key](raw[key]))
-    if newton.max_iterations < 1 or not newton.tolerance > 0.0 or newton.refresh_interval < 0:
-        raise SceneError("scene.solver.der needs max_iterations >= 1, tolerance > 0 and refresh_interval >= 0",
+    for key, kind in _SETTING_KEYS.items():
+        if key in raw and key != "response":
+            setattr(newton, key, kind(raw[key]))
+    if newton.max_iterations < 1 or not newton.tolerance > 0.0 or newton.refresh_interval < 0 \
+            or newton.contact_detection_iterations < 1 or np.isnan(newton.contact_detection_tolerance):
+        raise SceneError("scene.solver.der needs max_iterations >= 1, tolerance > 0, refresh_interval >= 0, "
+                         "contact_detection_iterations >= 1 and a contact_detection_tolerance that is a number",
                          object=object_id)
+    if newton.contact_detection_tolerance < 0.0:
+        newton.contact_detection_tolerance = None   # the seed's detection after the first iteration
     return newton, raw.get("response", "delassus")
 
 

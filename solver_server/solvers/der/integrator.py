@@ -47,6 +47,13 @@ class NewtonSettings:
     # without contact impulses: turning edges no longer stretch the trial points, 2-3× fewer iterations at
     # frame-rate steps, same solution
     length_preserving_path: bool = True
+    # when contacts are detected (CCD from x_t along the step) and the impulse loop starts: None = after the
+    # first iteration (seed Algorithm 2); a value [m/s] = once the free motion's mean |Δv| is below it (or
+    # after contact_detection_iterations).  At frame-rate steps the first iterate is far from the end-of-step
+    # motion: contacts found along it are the wrong ones, and resolving them while the strands still turn
+    # costs tens of iterations
+    contact_detection_tolerance: float | None = None
+    contact_detection_iterations: int = 8
     armijo: float = 1e-4
     backtrack: float = 0.5
     max_backtracks: int = 10
@@ -76,7 +83,8 @@ class ImpulseHandler(Protocol):
         response); called after every factorization."""
 
     def update(self, iteration: int, velocity_before, velocity_after) -> Any:
-        """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact)."""
+        """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact).
+        iteration counts the contact rounds: 0 detects the contacts along velocity_after."""
 
     def converged(self) -> bool:
         """Whether the contacts accept ending the iteration."""
@@ -138,7 +146,8 @@ class ImplicitEulerSolver:
             stats.factorizations += 1
             stats.projected_hessian = stats.projected_hessian or project
             return factor
-        raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians")
+        raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians"
+                                  + _degeneracy_report(xp, model, config, band))
 
     def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
                      path=None):
@@ -167,7 +176,7 @@ class ImplicitEulerSolver:
                 break
             trial_v = v + alpha[self.dof_strand] * direction
             if path is not None:
-                trial_v = path[0].bend(trial_v, v, path[1])
+                trial_v = path[0].bend(trial_v, v, path[1] & searching)
             trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
             point = self._merge(ok, trial, point)
@@ -177,6 +186,16 @@ class ImplicitEulerSolver:
             alpha = xp.where(searching, alpha * settings.backtrack, alpha)
         alpha = xp.where(accepted, alpha, 0.0)
         return alpha, slope, direction, point, accepted, accepted_v
+
+    def _detect_now(self, iteration: int, mean_dv: float, moving: bool) -> bool:
+        """Whether the contacts are detected after this iteration: the seed does it after the first; with a
+        contact_detection_tolerance, once the free motion has converged to it (or after
+        contact_detection_iterations, or once it has converged or stopped altogether)."""
+        settings = self.settings
+        if settings.contact_detection_tolerance is None:
+            return True
+        return (mean_dv < max(settings.contact_detection_tolerance, settings.tolerance) or not moving
+                or iteration + 1 >= settings.contact_detection_iterations)
 
     def _merge(self, take, new, old):
         """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
@@ -242,6 +261,7 @@ class ImplicitEulerSolver:
         # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
         # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
         stale = False
+        contact_round = None
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
@@ -274,10 +294,11 @@ class ImplicitEulerSolver:
                 stats.line_search_fallbacks += 1
             moved = alpha > 0.0
             stale = stale or not bool(accepted.all()) or bool(xp.any(alpha[moved] < 1.0))
-            if not bool(moved.any()):
+            if not bool(moved.any()) and (impulses is None or contact_round is not None):
                 stats.iterations = iteration + 1
                 break
-            stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
+            if bool(moved.any()):
+                stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
             stats.iterations = iteration + 1
             # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
             stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))
@@ -286,11 +307,16 @@ class ImplicitEulerSolver:
                 predicted = -0.5 * float(xp.sum(slope[full]))
                 actual = float(xp.sum((current - objective(v_new, target, point[0]))[full]))
                 stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
-            if impulses is not None:
-                new_impulse = impulses.update(iteration, v, v_new)
+            if impulses is not None and contact_round is None and self._detect_now(iteration, stats.mean_dv,
+                                                                                  bool(moved.any())):
+                contact_round = 0
+            contact_just_found = False
+            if contact_round is not None:
+                new_impulse = impulses.update(contact_round, v, v_new)
                 if new_impulse is not None:
                     impulse = new_impulse
-            contact_just_found = iteration == 0 and bool(xp.any(impulse != 0.0))
+                contact_just_found = contact_round == 0 and bool(xp.any(impulse != 0.0))
+                contact_round += 1
             v = v_new
             contacts_settled = impulses is None or impulses.converged()
             if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
@@ -309,3 +335,15 @@ class ImplicitEulerSolver:
 def _unit_tangents(xp, model, positions):
     edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
     return edges / xp.linalg.norm(edges, axis=1, keepdims=True)
+
+
+def _degeneracy_report(xp, model, config, band) -> str:
+    """What makes a system matrix unfactorable, for the error message: non-finite entries, or the
+    shortest and longest edge relative to rest (with its strand)."""
+    edges = config.positions[model.edge_vertex + 1] - config.positions[model.edge_vertex]
+    ratio = xp.linalg.norm(edges, axis=1) / model.rest_edge_length
+    shortest, longest = int(xp.argmin(ratio)), int(xp.argmax(ratio))
+    finite = bool(xp.all(xp.isfinite(band)))
+    return (f" ({'finite' if finite else 'NON-FINITE'} entries; shortest edge {float(ratio[shortest]):.3g}× rest "
+            f"in strand {int(model.edge_strand[shortest])}, longest {float(ratio[longest]):.3g}× rest in strand "
+            f"{int(model.edge_strand[longest])})")

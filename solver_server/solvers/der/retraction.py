@@ -57,6 +57,9 @@ class LengthPreservingPath:
         """Trial velocities (n_dofs,) moved onto the path; strands (S,) bool limits it to those strands
         (None: every eligible strand).  Twist rates and kinematic vertices are returned unchanged."""
         xp, model, h = self.xp, self.model, self.h
+        eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
+        if not bool(eligible.any()):
+            return v_trial
         trial = self.x_t + h * model.gather_positions(v_trial)
         current = self.x_t + h * model.gather_positions(v_current)
         head, tail = model.edge_vertex, model.edge_vertex + 1
@@ -72,7 +75,6 @@ class LengthPreservingPath:
         rebuilt = trial.copy()
         strand = model.vertex_strand[self.not_root]
         rebuilt[self.not_root] = trial[self.root_of] + summed[self.incoming_edge] - before_strand[strand]
-        eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
         moved = eligible[model.vertex_strand] & ~self.vertex_fixed
         out = v_trial.copy()
         out[model.position_dofs] = xp.where(moved[:, None], (rebuilt - self.x_t) / h,
