@@ -93,6 +93,16 @@ class StrandBlocks:
         self.product_sum = xp.asarray((d[None, :] == np.arange(width)[:, None]).astype(np.float64))  # (p+1, P)
 
 
+    def columns_of(self, selected):
+        """Host column indices (c,) of the blocks marked in the host bool mask selected (S,) (blocks in
+        their original order), block after block."""
+        selected = np.asarray(selected, dtype=bool)
+        ends = self.segment_ends[selected]
+        lengths = ends - np.concatenate(([0], self.segment_ends[:-1]))[selected]
+        first = np.repeat(ends - lengths, lengths)
+        return first + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 def strand_blocks_of_model(xp, to_host, model, width: int = 11) -> StrandBlocks:
     """StrandBlocks of a DER model (DOF ends of every strand, see model.py: 4 DOFs per vertex but the last)."""
     offsets = np.asarray(to_host(model.strand_offsets), dtype=np.int64)
@@ -169,6 +179,25 @@ class BandedCholesky:
                                                         check_finite=False)
         except np.linalg.LinAlgError as error:
             raise NotPositiveDefinite(str(error)) from error
+
+    def refactored(self, band, selected) -> "BandedCholesky":
+        """A new factor whose blocks `selected` (host bool (S,)) are factored from `band` (only their columns
+        are read) and whose other blocks keep this factor's columns (LAPACK path only: the blocks are
+        independent, so the selected columns side by side are one band matrix of their own)."""
+        if self.on_xp_path:
+            raise ValueError("refactoring some blocks needs the LAPACK path")
+        columns = self.blocks.columns_of(selected)
+        try:
+            part = scipy.linalg.cholesky_banded(np.ascontiguousarray(self._to_host(band)[:, columns]), lower=True,
+                                                check_finite=False)
+        except np.linalg.LinAlgError as error:
+            raise NotPositiveDefinite(str(error)) from error
+        result = object.__new__(BandedCholesky)
+        result.xp, result.blocks, result.on_xp_path = self.xp, self.blocks, False
+        result._to_host, result._from_host = self._to_host, self._from_host
+        result._factor = self._factor.copy()
+        result._factor[:, columns] = part
+        return result
 
     @property
     def lower_factor(self):

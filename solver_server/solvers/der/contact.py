@@ -172,6 +172,7 @@ class StepContacts:
         self._factor = None
         self._inverse_band = None
         self._delassus = None
+        self._coupled_pairs = None
 
     def set_system(self, factor) -> None:
         self._factor = factor
@@ -193,6 +194,7 @@ class StepContacts:
             return
         self.keys = xp.concatenate([p[8] for p in parts])
         self.vertices = xp.concatenate([p[0] for p in parts])
+        self._coupled_pairs = self._delassus = None
         self.weights = xp.concatenate([p[1] for p in parts])
         self.kind_edge = xp.concatenate([p[2] for p in parts])
         self.normal = xp.concatenate([p[3] for p in parts])
@@ -449,13 +451,16 @@ class StepContacts:
           makes a strand move axially almost as one body, so every contact on it shares the axial response
           (without this, friction along the strand overshoots by that number and oscillates).
 
-        The blocks depend only on the contact set, so they are computed once per step."""
+        The blocks depend on the contact set and the factor: computed again after every refactorization
+        (set_system); the coupled pairs depend on the contact set only and are kept for the step."""
         xp, model = self.xp, self.model
         n = self.vertices.shape[0]
         if self._delassus is None:
             everyone = xp.arange(n)
             own = self._coupling(everyone, everyone)
-            pairs = self._neighbour_pairs()
+            if self._coupled_pairs is None:
+                self._coupled_pairs = self._neighbour_pairs()
+            pairs = self._coupled_pairs
             coupling = xp.linalg.norm(self._coupling(pairs[:, 0], pairs[:, 1]), axis=(1, 2)) if pairs.shape[0] \
                 else xp.zeros(0)
             self._delassus = (own, pairs, coupling / xp.maximum(xp.linalg.norm(own, axis=(1, 2))[pairs[:, 0]], 1e-300),

@@ -150,24 +150,30 @@ def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project:
 
 
 def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool,
-                       gauss_newton: bool = False):
+                       gauss_newton: bool = False, bends=None):
     """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (Hessian: jets;
-    gradient only: closed form)."""
-    e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config)
-    weights = model.bend_weight.reshape(-1, 4)
-    rest = model.rest_bend.reshape(-1, 4)
-    twist_weight = model.twist_weight
+    gradient only: closed form); bends: only those elements (index array; None: all)."""
+
+    def pick(array):
+        return array if bends is None else array[bends]
+
+    e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config, bends)
+    weights = pick(model.bend_weight).reshape(-1, 4)
+    rest = pick(model.rest_bend).reshape(-1, 4)
+    twist_weight = pick(model.twist_weight)
+    rest_twist = pick(model.rest_twist)
+    reference_twist = pick(config.reference_twist)
     theta0, theta1 = frame0[2], frame1[2]
-    tau_value = theta1 - theta0 + config.reference_twist
+    tau_value = theta1 - theta0 + reference_twist
     a = _local_to_element(xp, e0.dtype)
     if not with_hessian:
         grad8, _ = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
-                                            twist_weight * (tau_value - model.rest_twist))
+                                            twist_weight * (tau_value - rest_twist))
         return grad8 @ a, None
     if gauss_newton:
         omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
         grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
-                 + (twist_weight * (tau_value - model.rest_twist))[:, None] * twist_grad)
+                 + (twist_weight * (tau_value - rest_twist))[:, None] * twist_grad)
         # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms),
         # the four curvatures and the twist as rows of one (B, 5, 11) Jacobian: one batched product
         strain_grad = xp.concatenate((omega_grad, twist_grad[:, None, :]), axis=1) @ a[None]
@@ -175,9 +181,9 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
         hess = xp.swapaxes(strain_grad * strain_weight[:, :, None], 1, 2) @ strain_grad
         return grad8 @ a, hess
     omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, True)
-    tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], config.reference_twist, theta0, theta1, True)
+    tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], reference_twist, theta0, theta1, True)
     residuals = [(2.0 * weights[:, c], omega_jets[c].value - rest[:, c], omega_jets[c]) for c in range(4)]
-    residuals.append((twist_weight, tau.value - model.rest_twist, tau))
+    residuals.append((twist_weight, tau.value - rest_twist, tau))
     grad8 = sum((w * r)[:, None] * j.grad for w, r, j in residuals)
     hess8 = sum(w[:, None, None] * (j.grad[:, :, None] * j.grad[:, None, :] + r[:, None, None] * j.hess)
                 for w, r, j in residuals)
@@ -210,25 +216,29 @@ def scatter_band(xp, n_dofs, start, blocks, band):
 
 
 def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_hessian: bool = True,
-                             project: bool = False, gauss_newton: bool = False):
+                             project: bool = False, gauss_newton: bool = False, subset: ElementSubset | None = None):
     """Gradient (n_dofs,) [N or N·m] and, if asked, lower band Hessian (11, n_dofs) of the elastic energy.
 
     gauss_newton: the Hessian keeps only Σ w ∇s ∇sᵀ of every strain s (PSD, about the cost of a gradient);
-    a quasi-Newton matrix, not the exact Hessian."""
+    a quasi-Newton matrix, not the exact Hessian.  subset: only the elements of some strands
+    (model.element_subset); the other strands' entries are then 0."""
     n = model.n_dofs
+    edges = None if subset is None else subset.edges
+    bends = None if subset is None else subset.bends
     grad = xp.zeros(n, dtype=config.positions.dtype)
-    s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton)
-    stretch_start = model.vertex_dof[model.edge_vertex]
+    s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton, edges)
+    stretch_start = model.vertex_dof[model.edge_vertex if edges is None else model.edge_vertex[edges]]
     _scatter_gradient(xp, n, stretch_start, s_grad, grad)
     band = None
-    if model.bend_vertex.shape[0]:
-        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton)
-        _scatter_gradient(xp, n, model.bend_dof, b_grad, grad)
+    bend_start = model.bend_dof if bends is None else model.bend_dof[bends]
+    if bend_start.shape[0]:
+        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton, bends)
+        _scatter_gradient(xp, n, bend_start, b_grad, grad)
     if with_hessian:
         band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype)
         scatter_band(xp, n, stretch_start, s_hess, band)
-        if model.bend_vertex.shape[0]:
-            scatter_band(xp, n, model.bend_dof, b_hess, band)
+        if bend_start.shape[0]:
+            scatter_band(xp, n, bend_start, b_hess, band)
     return grad, band
 
 

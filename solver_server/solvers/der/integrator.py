@@ -95,6 +95,7 @@ class StepStats:
     iterations: int = 0
     mean_dv: float = 0.0
     factorizations: int = 0
+    partial_factorizations: int = 0   # of them, refactorizations of the strands still moving only
     projected_hessian: bool = False
     line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
     smallest_step: float = 1.0
@@ -102,6 +103,7 @@ class StepStats:
 
     def as_dict(self) -> dict:
         return {"iterations": self.iterations, "mean_dv": self.mean_dv, "factorizations": self.factorizations,
+                "partial_factorizations": self.partial_factorizations,
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
                 "smallest_step": self.smallest_step,
                 **self.extra}
@@ -125,8 +127,15 @@ class ImplicitEulerSolver:
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
-                exact: bool = False):
+                exact: bool = False, previous: BandedCholesky | None = None, strands=None):
+        """Factor of the system matrix at `config`.  With a previous factor (LAPACK path) and a mask strands
+        (S,) of fewer than SUBSET_FRACTION of the strands, only those strands' blocks are assembled and
+        refactored; the others keep their previous (converged, unused) blocks."""
         xp, model = self.xp, self.model
+        subset = None
+        if previous is not None and strands is not None and not previous.on_xp_path \
+                and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
+            subset = element_subset(xp, model, strands)
         diagonal = (1.0 + h * model.damping) * model.mass
         if soft_pins is not None:
             diagonal = diagonal.copy()
@@ -135,12 +144,16 @@ class ImplicitEulerSolver:
                         and not exact)
         for project in (False, True):
             _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
-                                               gauss_newton=gauss_newton)
+                                               gauss_newton=gauss_newton, subset=subset)
             band *= h * h
             band[0] += diagonal
             constrain_band(xp, band, fixed_dofs)
             try:
-                factor = BandedCholesky(xp, band, self.blocks, self._to_host, self._from_host)
+                if subset is None:
+                    factor = BandedCholesky(xp, band, self.blocks, self._to_host, self._from_host)
+                else:
+                    factor = previous.refactored(band, self._to_host(strands))
+                    stats.partial_factorizations += 1
             except NotPositiveDefinite:
                 continue
             stats.factorizations += 1
@@ -262,6 +275,7 @@ class ImplicitEulerSolver:
         # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
         stale = False
         contact_round = None
+        moving = None   # strands that took a step, found no decrease, or carry impulses in the last iteration
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
@@ -270,7 +284,7 @@ class ImplicitEulerSolver:
                        and iteration % settings.refresh_interval == 0)
             if factor is None or not settings.quasi_newton or refresh:
                 stale = False
-                factor = self._factor(config, h, fixed_dofs, stats, soft_pins)
+                factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=factor, strands=moving)
                 if impulses is not None:
                     # the contacts' response J A⁻¹ Jᵀ must be that of the matrix the global steps use: a
                     # response left from an older matrix over- or under-shoots once edges have turned
@@ -284,8 +298,8 @@ class ImplicitEulerSolver:
             current = objective(v, target, elastic)
             # strands pushed by contact impulses search along the straight line (seed Algorithm 2): bending
             # their path would move the contact points by more than the impulses' linear response
-            bent = None if path is None else (path, xp.bincount(self.dof_strand, weights=xp.abs(impulse),
-                                                                 minlength=model.n_strands) == 0.0)
+            pushed = xp.bincount(self.dof_strand, weights=xp.abs(impulse), minlength=model.n_strands) > 0.0
+            bent = None if path is None else (path, ~pushed)
             alpha, slope, direction, point, accepted, v_new = self._line_search(
                 factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective, bent)
             if not bool(accepted.all()):
@@ -293,6 +307,7 @@ class ImplicitEulerSolver:
                 # never taken); they move again once the impulses or the (refreshed) matrix change
                 stats.line_search_fallbacks += 1
             moved = alpha > 0.0
+            moving = moved | ~accepted | pushed
             stale = stale or not bool(accepted.all()) or bool(xp.any(alpha[moved] < 1.0))
             if not bool(moved.any()) and (impulses is None or contact_round is not None):
                 stats.iterations = iteration + 1
