@@ -43,8 +43,9 @@ class NewtonSettings:
     # quasi-Newton: refactor the matrix at the current iterate every this many iterations (0: never, the
     # seed's variant). Stiff stretching makes the first-iteration matrix stale once edges rotate in a step.
     refresh_interval: int = 0
-    # search along the length-preserving path (retraction.py) instead of the straight line: turning edges
-    # no longer stretch the trial points, 2-3× fewer iterations at frame-rate steps, same solution
+    # search along the length-preserving path (retraction.py) instead of the straight line, on strands
+    # without contact impulses: turning edges no longer stretch the trial points, 2-3× fewer iterations at
+    # frame-rate steps, same solution
     length_preserving_path: bool = True
     # when contacts are detected (CCD from x_t along the step) and the impulse loop starts: None = after the
     # first iteration (seed Algorithm 2); a value [m/s] = once the free motion's mean |Δv| is below it (or
@@ -170,8 +171,7 @@ class ImplicitEulerSolver:
         strand by strand, accepted (S,) bool, the accepted velocities (n_dofs,)).  A strand whose direction is
         not a descent direction (converged, or all kinematic) is accepted with α = 0; a strand that finds no
         decrease is not accepted and gets α = 0; both keep their part of `point`, so nothing is evaluated
-        again after the search.  path: (the LengthPreservingPath of the step, strands (S,) bool that may be
-        bent onto it), or None (straight line)."""
+        again after the search.  path: (LengthPreservingPath, strands (S,) bool it bends) or None (straight)."""
         xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
@@ -296,17 +296,12 @@ class ImplicitEulerSolver:
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             current = objective(v, target, elastic)
-            # strands pushed by contact impulses search along the bent path too when they are rooted: the path
-            # is the straight line to first order, so the impulses' linear response J A⁻¹ Jᵀ still predicts
-            # the step, and a straight search cut short by rotation-induced stretching would apply only a
-            # fraction of the impulse (contacts then crawl to the target: 5 % of the gap per iteration,
-            # measured).  A free strand in contact keeps the straight line: rebuilding it from its first
-            # vertex would slide everything beyond along its contacts (a strand lying on the ground)
+            # strands pushed by contact impulses search along the straight line (seed Algorithm 2): bending
+            # their path would move the contact points by more than the impulses' linear response
             pushed = xp.bincount(self.dof_strand, weights=xp.abs(impulse), minlength=model.n_strands) > 0.0
-            bendable = None if path is None else ~pushed | path.strand_rooted
+            bent = None if path is None else (path, ~pushed)
             alpha, slope, direction, point, accepted, v_new = self._line_search(
-                factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
-                None if path is None else (path, bendable))
+                factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective, bent)
             if not bool(accepted.all()):
                 # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
                 # never taken); they move again once the impulses or the (refreshed) matrix change

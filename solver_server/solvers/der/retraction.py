@@ -16,7 +16,7 @@ convergent Newton method instead of a position correction that changes the physi
 
 Applied only to strands whose kinematic vertices form a prefix of the strand (clamped or pinned roots):
 a strand pinned further along would be pulled off its pins by the rebuild.  The caller can also leave out
-strands (the integrator bends only the strands it still searches).
+strands (those that carry contact impulses keep the straight path of seed Algorithm 2).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ class LengthPreservingPath:
         in_prefix = vertex_fixed & (local < fixed_count[strand])
         prefix_count = xp.bincount(strand, weights=in_prefix.astype(x_t.dtype), minlength=model.n_strands)
         self.strand_eligible = prefix_count == fixed_count            # (S,)
-        self.strand_rooted = fixed_count > 0                            # (S,) at least one kinematic point
         self.vertex_fixed = vertex_fixed                                # (N,)
         # an edge between two kinematic vertices keeps its prescribed motion exactly
         self.edge_kinematic = vertex_fixed[model.edge_vertex] & vertex_fixed[model.edge_vertex + 1]
