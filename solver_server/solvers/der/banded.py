@@ -22,6 +22,8 @@ the two paths.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.linalg
 
@@ -94,13 +96,15 @@ class StrandBlocks:
 
 
     def columns_of(self, selected):
-        """Host column indices (c,) of the blocks marked in the host bool mask selected (S,) (blocks in
-        their original order), block after block."""
+        """The blocks marked in the host bool mask selected (S,) (blocks in their original order) side by
+        side: their host column indices (c,), block after block, and the one-past-last positions (s,) of
+        each block within those columns (the segment ends of the compressed band)."""
         selected = np.asarray(selected, dtype=bool)
         ends = self.segment_ends[selected]
         lengths = ends - np.concatenate(([0], self.segment_ends[:-1]))[selected]
-        first = np.repeat(ends - lengths, lengths)
-        return first + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        compressed_ends = np.cumsum(lengths)
+        columns = np.repeat(ends - compressed_ends, lengths) + np.arange(int(lengths.sum()))
+        return columns, compressed_ends
 
 
 def strand_blocks_of_model(xp, to_host, model, width: int = 11) -> StrandBlocks:
@@ -186,15 +190,13 @@ class BandedCholesky:
         independent, so the selected columns side by side are one band matrix of their own)."""
         if self.on_xp_path:
             raise ValueError("refactoring some blocks needs the LAPACK path")
-        columns = self.blocks.columns_of(selected)
+        columns, _ = self.blocks.columns_of(selected)
         try:
             part = scipy.linalg.cholesky_banded(np.ascontiguousarray(self._to_host(band)[:, columns]), lower=True,
                                                 check_finite=False)
         except np.linalg.LinAlgError as error:
             raise NotPositiveDefinite(str(error)) from error
-        result = object.__new__(BandedCholesky)
-        result.xp, result.blocks, result.on_xp_path = self.xp, self.blocks, False
-        result._to_host, result._from_host = self._to_host, self._from_host
+        result = copy.copy(self)
         result._factor = self._factor.copy()
         result._factor[:, columns] = part
         return result

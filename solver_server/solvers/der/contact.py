@@ -398,14 +398,10 @@ class StepContacts:
         model = self.model
         touched = np.zeros(model.n_strands, dtype=bool)
         touched[model.vertex_strand[self.vertices[self.weights != 0.0]]] = True
-        first_vertex, end_vertex = model.strand_offsets[:-1], model.strand_offsets[1:]
-        starts = model.vertex_dof[first_vertex[touched]]
-        ends = model.vertex_dof[end_vertex[touched] - 1] + 3
-        lengths = ends - starts
-        columns = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        columns, ends = factor.blocks.columns_of(touched)
         lower_factor = factor.lower_factor
         inverse = np.zeros_like(lower_factor)
-        inverse[:, columns] = band_of_inverse(np, lower_factor[:, columns], np.cumsum(lengths))
+        inverse[:, columns] = band_of_inverse(np, lower_factor[:, columns], ends)
         return inverse
 
     def _coupling(self, first, second):

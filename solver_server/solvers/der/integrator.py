@@ -184,12 +184,13 @@ class ImplicitEulerSolver:
         alpha = xp.where(searching, 1.0, 0.0)
         accepted = ~searching
         accepted_v = v
+        start_edges = None if path is None else path[0].edges_at(v)
         for _ in range(settings.max_backtracks):
             if not bool(searching.any()):
                 break
             trial_v = v + alpha[self.dof_strand] * direction
             if path is not None:
-                trial_v = path[0].bend(trial_v, v, path[1] & searching)
+                trial_v = path[0].bend(trial_v, start_edges, path[1] & searching)
             trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
             point = self._merge(ok, trial, point)

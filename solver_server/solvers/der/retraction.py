@@ -54,19 +54,24 @@ class LengthPreservingPath:
         self.root_of = first[strand[not_root]]
         self.first_edge = first - xp.arange(model.n_strands)            # (S,)
 
-    def bend(self, v_trial, v_current, strands=None):
-        """Trial velocities (n_dofs,) moved onto the path; strands (S,) bool limits it to those strands
-        (None: every eligible strand).  Twist rates and kinematic vertices are returned unchanged."""
+    def edges_at(self, v_current):
+        """The edges (E, 3) [m] and their lengths (E,) at velocities v_current: the point a line search
+        starts from, shared by all of its trials (bend's `current`)."""
+        positions = self.x_t + self.h * self.model.gather_positions(v_current)
+        edges = positions[self.model.edge_vertex + 1] - positions[self.model.edge_vertex]
+        return edges, self.xp.linalg.norm(edges, axis=1)
+
+    def bend(self, v_trial, current, strands=None):
+        """Trial velocities (n_dofs,) moved onto the path from the point `current` (edges_at of the search's
+        start velocities); strands (S,) bool limits it to those strands (None: every eligible strand).  Twist
+        rates and kinematic vertices are returned unchanged."""
         xp, model, h = self.xp, self.model, self.h
         eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
         if not bool(eligible.any()):
             return v_trial
         trial = self.x_t + h * model.gather_positions(v_trial)
-        current = self.x_t + h * model.gather_positions(v_current)
-        head, tail = model.edge_vertex, model.edge_vertex + 1
-        edges = trial[tail] - trial[head]
-        current_edges = current[tail] - current[head]
-        current_length = xp.linalg.norm(current_edges, axis=1)
+        edges = trial[model.edge_vertex + 1] - trial[model.edge_vertex]
+        current_edges, current_length = current
         predicted = current_length + xp.sum(current_edges * (edges - current_edges), axis=1) / current_length
         predicted = xp.maximum(predicted, SHORTEST_EDGE_FRACTION * current_length)
         scale = xp.where(self.edge_kinematic, 1.0, predicted / xp.linalg.norm(edges, axis=1))
