@@ -35,7 +35,10 @@ def test_refused_scene_and_missing_file_fail_with_the_problem_named(tmp_path):
 def test_server_killed_mid_bake_fails_within_the_timeout_and_resume_finishes(tmp_path, start_solver_server):
     shot = tmp_path / "shot.blend"
     frames = 100
-    workflow("save_shot", tmp_path, path=str(shot), frames=frames, n=16, substeps=8)
+    # 32 substeps per frame: the whole bake takes ~5 s on a quiet machine, so the kill 1.5 s after the
+    # submission lands mid-bake (with 8 substeps the 100 frames were done in 1.4 s and the bake finished
+    # before the kill), and still after the first checkpoint (frame 5) on a loaded one
+    workflow("save_shot", tmp_path, path=str(shot), frames=frames, n=16, substeps=32)
     server = start_solver_server()
     process = start_cli("bake", str(shot), "--address", server.address, "--timeout", "2", home=tmp_path)
     deadline = time.monotonic() + 60
