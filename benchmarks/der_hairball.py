@@ -52,6 +52,25 @@ def rotate_z(points, angle):
     return points @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]).T
 
 
+def deepest_penetration(model, positions):
+    """Strand–strand overlap at `positions` (N, 3) [m]: (deepest overlap of two non-adjacent edges relative to
+    the smaller hair radius, number of edge pairs overlapping by more than 10 % of it)."""
+    from solver_server.backend import neighbour_pairs
+    from solver_server.solvers.der.geometry import segment_closest_points
+
+    ev = model.edge_vertex
+    start, end = positions[ev], positions[ev + 1]
+    reach = 0.5 * np.linalg.norm(end - start, axis=1) + model.edge_radius
+    pairs = neighbour_pairs(np, 0.5 * (start + end), 2.0 * reach.max())
+    i, j = pairs[:, 0], pairs[:, 1]
+    keep = (model.edge_strand[i] != model.edge_strand[j]) | (np.abs(ev[i] - ev[j]) > 1)
+    i, j = i[keep], j[keep]
+    _, _, distance = segment_closest_points(np, start[i], end[i], start[j], end[j])
+    overlap = (model.edge_radius[i] + model.edge_radius[j] - distance) / np.minimum(model.edge_radius[i],
+                                                                                      model.edge_radius[j])
+    return (float(max(overlap.max(), 0.0)) if overlap.shape[0] else 0.0), int(np.sum(overlap > 0.1))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
@@ -65,6 +84,8 @@ def main(argv=None) -> int:
                         help="quasi-Newton matrix (first-iteration exact Hessian or Gauss-Newton)")
     parser.add_argument("--refresh", type=int, default=4,
                         help="refactor the quasi-Newton matrix every this many iterations (0: seed, never)")
+    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="jacobi",
+                        help="contact local step: seed Jacobi, or Gauss-Seidel sweeps with the exact Delassus operator")
     args = parser.parse_args(argv)
 
     backend = get_backend("cpu")
@@ -76,7 +97,8 @@ def main(argv=None) -> int:
     sphere = SpinningSphere(sphere_radius, spin, friction=0.3)
     solver = DerSolver(model, backend, NewtonSettings(max_iterations=args.iterations, tolerance=1e-6, quasi_newton=True,
                                                       quasi_newton_matrix=args.matrix, refresh_interval=args.refresh),
-                       colliders=[sphere], contact=ContactSettings(friction=0.3, collider_friction=0.3))
+                       colliders=[sphere], contact=ContactSettings(friction=0.3, collider_friction=0.3,
+                                                                     local_solver=args.local_solver))
     state = rest_state(np, model)
     rest_targets = points[np.asarray(solver.fixed_vertices)]
     print(f"hairball: {args.strands} strands x {args.vertices} points, {model.n_dofs} DOF, dt = {args.dt * 1e3:g} ms, "
@@ -99,6 +121,9 @@ def main(argv=None) -> int:
             contacts.append(stats.get("contacts", 0))
             iterations.append(stats["iterations"])
     ms = 1e3 * float(np.mean(timings))
+    deepest, deep_pairs = deepest_penetration(model, state.positions)
+    print(f"strand-strand penetration at the end: deepest {deepest:.2f} hair radii, {deep_pairs} edge pairs deeper "
+          f"than 10 % of the radius")
     print(f"timed steps: {args.steps} after {args.warmup} untimed steps of {args.warmup_dt * 1e3:g} ms "
           f"({clock:.3f} s simulated)")
     print(f"ms per step: {ms:.1f} (median {1e3 * float(np.median(timings)):.1f}; process CPU time "

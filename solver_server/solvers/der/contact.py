@@ -33,7 +33,8 @@ from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3
 from .banded import band_of_inverse
-from .geometry import coplanarity_times, segment_closest_points
+from .contact_space import DelassusOperator
+from .geometry import coplanarity_times, overlap_far_end, segment_closest_points
 from .model import DerModel
 
 
@@ -55,6 +56,13 @@ class ContactSettings:
     # continuous collision detection of vertices against colliders on the first iteration (collider_ccd.py);
     # off: colliders are only tested at the predicted end positions (a fast vertex can pass a thin collider)
     collider_ccd: bool = True
+    # the local step after each global step: "jacobi" (seed Algorithm 3: one step per contact, all at once,
+    # with `response`) or "gauss_seidel" (the contact problem of the linear model u = u_now + W Δλ with the
+    # exact Delassus operator W = J A⁻¹ Jᵀ solved by projected Gauss–Seidel sweeps, contact_space.py)
+    local_solver: str = "jacobi"
+    gauss_seidel_sweeps: int = 50
+    # the sweeps stop once no contact's relative velocity changes by more than this [m/s] in a sweep
+    gauss_seidel_tolerance: float = 1e-7
 
 
 def _rows_dot(xp, a, b):
@@ -63,6 +71,9 @@ def _rows_dot(xp, a, b):
 
 # smallest summed |barycentric weight| of free vertices for a pair contact to be solved (see _detect_edges)
 KINEMATIC_CONTACT_WEIGHT = 1e-3
+# edge pairs at a smaller angle than this (its sine) get a second contact at the far end of the stretch along
+# which they touch (StepContacts._far_end_contacts)
+PARALLEL_SINE = 0.1
 
 
 def _normalize(xp, vectors):
@@ -78,6 +89,11 @@ class ContactSolver:
         self._warm = None   # (sorted keys, impulses (n, 3), step length) of the last finished step
         if settings.response not in ("rigid_rod", "delassus"):
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
+        if settings.local_solver not in ("jacobi", "gauss_seidel"):
+            raise ValueError(f"contact local_solver must be 'jacobi' or 'gauss_seidel', got {settings.local_solver!r}")
+        if settings.gauss_seidel_sweeps < 1 or not settings.gauss_seidel_tolerance >= 0.0:
+            raise ValueError("contact gauss_seidel_sweeps must be >= 1 and gauss_seidel_tolerance >= 0, got "
+                             f"{settings.gauss_seidel_sweeps} and {settings.gauss_seidel_tolerance}")
         for name in ("friction", "thickness"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
@@ -173,11 +189,14 @@ class StepContacts:
         self._inverse_band = None
         self._delassus = None
         self._coupled_pairs = None
+        self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
+        self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
 
     def set_system(self, factor) -> None:
         self._factor = factor
         self._inverse_band = None
         self._delassus = None
+        self._operator = None
 
     # ---------------------------------------------------------------- detection
     def _detect(self, velocity):
@@ -194,7 +213,7 @@ class StepContacts:
             return
         self.keys = xp.concatenate([p[8] for p in parts])
         self.vertices = xp.concatenate([p[0] for p in parts])
-        self._coupled_pairs = self._delassus = None
+        self._coupled_pairs = self._delassus = self._operator = None
         self.weights = xp.concatenate([p[1] for p in parts])
         self.kind_edge = xp.concatenate([p[2] for p in parts])
         self.normal = xp.concatenate([p[3] for p in parts])
@@ -271,7 +290,7 @@ class StepContacts:
         if not bool(hit.any()):
             return None
         tau = best[0][hit]
-        va, vb, contact_distance = va[hit], vb[hit], contact_distance[hit]
+        ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
         points0 = [p[hit] for p in points0]
         motion = [m[hit] for m in motion]
         # contact point and normal from the closest points at the START of the step, where the strands are
@@ -290,19 +309,57 @@ class StepContacts:
         normal = _normalize(xp, normal)
         flip = _rows_dot(xp, start_a - start_b, normal) < 0.0
         normal[flip] *= -1.0
-        start_gap = _rows_dot(xp, start_a - start_b, normal)
-        n = va.shape[0]
-        vertices = xp.stack((va, va + 1, vb, vb + 1), axis=1)
-        weights = xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1)
-        found = (vertices, weights, xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h,
-                 xp.zeros((n, 3)), xp.full(n, settings.friction),
-                 xp.minimum(model.edge_radius[ea[hit]], model.edge_radius[eb[hit]]),
-                 ea[hit] * model.n_edges + eb[hit])
+        keys = ea * model.n_edges + eb
+        closest = self._edge_contact_parts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
+        far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
+        found = closest if far is None else tuple(xp.concatenate(parts) for parts in zip(closest, far))
         # a contact point carried (almost) only by kinematic vertices, e.g. one strand's clamped root edge
         # touching another's clamped second point, has a (nearly) zero response J A⁻¹ Jᵀ: leave it out
+        vertices, weights = found[0], found[1]
         free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
         movable = free_weight > KINEMATIC_CONTACT_WEIGHT
         return found if bool(movable.all()) else tuple(part[movable] for part in found)
+
+    def _edge_contact_parts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
+        """The detection tuple of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
+        vertices va, vb; normal (n, 3) unit, from B to A; separation (n, 3) [m]: A's point − B's point at the
+        start of the step."""
+        xp, model = self.xp, self.model
+        n = va.shape[0]
+        start_gap = _rows_dot(xp, separation, normal)
+        return (xp.stack((va, va + 1, vb, vb + 1), axis=1), xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1),
+                xp.ones(n, dtype=bool), normal, (contact_distance - start_gap) / self.h, xp.zeros((n, 3)),
+                xp.full(n, self.solver.settings.friction), xp.minimum(model.edge_radius[ea], model.edge_radius[eb]),
+                keys)
+
+    def _far_end_contacts(self, ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys):
+        """Second contacts of (nearly) parallel edge pairs that lie along each other: the closest points pin
+        one end of the stretch where they touch, and nothing stops the other end from closing in when the
+        strands turn during the step (at a strand's end no neighbouring edge pair covers it).  A contact at
+        the far end of that stretch (geometry.overlap_far_end), when it is a quarter edge or more away and
+        within reach during the step.  Keys: −(pair key) − 1.  Returns the detection tuple or None."""
+        xp, settings = self.xp, self.solver.settings
+        axis_a, axis_b = points0[1] - points0[0], points0[3] - points0[2]
+        cross = cross3(xp, axis_a, axis_b)
+        sine_squared = _rows_dot(xp, cross, cross) / (_rows_dot(xp, axis_a, axis_a) * _rows_dot(xp, axis_b, axis_b))
+        s_far, t_far = overlap_far_end(xp, *points0, s)
+        start_a = points0[0] + s_far[:, None] * axis_a
+        start_b = points0[2] + t_far[:, None] * axis_b
+        end_a = start_a + (1.0 - s_far)[:, None] * motion[0] + s_far[:, None] * motion[1]
+        end_b = start_b + (1.0 - t_far)[:, None] * motion[2] + t_far[:, None] * motion[3]
+        nearest = xp.minimum(xp.linalg.norm(start_a - start_b, axis=1), xp.linalg.norm(end_a - end_b, axis=1))
+        wanted = (sine_squared < PARALLEL_SINE ** 2) & (xp.abs(s_far - s) >= 0.25) \
+            & (nearest < (1.0 + settings.proximity) * contact_distance)
+        if not bool(wanted.any()):
+            return None
+        separation = (start_a - start_b)[wanted]
+        # apart at the start: the normal of the far end's own points; touching there: the pair's normal
+        length = xp.linalg.norm(separation, axis=1)
+        own = length >= 1e-3 * contact_distance[wanted]
+        far_normal = xp.where(own[:, None], separation / xp.maximum(length, 1e-300)[:, None], normal[wanted])
+        return self._edge_contact_parts(ea[wanted], eb[wanted], va[wanted], vb[wanted], s_far[wanted],
+                                        t_far[wanted], far_normal, separation, contact_distance[wanted],
+                                        -keys[wanted] - 1)
 
     def _collider_keys(self, number, vertices):
         """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b)."""
@@ -528,6 +585,10 @@ class StepContacts:
         counts = xp.bincount(touching[weights], minlength=model.n_vertices).astype(float)
         return xp.maximum(counts, 1.0)
 
+    @property
+    def resolves_each_round(self) -> bool:
+        return self.solver.settings.local_solver != "jacobi"
+
     def converged(self) -> bool:
         """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius."""
         return self.worst_penetration <= self.solver.settings.penetration_tolerance
@@ -548,6 +609,9 @@ class StepContacts:
         # predicted end-of-step penetration beyond the contact distance, relative to that distance
         shortfall = (self.target_normal - _rows_dot(xp, relative, self.normal)) * self.h / self.radius_scale
         self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
+        if self.solver.settings.local_solver != "jacobi" and self._factor is not None:
+            start = self.solver.warm_start(self.keys, self.normal, self.mu, self.h) if iteration == 0 else self.impulse
+            return self._relaxed_update(self._solve_contact_space(relative, start))
         if iteration == 0:
             warm = self.solver.warm_start(self.keys, self.normal, self.mu, self.h)
             if bool(xp.any(warm != 0.0)):
@@ -557,11 +621,18 @@ class StepContacts:
                 self.active_mask = xp.linalg.norm(warm, axis=1) > 0.0
                 return self.generalized_impulse(warm)
         response = self._response(self._contact_counts())
-        local = local_impulse_update(xp, response, relative, self.normal, self.target_normal, self.impulse, self.mu)
-        # Jacobi over coupled contacts can settle into a growing two-iteration oscillation (a contact's
-        # increment flips direction every iteration); such contacts are under-relaxed, halving their step
-        # each flip (down to 1/8) and regaining it while they move steadily.  A convex combination of two
-        # impulses inside the Coulomb cone stays inside it.
+        return self._relaxed_update(local_impulse_update(xp, response, relative, self.normal, self.target_normal,
+                                                         self.impulse, self.mu))
+
+    def _relaxed_update(self, local):
+        """Move the impulses towards the local solution `local` (n, 3); returns the generalized impulse.
+
+        The global/local loop can settle into a two-iteration oscillation (a contact's increment flips
+        direction every iteration: coupled Jacobi steps, or a nearly free strand tip whose contacts' solution
+        alternates with the matrix refreshes); such contacts are under-relaxed, halving their step each flip
+        (down to 1/8) and regaining it while they move steadily.  A convex combination of two impulses inside
+        the Coulomb cone stays inside it."""
+        xp = self.xp
         increment = local - self.impulse
         flipped = _rows_dot(xp, increment, self._last_increment) < 0.0
         self._relaxation = xp.where(flipped, xp.maximum(0.5 * self._relaxation, 0.125),
@@ -570,6 +641,20 @@ class StepContacts:
         self.impulse = self.impulse + self._last_increment
         self.active_mask = xp.linalg.norm(self.impulse, axis=1) > 0.0
         return self.generalized_impulse(self.impulse)
+
+    def _solve_contact_space(self, relative, start):
+        """Impulses (n, 3) solving the contact problem of the linear model u(λ) = u_now + W (λ − λ_applied),
+        from the impulses `start` (contact_space.py).  relative (n, 3): u_now, the relative velocities the
+        applied impulses produced."""
+        settings = self.solver.settings
+        if self._operator is None:
+            self._operator = DelassusOperator(self.xp, self.model, self._factor, self.vertices, self.weights,
+                                              self.dof_fixed, self.normal)
+        operator = self._operator
+        impulse, self.sweeps, _ = operator.gauss_seidel(relative + operator.apply(start - self.applied), start,
+                                                        self.target_normal, self.mu, settings.gauss_seidel_sweeps,
+                                                        settings.gauss_seidel_tolerance)
+        return impulse
 
     def generalized_impulse(self, impulse):
         xp, model = self.xp, self.model
@@ -588,7 +673,7 @@ class StepContacts:
         n = self.vertices.shape[0]
         stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
                  "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
-                 "mean_impulse": 0.0, "fischer_burmeister": 0.0}
+                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": self.sweeps}
         if n == 0 or self.last_velocity is None:
             return stats
         residual = self.fischer_burmeister(self.last_velocity)

@@ -37,6 +37,24 @@ def segment_closest_points(xp, p1, q1, p2, q2):
     return s, t, xp.linalg.norm(closest1 - closest2, axis=1)
 
 
+def overlap_far_end(xp, p1, q1, p2, q2, s):
+    """For (nearly) parallel segments [p1, q1] and [p2, q2] touching along a stretch: the end of that stretch
+    farther from the point s of segment 1 (rows independent, shapes (n, 3) and (n,)).
+
+    The stretch is the part of segment 1 that segment 2 projects onto (segment 1's parameters [lo, hi]).
+    Returns (s_far, t_far): its far end on segment 1 and that point's projection onto segment 2, both in
+    [0, 1]."""
+    d1 = q1 - p1
+    d2 = q2 - p2
+    a = _dot(xp, d1, d1)
+    start, end = _dot(xp, p2 - p1, d1) / a, _dot(xp, q2 - p1, d1) / a
+    lo = xp.clip(xp.minimum(start, end), 0.0, 1.0)
+    hi = xp.clip(xp.maximum(start, end), 0.0, 1.0)
+    s_far = xp.where(xp.abs(s - lo) >= xp.abs(s - hi), lo, hi)
+    t_far = xp.clip(_dot(xp, p1 + s_far[:, None] * d1 - p2, d2) / _dot(xp, d2, d2), 0.0, 1.0)
+    return s_far, t_far
+
+
 def coplanarity_times(xp, x0, x1, x2, x3, v0, v1, v2, v3, bisection_steps: int = 40):
     """Times τ ∈ [0, 1] where four linearly moving points become coplanar (up to 3 per row).
 

@@ -89,6 +89,11 @@ class ImpulseHandler(Protocol):
     def converged(self) -> bool:
         """Whether the contacts accept ending the iteration."""
 
+    @property
+    def resolves_each_round(self) -> bool:
+        """Whether every update solves the contact problem of the measured velocities anew (so strands it
+        pushes may follow the length-preserving path), rather than taking one local step."""
+
 
 @dataclass
 class StepStats:
@@ -276,13 +281,18 @@ class ImplicitEulerSolver:
         # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
         stale = False
         contact_round = None
+        resolves_each_round = bool(getattr(impulses, "resolves_each_round", False))
         moving = None   # strands that took a step, found no decrease, or carry impulses in the last iteration
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
             target = free_velocity + impulse / mass
-            refresh = (stale and settings.refresh_interval > 0 and iteration > 0
-                       and iteration % settings.refresh_interval == 0)
+            # a handler that solves its contact problem exactly on the factor's response (J A⁻¹ Jᵀ) needs that
+            # response to be the system's: a stale matrix is refreshed at every contact round then (with a
+            # stale one the exact solve over- or under-shoots and the loop does not converge)
+            refresh = stale and iteration > 0 and (
+                (settings.refresh_interval > 0 and iteration % settings.refresh_interval == 0)
+                or (contact_round is not None and resolves_each_round))
             if factor is None or not settings.quasi_newton or refresh:
                 stale = False
                 factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=factor, strands=moving)
@@ -297,10 +307,13 @@ class ImplicitEulerSolver:
                 gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
             gradient[fixed_dofs] = 0.0
             current = objective(v, target, elastic)
-            # strands pushed by contact impulses search along the straight line (seed Algorithm 2): bending
-            # their path would move the contact points by more than the impulses' linear response
+            # strands pushed by contact impulses search along the straight line (seed Algorithm 2) unless the
+            # handler solves its contact problem again from the measured velocities every round: bending
+            # their path moves the contact points by more than the impulses' linear response, which one
+            # Jacobi step per round does not recover from (the hairball tangles)
             pushed = xp.bincount(self.dof_strand, weights=xp.abs(impulse), minlength=model.n_strands) > 0.0
-            bent = None if path is None else (path, ~pushed)
+            bendable = xp.ones_like(pushed) if resolves_each_round else ~pushed
+            bent = None if path is None else (path, bendable)
             alpha, slope, direction, point, accepted, v_new = self._line_search(
                 factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective, bent)
             if not bool(accepted.all()):

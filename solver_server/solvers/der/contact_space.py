@@ -1,0 +1,284 @@
+"""The contact problem of one global step in contact space: exact Delassus operator and projected
+Gauss–Seidel over a colouring of the contacts.
+
+With the factorized global matrix A (the matrix the next (quasi-)Newton step solves with) a change Δλ of
+the contact impulses changes the velocities by A⁻¹ Jᵀ Δλ, so the relative velocities at the contacts by
+
+    Δu = W Δλ,     W = J A⁻¹ Jᵀ      (contacts × contacts blocks of 3 × 3, [m/s per N·s])
+
+J maps generalized velocities to the relative velocity of each contact (weights of its ≤ 4 vertex slots).
+A is block diagonal over strands, so W_{cc'} is non-zero only when contacts c and c' touch a common strand,
+and then it is exact, not banded: the entries of A_s⁻¹ between the vertices touched by contacts come from
+one multi-right-hand-side solve with the factor (one column per touched vertex coordinate, all strands side
+by side).
+
+Seed Algorithm 3 runs ONE local (Jacobi) step per global step; at frame-rate steps in dense hair it then
+needs tens of global steps to close the last radii of predicted penetration.  Here the local problem of
+every global step is solved to convergence on the linear model u(λ) = u_now + W (λ − λ_applied): each sweep
+updates the contacts colour by colour (contacts of one colour share no strand, so they are independent and
+updated at once, vectorized), each with its exact 3 × 3 block W_cc and the seed's local update (normal
+impulse to the target velocity, friction to cancel the sliding, projection onto the Coulomb cone).  The
+next global step applies the impulses; its velocities show what the linear model missed (nonlinear
+elasticity, contacts found later) and the loop repeats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from ...backend import repeat_each
+
+
+class DelassusOperator:
+    """W = J A⁻¹ Jᵀ of a contact set, stored as blocks of the contact pairs sharing a strand, and its
+    projected Gauss–Seidel solver.
+
+    pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)) with blocks
+    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; colour (n,) of every contact (no two contacts of one
+    colour share a strand).  The sweeps work in every contact's frame (normal, two tangents): there the
+    local step is a scalar normal update, a 2 × 2 friction solve and a clamp to the Coulomb disc."""
+
+    def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal):
+        """factor: BandedCholesky of A; vertices (n, 4) int, weights (n, 4) [-] (zero: unused slot);
+        dof_fixed (n_dofs,) bool: kinematic DOFs, which do not respond; normal (n, 3): unit contact normals."""
+        self.xp = xp
+        n = vertices.shape[0]
+        self.n = n
+        contact, slot = xp.nonzero(weights != 0.0)
+        vertex = vertices[contact, slot]
+        weight = weights[contact, slot]
+        strand = model.vertex_strand[vertex]
+        inverse_blocks = _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed)
+        # entry pairs (e, f) on one strand: sort the entries by strand, pair every entry with its group
+        order = xp.argsort(strand, kind="stable")
+        contact, vertex, weight, strand = contact[order], vertex[order], weight[order], strand[order]
+        entry_block = inverse_blocks.index_of(vertex)
+        group_start = xp.searchsorted(strand, strand, side="left")
+        group_size = xp.searchsorted(strand, strand, side="right") - group_start
+        first = repeat_each(xp, xp.arange(strand.shape[0]), group_size)
+        local = xp.arange(first.shape[0]) - repeat_each(xp, xp.cumsum(group_size) - group_size, group_size)
+        second = group_start[first] + local
+        entry_pair_blocks = (weight[first] * weight[second])[:, None, None] \
+            * inverse_blocks.block(entry_block[first], entry_block[second])
+        # sum the entry pairs of every contact pair
+        keys = contact[first] * n + contact[second]
+        unique_keys, slot_of = xp.unique(keys, return_inverse=True)
+        slot_of = slot_of.reshape(-1)
+        summed = xp.zeros((unique_keys.shape[0], 9))
+        flat = entry_pair_blocks.reshape(-1, 9)
+        for component in range(9):
+            summed[:, component] = xp.bincount(slot_of, weights=flat[:, component], minlength=unique_keys.shape[0])
+        self.pair_first, self.pair_second = unique_keys // n, unique_keys % n
+        self.blocks = summed.reshape(-1, 3, 3)
+        on_diagonal = self.pair_first == self.pair_second
+        self.diagonal = xp.zeros((n, 3, 3))
+        self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
+        self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal])
+        self._prepare_sweeps(normal)
+
+    def _prepare_sweeps(self, normal):
+        """Contact frames, W in them grouped by the colour of the block's column contact, and the pieces of
+        every contact's own block the local step needs."""
+        xp, n = self.xp, self.n
+        frames = _contact_frames(xp, normal)                                            # (n, 3, 3) columns n, t1, t2
+        self.frames = frames
+        local_blocks = xp.einsum("pia,pij,pjb->pab", frames[self.pair_first], self.blocks, frames[self.pair_second])
+        own = xp.einsum("nia,nij,njb->nab", frames, self.diagonal, frames)
+        self.normal_response = own[:, 0, 0]                                             # (n,) W_NN
+        self.tangential_effect = own[:, 1:, 0]                                          # (n, 2) W_TN
+        self.tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                      # (n, 2, 2) W_TT⁻¹
+        colours = int(self.colour.max()) + 1 if n else 0
+        order = xp.argsort(self.colour, kind="stable")
+        position = xp.empty(n, dtype=xp.int64)                                          # of a contact in its colour
+        contact_bounds = xp.searchsorted(self.colour[order], xp.arange(colours + 1))
+        position[order] = xp.arange(n) - repeat_each(xp, contact_bounds[:-1], xp.diff(contact_bounds))
+        pair_order = xp.argsort(self.colour[self.pair_second], kind="stable")
+        pair_bounds = _to_host(xp, xp.searchsorted(self.colour[self.pair_second][pair_order], xp.arange(colours + 1)))
+        contact_bounds = _to_host(xp, contact_bounds)
+        self.sweep_colours = []
+        for colour in range(colours):
+            members = order[int(contact_bounds[colour]):int(contact_bounds[colour + 1])]
+            pairs = pair_order[int(pair_bounds[colour]):int(pair_bounds[colour + 1])]
+            rows, row_slot = xp.unique(self.pair_first[pairs], return_inverse=True)
+            self.sweep_colours.append(_ColourBlocks(members, local_blocks[pairs], position[self.pair_second[pairs]],
+                                                    rows, row_slot.reshape(-1)))
+
+    @property
+    def colours(self) -> int:
+        return len(self.sweep_colours)
+
+    def apply(self, impulses):
+        """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
+        xp = self.xp
+        change = xp.einsum("pij,pj->pi", self.blocks, impulses[self.pair_second])
+        result = xp.zeros((self.n, 3))
+        for axis in range(3):
+            result[:, axis] = xp.bincount(self.pair_first, weights=change[:, axis], minlength=self.n)
+        return result
+
+    def gauss_seidel(self, relative, impulse, target_normal, mu, sweeps: int, velocity_tolerance: float):
+        """Projected Gauss–Seidel on u(λ) = relative + W (λ − impulse): per contact, the normal impulse that
+        brings u_N to target_normal (λ_N ≥ 0), then the friction that stops the sliding (with the normal
+        change's tangential effect), clamped to ‖λ_T‖ ≤ μ λ_N (seed eqs. 3.1, 3.4, 3.5).
+
+        relative (n, 3) [m/s]: relative velocities that the impulses `impulse` (n, 3) [N·s] produce;
+        target_normal (n,) [m/s]; mu (n,).  Sweeps until no contact's relative velocity changes by more than
+        velocity_tolerance [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside their
+        Coulomb cones, sweeps done, last sweep's largest velocity change [m/s])."""
+        xp, frames = self.xp, self.frames
+        u = xp.einsum("nia,ni->na", frames, relative)                                   # (n, 3) frame components
+        lam = xp.einsum("nia,ni->na", frames, impulse)
+        # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
+        lam = _clamp_to_disc(xp, xp.maximum(lam[:, 0], 0.0), lam[:, 1:], mu)
+        u = u + self._apply_local(lam - xp.einsum("nia,ni->na", frames, impulse))
+        largest = 0.0
+        done = 0
+        for done in range(1, sweeps + 1):
+            largest_change = xp.zeros(())
+            for colour in self.sweep_colours:
+                members = colour.members
+                old = lam[members]
+                velocity = u[members]
+                new_normal = xp.maximum(old[:, 0] + (target_normal[members] - velocity[:, 0])
+                                        / self.normal_response[members], 0.0)
+                goal = -(velocity[:, 1:] + self.tangential_effect[members] * (new_normal - old[:, 0])[:, None])
+                tangential = old[:, 1:] + xp.einsum("kab,kb->ka", self.tangential_inverse[members], goal)
+                new = _clamp_to_disc(xp, new_normal, tangential, mu[members])
+                lam[members] = new
+                change = colour.effect(xp, new - old)
+                u[colour.rows] += change
+                largest_change = xp.maximum(largest_change, xp.abs(change).max())
+            largest = float(largest_change)
+            if largest <= velocity_tolerance:
+                break
+        return xp.einsum("nia,na->ni", frames, lam), done, largest
+
+    def _apply_local(self, lam):
+        """W λ in the contact frames, for λ (n, 3) in the contact frames."""
+        xp = self.xp
+        result = xp.zeros((self.n, 3))
+        for colour in self.sweep_colours:
+            result[colour.rows] += colour.effect(xp, lam[colour.members])
+        return result
+
+
+class _ColourBlocks:
+    """The blocks of W (in the contact frames) whose column contact has one colour.
+
+    members (k,): the colour's contacts; blocks (p, 3, 3) with their column contact's position in `members`
+    (p,) and their row contact rows[row_slot] (rows (r,) unique, row_slot (p,))."""
+
+    def __init__(self, members, blocks, column, rows, row_slot):
+        self.members, self.blocks, self.column, self.rows, self.row_slot = members, blocks, column, rows, row_slot
+
+    def effect(self, xp, change):
+        """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
+        per_block = xp.einsum("pij,pj->pi", self.blocks, change[self.column])
+        slots = (3 * self.row_slot[:, None] + xp.arange(3)).reshape(-1)
+        return xp.bincount(slots, weights=per_block.reshape(-1), minlength=3 * self.rows.shape[0]).reshape(-1, 3)
+
+
+def _inverse_2x2(xp, matrices):
+    """Inverses (k, 2, 2) of the matrices (k, 2, 2) (closed form; batched LAPACK calls cost more here)."""
+    a, b, c, d = matrices[:, 0, 0], matrices[:, 0, 1], matrices[:, 1, 0], matrices[:, 1, 1]
+    determinant = a * d - b * c
+    return xp.stack((xp.stack((d, -b), axis=1), xp.stack((-c, a), axis=1)), axis=1) / determinant[:, None, None]
+
+
+def _clamp_to_disc(xp, normal_part, tangential, mu):
+    """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0) and ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
+    limit = mu * normal_part
+    length = xp.sqrt(xp.sum(tangential * tangential, axis=1))
+    scale = xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
+    return xp.concatenate((normal_part[:, None], tangential * scale[:, None]), axis=1)
+
+
+def _contact_frames(xp, normal):
+    """Orthonormal frames (n, 3, 3) whose columns are the normal and two tangents."""
+    helper = xp.where((xp.abs(normal[:, 0]) < 0.9)[:, None], xp.asarray([1.0, 0.0, 0.0]), xp.asarray([0.0, 1.0, 0.0]))
+    first = xp.cross(normal, helper)
+    first /= xp.linalg.norm(first, axis=1, keepdims=True)
+    second = xp.cross(normal, first)
+    return xp.stack((normal, first, second), axis=2)
+
+
+class _StrandInverseBlocks:
+    """3 × 3 blocks of A_s⁻¹ between the coordinates of touched vertices of one strand.
+
+    columns (m, R) : A⁻¹ restricted to the touched vertices' DOF rows (3 per touched vertex, rows in the order
+    of `touched`) and the R columns of their strand (3 per touched vertex of that strand, by rank)."""
+
+    def __init__(self, xp, touched, rank, rows):
+        self.xp, self.touched, self.rank, self.rows = xp, touched, rank, rows
+
+    def index_of(self, vertices):
+        return self.xp.searchsorted(self.touched, vertices)
+
+    def block(self, first, second):
+        """(m, 3, 3) blocks A⁻¹[dofs of touched[first], dofs of touched[second]] (same strand)."""
+        xp = self.xp
+        columns = 3 * self.rank[second][:, None] + xp.arange(3)                     # (m, 3)
+        return self.rows[first[:, None, None], xp.arange(3)[None, :, None], columns[:, None, :]]
+
+
+def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _StrandInverseBlocks:
+    """Entries of A⁻¹ among the touched vertices of each strand from one multi-RHS solve with `factor`:
+    right-hand side column 3k + a of a strand is the unit vector of coordinate a of its k-th touched vertex
+    (all strands side by side, as A is block diagonal).  On the LAPACK path only the touched strands' columns
+    of the factor are used (one band matrix of their own)."""
+    touched = xp.unique(vertex)
+    touched_strand = model.vertex_strand[touched]
+    rank = xp.arange(touched.shape[0]) - xp.searchsorted(touched_strand, touched_strand, side="left")
+    width = 3 * (int(rank.max()) + 1)
+    dofs = model.vertex_dof[touched][:, None] + xp.arange(3)                        # (t, 3) global DOFs
+    if factor.on_xp_path:
+        rows, size, solve = dofs, model.n_dofs, factor.solve
+    else:   # xp is numpy here
+        selected = np.zeros(model.n_strands, dtype=bool)
+        selected[touched_strand] = True
+        columns, _ = factor.blocks.columns_of(selected)
+        row_of = np.full(model.n_dofs, -1, dtype=np.int64)
+        row_of[columns] = np.arange(columns.shape[0])
+        rows, size = row_of[dofs], columns.shape[0]
+        compressed = np.ascontiguousarray(factor.lower_factor[:, columns])
+
+        def solve(rhs):
+            return scipy.linalg.cho_solve_banded((compressed, True), rhs, check_finite=False)
+    rhs = xp.zeros((size, width))
+    rhs[rows, 3 * rank[:, None] + xp.arange(3)] = 1.0
+    block_rows = solve(rhs)[rows]                                                     # (t, 3, R)
+    # kinematic DOFs do not respond: A has identity rows and columns there, so A⁻¹ couples them to nothing
+    # and only their own diagonal entry (1) is removed
+    block_rows = xp.where(dof_fixed[dofs][:, :, None], 0.0, block_rows)
+    return _StrandInverseBlocks(xp, touched, rank, block_rows)
+
+
+def _greedy_colouring(xp, n, first, second):
+    """Colour (n,) of every contact such that no pair (first[i], second[i]) has one colour, by rounds of
+    independent sets (a contact joins the round's set when its priority beats that of every uncoloured
+    neighbour).  Priorities are the contact's degree (high first) with the index as tie-break, so cliques of
+    contacts on one strand take as few colours as their size."""
+    colour = xp.full(n, -1, dtype=xp.int64)
+    if n == 0:
+        return colour
+    degree = xp.bincount(first, minlength=n)
+    priority = degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n))
+    round_number = 0
+    while True:
+        uncoloured = colour < 0
+        if not bool(uncoloured.any()):
+            return colour
+        live = uncoloured[first] & uncoloured[second]
+        beaten = xp.bincount(first[live], weights=(priority[second[live]] > priority[first[live]]).astype(xp.float64),
+                             minlength=n) > 0.0
+        chosen = uncoloured & ~beaten
+        colour[chosen] = round_number
+        round_number += 1
+
+
+def _to_host(xp, array):
+    return array.get() if hasattr(array, "get") else array
+
+
+__all__ = ["DelassusOperator"]

@@ -1,0 +1,151 @@
+"""Exact Delassus operator W = J A⁻¹ Jᵀ and projected Gauss–Seidel in contact space (contact_space.py)."""
+
+import numpy as np
+import pytest
+
+from solver_server.solvers.der import banded
+from solver_server.solvers.der.banded import BandedCholesky, constrain_band, strand_blocks_of_model
+from solver_server.solvers.der.contact_space import DelassusOperator
+from solver_server.solvers.der.energy import elastic_gradient_hessian
+from solver_server.solvers.der.model import DerMaterial, build_model
+from solver_server.solvers.der.state import rest_state, transported_configuration
+
+from .helpers import straight
+
+MATERIAL = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
+H = 1.0 / 120.0
+
+
+def _system(seed=1):
+    """Five bent strands of uneven length, their clamped roots, the factor of A and A densely."""
+    lengths = [9, 14, 6, 11, 8]
+    points = np.vstack([straight(n, 0.01 * n, origin=(0.0, 0.02 * k, 0.0)) for k, n in enumerate(lengths)])
+    model = build_model(np, points, np.concatenate(([0], np.cumsum(lengths))), MATERIAL)
+    generator = np.random.default_rng(seed)
+    config = transported_configuration(np, model, rest_state(np, model),
+                                       points + generator.normal(scale=2e-3, size=points.shape),
+                                       generator.normal(scale=0.2, size=model.n_edges))
+    _, band = elastic_gradient_hessian(np, model, config, gauss_newton=True)
+    band *= H * H
+    band[0] += model.mass
+    roots = model.strand_offsets[:-1]
+    fixed = np.concatenate([model.position_dofs[roots].ravel(), model.position_dofs[roots + 1].ravel()])
+    constrain_band(np, band, fixed)
+    dense = np.zeros((model.n_dofs, model.n_dofs))
+    for d in range(band.shape[0]):
+        index = np.arange(model.n_dofs - d)
+        dense[index + d, index] = band[d, index]
+        dense[index, index + d] = band[d, index]
+    dof_fixed = np.zeros(model.n_dofs, dtype=bool)
+    dof_fixed[fixed] = True
+    return model, BandedCholesky(np, band, strand_blocks_of_model(np, lambda a: a, model)), dense, dof_fixed
+
+
+def _contacts(model, generator, pairs=14, points=5, disjoint=False):
+    """Random edge–edge contacts between edges (also two of one strand) and vertex contacts, each with a
+    free (not clamped) vertex.  disjoint: no two contacts share an edge or a vertex (a well-posed problem;
+    otherwise contacts may repeat or contradict each other)."""
+    edge_vertex = model.edge_vertex
+    roots = model.strand_offsets[:-1]
+    clamped = np.zeros(model.n_vertices, dtype=bool)
+    clamped[roots] = clamped[roots + 1] = True
+    free_edges = np.nonzero(~clamped[edge_vertex + 1])[0]
+    if disjoint:   # every other free edge, so that no two chosen edges share a vertex
+        free_edges = free_edges[(edge_vertex[free_edges] - model.strand_offsets[model.edge_strand[free_edges]]) % 2 == 0]
+        chosen = generator.choice(free_edges, size=2 * pairs + points, replace=False)
+    rows, weights = [], []
+    for k in range(pairs):
+        a, b = chosen[2 * k:2 * k + 2] if disjoint else generator.choice(free_edges, size=2, replace=False)
+        s, t = generator.uniform(size=2)
+        rows.append([edge_vertex[a], edge_vertex[a] + 1, edge_vertex[b], edge_vertex[b] + 1])
+        weights.append([1 - s, s, -(1 - t), -t])
+    point_vertices = edge_vertex[chosen[2 * pairs:]] + 1 if disjoint \
+        else generator.choice(np.nonzero(~clamped)[0], size=points, replace=False)
+    for vertex in point_vertices:
+        rows.append([vertex] * 4)
+        weights.append([1.0, 0.0, 0.0, 0.0])
+    return np.asarray(rows, dtype=np.int64), np.asarray(weights)
+
+
+def _normals(n, seed=0):
+    normal = np.random.default_rng(seed).normal(size=(n, 3))
+    return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+
+
+def _dense_delassus(model, dense, dof_fixed, vertices, weights):
+    inverse = np.linalg.inv(dense)
+    inverse[dof_fixed, :] = 0.0
+    inverse[:, dof_fixed] = 0.0
+    jacobian = np.zeros((3 * vertices.shape[0], model.n_dofs))
+    for c in range(vertices.shape[0]):
+        for slot in range(4):
+            for axis in range(3):
+                jacobian[3 * c + axis, model.vertex_dof[vertices[c, slot]] + axis] += weights[c, slot]
+    return jacobian @ inverse @ jacobian.T
+
+
+@pytest.mark.parametrize("xp_path", [False, True])
+def test_operator_equals_the_dense_delassus_matrix(monkeypatch, xp_path):
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", xp_path)
+    model, factor, dense, dof_fixed = _system()
+    assert factor.on_xp_path == xp_path
+    generator = np.random.default_rng(5)
+    vertices, weights = _contacts(model, generator)
+    operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, _normals(vertices.shape[0]))
+    expected = _dense_delassus(model, dense, dof_fixed, vertices, weights)
+    impulses = generator.normal(size=(vertices.shape[0], 3))
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(operator.apply(impulses).ravel(), expected @ impulses.ravel(), atol=1e-10 * scale * 3)
+    for c in range(vertices.shape[0]):
+        np.testing.assert_allclose(operator.diagonal[c], expected[3 * c:3 * c + 3, 3 * c:3 * c + 3],
+                                   atol=1e-10 * scale)
+
+
+def test_colouring_separates_contacts_that_share_a_strand():
+    model, factor, _, dof_fixed = _system()
+    vertices, weights = _contacts(model, np.random.default_rng(2), pairs=30)
+    operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, _normals(vertices.shape[0]))
+    strands = [set(model.vertex_strand[vertices[c][weights[c] != 0.0]]) for c in range(vertices.shape[0])]
+    for c in range(vertices.shape[0]):
+        for d in range(c):
+            if strands[c] & strands[d]:
+                assert operator.colour[c] != operator.colour[d]
+    assert operator.colours >= max(sum(s in found for found in strands) for s in range(model.n_strands))
+
+
+def test_gauss_seidel_solves_the_linear_contact_problem():
+    """Converged sweeps satisfy Signorini–Coulomb on the linear model: u_N ≥ target, λ in the cone, λ_N > 0
+    only where u_N = target, and sticking contacts (‖λ_T‖ < μ λ_N) do not slide."""
+    model, factor, dense, dof_fixed = _system(seed=3)
+    generator = np.random.default_rng(11)
+    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    n = vertices.shape[0]
+    normal = generator.normal(size=(n, 3))
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal)
+    target = np.abs(generator.normal(scale=0.05, size=n))
+    mu = np.full(n, 0.4)
+    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal     # approaching
+    impulse, sweeps, change = operator.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 2000, 1e-13)
+    assert change <= 1e-13 and sweeps < 2000
+    velocity = relative + operator.apply(impulse)
+    u_normal = np.einsum("nc,nc->n", velocity, normal)
+    r_normal = np.einsum("nc,nc->n", impulse, normal)
+    tangential = impulse - r_normal[:, None] * normal
+    sliding = velocity - u_normal[:, None] * normal
+    scale = np.abs(relative).max()
+    assert np.all(r_normal >= 0.0)
+    assert np.all(np.linalg.norm(tangential, axis=1) <= mu * r_normal + 1e-12)
+    assert np.all(u_normal >= target - 1e-9 * scale)
+    pushing = r_normal > 1e-9 * r_normal.max()
+    np.testing.assert_allclose(u_normal[pushing], target[pushing], atol=1e-9 * scale)
+    sticking = pushing & (np.linalg.norm(tangential, axis=1) < 0.99 * mu * r_normal)
+    assert sticking.any() and pushing.sum() < n
+    np.testing.assert_allclose(sliding[sticking], 0.0, atol=1e-9 * scale)
+    # sliding contacts: friction on the cone's edge, against the sliding (the seed's projection scales the
+    # sticking impulse onto the disc, eq. 3.5, so it is not exactly antiparallel to the sliding velocity)
+    slipping = pushing & ~sticking
+    assert slipping.any()
+    np.testing.assert_allclose(np.linalg.norm(tangential[slipping], axis=1), mu[slipping] * r_normal[slipping],
+                               rtol=1e-9)
+    assert np.all(np.einsum("nc,nc->n", tangential[slipping], sliding[slipping]) < 0.0)
