@@ -37,7 +37,7 @@ def hemisphere_roots(strands: int):
 
 
 def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,
-               tolerance: float = 1e-6, log=None):
+               tolerance: float = 1e-6, log=None, local_solver: str = "jacobi"):
     """Tangle's DER on the scene: (wall s per frame, CPU s per frame, mean contacts per substep, mean
     iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it."""
     from benchmarks.der_hairball import SpinningSphere, rotate_z
@@ -57,7 +57,7 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
                                       quasi_newton_matrix="gauss_newton", refresh_interval=refresh,
                                       contact_detection_tolerance=1e-4),   # the scene defaults (der/group.py)
                        colliders=[SpinningSphere(SPHERE_RADIUS, spin, friction=0.3)],
-                       contact=ContactSettings(friction=0.3, collider_friction=0.3))
+                       contact=ContactSettings(friction=0.3, collider_friction=0.3, local_solver=local_solver))
     state = rest_state(np, model)
     rest_targets = points[np.asarray(solver.fixed_vertices)]
     dt = 1.0 / (FPS * substeps)
@@ -144,6 +144,8 @@ def main(argv=None) -> int:
     parser.add_argument("--refresh", type=int, default=1,
                         help="Tangle: refactor a stale quasi-Newton matrix every this many iterations (large substeps "
                              "turn edges far within a step: 1 converges in about half the iterations of 4)")
+    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="jacobi",
+                        help="Tangle: contact local step (seed Jacobi, or Gauss-Seidel on the exact Delassus operator)")
     args = parser.parse_args(argv)
 
     print(f"scene: {args.strands} strands x {args.segments} segments on a {SPHERE_RADIUS * 100:g} cm sphere turning "
@@ -155,10 +157,11 @@ def main(argv=None) -> int:
           f"point cache: {cache} no hair-hair contact)")
     tangle_s, tangle_cpu, contacts, iterations, dofs, _ = run_tangle(
         args.strands, args.segments, args.frames, args.substeps, args.iterations, args.refresh, args.tolerance,
-        log=sys.stdout)
+        log=sys.stdout, local_solver=args.local_solver)
     print(f"tangle DER            : {tangle_s * 1e3:8.1f} ms/frame, CPU {tangle_cpu * 1e3:.1f} ms/frame  "
           f"({args.substeps} substeps, {dofs} DOF, "
-          f"{contacts:.0f} contacts and {iterations:.1f} iterations per substep, hair-hair friction mu = 0.3)")
+          f"{contacts:.0f} contacts and {iterations:.1f} iterations per substep, hair-hair friction mu = 0.3, "
+          f"{args.local_solver} contact solve)")
     print(f"speed ratio           : tangle is {blender_s / tangle_s:.2f}x Blender's hair dynamics per frame "
           f"(wall time; CPU time: {blender_cpu / tangle_cpu:.2f}x)")
     return 0

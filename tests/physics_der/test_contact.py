@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from solver_server.collision.primitives import PRIMITIVES
+from solver_server.solvers.der import contact as contact_module
 from solver_server.solvers.der.contact import ContactSettings
 from solver_server.solvers.der.geometry import segment_closest_points
 from solver_server.solvers.der.integrator import NewtonSettings
@@ -141,3 +142,36 @@ def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration():
     distance, contact_distance = strand_distances(model, state.positions)
     assert np.all(distance >= contact_distance - 0.1 * radius)
     assert state.positions[:, 2].min() >= 0.9 * radius
+
+
+@pytest.mark.parametrize("local_solver", ["jacobi", "gauss_seidel"])
+def test_a_strand_turning_onto_a_parallel_strand_stops_at_its_tip(monkeypatch, local_solver):
+    """A free strand lying along a fixed one at the contact distance swings its tip into it within one step.
+    The closest points of parallel edges pin only the edges' first ends; the far-end contacts
+    (StepContacts._far_end_contacts) stop the tip; without them (PARALLEL_SINE = 0) it passes 0.5 radius into
+    the other strand."""
+    radius = 1e-4
+    material = DerMaterial(radius=radius, young_modulus=1e8, shear_modulus=4e7, density=1300.0, damping=0.0)
+
+    def deepest(parallel_sine):
+        monkeypatch.setattr(contact_module, "PARALLEL_SINE", parallel_sine)
+        fixed_strand = straight(3, 0.01)
+        free_strand = straight(3, 0.01, origin=(0.0, 2.02 * radius, 0.0))
+        model, solver, state = make(np.concatenate((fixed_strand, free_strand)), np.array([0, 3, 6]), material,
+                                    NewtonSettings(max_iterations=50, tolerance=1e-5, quasi_newton_matrix="gauss_newton",
+                                                   refresh_interval=4),
+                                    ContactSettings(friction=0.0, local_solver=local_solver),
+                                    fixed_vertices=[0, 1, 2], fixed_edges=[0, 1])
+        dt = 1e-3
+        spin = 3.0 * radius / (dt * 0.01)            # the tip would move 3 radii towards the other strand
+        state.velocities[3:6, 1] = -spin * free_strand[:, 0]
+        out = state.copy()
+        stats = solver.step(state, out, None, None, dt, gravity=np.zeros(3))
+        distance, contact_distance = strand_distances(model, out.positions)
+        return float(np.max(contact_distance - distance)) / radius, stats
+
+    without, _ = deepest(0.0)
+    assert without > 0.5
+    penetration, stats = deepest(0.1)
+    assert stats["iterations"] < 50 and stats["contacts"] >= 3
+    assert penetration <= 0.1

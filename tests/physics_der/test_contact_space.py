@@ -51,7 +51,8 @@ def _contacts(model, generator, pairs=14, points=5, disjoint=False):
     clamped[roots] = clamped[roots + 1] = True
     free_edges = np.nonzero(~clamped[edge_vertex + 1])[0]
     if disjoint:   # every other free edge, so that no two chosen edges share a vertex
-        free_edges = free_edges[(edge_vertex[free_edges] - model.strand_offsets[model.edge_strand[free_edges]]) % 2 == 0]
+        position = edge_vertex[free_edges] - model.strand_offsets[model.edge_strand[free_edges]]
+        free_edges = free_edges[position % 2 == 0]
         chosen = generator.choice(free_edges, size=2 * pairs + points, replace=False)
     rows, weights = [], []
     for k in range(pairs):
@@ -126,8 +127,8 @@ def test_gauss_seidel_solves_the_linear_contact_problem():
     target = np.abs(generator.normal(scale=0.05, size=n))
     mu = np.full(n, 0.4)
     relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal     # approaching
-    impulse, sweeps, change = operator.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 2000, 1e-13)
-    assert change <= 1e-13 and sweeps < 2000
+    impulse, sweeps, change = operator.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 2000, np.full(n, 1e-13))
+    assert change <= 1.0 and sweeps < 2000
     velocity = relative + operator.apply(impulse)
     u_normal = np.einsum("nc,nc->n", velocity, normal)
     r_normal = np.einsum("nc,nc->n", impulse, normal)
@@ -149,3 +150,35 @@ def test_gauss_seidel_solves_the_linear_contact_problem():
     np.testing.assert_allclose(np.linalg.norm(tangential[slipping], axis=1), mu[slipping] * r_normal[slipping],
                                rtol=1e-9)
     assert np.all(np.einsum("nc,nc->n", tangential[slipping], sliding[slipping]) < 0.0)
+
+
+@pytest.mark.parametrize("max_colours", [1, 2])
+def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(max_colours):
+    """Fewer colours than the contacts on one strand need: contacts share a colour with neighbours, step
+    with their block scaled by the number sharing, and the sweeps still reach the frictionless problem's
+    unique solution (W positive definite for disjoint contacts)."""
+    model, factor, _, dof_fixed = _system(seed=4)
+    generator = np.random.default_rng(8)
+    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    n = vertices.shape[0]
+    normal = _normals(n, seed=3)
+    exact = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal)
+    capped = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=max_colours)
+    assert exact.colours > max_colours and capped.colours == max_colours
+    assert np.all(exact.sharing == 1.0) and capped.sharing.max() > 1.0
+    strands = [set(model.vertex_strand[vertices[c][weights[c] != 0.0]]) for c in range(n)]
+    for c in range(n):   # sharing: the most contacts of c's colour on one of c's strands
+        expected = max(sum(1 for d in range(n) if capped.colour[d] == capped.colour[c] and s in strands[d])
+                       for s in strands[c])
+        assert capped.sharing[c] == expected
+    target = np.abs(generator.normal(scale=0.05, size=n))
+    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
+    solutions = []
+    for operator in (exact, capped):
+        impulse, sweeps, change = operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.zeros(n), 20000,
+                                                        np.full(n, 1e-14))
+        assert change <= 1.0 and sweeps < 20000
+        solutions.append(impulse)
+    np.testing.assert_allclose(solutions[1], solutions[0], atol=1e-8 * np.abs(solutions[0]).max())
+    velocity = relative + exact.apply(solutions[0])
+    assert np.all(np.einsum("nc,nc->n", velocity, normal) >= target - 1e-9)

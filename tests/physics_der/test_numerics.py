@@ -7,7 +7,7 @@ import scipy.linalg
 from solver_server.collision.primitives import PRIMITIVES
 from solver_server.solvers.der.banded import band_of_inverse
 from solver_server.solvers.der.contact import ContactSettings, fischer_burmeister_residual, project_to_cone
-from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
+from solver_server.solvers.der.geometry import coplanarity_times, overlap_far_end, segment_closest_points
 from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
@@ -65,6 +65,22 @@ def test_segment_closest_points_against_sampling():
         assert sampled - 1e-2 <= distance[i] <= sampled + 1e-12
         direct = np.linalg.norm(p1[i] + s[i] * (q1[i] - p1[i]) - p2[i] - t[i] * (q2[i] - p2[i]))
         assert direct == pytest.approx(distance[i])
+
+
+def test_far_end_of_the_stretch_where_parallel_segments_touch():
+    """Segment 2 shifted along segment 1 (both orientations) and one inside the other: the far end of their
+    common stretch from the closest point that segment_closest_points picks, and its projection on 2."""
+    p1, q1 = np.zeros((4, 3)), np.tile([1.0, 0.0, 0.0], (4, 1))
+    offset = np.array([0.0, 2e-4, 0.0])
+    p2 = np.array([[0.3, 0, 0], [1.3, 0, 0], [0.2, 0, 0], [-0.5, 0, 0]]) + offset
+    q2 = np.array([[1.3, 0, 0], [0.3, 0, 0], [0.6, 0, 0], [0.5, 0, 0]]) + offset
+    s, _, _ = segment_closest_points(np, p1, q1, p2, q2)
+    np.testing.assert_allclose(s, [0.3, 0.3, 0.2, 0.0], atol=1e-12)       # the near end of each stretch
+    s_far, t_far = overlap_far_end(np, p1, q1, p2, q2, s)
+    np.testing.assert_allclose(s_far, [1.0, 1.0, 0.6, 0.5], atol=1e-12)
+    np.testing.assert_allclose(t_far, [0.7, 0.3, 1.0, 1.0], atol=1e-12)
+    point = p1 + s_far[:, None] * (q1 - p1)
+    np.testing.assert_allclose(p2 + t_far[:, None] * (q2 - p2), point + offset, atol=1e-12)
 
 
 def test_cone_projection_and_fischer_burmeister_of_exact_coulomb_pairs():

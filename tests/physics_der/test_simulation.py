@@ -80,3 +80,23 @@ def test_animated_hair_object_carries_its_clamped_roots():
     _, positions, _ = simulation.advance({"Hair": {"matrix_world": moved}})
     roots = np.array([0, 1, 6, 7, 12, 13])
     assert np.allclose(positions["Hair"][roots], rest["Hair"][roots] + [0.02, 0.0, 0.0], atol=1e-6)
+
+
+def test_gauss_seidel_contact_solve_from_the_scene_settings():
+    """scene.solver.der.local_solver reaches the contact solver; free hair landing on a floor just below it
+    stays above it with the Gauss–Seidel contact solve; an unknown solver name is a SceneError."""
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane", "normal": [0, 0, 1], "offset": 0.049},
+             "params": {"friction": 0.5}}
+    free = {"pins": {"indices": np.zeros(0, np.int32), "weights": np.zeros(0, np.float32)}}
+    simulation = Simulation(_scene([floor], free, {"der": {"local_solver": "gauss_seidel"}}), get_backend("cpu"))
+    contact = simulation.groups[0].solvers[0].solver.contact
+    assert contact.settings.local_solver == "gauss_seidel"
+    simulation.initial_frame()
+    for _ in range(2):
+        _, positions, stats = simulation.advance(None)
+    assert stats["contacts"] > 0 and stats["iterations"] < 2 * 4 * 50
+    hair = positions["Hair"]
+    assert np.all(np.isfinite(hair)) and hair[:, 2].min() >= 0.049 + 0.9e-4
+    with pytest.raises(SceneError) as error:
+        Simulation(_scene(solver={"der": {"local_solver": "sor"}}), get_backend("cpu"))
+    assert error.value.object == "Hair" and "local_solver" in str(error.value)

@@ -61,8 +61,12 @@ class ContactSettings:
     # exact Delassus operator W = J A⁻¹ Jᵀ solved by projected Gauss–Seidel sweeps, contact_space.py)
     local_solver: str = "jacobi"
     gauss_seidel_sweeps: int = 50
-    # the sweeps stop once no contact's relative velocity changes by more than this [m/s] in a sweep
-    gauss_seidel_tolerance: float = 1e-7
+    # the sweeps stop once no contact's relative velocity changes in a sweep by more than this fraction of
+    # the velocity that would move it by penetration_tolerance × radius over the step
+    gauss_seidel_tolerance: float = 0.1
+    # at most this many colours (sequential updates per sweep); contacts beyond share colours with
+    # neighbours and step with their block scaled by the number sharing (contact_space.py)
+    gauss_seidel_colours: int = 24
 
 
 def _rows_dot(xp, a, b):
@@ -91,9 +95,11 @@ class ContactSolver:
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         if settings.local_solver not in ("jacobi", "gauss_seidel"):
             raise ValueError(f"contact local_solver must be 'jacobi' or 'gauss_seidel', got {settings.local_solver!r}")
-        if settings.gauss_seidel_sweeps < 1 or not settings.gauss_seidel_tolerance >= 0.0:
-            raise ValueError("contact gauss_seidel_sweeps must be >= 1 and gauss_seidel_tolerance >= 0, got "
-                             f"{settings.gauss_seidel_sweeps} and {settings.gauss_seidel_tolerance}")
+        if settings.gauss_seidel_sweeps < 1 or settings.gauss_seidel_colours < 1 \
+                or not settings.gauss_seidel_tolerance >= 0.0:
+            raise ValueError("contact gauss_seidel_sweeps and gauss_seidel_colours must be >= 1 and "
+                             f"gauss_seidel_tolerance >= 0, got {settings.gauss_seidel_sweeps}, "
+                             f"{settings.gauss_seidel_colours} and {settings.gauss_seidel_tolerance}")
         for name in ("friction", "thickness"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
@@ -649,11 +655,13 @@ class StepContacts:
         settings = self.solver.settings
         if self._operator is None:
             self._operator = DelassusOperator(self.xp, self.model, self._factor, self.vertices, self.weights,
-                                              self.dof_fixed, self.normal)
+                                              self.dof_fixed, self.normal, settings.gauss_seidel_colours)
         operator = self._operator
+        velocity_tolerance = (settings.gauss_seidel_tolerance * settings.penetration_tolerance / self.h) \
+            * self.radius_scale
         impulse, self.sweeps, _ = operator.gauss_seidel(relative + operator.apply(start - self.applied), start,
                                                         self.target_normal, self.mu, settings.gauss_seidel_sweeps,
-                                                        settings.gauss_seidel_tolerance)
+                                                        velocity_tolerance)
         return impulse
 
     def generalized_impulse(self, impulse):

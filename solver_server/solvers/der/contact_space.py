@@ -39,9 +39,10 @@ class DelassusOperator:
     colour share a strand).  The sweeps work in every contact's frame (normal, two tangents): there the
     local step is a scalar normal update, a 2 × 2 friction solve and a clamp to the Coulomb disc."""
 
-    def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal):
+    def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal, max_colours: int = 24):
         """factor: BandedCholesky of A; vertices (n, 4) int, weights (n, 4) [-] (zero: unused slot);
-        dof_fixed (n_dofs,) bool: kinematic DOFs, which do not respond; normal (n, 3): unit contact normals."""
+        dof_fixed (n_dofs,) bool: kinematic DOFs, which do not respond; normal (n, 3): unit contact normals;
+        max_colours: at most this many colours (sequential steps per sweep), see _greedy_colouring."""
         self.xp = xp
         n = vertices.shape[0]
         self.n = n
@@ -74,7 +75,9 @@ class DelassusOperator:
         on_diagonal = self.pair_first == self.pair_second
         self.diagonal = xp.zeros((n, 3, 3))
         self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
-        self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal])
+        self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal],
+                                        max_colours)
+        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
         self._prepare_sweeps(normal)
 
     def _prepare_sweeps(self, normal):
@@ -84,7 +87,10 @@ class DelassusOperator:
         frames = _contact_frames(xp, normal)                                            # (n, 3, 3) columns n, t1, t2
         self.frames = frames
         local_blocks = xp.einsum("pia,pij,pjb->pab", frames[self.pair_first], self.blocks, frames[self.pair_second])
-        own = xp.einsum("nia,nij,njb->nab", frames, self.diagonal, frames)
+        # a contact updated at once with others of its colour on a common strand steps with its own block
+        # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
+        # the simultaneous steps cannot overshoot together
+        own = self.sharing[:, None, None] * xp.einsum("nia,nij,njb->nab", frames, self.diagonal, frames)
         self.normal_response = own[:, 0, 0]                                             # (n,) W_NN
         self.tangential_effect = own[:, 1:, 0]                                          # (n, 2) W_TN
         self.tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                      # (n, 2, 2) W_TT⁻¹
@@ -101,8 +107,9 @@ class DelassusOperator:
             members = order[int(contact_bounds[colour]):int(contact_bounds[colour + 1])]
             pairs = pair_order[int(pair_bounds[colour]):int(pair_bounds[colour + 1])]
             rows, row_slot = xp.unique(self.pair_first[pairs], return_inverse=True)
-            self.sweep_colours.append(_ColourBlocks(members, local_blocks[pairs], position[self.pair_second[pairs]],
-                                                    rows, row_slot.reshape(-1)))
+            column = position[self.pair_second[pairs]]
+            self.sweep_colours.append(_ColourBlocks(xp, members, local_blocks[pairs], column, rows,
+                                                    row_slot.reshape(-1)))
 
     @property
     def colours(self) -> int:
@@ -124,8 +131,8 @@ class DelassusOperator:
 
         relative (n, 3) [m/s]: relative velocities that the impulses `impulse` (n, 3) [N·s] produce;
         target_normal (n,) [m/s]; mu (n,).  Sweeps until no contact's relative velocity changes by more than
-        velocity_tolerance [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside their
-        Coulomb cones, sweeps done, last sweep's largest velocity change [m/s])."""
+        its velocity_tolerance (n,) [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside
+        their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance)."""
         xp, frames = self.xp, self.frames
         u = xp.einsum("nia,ni->na", frames, relative)                                   # (n, 3) frame components
         lam = xp.einsum("nia,ni->na", frames, impulse)
@@ -148,9 +155,10 @@ class DelassusOperator:
                 lam[members] = new
                 change = colour.effect(xp, new - old)
                 u[colour.rows] += change
-                largest_change = xp.maximum(largest_change, xp.abs(change).max())
+                largest_change = xp.maximum(largest_change,
+                                            (xp.abs(change) / velocity_tolerance[colour.rows][:, None]).max())
             largest = float(largest_change)
-            if largest <= velocity_tolerance:
+            if largest <= 1.0:
                 break
         return xp.einsum("nia,na->ni", frames, lam), done, largest
 
@@ -169,14 +177,15 @@ class _ColourBlocks:
     members (k,): the colour's contacts; blocks (p, 3, 3) with their column contact's position in `members`
     (p,) and their row contact rows[row_slot] (rows (r,) unique, row_slot (p,))."""
 
-    def __init__(self, members, blocks, column, rows, row_slot):
-        self.members, self.blocks, self.column, self.rows, self.row_slot = members, blocks, column, rows, row_slot
+    def __init__(self, xp, members, blocks, column, rows, row_slot):
+        self.members, self.blocks, self.column, self.rows = members, blocks, column, rows
+        self._slots = (3 * row_slot[:, None] + xp.arange(3)).reshape(-1)
+        self._size = 3 * rows.shape[0]
 
     def effect(self, xp, change):
         """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
-        per_block = xp.einsum("pij,pj->pi", self.blocks, change[self.column])
-        slots = (3 * self.row_slot[:, None] + xp.arange(3)).reshape(-1)
-        return xp.bincount(slots, weights=per_block.reshape(-1), minlength=3 * self.rows.shape[0]).reshape(-1, 3)
+        per_block = xp.matmul(self.blocks, change[self.column][:, :, None])
+        return xp.bincount(self._slots, weights=per_block.reshape(-1), minlength=self._size).reshape(-1, 3)
 
 
 def _inverse_2x2(xp, matrices):
@@ -187,7 +196,7 @@ def _inverse_2x2(xp, matrices):
 
 
 def _clamp_to_disc(xp, normal_part, tangential, mu):
-    """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0) and ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
+    """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0), ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
     limit = mu * normal_part
     length = xp.sqrt(xp.sum(tangential * tangential, axis=1))
     scale = xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
@@ -254,27 +263,44 @@ def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _Str
     return _StrandInverseBlocks(xp, touched, rank, block_rows)
 
 
-def _greedy_colouring(xp, n, first, second):
+def _greedy_colouring(xp, n, first, second, max_colours: int):
     """Colour (n,) of every contact such that no pair (first[i], second[i]) has one colour, by rounds of
     independent sets (a contact joins the round's set when its priority beats that of every uncoloured
     neighbour).  Priorities are the contact's degree (high first) with the index as tie-break, so cliques of
-    contacts on one strand take as few colours as their size."""
+    contacts on one strand take as few colours as their size.  After max_colours rounds the contacts left
+    (a strand with more contacts than that: a strand lying on the ground) are dealt out over the colours in
+    turn; they then share a colour with neighbours (see _colour_sharing)."""
     colour = xp.full(n, -1, dtype=xp.int64)
     if n == 0:
         return colour
     degree = xp.bincount(first, minlength=n)
     priority = degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n))
-    round_number = 0
-    while True:
+    for round_number in range(max_colours):
         uncoloured = colour < 0
         if not bool(uncoloured.any()):
             return colour
         live = uncoloured[first] & uncoloured[second]
         beaten = xp.bincount(first[live], weights=(priority[second[live]] > priority[first[live]]).astype(xp.float64),
                              minlength=n) > 0.0
-        chosen = uncoloured & ~beaten
-        colour[chosen] = round_number
-        round_number += 1
+        colour[uncoloured & ~beaten] = round_number
+    left = xp.nonzero(colour < 0)[0]
+    colour[left] = xp.arange(left.shape[0]) % max_colours
+    return colour
+
+
+def _colour_sharing(xp, n, n_strands, colour, contact, strand):
+    """For every contact (n,): the largest number of contacts of its colour on one of its strands (1 when
+    the colouring separated it from all its neighbours).  contact, strand (E,): the strand of every weighted
+    vertex slot of every contact."""
+    touching = xp.unique(contact * n_strands + strand)                              # (contact, strand) pairs
+    pair_contact, pair_strand = touching // n_strands, touching % n_strands
+    _, group, count = xp.unique(colour[pair_contact] * n_strands + pair_strand, return_inverse=True,
+                                return_counts=True)
+    per_pair = count[group.reshape(-1)].astype(xp.float64)
+    # pairs are sorted by contact: a contact's largest count is at one of its (one or two) pairs
+    first = xp.searchsorted(pair_contact, xp.arange(n), side="left")
+    last = xp.searchsorted(pair_contact, xp.arange(n), side="right") - 1
+    return xp.maximum(per_pair[xp.minimum(first, per_pair.shape[0] - 1)], per_pair[xp.maximum(last, 0)])
 
 
 def _to_host(xp, array):

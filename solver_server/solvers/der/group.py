@@ -25,7 +25,9 @@ Scene solver settings (``scene["solver"]["der"]``): max_iterations (50), toleran
 length_preserving_path (true: line search along the path of retraction.py on strands without contact
 impulses), contact_detection_tolerance (1e-4 m/s: contacts are detected once the free motion's mean |Δv|
 is below it; a negative value: after the first iteration as in the seed), contact_detection_iterations (8:
-or after this many iterations), response ("delassus" | "rigid_rod").
+or after this many iterations), response ("delassus" | "rigid_rod"), local_solver ("jacobi": the seed's one
+local step per contact round | "gauss_seidel": the contact problem of each round solved on the exact
+Delassus operator, contact_space.py).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ from .state import DerState, rest_state
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
                  "quasi_newton_matrix": str, "refresh_interval": int, "length_preserving_path": bool,
-                 "contact_detection_tolerance": float, "contact_detection_iterations": int}
+                 "contact_detection_tolerance": float, "contact_detection_iterations": int, "local_solver": str}
+# keys that configure the contacts (ContactSettings), not the Newton loop
+_CONTACT_KEYS = ("response", "local_solver")
 # scene defaults: quasi-Newton on the Gauss-Newton matrix refreshed every 4 iterations (docs/der.md §3)
 _SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4, "contact_detection_tolerance": 1e-4}
 
@@ -59,7 +63,7 @@ def _settings(scene, object_id):
                          object=object_id)
     newton = NewtonSettings(**_SCENE_DEFAULTS)
     for key, kind in _SETTING_KEYS.items():
-        if key in raw and key != "response":
+        if key in raw and key not in _CONTACT_KEYS:
             setattr(newton, key, kind(raw[key]))
     if newton.max_iterations < 1 or not newton.tolerance > 0.0 or newton.refresh_interval < 0 \
             or newton.contact_detection_iterations < 1 or np.isnan(newton.contact_detection_tolerance):
@@ -68,7 +72,8 @@ def _settings(scene, object_id):
                          object=object_id)
     if newton.contact_detection_tolerance < 0.0:
         newton.contact_detection_tolerance = None   # the seed's detection after the first iteration
-    return newton, raw.get("response", "delassus")
+    contact = {key: str(raw[key]) for key in _CONTACT_KEYS if key in raw}
+    return newton, {"response": "delassus", **contact}
 
 
 class _HairObject:
@@ -202,7 +207,7 @@ class _SharedStepContacts(StepContacts):
 class _SharedSolver:
     """One DerSolver over the concatenated strands of ``objects``; strands of all of them collide."""
 
-    def __init__(self, objects: list[_HairObject], backend, newton: NewtonSettings, response: str):
+    def __init__(self, objects: list[_HairObject], backend, newton: NewtonSettings, contact_keys: dict):
         xp = backend.xp
         self.backend = backend
         self.objects = objects
@@ -221,7 +226,7 @@ class _SharedSolver:
                       == (first.friction, first.collider_friction, first.thickness) for hair in objects)
         contact = ContactSettings(friction=first.friction, collider_friction=first.collider_friction,
                                   thickness=first.thickness if uniform else max(hair.thickness for hair in objects),
-                                  response=response)
+                                  **contact_keys)
         try:
             self.solver = DerSolver(self.model, backend, newton, fixed_vertices=fixed_vertices,
                                     fixed_edges=fixed_edges, contact=contact, soft_pins=soft)
@@ -296,11 +301,11 @@ class DerHairGroup:
         self.backend = backend
         self.ids = [spec.id for spec in specs]
         objects = [_HairObject(spec, backend, scene) for spec in specs]
-        newton, response = _settings(scene, self.ids[0])
+        newton, contact_keys = _settings(scene, self.ids[0])
         shared = [hair for hair in objects if hair.collides_with_other_hair]
         members = [shared] if shared else []
         members += [[hair] for hair in objects if not hair.collides_with_other_hair]
-        self.solvers = [_SharedSolver(group, backend, newton, response) for group in members]
+        self.solvers = [_SharedSolver(group, backend, newton, contact_keys) for group in members]
         # where each object lives: (solver, index inside it), in the order of ``ids``
         place = {hair.id: (solver, index) for solver in self.solvers for index, hair in enumerate(solver.objects)}
         self.places = [place[object_id] for object_id in self.ids]
