@@ -84,7 +84,7 @@ def main(argv=None) -> int:
                         help="quasi-Newton matrix (first-iteration exact Hessian or Gauss-Newton)")
     parser.add_argument("--refresh", type=int, default=4,
                         help="refactor the quasi-Newton matrix every this many iterations (0: seed, never)")
-    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="jacobi",
+    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="gauss_seidel",
                         help="contact local step: seed Jacobi, or Gauss-Seidel sweeps with the exact Delassus operator")
     args = parser.parse_args(argv)
 

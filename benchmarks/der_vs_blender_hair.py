@@ -37,7 +37,7 @@ def hemisphere_roots(strands: int):
 
 
 def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,
-               tolerance: float = 1e-6, log=None, local_solver: str = "jacobi"):
+               tolerance: float = 1e-6, log=None, local_solver: str = "gauss_seidel"):
     """Tangle's DER on the scene: (wall s per frame, CPU s per frame, mean contacts per substep, mean
     iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it."""
     from benchmarks.der_hairball import SpinningSphere, rotate_z
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     parser.add_argument("--refresh", type=int, default=1,
                         help="Tangle: refactor a stale quasi-Newton matrix every this many iterations (large substeps "
                              "turn edges far within a step: 1 converges in about half the iterations of 4)")
-    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="jacobi",
+    parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="gauss_seidel",
                         help="Tangle: contact local step (seed Jacobi, or Gauss-Seidel on the exact Delassus operator)")
     args = parser.parse_args(argv)
 

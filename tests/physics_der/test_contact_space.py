@@ -10,17 +10,21 @@ from solver_server.solvers.der.energy import elastic_gradient_hessian
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.state import rest_state, transported_configuration
 
+from tests.portability.strict_backend import strict_backend, substep_guard
+
 from .helpers import straight
 
 MATERIAL = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
 H = 1.0 / 120.0
 
 
-def _system(seed=1):
-    """Five bent strands of uneven length, their clamped roots, the factor of A and A densely."""
+def _system_parts(seed=1):
+    """Five bent strands of uneven length: rest points (N, 3), strand offsets, the band of A (Gauss–Newton
+    elastic Hessian · h² + masses) with their clamped roots constrained, and the clamped DOFs."""
     lengths = [9, 14, 6, 11, 8]
     points = np.vstack([straight(n, 0.01 * n, origin=(0.0, 0.02 * k, 0.0)) for k, n in enumerate(lengths)])
-    model = build_model(np, points, np.concatenate(([0], np.cumsum(lengths))), MATERIAL)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    model = build_model(np, points, offsets, MATERIAL)
     generator = np.random.default_rng(seed)
     config = transported_configuration(np, model, rest_state(np, model),
                                        points + generator.normal(scale=2e-3, size=points.shape),
@@ -31,6 +35,13 @@ def _system(seed=1):
     roots = model.strand_offsets[:-1]
     fixed = np.concatenate([model.position_dofs[roots].ravel(), model.position_dofs[roots + 1].ravel()])
     constrain_band(np, band, fixed)
+    return points, offsets, band, fixed
+
+
+def _system(seed=1):
+    """The model of _system_parts, the factor of A, A densely and the kinematic DOF mask."""
+    points, offsets, band, fixed = _system_parts(seed)
+    model = build_model(np, points, offsets, MATERIAL)
     dense = np.zeros((model.n_dofs, model.n_dofs))
     for d in range(band.shape[0]):
         index = np.arange(model.n_dofs - d)
@@ -182,3 +193,32 @@ def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(max_
     np.testing.assert_allclose(solutions[1], solutions[0], atol=1e-8 * np.abs(solutions[0]).max())
     velocity = relative + exact.apply(solutions[0])
     assert np.all(np.einsum("nc,nc->n", velocity, normal) >= target - 1e-9)
+
+
+def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
+    """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend, issue 8): the
+    same W and the same Gauss–Seidel impulses as on numpy, with a colour cap so that colours are shared."""
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    model, factor, _, dof_fixed = _system(seed=6)
+    generator = np.random.default_rng(9)
+    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    n = vertices.shape[0]
+    normal = _normals(n, seed=5)
+    target = np.abs(generator.normal(scale=0.05, size=n))
+    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
+    mu, tolerance = np.full(n, 0.4), np.full(n, 1e-12)
+    host = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
+    expected = host.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 300, tolerance)
+
+    backend = strict_backend()
+    xp, up = backend.xp, backend.from_host
+    points, offsets, band, _ = _system_parts(seed=6)
+    device_model = build_model(xp, up(points), up(offsets), MATERIAL)
+    device_factor = BandedCholesky(xp, up(band), strand_blocks_of_model(xp, backend.to_host, device_model))
+    with substep_guard("a Gauss-Seidel contact solve"):
+        operator = DelassusOperator(xp, device_model, device_factor, up(vertices), up(weights), up(dof_fixed),
+                                    up(normal), max_colours=3)
+        impulse, sweeps, change = operator.gauss_seidel(up(relative), xp.zeros((n, 3)), up(target), up(mu), 300,
+                                                        up(tolerance))
+    assert sweeps == expected[1]
+    np.testing.assert_allclose(backend.to_host(impulse), expected[0], rtol=1e-9, atol=1e-15)

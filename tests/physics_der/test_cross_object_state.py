@@ -204,7 +204,8 @@ def test_a_single_hair_object_gives_the_same_result_as_its_own_der_solver():
                         young_modulus=1e8, shear_modulus=1e9, density=1300.0, damping=0.5))
     settings = NewtonSettings(max_iterations=50, tolerance=1e-6, quasi_newton_matrix="gauss_newton",
                               refresh_interval=4, contact_detection_tolerance=1e-4)
-    solver = DerSolver(model, BACKEND, settings, contact=ContactSettings(friction=0.4, collider_friction=0.3))
+    solver = DerSolver(model, BACKEND, settings, contact=ContactSettings(friction=0.4, collider_friction=0.3,
+                                                                         local_solver="gauss_seidel"))
     state = rest_state(np, model)
     first = np.array([0, 8, 16])
     h = 1.0 / (FPS * SUBSTEPS)

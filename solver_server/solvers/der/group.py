@@ -25,9 +25,9 @@ Scene solver settings (``scene["solver"]["der"]``): max_iterations (50), toleran
 length_preserving_path (true: line search along the path of retraction.py on strands without contact
 impulses), contact_detection_tolerance (1e-4 m/s: contacts are detected once the free motion's mean |Δv|
 is below it; a negative value: after the first iteration as in the seed), contact_detection_iterations (8:
-or after this many iterations), response ("delassus" | "rigid_rod"), local_solver ("jacobi": the seed's one
-local step per contact round | "gauss_seidel": the contact problem of each round solved on the exact
-Delassus operator, contact_space.py).
+or after this many iterations), response ("delassus" | "rigid_rod"), local_solver ("gauss_seidel": the
+contact problem of each round solved on the exact Delassus operator, contact_space.py | "jacobi": the
+seed's one local step per contact round).
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool
 _CONTACT_KEYS = ("response", "local_solver")
 # scene defaults: quasi-Newton on the Gauss-Newton matrix refreshed every 4 iterations (docs/der.md §3)
 _SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4, "contact_detection_tolerance": 1e-4}
+# and the Gauss-Seidel contact solve (converges where the seed's Jacobi step ends dense substeps at N_max)
+_SCENE_CONTACT_DEFAULTS = {"response": "delassus", "local_solver": "gauss_seidel"}
 
 
 def _settings(scene, object_id):
@@ -73,7 +75,7 @@ def _settings(scene, object_id):
     if newton.contact_detection_tolerance < 0.0:
         newton.contact_detection_tolerance = None   # the seed's detection after the first iteration
     contact = {key: str(raw[key]) for key in _CONTACT_KEYS if key in raw}
-    return newton, {"response": "delassus", **contact}
+    return newton, {**_SCENE_CONTACT_DEFAULTS, **contact}
 
 
 class _HairObject:
