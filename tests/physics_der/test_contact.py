@@ -79,12 +79,17 @@ def simulate(solver, state, steps, dt, colliders=()):
     return state, stats, converged
 
 
-@pytest.mark.parametrize("detection", [None, 1e-4], ids=["seed_detection", "detection_after_free_motion"])
+LOCAL_SOLVERS = pytest.mark.parametrize("local_solver", ["jacobi", "gauss_seidel"])
+
+
+@pytest.mark.parametrize("detection, local_solver", [(None, "jacobi"), (1e-4, "jacobi"), (1e-4, "gauss_seidel")],
+                         ids=["seed_detection", "detection_after_free_motion", "gauss_seidel"])
 @pytest.mark.parametrize("mu", [0.6, 0.0])
-def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu, detection):
+def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu, detection, local_solver):
     """Seed Fig. 4-8, on a 20° tilted support strand: with μ = 0.6 (> tan 20°) the dropped strand stays
     where it landed; with μ = 0 it slides down along the support.  Contacts detected after the first
-    iteration (seed) or once the free motion has converged (scene default) give the same physics."""
+    iteration (seed) or once the free motion has converged (scene default) give the same physics, and so
+    does the Gauss–Seidel contact solve (the scene default)."""
     angle = np.radians(20.0)
     axis = np.array([np.cos(angle), 0.0, np.sin(angle)])
     support = straight(11, 0.2, direction=axis, origin=-0.1 * axis)
@@ -93,7 +98,8 @@ def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu, detection):
     material = DerMaterial(radius=radius, young_modulus=1e7, shear_modulus=4e6, density=1300.0, damping=1.0)
     settings = NewtonSettings(max_iterations=50, tolerance=1e-5, contact_detection_tolerance=detection)
     model, solver, state = make(np.concatenate((support, dropped)), [0, 11, 32], material, settings,
-                                ContactSettings(friction=mu), fixed_vertices=[0, 1, 9, 10], fixed_edges=[0, 9])
+                                ContactSettings(friction=mu, local_solver=local_solver), fixed_vertices=[0, 1, 9, 10],
+                                fixed_edges=[0, 9])
     state, stats, converged = simulate(solver, state, steps=50, dt=4e-3)
     assert max(s["contacts"] for s in stats) > 0
     assert converged >= 5
@@ -106,7 +112,8 @@ def test_strand_dropped_across_a_strand_fixed_at_both_ends(mu, detection):
         assert downhill > 0.02
 
 
-def test_strand_on_a_tilted_pipe_slides_faster_for_smaller_friction():
+@LOCAL_SOLVERS
+def test_strand_on_a_tilted_pipe_slides_faster_for_smaller_friction(local_solver):
     """Seed Fig. 4-9: a strand dropped across a pipe tilted by 30°; lower μ slides further downhill."""
     angle = np.radians(30.0)
     axis = np.array([np.cos(angle), 0.0, np.sin(angle)])
@@ -115,7 +122,8 @@ def test_strand_on_a_tilted_pipe_slides_faster_for_smaller_friction():
         pipe = Pipe([0.0, 0.0, 0.0], axis, radius=0.01, friction=mu)
         strand = straight(21, 0.1, direction=(0.0, 1.0, 0.0), origin=(0.0, -0.05, 0.0102))
         material = DerMaterial(radius=1e-4, young_modulus=1e7, shear_modulus=4e6, density=1300.0, damping=1.0)
-        model, solver, state = make(strand, [0, 21], material, SETTINGS, ContactSettings(self_collision=False),
+        model, solver, state = make(strand, [0, 21], material, SETTINGS,
+                                    ContactSettings(self_collision=False, local_solver=local_solver),
                                     colliders=[pipe], fixed_vertices=[], fixed_edges=[])
         state, stats, converged = simulate(solver, state, steps=30, dt=4e-3, colliders=[pipe])
         assert max(s["collider_contacts"] for s in stats) > 3          # it drapes over the pipe
@@ -124,7 +132,8 @@ def test_strand_on_a_tilted_pipe_slides_faster_for_smaller_friction():
     assert travel[0.1] > 2.0 * travel[0.4] > 0.0
 
 
-def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration():
+@LOCAL_SOLVERS
+def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration(local_solver):
     """Seed Fig. 4-4: a two-layer bundle of strands falls on the ground and rests on it and on itself."""
     radius = 1e-4
     ground = PRIMITIVES["plane"]({"normal": [0.0, 0.0, 1.0], "offset": 0.0}, np.eye(4))
@@ -133,7 +142,8 @@ def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration():
     strands = [straight(11, 0.05, direction=direction, origin=(0.0, y * radius, 0.006 + z * radius)) for y, z in layout]
     material = DerMaterial(radius=radius, young_modulus=1e8, shear_modulus=4e7, density=1300.0, damping=5.0)
     model, solver, state = make(np.concatenate(strands), np.arange(5) * 11, material, SETTINGS,
-                                ContactSettings(friction=0.3), colliders=[ground], fixed_vertices=[], fixed_edges=[])
+                                ContactSettings(friction=0.3, local_solver=local_solver), colliders=[ground],
+                                fixed_vertices=[], fixed_edges=[])
     state, stats, converged = simulate(solver, state, steps=30, dt=4e-3, colliders=[ground])
     assert converged >= 3
     assert max(s["collider_contacts"] for s in stats) >= 11            # a whole strand lies on the ground

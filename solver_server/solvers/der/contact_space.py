@@ -103,8 +103,10 @@ class DelassusOperator:
             position[members] = xp.arange(members.shape[0])
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.pair_first[pairs], return_inverse=True)
+            own_pieces = (1.0 / self.normal_response[members], self.tangential_effect[members],
+                          self.tangential_inverse[members])
             self.sweep_colours.append(_ColourBlocks(xp, members, local_blocks[pairs], position[self.pair_second[pairs]],
-                                                    rows, row_slot.reshape(-1)))
+                                                    rows, row_slot.reshape(-1), own_pieces))
 
     @property
     def colours(self) -> int:
@@ -134,24 +136,25 @@ class DelassusOperator:
         # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
         lam = _clamp_to_disc(xp, xp.maximum(lam[:, 0], 0.0), lam[:, 1:], mu)
         u = u + self._apply_local(lam - xp.einsum("nia,ni->na", frames, impulse))
+        # what every colour's update needs, gathered once per solve rather than once per sweep
+        steps = [(colour, target_normal[colour.members], mu[colour.members],
+                  1.0 / velocity_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
         largest = 0.0
         done = 0
         for done in range(1, sweeps + 1):
             largest_change = xp.zeros(())
-            for colour in self.sweep_colours:
+            for colour, target, friction, inverse_tolerance in steps:
                 members = colour.members
                 old = lam[members]
                 velocity = u[members]
-                new_normal = xp.maximum(old[:, 0] + (target_normal[members] - velocity[:, 0])
-                                        / self.normal_response[members], 0.0)
-                goal = -(velocity[:, 1:] + self.tangential_effect[members] * (new_normal - old[:, 0])[:, None])
-                tangential = old[:, 1:] + xp.einsum("kab,kb->ka", self.tangential_inverse[members], goal)
-                new = _clamp_to_disc(xp, new_normal, tangential, mu[members])
+                new_normal = xp.maximum(old[:, 0] + (target - velocity[:, 0]) * colour.normal_compliance, 0.0)
+                goal = -(velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None])
+                tangential = old[:, 1:] + xp.einsum("kab,kb->ka", colour.tangential_inverse, goal)
+                new = _clamp_to_disc(xp, new_normal, tangential, friction)
                 lam[members] = new
                 change = colour.effect(xp, new - old)
                 u[colour.rows] += change
-                largest_change = xp.maximum(largest_change,
-                                            (xp.abs(change) / velocity_tolerance[colour.rows][:, None]).max())
+                largest_change = xp.maximum(largest_change, (xp.abs(change) * inverse_tolerance).max())
             largest = float(largest_change)
             if largest <= 1.0:
                 break
@@ -170,10 +173,13 @@ class _ColourBlocks:
     """The blocks of W (in the contact frames) whose column contact has one colour.
 
     members (k,): the colour's contacts; blocks (p, 3, 3) with their column contact's position in `members`
-    (p,) and their row contact rows[row_slot] (rows (r,) unique, row_slot (p,))."""
+    (p,) and their row contact rows[row_slot] (rows (r,) unique, row_slot (p,)).  own_pieces: the members'
+    own-block pieces the local step needs, normal_compliance (k,) = 1 / W_NN, tangential_effect (k, 2) = W_TN
+    and tangential_inverse (k, 2, 2) = W_TT⁻¹ (scaled for colour sharing)."""
 
-    def __init__(self, xp, members, blocks, column, rows, row_slot):
+    def __init__(self, xp, members, blocks, column, rows, row_slot, own_pieces):
         self.members, self.column, self.rows = members, column, rows
+        self.normal_compliance, self.tangential_effect, self.tangential_inverse = own_pieces
         # the blocks' columns (3 of (p, 3)): three broadcast products beat a batched 3 × 3 einsum or matmul
         self._block_columns = [xp.ascontiguousarray(blocks[:, :, axis]) for axis in range(3)]
         self._slots = (3 * row_slot[:, None] + xp.arange(3)).reshape(-1)
