@@ -95,18 +95,25 @@ class DelassusOperator:
         self.tangential_effect = own[:, 1:, 0]                                          # (n, 2) W_TN
         self.tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                      # (n, 2, 2) W_TT⁻¹
         colours = int(self.colour.max()) + 1 if n else 0
+        # the sweeps work in colour order, where every colour's contacts are one slice (views, not gathers)
+        self.order = xp.argsort(self.colour, kind="stable")                            # colour order -> contact
+        self.rank = xp.empty(n, dtype=xp.int64)                                         # contact -> colour order
+        self.rank[self.order] = xp.arange(n)
+        counts = xp.bincount(self.colour, minlength=colours)
         pair_colour = self.colour[self.pair_second]
         self.sweep_colours = []
+        start = 0
         for colour in range(colours):
-            members = xp.nonzero(self.colour == colour)[0]
-            position = xp.zeros(n, dtype=xp.int64)                                  # of a member in `members`
-            position[members] = xp.arange(members.shape[0])
+            stop = start + int(counts[colour])
+            members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
-            rows, row_slot = xp.unique(self.pair_first[pairs], return_inverse=True)
+            rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
             own_pieces = (1.0 / self.normal_response[members], self.tangential_effect[members],
                           self.tangential_inverse[members])
-            self.sweep_colours.append(_ColourBlocks(xp, members, local_blocks[pairs], position[self.pair_second[pairs]],
-                                                    rows, row_slot.reshape(-1), own_pieces))
+            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs],
+                                                    self.rank[self.pair_second[pairs]] - start, rows,
+                                                    row_slot.reshape(-1), own_pieces))
+            start = stop
 
     @property
     def colours(self) -> int:
@@ -136,44 +143,48 @@ class DelassusOperator:
         # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
         lam = _clamp_to_disc(xp, xp.maximum(lam[:, 0], 0.0), lam[:, 1:], mu)
         u = u + self._apply_local(lam - xp.einsum("nia,ni->na", frames, impulse))
-        # what every colour's update needs, gathered once per solve rather than once per sweep
+        # in colour order: a colour's contacts are the slice colour.members
+        order = self.order
+        u, lam, target_normal, mu = u[order], lam[order], target_normal[order], mu[order]
+        inverse_tolerance = 1.0 / velocity_tolerance[order]
         steps = [(colour, target_normal[colour.members], mu[colour.members],
-                  1.0 / velocity_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
+                  inverse_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
         largest = 0.0
         done = 0
         for done in range(1, sweeps + 1):
             largest_change = xp.zeros(())
-            for colour, target, friction, inverse_tolerance in steps:
-                members = colour.members
-                old = lam[members]
-                velocity = u[members]
+            for colour, target, friction, row_inverse_tolerance in steps:
+                old = lam[colour.members]
+                velocity = u[colour.members]
                 new_normal = xp.maximum(old[:, 0] + (target - velocity[:, 0]) * colour.normal_compliance, 0.0)
                 goal = -(velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None])
                 tangential = old[:, 1:] + xp.einsum("kab,kb->ka", colour.tangential_inverse, goal)
                 new = _clamp_to_disc(xp, new_normal, tangential, friction)
-                lam[members] = new
-                change = colour.effect(xp, new - old)
+                change = colour.effect(xp, new - old)          # before the slice `old` views is overwritten
+                lam[colour.members] = new
                 u[colour.rows] += change
-                largest_change = xp.maximum(largest_change, (xp.abs(change) * inverse_tolerance).max())
+                largest_change = xp.maximum(largest_change, (xp.abs(change) * row_inverse_tolerance).max())
             largest = float(largest_change)
             if largest <= 1.0:
                 break
-        return xp.einsum("nia,na->ni", frames, lam), done, largest
+        return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
 
     def _apply_local(self, lam):
         """W λ in the contact frames, for λ (n, 3) in the contact frames."""
         xp = self.xp
+        in_colour_order = lam[self.order]
         result = xp.zeros((self.n, 3))
         for colour in self.sweep_colours:
-            result[colour.rows] += colour.effect(xp, lam[colour.members])
-        return result
+            result[colour.rows] += colour.effect(xp, in_colour_order[colour.members])
+        return result[self.rank]
 
 
 class _ColourBlocks:
     """The blocks of W (in the contact frames) whose column contact has one colour.
 
-    members (k,): the colour's contacts; blocks (p, 3, 3) with their column contact's position in `members`
-    (p,) and their row contact rows[row_slot] (rows (r,) unique, row_slot (p,)).  own_pieces: the members'
+    In the colour order of DelassusOperator (`order`): members, a slice of k contacts, the colour's; blocks
+    (p, 3, 3) with their column contact's position in `members` (p,) and their row contact rows[row_slot]
+    (rows (r,) unique, row_slot (p,)).  own_pieces: the members'
     own-block pieces the local step needs, normal_compliance (k,) = 1 / W_NN, tangential_effect (k, 2) = W_TN
     and tangential_inverse (k, 2, 2) = W_TT⁻¹ (scaled for colour sharing)."""
 
