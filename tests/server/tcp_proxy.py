@@ -17,6 +17,9 @@ class DroppingProxy:
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
         self.drops = 0
+        self.discarded_bytes = 0  # server -> client bytes thrown away since blackhole()
+        self._blackhole = False
+        self._upstreams: set[socket.socket] = set()
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.listener, selectors.EVENT_READ)
         self._peers: dict[socket.socket, socket.socket] = {}
@@ -24,6 +27,12 @@ class DroppingProxy:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
+
+    def blackhole(self) -> None:
+        """From now until the next drop_all, throw away what the server sends (counted in
+        ``discarded_bytes``): data certainly lost in transit, however fast either side is."""
+        self.discarded_bytes = 0
+        self._blackhole = True
 
     def drop_all(self) -> None:
         """Cut every connection open now (new ones are accepted afterwards). Shutting the sockets
@@ -35,6 +44,7 @@ class DroppingProxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        self._blackhole = False
         self.drops += 1
 
     def close(self) -> None:
@@ -49,6 +59,8 @@ class DroppingProxy:
             other = self._peers.pop(sock, None)
             if other is not None:
                 self._peers.pop(other, None)
+            self._upstreams.discard(sock)
+            self._upstreams.discard(other)
         for s in (sock, other):
             if s is None:
                 continue
@@ -73,12 +85,16 @@ class DroppingProxy:
                         self._selector.register(s, selectors.EVENT_READ)
                     with self._lock:
                         self._peers[client], self._peers[upstream] = upstream, client
+                        self._upstreams.add(upstream)
                     continue
                 other = self._peers.get(sock)
                 if other is None:
                     continue
                 try:
                     data = sock.recv(1 << 16)
+                    if data and self._blackhole and sock in self._upstreams:
+                        self.discarded_bytes += len(data)
+                        continue
                     if data:
                         other.sendall(data)
                         continue

@@ -240,6 +240,7 @@ def test_frames_lost_on_a_dropped_connection_are_sent_again(inprocess_server, ca
     server = inprocess_server()
     proxy = DroppingProxy("127.0.0.1", int(server.address.rsplit(":", 1)[1]))
     objects = [{"id": "A", "vertices": np.zeros((20_000, 3))}]  # 240 kB frames: several in flight
+    frame_bytes = 20_000 * 3 * 4
     received = []
     try:
         with SolverClient(f"tcp://127.0.0.1:{proxy.port}", timeout=10) as client:
@@ -248,8 +249,11 @@ def test_frames_lost_on_a_dropped_connection_are_sent_again(inprocess_server, ca
                 received.append(result.frame)
                 np.testing.assert_allclose(result.positions["A"][0, 2], -0.01 * (result.frame - 1), atol=1e-6)
                 if result.frame in (10, 60):
-                    time.sleep(0.3)  # stop reading: frames pile up in the TCP buffers ...
-                    proxy.drop_all()  # ... and are lost with the connection
+                    # what the server sends from now on is lost in transit (a fixed pause before the
+                    # drop lost nothing when a loaded machine slowed the server down) ...
+                    proxy.blackhole()
+                    assert wait_until(lambda: proxy.discarded_bytes >= 2 * frame_bytes)
+                    proxy.drop_all()  # ... and the connection breaks
     finally:
         proxy.close()
     assert proxy.drops == 2
