@@ -33,7 +33,7 @@ from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3
 from .banded import band_of_inverse
-from .contact_space import DelassusOperator
+from .contact_space import DelassusOperator, coulomb_scale
 from .geometry import coplanarity_times, overlap_far_end, segment_closest_points
 from .model import DerModel
 
@@ -615,7 +615,7 @@ class StepContacts:
         # predicted end-of-step penetration beyond the contact distance, relative to that distance
         shortfall = (self.target_normal - _rows_dot(xp, relative, self.normal)) * self.h / self.radius_scale
         self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
-        if self.solver.settings.local_solver != "jacobi" and self._factor is not None:
+        if self.resolves_each_round and self._factor is not None:
             start = self.solver.warm_start(self.keys, self.normal, self.mu, self.h) if iteration == 0 else self.impulse
             return self._relaxed_update(self._solve_contact_space(relative, start))
         if iteration == 0:
@@ -734,9 +734,7 @@ def project_to_cone(xp, impulse, normal, mu):
     """Seed eq. 3.5: λ_N ≥ 0 (else λ = 0) and ‖λ_T‖ ≤ μ λ_N by scaling the tangential part."""
     normal_part = _rows_dot(xp, impulse, normal)
     tangential = impulse - normal_part[:, None] * normal
-    tangential_norm = xp.linalg.norm(tangential, axis=1)
-    limit = mu * xp.maximum(normal_part, 0.0)
-    scale = xp.where(tangential_norm > limit, limit / xp.maximum(tangential_norm, 1e-300), 1.0)
+    scale = coulomb_scale(xp, xp.maximum(normal_part, 0.0), tangential, mu)
     projected = xp.maximum(normal_part, 0.0)[:, None] * normal + scale[:, None] * tangential
     return xp.where((normal_part > 0.0)[:, None], projected, 0.0)
 

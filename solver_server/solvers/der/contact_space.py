@@ -66,10 +66,7 @@ class DelassusOperator:
         keys = contact[first] * n + contact[second]
         unique_keys, slot_of = xp.unique(keys, return_inverse=True)
         slot_of = slot_of.reshape(-1)
-        summed = xp.zeros((unique_keys.shape[0], 9))
-        flat = entry_pair_blocks.reshape(-1, 9)
-        for component in range(9):
-            summed[:, component] = xp.bincount(slot_of, weights=flat[:, component], minlength=unique_keys.shape[0])
+        summed = _sum_rows(xp, _entry_slots(xp, slot_of, 9), entry_pair_blocks.reshape(-1, 9), unique_keys.shape[0])
         self.pair_first, self.pair_second = unique_keys // n, unique_keys % n
         self.blocks = summed.reshape(-1, 3, 3)
         on_diagonal = self.pair_first == self.pair_second
@@ -91,9 +88,9 @@ class DelassusOperator:
         # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
         # the simultaneous steps cannot overshoot together
         own = self.sharing[:, None, None] * xp.einsum("nia,nij,njb->nab", frames, self.diagonal, frames)
-        self.normal_response = own[:, 0, 0]                                             # (n,) W_NN
-        self.tangential_effect = own[:, 1:, 0]                                          # (n, 2) W_TN
-        self.tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                      # (n, 2, 2) W_TT⁻¹
+        normal_compliance = 1.0 / own[:, 0, 0]                                          # (n,) 1 / W_NN
+        tangential_effect = own[:, 1:, 0]                                               # (n, 2) W_TN
+        tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                           # (n, 2, 2) W_TT⁻¹
         colours = int(self.colour.max()) + 1 if n else 0
         # the sweeps work in colour order, where every colour's contacts are one slice (views, not gathers)
         self.order = xp.argsort(self.colour, kind="stable")                            # colour order -> contact
@@ -108,8 +105,7 @@ class DelassusOperator:
             members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
-            own_pieces = (1.0 / self.normal_response[members], self.tangential_effect[members],
-                          self.tangential_inverse[members])
+            own_pieces = (normal_compliance[members], tangential_effect[members], tangential_inverse[members])
             self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs],
                                                     self.rank[self.pair_second[pairs]] - start, rows,
                                                     row_slot.reshape(-1), own_pieces))
@@ -123,10 +119,7 @@ class DelassusOperator:
         """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
         xp = self.xp
         change = xp.einsum("pij,pj->pi", self.blocks, impulses[self.pair_second])
-        result = xp.zeros((self.n, 3))
-        for axis in range(3):
-            result[:, axis] = xp.bincount(self.pair_first, weights=change[:, axis], minlength=self.n)
-        return result
+        return _sum_rows(xp, _entry_slots(xp, self.pair_first, 3), change, self.n)
 
     def gauss_seidel(self, relative, impulse, target_normal, mu, sweeps: int, velocity_tolerance: float):
         """Projected Gauss–Seidel on u(λ) = relative + W (λ − impulse): per contact, the normal impulse that
@@ -137,15 +130,14 @@ class DelassusOperator:
         target_normal (n,) [m/s]; mu (n,).  Sweeps until no contact's relative velocity changes by more than
         its velocity_tolerance (n,) [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside
         their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance)."""
-        xp, frames = self.xp, self.frames
-        u = xp.einsum("nia,ni->na", frames, relative)                                   # (n, 3) frame components
-        lam = xp.einsum("nia,ni->na", frames, impulse)
+        xp, frames, order = self.xp, self.frames, self.order
+        # frame components, in colour order: a colour's contacts are the slice colour.members
+        u = xp.einsum("nia,ni->na", frames, relative)[order]
+        given = xp.einsum("nia,ni->na", frames, impulse)[order]
+        target_normal, mu = target_normal[order], mu[order]
         # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
-        lam = _clamp_to_disc(xp, xp.maximum(lam[:, 0], 0.0), lam[:, 1:], mu)
-        u = u + self._apply_local(lam - xp.einsum("nia,ni->na", frames, impulse))
-        # in colour order: a colour's contacts are the slice colour.members
-        order = self.order
-        u, lam, target_normal, mu = u[order], lam[order], target_normal[order], mu[order]
+        lam = _clamp_to_disc(xp, xp.maximum(given[:, 0], 0.0), given[:, 1:], mu)
+        u = u + self._apply_in_colour_order(lam - given)
         inverse_tolerance = 1.0 / velocity_tolerance[order]
         steps = [(colour, target_normal[colour.members], mu[colour.members],
                   inverse_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
@@ -169,14 +161,12 @@ class DelassusOperator:
                 break
         return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
 
-    def _apply_local(self, lam):
-        """W λ in the contact frames, for λ (n, 3) in the contact frames."""
-        xp = self.xp
-        in_colour_order = lam[self.order]
-        result = xp.zeros((self.n, 3))
+    def _apply_in_colour_order(self, lam):
+        """W λ in the contact frames for λ (n, 3) in the contact frames, both in colour order."""
+        result = self.xp.zeros((self.n, 3))
         for colour in self.sweep_colours:
-            result[colour.rows] += colour.effect(xp, in_colour_order[colour.members])
-        return result[self.rank]
+            result[colour.rows] += colour.effect(self.xp, lam[colour.members])
+        return result
 
 
 class _ColourBlocks:
@@ -193,15 +183,25 @@ class _ColourBlocks:
         self.normal_compliance, self.tangential_effect, self.tangential_inverse = own_pieces
         # the blocks' columns (3 of (p, 3)): three broadcast products beat a batched 3 × 3 einsum or matmul
         self._block_columns = [xp.ascontiguousarray(blocks[:, :, axis]) for axis in range(3)]
-        self._slots = (3 * row_slot[:, None] + xp.arange(3)).reshape(-1)
-        self._size = 3 * rows.shape[0]
+        self._slots = _entry_slots(xp, row_slot, 3)
 
     def effect(self, xp, change):
         """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
         gathered = change[self.column]
         first, second, third = self._block_columns
         per_block = first * gathered[:, 0:1] + second * gathered[:, 1:2] + third * gathered[:, 2:3]
-        return xp.bincount(self._slots, weights=per_block.reshape(-1), minlength=self._size).reshape(-1, 3)
+        return _sum_rows(xp, self._slots, per_block, self.rows.shape[0])
+
+
+def _entry_slots(xp, index, width: int):
+    """Flat slots (p · width,) of the entries of rows (p, width) sent to rows index (p,) (see _sum_rows)."""
+    return (width * index[:, None] + xp.arange(width)).reshape(-1)
+
+
+def _sum_rows(xp, slots, values, size: int):
+    """Sums (size, m) of the rows values (p, m) sent to the rows given by their _entry_slots (one bincount)."""
+    m = values.shape[1]
+    return xp.bincount(slots, weights=values.reshape(-1), minlength=m * size).reshape(size, m)
 
 
 def _inverse_2x2(xp, matrices):
@@ -211,11 +211,17 @@ def _inverse_2x2(xp, matrices):
     return xp.stack((xp.stack((d, -b), axis=1), xp.stack((-c, a), axis=1)), axis=1) / determinant[:, None, None]
 
 
+def coulomb_scale(xp, normal_part, tangential, mu):
+    """Seed eq. 3.5's factor (k,) on the tangential impulse tangential (k, d) that brings it inside the Coulomb
+    disc ‖λ_T‖ ≤ μ λ_N, for normal impulses normal_part (k,) ≥ 0 (1 where it is inside already)."""
+    limit = mu * normal_part
+    length = xp.linalg.norm(tangential, axis=1)
+    return xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
+
+
 def _clamp_to_disc(xp, normal_part, tangential, mu):
     """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0), ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
-    limit = mu * normal_part
-    length = xp.sqrt(xp.sum(tangential * tangential, axis=1))
-    scale = xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
+    scale = coulomb_scale(xp, normal_part, tangential, mu)
     return xp.concatenate((normal_part[:, None], tangential * scale[:, None]), axis=1)
 
 
