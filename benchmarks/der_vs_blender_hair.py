@@ -11,6 +11,7 @@ Blender's hair dynamics does not resolve between strands.
 Printed: ms per frame for both, the ratio, and Tangle's contacts and iterations per substep.
 
     .venv/bin/python -m benchmarks.der_vs_blender_hair [--frames 12] [--strands 1000] [--segments 20]
+    python -m benchmarks.der_vs_blender_hair --device cuda --blender-ms 744   # GPU server without bpy
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def hemisphere_roots(strands: int):
 
 
 def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,
-               tolerance: float = 1e-6, log=None, local_solver: str = "gauss_seidel"):
+               tolerance: float = 1e-6, log=None, local_solver: str = "gauss_seidel", device: str = "cpu"):
     """Tangle's DER on the scene: (wall s per frame, CPU s per frame, mean contacts per substep, mean
-    iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it."""
+    iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it.
+    device: "cpu" or "cuda" (the solver's backend; each frame ends with a copy of the positions to the host,
+    as the server does, so the time includes all queued device work)."""
     from benchmarks.der_hairball import SpinningSphere, rotate_z
     from solver_server.backend import get_backend
     from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
@@ -50,16 +53,18 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
     points = (directions[:, None, :] * along[None, :, None]).reshape(-1, 3)
     offsets = np.arange(strands + 1) * (segments + 1)
     material = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
-    model = build_model(np, points, offsets, material)
+    backend = get_backend(device)
+    xp = backend.xp
+    model = build_model(xp, xp.asarray(points), xp.asarray(offsets), material)
     spin = 2.0 * np.pi / PERIOD
-    solver = DerSolver(model, get_backend("cpu"),
+    solver = DerSolver(model, backend,
                        NewtonSettings(max_iterations=iterations, tolerance=tolerance, quasi_newton=True,
                                       quasi_newton_matrix="gauss_newton", refresh_interval=refresh,
                                       contact_detection_tolerance=1e-4),   # the scene defaults (der/group.py)
                        colliders=[SpinningSphere(SPHERE_RADIUS, spin, friction=0.3)],
                        contact=ContactSettings(friction=0.3, collider_friction=0.3, local_solver=local_solver))
-    state = rest_state(np, model)
-    rest_targets = points[np.asarray(solver.fixed_vertices)]
+    state = rest_state(xp, model)
+    rest_targets = points[backend.to_host(solver.fixed_vertices)]
     dt = 1.0 / (FPS * substeps)
     contacts, steps_iterations = [], []
     clock = 0.0
@@ -75,6 +80,7 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
         contacts.append(stats.get("contacts", 0))
         steps_iterations.append(stats["iterations"])
         if step % substeps == substeps - 1:
+            backend.to_host(state.positions)
             frame_seconds.append(time.perf_counter() - frame_started)
             if log is not None:
                 print(f"  tangle frame {len(frame_seconds)}: {frame_seconds[-1]:.2f} s, contacts "
@@ -146,24 +152,38 @@ def main(argv=None) -> int:
                              "turn edges far within a step: 1 converges in about half the iterations of 4)")
     parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="gauss_seidel",
                         help="Tangle: contact local step (seed Jacobi, or Gauss-Seidel on the exact Delassus operator)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="Tangle's solver backend")
+    parser.add_argument("--blender-ms", type=float, default=None,
+                        help="skip Blender here and take this ms/frame measured by an earlier run (e.g. Blender on "
+                             "the artist's machine, Tangle on a GPU server without bpy); the ratio is then printed "
+                             "as a cross-machine one")
     args = parser.parse_args(argv)
 
     print(f"scene: {args.strands} strands x {args.segments} segments on a {SPHERE_RADIUS * 100:g} cm sphere turning "
           f"once in {PERIOD:g} s, {args.frames} frames at {FPS} fps")
-    blender_s, blender_cpu, frame_seconds, cache = run_blender(args.strands, args.segments, args.frames, args.quality)
-    print(f"blender hair dynamics : {blender_s * 1e3:8.1f} ms/frame, CPU {blender_cpu * 1e3:.1f} ms/frame "
-          f"(all threads)  (quality {args.quality}; first frame "
-          f"{frame_seconds[0] * 1e3:.0f} ms, later frames {1e3 * float(np.mean(frame_seconds[1:] or [0.0])):.0f} ms; "
-          f"point cache: {cache} no hair-hair contact)")
+    if args.blender_ms is None:
+        blender_s, blender_cpu, frame_seconds, cache = run_blender(args.strands, args.segments, args.frames,
+                                                                   args.quality)
+        print(f"blender hair dynamics : {blender_s * 1e3:8.1f} ms/frame, CPU {blender_cpu * 1e3:.1f} ms/frame "
+              f"(all threads)  (quality {args.quality}; first frame "
+              f"{frame_seconds[0] * 1e3:.0f} ms, later frames {1e3 * float(np.mean(frame_seconds[1:] or [0.0])):.0f} "
+              f"ms; point cache: {cache} no hair-hair contact)")
+    else:
+        blender_s, blender_cpu = args.blender_ms / 1e3, None
+        print(f"blender hair dynamics : {args.blender_ms:8.1f} ms/frame, given (--blender-ms), not measured here")
     tangle_s, tangle_cpu, contacts, iterations, dofs, _ = run_tangle(
         args.strands, args.segments, args.frames, args.substeps, args.iterations, args.refresh, args.tolerance,
-        log=sys.stdout, local_solver=args.local_solver)
+        log=sys.stdout, local_solver=args.local_solver, device=args.device)
     print(f"tangle DER            : {tangle_s * 1e3:8.1f} ms/frame, CPU {tangle_cpu * 1e3:.1f} ms/frame  "
-          f"({args.substeps} substeps, {dofs} DOF, "
+          f"({args.device}, {args.substeps} substeps, {dofs} DOF, "
           f"{contacts:.0f} contacts and {iterations:.1f} iterations per substep, hair-hair friction mu = 0.3, "
           f"{args.local_solver} contact solve)")
-    print(f"speed ratio           : tangle is {blender_s / tangle_s:.2f}x Blender's hair dynamics per frame "
-          f"(wall time; CPU time: {blender_cpu / tangle_cpu:.2f}x)")
+    if blender_cpu is None:
+        print(f"speed ratio           : tangle is {blender_s / tangle_s:.2f}x the given Blender time per frame "
+              f"(wall time, NOT the same machine or process run)")
+    else:
+        print(f"speed ratio           : tangle is {blender_s / tangle_s:.2f}x Blender's hair dynamics per frame "
+              f"(wall time; CPU time: {blender_cpu / tangle_cpu:.2f}x)")
     return 0
 
 

@@ -1,5 +1,8 @@
 """The xp path of the DER band Cholesky (der/banded.py) against LAPACK, on numpy and on the strict
-CuPy-like backend: factor, solve and band of the inverse of random SPD strand-band matrices."""
+CuPy-like backend: factor, solve and band of the inverse of random SPD strand-band matrices, with both
+xp algorithms (band columns; dense strand blocks)."""
+
+import types
 
 import numpy as np
 import pytest
@@ -37,6 +40,14 @@ def _strand_band(rng, lengths, p=P):
 
 @pytest.fixture
 def xp_path(monkeypatch):
+    """The xp path's band-column algorithm on numpy."""
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
+
+
+@pytest.fixture
+def dense_path(monkeypatch):
+    """The xp path's dense strand-block algorithm on numpy."""
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
 
 
@@ -100,7 +111,7 @@ def test_entries_coupling_two_strands_are_ignored_by_the_xp_path(xp_path):
     assert _relative(BandedCholesky(np, band, blocks).lower_factor, reference) < 1e-10
 
 
-def test_not_positive_definite_is_reported_on_both_paths(monkeypatch):
+def test_not_positive_definite_is_reported_on_every_path(monkeypatch):
     rng = np.random.default_rng(6)
     band, _ = _strand_band(rng, LENGTHS)
     band[0, 70] = -1.0                                     # a negative diagonal entry in the fourth strand
@@ -108,11 +119,17 @@ def test_not_positive_definite_is_reported_on_both_paths(monkeypatch):
     with pytest.raises(NotPositiveDefinite):
         BandedCholesky(np, band, blocks)                   # LAPACK
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    with pytest.raises(NotPositiveDefinite, match="not positive definite"):
+        BandedCholesky(np, band, StrandBlocks(np, np.cumsum(LENGTHS), P + 1))           # dense blocks
+    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
     with pytest.raises(NotPositiveDefinite, match="column 70"):
-        BandedCholesky(np, band, blocks)
+        BandedCholesky(np, band, StrandBlocks(np, np.cumsum(LENGTHS), P + 1))           # band columns
 
 
-def test_strict_device_backend_factors_and_solves_without_a_download():
+@pytest.mark.parametrize("dense", [True, False])
+def test_strict_device_backend_factors_and_solves_without_a_download(monkeypatch, dense):
+    if not dense:
+        monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
     rng = np.random.default_rng(7)
     band, _ = _strand_band(rng, LENGTHS)
     constrain_band(np, band, np.array([0, 5, 39]))
@@ -125,8 +142,8 @@ def test_strict_device_backend_factors_and_solves_without_a_download():
     with substep_guard("a banded solve"):
         factor = BandedCholesky(xp, device_band, blocks)
         solution = factor.solve(device_rhs)
-        inverse = band_of_inverse(xp, factor.lower_factor, blocks)
-    assert factor.on_xp_path
+        inverse = factor.inverse_band()
+    assert factor.on_xp_path and blocks.fits_dense == dense
     assert _relative(backend.to_host(solution), scipy.linalg.cho_solve_banded((reference, True), rhs)) < 1e-10
     assert _relative(backend.to_host(inverse), band_of_inverse(np, reference, np.cumsum(LENGTHS))) < 1e-10
 
@@ -163,3 +180,65 @@ def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
     device_band = constrain_band(backend.xp, backend.from_host(_strand_band(np.random.default_rng(10), LENGTHS)[0]),
                                  backend.from_host(fixed))
     assert np.array_equal(backend.to_host(device_band)[used], expected[used])
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_dense_strand_blocks_solve_like_lapack(dense_path, fixed):
+    rng = np.random.default_rng(11)
+    band, dense = _strand_band(rng, LENGTHS)
+    if fixed:
+        constrain_band(np, band, np.array([0, 1, 2, 38, 50, 60, 61, 100]))
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    factor = BandedCholesky(np, band, blocks)
+    assert factor.on_xp_path and blocks.fits_dense
+    reference = scipy.linalg.cholesky_banded(band, lower=True)
+    rhs = rng.standard_normal((band.shape[1], 4))
+    expected = scipy.linalg.cho_solve_banded((reference, True), rhs)
+    assert _relative(factor.solve(rhs), expected) < 1e-10
+    assert _relative(factor.solve(rhs[:, 1]), expected[:, 1]) < 1e-10
+    assert _relative(factor.inverse_band(), band_of_inverse(np, reference, np.cumsum(LENGTHS))) < 1e-10
+    with pytest.raises(ValueError, match="keeps A"):
+        factor.lower_factor
+
+
+def test_dense_strand_blocks_ignore_entries_coupling_two_strands(dense_path):
+    rng = np.random.default_rng(12)
+    band, dense = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    rhs = rng.standard_normal(band.shape[1])
+    expected = np.linalg.solve(dense, rhs)
+    band[1:, :][~blocks.inside[1:].astype(bool)] = 0.3       # coupling entries (and the unused band tail)
+    factor = BandedCholesky(np, band, blocks)
+    assert _relative(factor.solve(rhs), expected) < 1e-10
+    crossing = ~blocks.inside.astype(bool)
+    assert np.all(factor.inverse_band()[crossing] == 0.0)
+
+
+def test_a_cholesky_that_does_not_raise_is_still_caught(dense_path):
+    """CuPy's batched Cholesky returns a wrong factor instead of raising on an indefinite block: the residual
+    check names the block (here a numpy stand-in that factors an indefinite block as A + 100 I without
+    complaint)."""
+    rng = np.random.default_rng(13)
+    band, _ = _strand_band(rng, LENGTHS)
+    band[0, 70] = -1.0                                       # fourth strand (DOFs 69 .. 107) indefinite
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+
+    def quiet_cholesky(matrices):
+        indefinite = np.linalg.eigvalsh(matrices).min(axis=1) <= 0.0
+        return np.linalg.cholesky(matrices + 100.0 * np.eye(blocks.longest) * indefinite[:, None, None])
+
+    quiet = types.SimpleNamespace(**{name: getattr(np, name) for name in dir(np) if not name.startswith("__")})
+    quiet.linalg = types.SimpleNamespace(cholesky=quiet_cholesky, inv=np.linalg.inv)
+    with pytest.raises(NotPositiveDefinite, match="strand block 3 of 7"):
+        BandedCholesky(quiet, band, blocks)
+
+
+def test_too_many_strand_entries_for_dense_blocks_use_band_columns(monkeypatch):
+    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", len(LENGTHS) * 39 * 39 - 1)
+    rng = np.random.default_rng(14)
+    band, _ = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    assert not blocks.fits_dense
+    factor = BandedCholesky(np, band, blocks)
+    assert _relative(factor.lower_factor, scipy.linalg.cholesky_banded(band, lower=True)) < 1e-10

@@ -5,8 +5,16 @@ p = 10 and strands follow each other, so the whole system is ONE symmetric band 
 (p+1, n): band[d, j] = A_{j+d, j}) that is block diagonal over strands.  Two ways to factor it:
 
 * LAPACK (numpy backend): scipy.linalg.cholesky_banded / cho_solve_banded, O(n·(p+1)²), on host arrays.
-* The xp path (device backends, or forced with FORCE_XP_PATH): a left-looking band Cholesky written only
-  against `xp`, vectorized across strands.  Column t of every strand (j = start + t) is computed at once,
+* The xp path (device backends, or forced with FORCE_XP_PATH), one of two algorithms written only against
+  `xp`, both vectorized across strands:
+
+  - dense strand blocks (when the padded blocks hold at most DENSE_BLOCK_ENTRIES numbers): every strand's
+    block is copied into a dense (L, L) matrix (L: the longest strand's DOF count; shorter strands padded
+    with the identity), factored by one batched Cholesky and inverted (A⁻¹ = L⁻ᵀ L⁻¹, symmetric by
+    construction); a solve is one batched matrix product.  A handful of device calls per factorization
+    and per solve, where the column loop below makes ~6 per DOF of the longest strand (on an H100 the
+    column loop's solve took 103 ms for 1 000 × 20-segment strands, kernel launches and Python overhead);
+  - a left-looking band Cholesky, for strands too long or too many for the dense blocks.  Column t of every strand (j = start + t) is computed at once,
   so the Python loop runs over the longest strand's DOF count, not over n:
 
       L[d, j] = (A[d, j] − Σ_{k=1..p−d} L[d+k, j−k] · L[k, j−k]) / L[0, j],   L[0, j] = √(A[0, j] − Σ_k L[k, j−k]²)
@@ -29,6 +37,12 @@ import scipy.linalg
 
 # use the xp path on numpy too (tests compare it with LAPACK; on a device backend it is always used)
 FORCE_XP_PATH = False
+# the xp path factors dense strand blocks when strands × L² (L: the longest strand's DOFs) is at most this
+# (2²⁶ float64 = 512 MiB per matrix; 1 000 strands × 20 segments: 83² × 1 000 = 6.9 M), else band columns
+DENSE_BLOCK_ENTRIES = 1 << 26
+# a batched Cholesky counts as failed (not positive definite) when L Lᵀ misses A by more than this × max |A|
+# in a block: CuPy does not raise on a failed factorization, and a correct one misses by ~1e-16
+CHOLESKY_RESIDUAL = 1e-8
 
 
 class NotPositiveDefinite(ArithmeticError):
@@ -93,6 +107,28 @@ class StrandBlocks:
         self.product_row = xp.asarray(d + k + 1)                                # (P,) row d + k
         self.product_offset = xp.asarray(k + 1)                                 # (P,) k
         self.product_sum = xp.asarray((d[None, :] == np.arange(width)[:, None]).astype(np.float64))  # (p+1, P)
+        self.longest = longest
+        self.fits_dense = lengths.shape[0] * longest * longest <= DENSE_BLOCK_ENTRIES
+        if self.fits_dense:
+            self._build_dense_maps(xp, starts, lengths, inside)
+
+    def _build_dense_maps(self, xp, starts, lengths, inside):
+        """Index maps between the band (p+1, n) and the padded dense blocks (S, L, L) (blocks in their
+        original order): band entry → lower and upper dense entry, padding diagonal, DOF → padded row."""
+        n, size = self.n, self.longest
+        block = np.repeat(np.arange(lengths.shape[0]), lengths)                 # (n,) block of every DOF
+        local = np.arange(n) - starts[block]                                    # (n,) row within its block
+        self.dense_row = xp.asarray(block * size + local)                       # (n,) row in (S·L,)
+        row_of_padded = np.full(lengths.shape[0] * size, n, dtype=np.int64)     # padded row → DOF (n: none)
+        row_of_padded[block * size + local] = np.arange(n)
+        self.padded_dof = xp.asarray(row_of_padded)
+        d, j = np.nonzero(inside)
+        base = block[j] * size * size
+        self.band_entry = xp.asarray(d * n + j)
+        self.dense_lower = xp.asarray(base + (local[j] + d) * size + local[j])
+        self.dense_upper = xp.asarray(base + local[j] * size + local[j] + d)
+        padding = np.nonzero(row_of_padded == n)[0]
+        self.dense_padding = xp.asarray(padding // size * size * size + padding % size * (size + 1))
 
 
     def columns_of(self, selected):
@@ -137,6 +173,45 @@ def _factor_in_xp(xp, band, blocks: StrandBlocks):
     return factor
 
 
+def _dense_inverse(xp, band, blocks: StrandBlocks):
+    """Inverse (S, L, L) of every strand block of the band matrix (p+1, n) (padding rows: identity)."""
+    count, size = blocks.segment_ends.shape[0], blocks.longest
+    dense = xp.zeros(count * size * size, dtype=band.dtype)
+    values = band.reshape(-1)[blocks.band_entry]
+    dense[blocks.dense_upper] = values
+    dense[blocks.dense_lower] = values
+    dense[blocks.dense_padding] = 1.0
+    dense = dense.reshape(count, size, size)
+    try:
+        lower = xp.linalg.cholesky(dense)
+    except np.linalg.LinAlgError as error:      # numpy raises; CuPy returns a wrong factor (checked below)
+        raise NotPositiveDefinite(f"band matrix not positive definite ({error})") from error
+    pivots = xp.diagonal(lower, axis1=1, axis2=2)
+    miss = xp.max(xp.abs(lower @ xp.swapaxes(lower, 1, 2) - dense), axis=(1, 2))
+    good = xp.all(pivots > 0.0, axis=1) & (miss <= CHOLESKY_RESIDUAL * xp.max(xp.abs(dense), axis=(1, 2)))
+    if not bool(xp.all(good)):
+        first = int(xp.argmin(good.astype(xp.int64)))
+        raise NotPositiveDefinite(f"band matrix not positive definite: strand block {first} of {count}")
+    lower_inverse = xp.linalg.inv(lower)
+    return xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse
+
+
+def _dense_solve(xp, inverse, blocks: StrandBlocks, rhs):
+    """A⁻¹ rhs with the strand blocks' inverses (S, L, L); rhs (n,) or (n, m)."""
+    right = rhs.reshape(blocks.n, -1)
+    padded = xp.concatenate((right, xp.zeros((1, right.shape[1]), dtype=right.dtype)))[blocks.padded_dof]
+    count, size = inverse.shape[0], inverse.shape[1]
+    result = (inverse @ padded.reshape(count, size, -1)).reshape(count * size, -1)
+    return result[blocks.dense_row].reshape(rhs.shape)
+
+
+def _dense_inverse_band(xp, inverse, blocks: StrandBlocks):
+    """Band (p+1, n) of A⁻¹ from the strand blocks' inverses (zero where the band leaves a strand)."""
+    band = xp.zeros(blocks.width * blocks.n, dtype=inverse.dtype)
+    band[blocks.band_entry] = inverse.reshape(-1)[blocks.dense_lower]
+    return band.reshape(blocks.width, blocks.n)
+
+
 def _solve_in_xp(xp, padded_factor, blocks: StrandBlocks, rhs):
     """x with L Lᵀ x = rhs; rhs (n,) or (n, m)."""
     p = blocks.width - 1
@@ -173,8 +248,12 @@ class BandedCholesky:
         self.on_xp_path = uses_xp_path(xp)
         if band.shape != (blocks.width, blocks.n):
             raise ValueError(f"band shape {band.shape} does not match the strand blocks ({blocks.width}, {blocks.n})")
+        self._inverse = self._padded = None
         if self.on_xp_path:
-            self._padded = _factor_in_xp(xp, band, blocks)
+            if blocks.fits_dense:
+                self._inverse = _dense_inverse(xp, band, blocks)
+            else:
+                self._padded = _factor_in_xp(xp, band, blocks)
             return
         self._to_host = to_host or (lambda array: array)
         self._from_host = from_host or (lambda array: array)
@@ -203,13 +282,26 @@ class BandedCholesky:
 
     @property
     def lower_factor(self):
-        """L of A = L Lᵀ in lower band storage (p+1, n): a host array from LAPACK, an xp array on the xp path."""
+        """L of A = L Lᵀ in lower band storage (p+1, n): a host array from LAPACK, an xp array from the xp
+        band columns (the dense strand blocks keep inverses instead: see inverse_band)."""
+        if self._inverse is not None:
+            raise ValueError("the dense strand-block factorization keeps A⁻¹, not a band factor")
         if self.on_xp_path:
             return self._padded[:, self.blocks.width - 1:]
         return self._factor
 
+    def inverse_band(self):
+        """Entries of A⁻¹ inside the band of A, lower storage (p+1, n), on the xp path (an xp array)."""
+        if self._inverse is not None:
+            return _dense_inverse_band(self.xp, self._inverse, self.blocks)
+        if not self.on_xp_path:
+            raise ValueError("inverse_band is for the xp path; LAPACK factors use band_of_inverse on their columns")
+        return band_of_inverse(self.xp, self.lower_factor, self.blocks)
+
     def solve(self, rhs):
         """A⁻¹ rhs for rhs (n,) or (n, m)."""
+        if self._inverse is not None:
+            return _dense_solve(self.xp, self._inverse, self.blocks, rhs)
         if self.on_xp_path:
             return _solve_in_xp(self.xp, self._padded, self.blocks, rhs)
         result = scipy.linalg.cho_solve_banded((self._factor, True), self._to_host(rhs), check_finite=False)

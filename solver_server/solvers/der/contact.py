@@ -457,7 +457,7 @@ class StepContacts:
         carry a contact (zero elsewhere)."""
         factor = self._factor
         if factor.on_xp_path:
-            return band_of_inverse(self.xp, factor.lower_factor, factor.blocks)
+            return factor.inverse_band()
         model = self.model
         touched = np.zeros(model.n_strands, dtype=bool)
         touched[model.vertex_strand[self.vertices[self.weights != 0.0]]] = True

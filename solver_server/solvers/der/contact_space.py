@@ -150,7 +150,8 @@ class DelassusOperator:
                 velocity = u[colour.members]
                 new_normal = xp.maximum(old[:, 0] + (target - velocity[:, 0]) * colour.normal_compliance, 0.0)
                 goal = -(velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None])
-                tangential = old[:, 1:] + xp.einsum("kab,kb->ka", colour.tangential_inverse, goal)
+                # broadcast product, not einsum: CuPy's einsum costs ~0.3 ms of Python per call
+                tangential = old[:, 1:] + (colour.tangential_inverse * goal[:, None, :]).sum(axis=2)
                 new = _clamp_to_disc(xp, new_normal, tangential, friction)
                 change = colour.effect(xp, new - old)          # before the slice `old` views is overwritten
                 lam[colour.members] = new
