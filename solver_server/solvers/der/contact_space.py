@@ -144,14 +144,16 @@ class DelassusOperator:
         largest = 0.0
         done = 0
         for done in range(1, sweeps + 1):
+            # the largest single colour step's change (a net change over the sweep can hide colours that undo
+            # each other: stopping on it left the Newton loop at N_max in a dense hairball substep)
             largest_change = xp.zeros(())
             for colour, target, friction, row_inverse_tolerance in steps:
                 old = lam[colour.members]
                 velocity = u[colour.members]
                 new_normal = xp.maximum(old[:, 0] + (target - velocity[:, 0]) * colour.normal_compliance, 0.0)
-                goal = -(velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None])
+                sliding = velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None]
                 # broadcast product, not einsum: CuPy's einsum costs ~0.3 ms of Python per call
-                tangential = old[:, 1:] + (colour.tangential_inverse * goal[:, None, :]).sum(axis=2)
+                tangential = old[:, 1:] - (colour.tangential_inverse * sliding[:, None, :]).sum(axis=2)
                 new = _clamp_to_disc(xp, new_normal, tangential, friction)
                 change = colour.effect(xp, new - old)          # before the slice `old` views is overwritten
                 lam[colour.members] = new
@@ -216,14 +218,17 @@ def coulomb_scale(xp, normal_part, tangential, mu):
     """Seed eq. 3.5's factor (k,) on the tangential impulse tangential (k, d) that brings it inside the Coulomb
     disc ‖λ_T‖ ≤ μ λ_N, for normal impulses normal_part (k,) ≥ 0 (1 where it is inside already)."""
     limit = mu * normal_part
-    length = xp.linalg.norm(tangential, axis=1)
+    length = xp.sqrt((tangential * tangential).sum(axis=1))
     return xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
 
 
 def _clamp_to_disc(xp, normal_part, tangential, mu):
     """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0), ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
     scale = coulomb_scale(xp, normal_part, tangential, mu)
-    return xp.concatenate((normal_part[:, None], tangential * scale[:, None]), axis=1)
+    clamped = xp.empty((normal_part.shape[0], 3), dtype=tangential.dtype)
+    clamped[:, 0] = normal_part
+    clamped[:, 1:] = tangential * scale[:, None]
+    return clamped
 
 
 def _contact_frames(xp, normal):
