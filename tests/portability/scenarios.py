@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver_server.simulation import Simulation
 from tests.physics.scenes import box_tets, cloth_object, grid, scene
 
 
@@ -179,3 +180,13 @@ SCENARIOS = {
     "cosserat_guides_animated": lambda: animated_hair("cosserat"),
 }
 """name -> () -> (scene dict, drive: frame -> drive.body["objects"], or None)."""
+
+
+def run_frames(name, backend):
+    """Frames (frame, positions by object id, stats) of the scenario `name` simulated on `backend`."""
+    scene, drive = SCENARIOS[name]()
+    simulation = Simulation(scene, backend)
+    frames = [simulation.initial_frame()]
+    for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
+        frames.append(simulation.advance(drive(frame) if drive else None))
+    return frames

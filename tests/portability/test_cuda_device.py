@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 from solver_server.backend import BackendError, get_backend
-from solver_server.simulation import Simulation
 from solver_server.solvers.der import banded
-from tests.portability.scenarios import SCENARIOS
+from tests.portability.scenarios import SCENARIOS, run_frames
 
 
 def _cuda_backend():
@@ -23,23 +22,14 @@ def _cuda_backend():
         pytest.skip(f"no CUDA device: {exc}")
 
 
-def _frames(name, backend):
-    scene, drive = SCENARIOS[name]()
-    simulation = Simulation(scene, backend)
-    frames = [simulation.initial_frame()]
-    for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
-        frames.append(simulation.advance(drive(frame) if drive else None))
-    return frames
-
-
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_cuda_and_matches_cpu(name, monkeypatch):
     cuda = _cuda_backend()
     # as in the strict-backend test: DER's band Cholesky through the xp algorithm on both sides (LAPACK
     # rounds differently and contact iterations stopped at N_max amplify that)
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    reference = _frames(name, get_backend("cpu"))
-    on_device = _frames(name, cuda)
+    reference = run_frames(name, get_backend("cpu"))
+    on_device = run_frames(name, cuda)
     assert max(stats["contacts"] for _, _, stats in on_device[1:]) > 0, f"{name}: no contact, collisions untested"
     for (frame, expected, _), (device_frame, got, stats) in zip(reference, on_device):
         assert device_frame == frame

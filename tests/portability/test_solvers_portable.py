@@ -12,17 +12,8 @@ import pytest
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 from solver_server.solvers.der import banded
-from tests.portability.scenarios import SCENARIOS
+from tests.portability.scenarios import SCENARIOS, run_frames
 from tests.portability.strict_backend import DeviceArray, strict_backend
-
-
-def _frames(name, backend):
-    scene, drive = SCENARIOS[name]()
-    simulation = Simulation(scene, backend)
-    frames = [simulation.initial_frame()]
-    for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
-        frames.append(simulation.advance(drive(frame) if drive else None))
-    return frames
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -31,9 +22,9 @@ def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
     # differently (1e-15 relative), which contact iterations stopped at N_max amplify to ~1e-3 m; LAPACK vs
     # the xp path is compared directly in tests/physics_der/test_banded_device.py
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    reference = _frames(name, get_backend("cpu"))
+    reference = run_frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
-    strict = _frames(name, strict_backend())
+    strict = run_frames(name, strict_backend())
     assert DeviceArray.created - created_before > 100, f"{name}: the solver did not compute on the strict backend"
     assert max(stats["contacts"] for _, _, stats in strict[1:]) > 0, f"{name}: no contact, collisions untested"
     moved = 0.0
@@ -52,7 +43,7 @@ def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
 def test_checkpoint_restore_on_the_strict_backend(name):
     """state_arrays / load_state_arrays cross the device boundary only through to_host / from_host."""
     backend = strict_backend()
-    uninterrupted = _frames(name, backend)
+    uninterrupted = run_frames(name, backend)
     scene, drive = SCENARIOS[name]()
     first = Simulation(scene, backend)
     first.initial_frame()
@@ -82,6 +73,6 @@ def test_a_solver_calling_numpy_on_device_arrays_fails_the_portability_run(monke
         return original(self, vectors) + np.zeros(vectors.shape[:-1])  # host array mixed into device math
 
     monkeypatch.setattr(particle_solver.ParticleHairSolver, "_lengths", numpy_lengths)
-    _frames("particles", get_backend("cpu"))                           # numpy backend: still runs
+    run_frames("particles", get_backend("cpu"))                           # numpy backend: still runs
     with pytest.raises(AssertionError, match="device array|host numpy array"):
-        _frames("particles", strict_backend())
+        run_frames("particles", strict_backend())
