@@ -108,7 +108,9 @@ class StrandBlocks:
         self.product_offset = xp.asarray(k + 1)                                 # (P,) k
         self.product_sum = xp.asarray((d[None, :] == np.arange(width)[:, None]).astype(np.float64))  # (p+1, P)
         self.longest = longest
-        self.fits_dense = lengths.shape[0] * longest * longest <= DENSE_BLOCK_ENTRIES
+        # whether the xp path factors dense strand blocks (their index maps are built only for the xp path:
+        # LAPACK on numpy needs none of them)
+        self.fits_dense = uses_xp_path(xp) and lengths.shape[0] * longest * longest <= DENSE_BLOCK_ENTRIES
         if self.fits_dense:
             self._build_dense_maps(xp, starts, lengths, inside)
 
