@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
-import ipaddress
-import logging
-import signal
-import sys
-from urllib.parse import urlsplit
+from .blas_threads import prefer_single_threaded_blas
 
-from .server import CLIENT_SILENCE_S, DEFAULT_BIND, DISK_CHECKPOINT_EVERY, SolverServer
+prefer_single_threaded_blas()   # before anything imports numpy (blas_threads.py)
+
+import argparse  # noqa: E402
+import ipaddress  # noqa: E402
+import logging  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+from urllib.parse import urlsplit  # noqa: E402
+
+from .server import CLIENT_SILENCE_S, DEFAULT_BIND, DISK_CHECKPOINT_EVERY, SolverServer  # noqa: E402
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
