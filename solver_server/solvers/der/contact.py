@@ -31,7 +31,7 @@ import numpy as np
 from ...backend import neighbour_pairs, repeat_each
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
-from .frames import cross3
+from .frames import cross3, row_lengths
 from .banded import band_of_inverse
 from .contact_space import DelassusOperator, coulomb_scale
 from .geometry import coplanarity_times, overlap_far_end, segment_closest_points
@@ -242,14 +242,14 @@ class StepContacts:
         ev = model.edge_vertex
         a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
         centre = 0.25 * (a0 + a1 + b0 + b1)
-        reach = (0.5 * xp.maximum(xp.linalg.norm(a1 - a0, axis=1), xp.linalg.norm(b1 - b0, axis=1))
-                 + 0.5 * xp.maximum(xp.linalg.norm(b0 - a0, axis=1), xp.linalg.norm(b1 - a1, axis=1))
+        reach = (0.5 * xp.maximum(row_lengths(xp, a1 - a0), row_lengths(xp, b1 - b0))
+                 + 0.5 * xp.maximum(row_lengths(xp, b0 - a0), row_lengths(xp, b1 - a1))
                  + model.edge_radius + 0.5 * settings.thickness)
         pairs = neighbour_pairs(xp, centre, 2.0 * reach.max())
         if pairs.shape[0] == 0:
             return None
         i, j = pairs[:, 0], pairs[:, 1]
-        close = xp.linalg.norm(centre[i] - centre[j], axis=1) <= reach[i] + reach[j]
+        close = row_lengths(xp, centre[i] - centre[j]) <= reach[i] + reach[j]
         keep = close & (xp.abs(ev[i] - ev[j]) > 1)
         return i[keep], j[keep]
 
@@ -270,9 +270,9 @@ class StepContacts:
         # the segments' distance shrinks by at most the largest relative motion of an endpoint of A against
         # one of B (any point pair moves by a convex combination of those), so strands moving together
         # (a falling or swinging lock of hair) are not tested at every pair
-        reach = xp.linalg.norm(motion[0] - motion[2], axis=1)
+        reach = row_lengths(xp, motion[0] - motion[2])
         for first, second in ((0, 3), (1, 2), (1, 3)):
-            reach = xp.maximum(reach, xp.linalg.norm(motion[first] - motion[second], axis=1))
+            reach = xp.maximum(reach, row_lengths(xp, motion[first] - motion[second]))
         possible = start_distance - reach < (1.0 + settings.proximity) * contact_distance
         if not bool(possible.any()):
             return None

@@ -89,9 +89,7 @@ class DelassusOperator:
         # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
         # the simultaneous steps cannot overshoot together
         own = self.sharing[:, None, None] * (xp.swapaxes(frames, 1, 2) @ self.diagonal @ frames)
-        normal_compliance = 1.0 / own[:, 0, 0]                                          # (n,) 1 / W_NN
-        tangential_effect = own[:, 1:, 0]                                               # (n, 2) W_TN
-        tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                           # (n, 2, 2) W_TT⁻¹
+        local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
         colours = int(self.colour.max()) + 1 if n else 0
         # the sweeps work in colour order, where every colour's contacts are one slice (views, not gathers)
         self.order = xp.argsort(self.colour, kind="stable")                            # colour order -> contact
@@ -106,7 +104,7 @@ class DelassusOperator:
             members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
-            own_pieces = (normal_compliance[members], tangential_effect[members], tangential_inverse[members])
+            own_pieces = local_step[members]
             self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs],
                                                     self.rank[self.pair_second[pairs]] - start, rows,
                                                     row_slot.reshape(-1), own_pieces))
@@ -137,10 +135,13 @@ class DelassusOperator:
         given = xp.einsum("nia,ni->na", frames, impulse)[order]
         target_normal, mu = target_normal[order], mu[order]
         # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
-        lam = _clamp_to_disc(xp, xp.maximum(given[:, 0], 0.0), given[:, 1:], mu)
+        lam = _clamp_to_disc(xp, given.copy(), mu)
         u = u + self._apply_in_colour_order(lam - given)
         inverse_tolerance = 1.0 / velocity_tolerance[order]
-        steps = [(colour, target_normal[colour.members], mu[colour.members],
+        # target relative velocity in the contact frames: the normal target, no sliding
+        target = xp.zeros((self.n, 3))
+        target[:, 0] = target_normal
+        steps = [(colour, target[colour.members], mu[colour.members],
                   inverse_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
         largest = 0.0
         done = 0
@@ -148,14 +149,9 @@ class DelassusOperator:
             # the largest single colour step's change (a net change over the sweep can hide colours that undo
             # each other: stopping on it left the Newton loop at N_max in a dense hairball substep)
             largest_change = xp.zeros(())
-            for colour, target, friction, row_inverse_tolerance in steps:
+            for colour, colour_target, friction, row_inverse_tolerance in steps:
                 old = lam[colour.members]
-                velocity = u[colour.members]
-                new_normal = xp.maximum(old[:, 0] + (target - velocity[:, 0]) * colour.normal_compliance, 0.0)
-                sliding = velocity[:, 1:] + colour.tangential_effect * (new_normal - old[:, 0])[:, None]
-                # broadcast product, not einsum: CuPy's einsum costs ~0.3 ms of Python per call
-                tangential = old[:, 1:] - (colour.tangential_inverse * sliding[:, None, :]).sum(axis=2)
-                new = _clamp_to_disc(xp, new_normal, tangential, friction)
+                new = _clamp_to_disc(xp, old + colour.local_step(colour_target - u[colour.members]), friction)
                 change = colour.effect(xp, new - old)          # before the slice `old` views is overwritten
                 lam[colour.members] = new
                 u[colour.rows] += change
@@ -178,16 +174,21 @@ class _ColourBlocks:
 
     In the colour order of DelassusOperator (`order`): members, a slice of k contacts, the colour's; blocks
     (p, 3, 3) with their column contact's position in `members` (p,) and their row contact rows[row_slot]
-    (rows (r,) unique, row_slot (p,)).  own_pieces: the members'
-    own-block pieces the local step needs, normal_compliance (k,) = 1 / W_NN, tangential_effect (k, 2) = W_TN
-    and tangential_inverse (k, 2, 2) = W_TT⁻¹ (scaled for colour sharing)."""
+    (rows (r,) unique, row_slot (p,)).  step_maps (k, 3, 3): the members' local step maps
+    (_local_step_maps)."""
 
-    def __init__(self, xp, members, blocks, column, rows, row_slot, own_pieces):
+    def __init__(self, xp, members, blocks, column, rows, row_slot, step_maps):
         self.members, self.column, self.rows = members, column, rows
-        self.normal_compliance, self.tangential_effect, self.tangential_inverse = own_pieces
         # the blocks' columns (3 of (p, 3)): three broadcast products beat a batched 3 × 3 einsum or matmul
-        self._block_columns = [xp.ascontiguousarray(blocks[:, :, axis]) for axis in range(3)]
+        self._block_columns = _columns(xp, blocks)
+        self._step_columns = _columns(xp, step_maps)
         self._slots = _entry_slots(xp, row_slot, 3)
+
+    def local_step(self, shortfall):
+        """Unprojected impulse change (k, 3) [N·s] of the members for their velocity shortfall (k, 3) [m/s]
+        (target minus current relative velocity, contact frames)."""
+        first, second, third = self._step_columns
+        return first * shortfall[:, 0:1] + second * shortfall[:, 1:2] + third * shortfall[:, 2:3]
 
     def effect(self, xp, change):
         """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
@@ -195,6 +196,27 @@ class _ColourBlocks:
         first, second, third = self._block_columns
         per_block = first * gathered[:, 0:1] + second * gathered[:, 1:2] + third * gathered[:, 2:3]
         return _sum_rows(xp, self._slots, per_block, self.rows.shape[0])
+
+
+def _columns(xp, matrices):
+    """The three columns (p, 3) of matrices (p, 3, 3), contiguous."""
+    return [xp.ascontiguousarray(matrices[:, :, axis]) for axis in range(3)]
+
+
+def _local_step_maps(xp, own):
+    """Seed eqs. 3.1, 3.4 as one linear map per contact (n, 3, 3) from its own block own (n, 3, 3) (contact
+    frame: normal, two tangents).  For the shortfall s = target − u: the normal impulse change s_N / W_NN
+    that brings u_N to its target, then the friction change that cancels the sliding the contact would
+    have with it, u_T + W_TN Δλ_N, i.e. Δλ_T = W_TT⁻¹ (s_T − W_TN s_N / W_NN).  The projection onto the
+    cone follows (_clamp_to_disc); when it zeroes the normal impulse it zeroes the friction too, so
+    projecting after the whole step equals clamping λ_N before the friction step."""
+    normal_compliance = 1.0 / own[:, 0, 0]                                              # (n,) 1 / W_NN
+    tangential_inverse = _inverse_2x2(xp, own[:, 1:, 1:])                               # (n, 2, 2) W_TT⁻¹
+    maps = xp.zeros_like(own)
+    maps[:, 0, 0] = normal_compliance
+    maps[:, 1:, 1:] = tangential_inverse
+    maps[:, 1:, 0] = -(tangential_inverse @ own[:, 1:, 0:1])[:, :, 0] * normal_compliance[:, None]
+    return maps
 
 
 def _entry_slots(xp, index, width: int):
@@ -223,13 +245,13 @@ def coulomb_scale(xp, normal_part, tangential, mu):
     return xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
 
 
-def _clamp_to_disc(xp, normal_part, tangential, mu):
-    """Impulse (k, 3) in a contact frame: λ_N ≥ 0 (else 0), ‖λ_T‖ ≤ μ λ_N by scaling λ_T (seed eq. 3.5)."""
-    scale = coulomb_scale(xp, normal_part, tangential, mu)
-    clamped = xp.empty((normal_part.shape[0], 3), dtype=tangential.dtype)
-    clamped[:, 0] = normal_part
-    clamped[:, 1:] = tangential * scale[:, None]
-    return clamped
+def _clamp_to_disc(xp, impulse, mu):
+    """Impulses (k, 3) in contact frames projected in place: λ_N ≥ 0 (else 0), ‖λ_T‖ ≤ μ λ_N by scaling λ_T
+    (seed eq. 3.5).  Returns impulse."""
+    normal_part = xp.maximum(impulse[:, 0], 0.0)
+    impulse[:, 0] = normal_part
+    impulse[:, 1:] *= coulomb_scale(xp, normal_part, impulse[:, 1:], mu)[:, None]
+    return impulse
 
 
 def _contact_frames(xp, normal):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .frames import row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
@@ -56,8 +57,8 @@ def _bend_inputs(xp, model: DerModel, config: Configuration, bends=None):
     vertex = model.bend_vertex if bends is None else model.bend_vertex[bends]
     e0 = x[vertex] - x[vertex - 1]
     e1 = x[vertex + 1] - x[vertex]
-    t0 = e0 / xp.linalg.norm(e0, axis=1, keepdims=True)
-    t1 = e1 / xp.linalg.norm(e1, axis=1, keepdims=True)
+    t0 = e0 / row_lengths(xp, e0)[:, None]
+    t1 = e1 / row_lengths(xp, e1)[:, None]
     u0, u1 = config.reference_u[prev_edge], config.reference_u[next_edge]
     frame0 = (u0, cross3(xp, t0, u0), config.theta[prev_edge])
     frame1 = (u1, cross3(xp, t1, u1), config.theta[next_edge])
@@ -69,7 +70,7 @@ def strand_elastic_energy(xp, model: DerModel, config: Configuration):
     """Elastic energy of every strand (S,) [J]."""
     x = config.positions
     edges = x[model.edge_vertex + 1] - x[model.edge_vertex]
-    strain = xp.linalg.norm(edges, axis=1) / model.rest_edge_length - 1.0
+    strain = row_lengths(xp, edges) / model.rest_edge_length - 1.0
     stretch = 0.5 * model.stretch_stiffness * strain * strain * model.rest_edge_length
     energy = xp.bincount(model.edge_strand, weights=stretch, minlength=model.n_strands)
     if model.bend_vertex.shape[0]:
@@ -126,7 +127,7 @@ def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project:
     and the stretch energy of each (E,) [J]."""
     edge_vertex = model.edge_vertex if subset is None else model.edge_vertex[subset]
     edges = positions[edge_vertex + 1] - positions[edge_vertex]
-    length = xp.linalg.norm(edges, axis=1)
+    length = row_lengths(xp, edges)
     t = edges / length[:, None]
     k = model.stretch_stiffness if subset is None else model.stretch_stiffness[subset]
     rest = model.rest_edge_length if subset is None else model.rest_edge_length[subset]

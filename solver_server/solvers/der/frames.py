@@ -12,12 +12,24 @@ respect to its edge vector at the transport base point (derivation in docs/der.m
 
 from __future__ import annotations
 
+import numpy as np
+
 from .jet import Jet, cross3
+
+
+def row_lengths(xp, vectors):
+    """Euclidean lengths (n,) of the rows of vectors (n, 3).  On numpy summed component by component: its
+    norm (or sum) over a 3-wide axis is a strided reduction, 5× slower on (20 000, 3) (259 vs 49 µs); a
+    device backend keeps its one fused reduction."""
+    if xp is np:
+        x, y, z = vectors[:, 0], vectors[:, 1], vectors[:, 2]
+        return np.sqrt(x * x + y * y + z * z)
+    return xp.linalg.norm(vectors, axis=1)
 
 
 def normalize_rows(xp, a):
     """Unit vectors of a (n, 3) array."""
-    return a / xp.linalg.norm(a, axis=1, keepdims=True)
+    return a / row_lengths(xp, a)[:, None]
 
 
 def parallel_transport(xp, a, b, x):
@@ -112,7 +124,7 @@ def _skew(xp, t):
 def tangent_jet(xp, edge, slot: int, k: int, with_hessian: bool) -> Jet:
     """Jet of t = e/|e| for edge vectors e (n, 3) stored in local variables slot..slot+2."""
     n = edge.shape[0]
-    length = xp.linalg.norm(edge, axis=1)
+    length = row_lengths(xp, edge)
     t = edge / length[:, None]
     projector = xp.eye(3, dtype=edge.dtype)[None] - t[:, :, None] * t[:, None, :]
     grad = xp.zeros((n, 3, k), dtype=edge.dtype)
@@ -135,7 +147,7 @@ def frame_jets(xp, edge, u, v, theta, edge_slot: int, theta_slot: int | None, k:
     frame transported in time from the current configuration (exact at the transport base point).
     """
     n = edge.shape[0]
-    length = xp.linalg.norm(edge, axis=1)
+    length = row_lengths(xp, edge)
     t = edge / length[:, None]
     if theta is None:
         m1, m2 = u, v

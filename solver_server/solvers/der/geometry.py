@@ -3,7 +3,7 @@ coplanarity times of two moving segments (seed 000 eq. 4.1)."""
 
 from __future__ import annotations
 
-from .frames import cross3
+from .frames import cross3, row_lengths
 
 
 def _dot(xp, a, b):
@@ -34,7 +34,7 @@ def segment_closest_points(xp, p1, q1, p2, q2):
     s = xp.where(above, xp.clip((b - c) / a, 0.0, 1.0), s)
     closest1 = p1 + s[:, None] * d1
     closest2 = p2 + t[:, None] * d2
-    return s, t, xp.linalg.norm(closest1 - closest2, axis=1)
+    return s, t, row_lengths(xp, closest1 - closest2)
 
 
 def overlap_far_end(xp, p1, q1, p2, q2, s):

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
+from .frames import row_lengths
 from .model import DerModel, element_subset
 from .retraction import LengthPreservingPath
 from .state import DerState, transported_configuration
@@ -363,7 +364,7 @@ class ImplicitEulerSolver:
 
 def _unit_tangents(xp, model, positions):
     edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
-    return edges / xp.linalg.norm(edges, axis=1, keepdims=True)
+    return edges / row_lengths(xp, edges)[:, None]
 
 
 def _degeneracy_report(xp, model, config, band) -> str:

@@ -22,6 +22,8 @@ strands (those that carry contact impulses keep the straight path of seed Algori
 
 from __future__ import annotations
 
+from .frames import row_lengths
+
 # the predicted length of an edge is kept at least this fraction of its current length (a very long
 # trial step, far outside the linear model, would otherwise ask for a negative length)
 SHORTEST_EDGE_FRACTION = 0.5
@@ -59,7 +61,7 @@ class LengthPreservingPath:
         starts from, shared by all of its trials (bend's `current`)."""
         positions = self.x_t + self.h * self.model.gather_positions(v_current)
         edges = positions[self.model.edge_vertex + 1] - positions[self.model.edge_vertex]
-        return edges, self.xp.linalg.norm(edges, axis=1)
+        return edges, row_lengths(self.xp, edges)
 
     def bend(self, v_trial, current, strands=None):
         """Trial velocities (n_dofs,) moved onto the path from the point `current` (edges_at of the search's
@@ -74,7 +76,7 @@ class LengthPreservingPath:
         current_edges, current_length = current
         predicted = current_length + xp.sum(current_edges * (edges - current_edges), axis=1) / current_length
         predicted = xp.maximum(predicted, SHORTEST_EDGE_FRACTION * current_length)
-        scale = xp.where(self.edge_kinematic, 1.0, predicted / xp.linalg.norm(edges, axis=1))
+        scale = xp.where(self.edge_kinematic, 1.0, predicted / row_lengths(xp, edges))
         edges = edges * scale[:, None]
         summed = xp.cumsum(edges, axis=0)
         before_strand = xp.where((self.first_edge > 0)[:, None], summed[xp.maximum(self.first_edge - 1, 0)], 0.0)

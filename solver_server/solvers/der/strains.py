@@ -12,7 +12,7 @@ e^{i-1} (slots 0-2), e^i (slots 3-5), θ^{i-1} (slot 6), θ^i (slot 7).
 from __future__ import annotations
 
 from . import jet as J
-from .frames import cross3, frame_jets, material_directors, tangent_jet
+from .frames import cross3, frame_jets, material_directors, row_lengths, tangent_jet
 
 LOCAL_VARIABLES = 8
 SLOT_E0, SLOT_E1, SLOT_THETA0, SLOT_THETA1 = 0, 3, 6, 7
@@ -108,8 +108,8 @@ def bend_twist_gradients(xp, e0, e1, rest_length_product, frame0, frame1):
         slot_theta = SLOT_THETA0 if j == 0 else SLOT_THETA1
         grad[:, 2 * j, slot_theta] = omega[:, 2 * j + 1]
         grad[:, 2 * j + 1, slot_theta] = -omega[:, 2 * j]
-    length0 = xp.linalg.norm(e0, axis=1)
-    length1 = xp.linalg.norm(e1, axis=1)
+    length0 = row_lengths(xp, e0)
+    length1 = row_lengths(xp, e1)
     t0, t1 = e0 / length0[:, None], e1 / length1[:, None]
     kb_unit = 2.0 * cross3(xp, t0, t1) / (1.0 + xp.einsum("nc,nc->n", t0, t1))[:, None]
     twist_grad = xp.zeros((n, LOCAL_VARIABLES), dtype=e0.dtype)
@@ -148,8 +148,8 @@ def weighted_strain_gradient(xp, e0, e1, rest_length_product, frame0, frame1, be
         / denominator[:, None]
     grad[:, SLOT_E1:SLOT_E1 + 3] = (-2.0 * cross3(xp, e0, weighted_director) - weighted_omega[:, None] * e0) \
         / denominator[:, None]
-    length0 = xp.linalg.norm(e0, axis=1)
-    length1 = xp.linalg.norm(e1, axis=1)
+    length0 = row_lengths(xp, e0)
+    length1 = row_lengths(xp, e1)
     kb_unit = 2.0 * cross3(xp, e0 / length0[:, None], e1 / length1[:, None]) \
         / (1.0 + xp.einsum("nc,nc->n", e0, e1) / (length0 * length1))[:, None]
     grad[:, SLOT_E0:SLOT_E0 + 3] += (twist_coefficients / (2.0 * length0))[:, None] * kb_unit
