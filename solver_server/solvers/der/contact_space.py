@@ -240,9 +240,9 @@ def _inverse_2x2(xp, matrices):
 def coulomb_scale(xp, normal_part, tangential, mu):
     """Seed eq. 3.5's factor (k,) on the tangential impulse tangential (k, d) that brings it inside the Coulomb
     disc ‖λ_T‖ ≤ μ λ_N, for normal impulses normal_part (k,) ≥ 0 (1 where it is inside already)."""
-    limit = mu * normal_part
+    # min(1, limit / length): 1 inside the disc; a zero λ_T (length 0) is left at 0 whatever the factor
     length = xp.sqrt((tangential * tangential).sum(axis=1))
-    return xp.where(length > limit, limit / xp.maximum(length, 1e-300), 1.0)
+    return xp.minimum(mu * normal_part / xp.maximum(length, 1e-300), 1.0)
 
 
 def _clamp_to_disc(xp, impulse, mu):
