@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from solver_server.solvers.der import integrator
 from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.retraction import LengthPreservingPath
@@ -75,11 +76,11 @@ def test_trial_edges_get_the_linearly_predicted_lengths_on_eligible_strands_only
     np.testing.assert_array_equal(left_out, trial)
 
 
-def _falling_hair(length_preserving_path, steps=12):
+def _falling_hair(length_preserving_path, steps=12, refresh_interval=1):
     """Three horizontal clamped strands released under gravity: (final state, per-step stats)."""
     points = np.vstack([straight(21, 0.12, origin=(0.0, 0.01 * k, 0.0)) for k in range(3)])
     settings = NewtonSettings(tolerance=1e-9, quasi_newton=True, quasi_newton_matrix="gauss_newton",
-                              refresh_interval=1, length_preserving_path=length_preserving_path)
+                              refresh_interval=refresh_interval, length_preserving_path=length_preserving_path)
     model, solver, state = make(points, np.array([0, 21, 42, 63]), FINE_HAIR, settings)
     assert np.array_equal(np.sort(solver.fixed_vertices), np.sort(clamped_root_vertices(np, model)))
     return run(solver, state, steps, STEP, gravity=GRAVITY)
@@ -96,3 +97,22 @@ def test_bent_search_converges_to_the_same_motion_in_fewer_iterations():
     straight_iterations = sum(s["iterations"] for s in straight_stats)
     bent_iterations = sum(s["iterations"] for s in bent_stats)
     assert bent_iterations <= 0.7 * straight_iterations, (bent_iterations, straight_iterations)
+
+
+@pytest.mark.parametrize("refresh_interval", [1, 4])
+def test_refused_full_step_refreshes_the_matrix_at_once(monkeypatch, refresh_interval):
+    """A stale quasi-Newton matrix whose full step most strands refuse is refactored in the same iteration
+    (integrator.FULL_STEP_FRACTION) instead of backtracking along its direction: same converged motion,
+    far fewer iterations (measured 100 -> 65 and 206 -> 116), no more factorizations."""
+    early_state, early_stats = _falling_hair(True, refresh_interval=refresh_interval)
+    monkeypatch.setattr(integrator, "FULL_STEP_FRACTION", 0.0)      # never gives up on a full step
+    late_state, late_stats = _falling_hair(True, refresh_interval=refresh_interval)
+
+    def total(stats, key):
+        return sum(s[key] for s in stats)
+
+    np.testing.assert_allclose(early_state.positions, late_state.positions, atol=1e-8)
+    assert total(early_stats, "early_refreshes") > 0
+    assert total(late_stats, "early_refreshes") == 0
+    assert total(early_stats, "iterations") <= 0.8 * total(late_stats, "iterations")
+    assert total(early_stats, "factorizations") <= total(late_stats, "factorizations")

@@ -31,6 +31,12 @@ SUBSET_FRACTION = 0.5
 # a quasi-Newton matrix counts as stale once full steps decrease g by more than this × its predicted decrease
 # (an exact matrix on a quadratic gives 1; one twice too stiff gives 1.5)
 STALE_DECREASE_RATIO = 1.25
+# with refreshes on, a matrix whose full step fewer than this fraction of the searched strands accept, when
+# they are at least SUBSET_FRACTION of all strands, is refactored at once and the search restarts along the
+# new direction (backtracking along a direction the stale matrix got wrong cost 3-4 more evaluations of most
+# strands and a short step; with fewer strands searching, backtracking evaluates only them and is cheaper
+# than a refactorization and, in contact, a new Delassus operator)
+FULL_STEP_FRACTION = 0.8
 
 
 @dataclass
@@ -104,6 +110,7 @@ class StepStats:
     partial_factorizations: int = 0   # of them, refactorizations of the strands still moving only
     projected_hessian: bool = False
     line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
+    early_refreshes: int = 0         # refactorizations because most strands refused a stale matrix's full step
     smallest_step: float = 1.0
     extra: dict = field(default_factory=dict)
 
@@ -111,6 +118,7 @@ class StepStats:
         return {"iterations": self.iterations, "mean_dv": self.mean_dv, "factorizations": self.factorizations,
                 "partial_factorizations": self.partial_factorizations,
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
+                "early_refreshes": self.early_refreshes,
                 "smallest_step": self.smallest_step,
                 **self.extra}
 
@@ -168,8 +176,17 @@ class ImplicitEulerSolver:
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians"
                                   + _degeneracy_report(xp, model, config, band))
 
+    def _refactor(self, config, h, fixed_dofs, stats: StepStats, soft_pins, previous, moving, impulses):
+        """The factor of the matrix at `config` (see _factor), handed to the contact handler: the contacts'
+        response J A⁻¹ Jᵀ must be that of the matrix the global steps use (a response left from an older
+        matrix over- or under-shoots once edges have turned)."""
+        factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=previous, strands=moving)
+        if impulses is not None:
+            impulses.set_system(factor)
+        return factor
+
     def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
-                     path=None):
+                     path=None, least_full_fraction=None):
         """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands).
 
         point: (potential (S,), elastic gradient (n_dofs,), configuration) at v; evaluate(v) gives the same
@@ -177,7 +194,10 @@ class ImplicitEulerSolver:
         strand by strand, accepted (S,) bool, the accepted velocities (n_dofs,)).  A strand whose direction is
         not a descent direction (converged, or all kinematic) is accepted with α = 0; a strand that finds no
         decrease is not accepted and gets α = 0; both keep their part of `point`, so nothing is evaluated
-        again after the search.  path: (LengthPreservingPath, strands (S,) bool it bends) or None (straight)."""
+        again after the search.  path: (LengthPreservingPath, strands (S,) bool it bends) or None (straight).
+        least_full_fraction: if fewer than this fraction of the searched strands accept the full step while
+        they are at least SUBSET_FRACTION of all strands, the search gives up at once and returns None (the
+        caller refactors the matrix)."""
         xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
@@ -199,6 +219,11 @@ class ImplicitEulerSolver:
                 trial_v = path[0].bend(trial_v, start_edges, path[1] & searching)
             trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
+            if least_full_fraction is not None:
+                searched = int(searching.sum())
+                if searched >= SUBSET_FRACTION * model.n_strands and int(ok.sum()) < least_full_fraction * searched:
+                    return None
+                least_full_fraction = None
             point = self._merge(ok, trial, point)
             accepted_v = xp.where(ok[self.dof_strand], trial_v, accepted_v)
             accepted |= ok
@@ -294,13 +319,10 @@ class ImplicitEulerSolver:
             refresh = stale and iteration > 0 and (
                 (settings.refresh_interval > 0 and iteration % settings.refresh_interval == 0)
                 or (contact_round is not None and resolves_each_round))
-            if factor is None or not settings.quasi_newton or refresh:
+            fresh = factor is None or not settings.quasi_newton or refresh
+            if fresh:
+                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses)
                 stale = False
-                factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=factor, strands=moving)
-                if impulses is not None:
-                    # the contacts' response J A⁻¹ Jᵀ must be that of the matrix the global steps use: a
-                    # response left from an older matrix over- or under-shoots once edges have turned
-                    impulses.set_system(factor)
             gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
             if soft_pins is not None:
                 pulled = soft_pins.dofs.ravel()
@@ -315,8 +337,18 @@ class ImplicitEulerSolver:
             pushed = xp.bincount(self.dof_strand, weights=xp.abs(impulse), minlength=model.n_strands) > 0.0
             bendable = xp.ones_like(pushed) if resolves_each_round else ~pushed
             bent = None if path is None else (path, bendable)
-            alpha, slope, direction, point, accepted, v_new = self._line_search(
-                factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective, bent)
+            # a matrix refactored in an earlier iteration whose full step most strands refuse is refreshed now
+            # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
+            early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
+            searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
+                                         objective, bent, early)
+            if searched is None:
+                stats.early_refreshes += 1
+                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses)
+                stale = False
+                searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
+                                             objective, bent)
+            alpha, slope, direction, point, accepted, v_new = searched
             if not bool(accepted.all()):
                 # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
                 # never taken); they move again once the impulses or the (refreshed) matrix change
