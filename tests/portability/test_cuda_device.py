@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from solver_server.backend import BackendError, get_backend
-from solver_server.solvers.der import banded
+from solver_server.solvers.der import banded, contact_space
 from tests.portability.scenarios import SCENARIOS, run_frames
 
 
@@ -25,9 +25,11 @@ def _cuda_backend():
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_cuda_and_matches_cpu(name, monkeypatch):
     cuda = _cuda_backend()
-    # as in the strict-backend test: DER's band Cholesky through the xp algorithm on both sides (LAPACK
-    # rounds differently and contact iterations stopped at N_max amplify that)
+    # as in the strict-backend test: DER's band Cholesky and Gauss-Seidel products through the xp algorithms
+    # on both sides (LAPACK and the CSR products round differently; contact iterations stopped at N_max
+    # amplify that)
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    monkeypatch.setattr(contact_space, "SPARSE_COLOUR_PRODUCTS", False)
     reference = run_frames(name, get_backend("cpu"))
     on_device = run_frames(name, cuda)
     assert max(stats["contacts"] for _, _, stats in on_device[1:]) > 0, f"{name}: no contact, collisions untested"

@@ -30,6 +30,10 @@ import scipy.sparse
 
 from ...backend import repeat_each
 
+# numpy: a colour step's velocity change as one CSR product (tests of the device path switch it off to
+# compare the two backends' arithmetic, which then sums in the same order)
+SPARSE_COLOUR_PRODUCTS = True
+
 
 class DelassusOperator:
     """W = J A⁻¹ Jᵀ of a contact set, stored as blocks of the contact pairs sharing a strand, and its
@@ -181,7 +185,8 @@ class _ColourBlocks:
     def __init__(self, xp, members, blocks, column, rows, row_slot, step_maps):
         self.members, self.column, self.rows = members, column, rows
         self._step_columns = _columns(xp, step_maps)
-        if xp is np:
+        self._matrix = None
+        if xp is np and SPARSE_COLOUR_PRODUCTS:
             # on numpy one CSR product (3r × 3k) per colour step: 10 µs where the gather, products and
             # bincount below took 40 µs (a dense substep runs ~14 000 colour steps)
             self._matrix = _block_matrix(blocks, row_slot, column, rows.shape[0], step_maps.shape[0])
@@ -199,7 +204,7 @@ class _ColourBlocks:
 
     def effect(self, xp, change):
         """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
-        if xp is np:
+        if self._matrix is not None:
             return (self._matrix @ change.reshape(-1)).reshape(-1, 3)
         gathered = change[self.column]
         first, second, third = self._block_columns
