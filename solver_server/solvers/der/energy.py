@@ -211,7 +211,7 @@ def scatter_band(xp, n_dofs, start, blocks, band):
     """Add element Hessians (n, w, w) on consecutive DOFs start..start+w-1 into lower band storage."""
     width = blocks.shape[1]
     rows, cols = xp.tril_indices(width)
-    flat = (rows - cols)[None, :] * n_dofs + (start[:, None] + cols[None, :])
+    flat = start[:, None] + ((rows - cols) * n_dofs + cols)[None, :]           # one pass over the (n, w(w+1)/2) slots
     # the lower triangles as one take along the flattened blocks (a (rows, cols) fancy index costs 3× more)
     lower = xp.take(blocks.reshape(blocks.shape[0], width * width), rows * width + cols, axis=1)
     band += xp.bincount(flat.ravel(), weights=lower.ravel(),
