@@ -313,6 +313,14 @@ class _StrandInverseBlocks:
 _WIDTH_GROUPS = ((0, 2), (2, 4), (4, 8), (8, np.iinfo(np.int64).max))
 
 
+def _unit_columns(xp, size: int, rows, rank, width: int):
+    """Right-hand sides (size, width): column 3 rank[k] + a is the unit vector of row rows[k, a] (rows (t, 3):
+    a touched vertex's three coordinate rows; rank (t,): its rank among its strand's touched vertices)."""
+    rhs = xp.zeros((size, width))
+    rhs[rows, 3 * rank[:, None] + xp.arange(3)] = 1.0
+    return rhs
+
+
 def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _StrandInverseBlocks:
     """Entries of A⁻¹ among the touched vertices of each strand from multi-RHS solves with `factor`:
     right-hand side column 3k + a of a strand is the unit vector of coordinate a of its k-th touched vertex
@@ -325,10 +333,7 @@ def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _Str
     width = 3 * (int(rank.max()) + 1)
     dofs = model.vertex_dof[touched][:, None] + xp.arange(3)                        # (t, 3) global DOFs
     if factor.on_xp_path:
-        rows, size, solve = dofs, model.n_dofs, factor.solve
-        rhs = xp.zeros((size, width))
-        rhs[rows, 3 * rank[:, None] + xp.arange(3)] = 1.0
-        block_rows = solve(rhs)[rows]                                                 # (t, 3, R)
+        block_rows = factor.solve(_unit_columns(xp, model.n_dofs, dofs, rank, width))[dofs]    # (t, 3, R)
     else:   # xp is numpy here: LAPACK on the touched strands' columns, grouped by their RHS width
         block_rows = np.zeros((touched.shape[0], 3, width))
         touched_count = np.bincount(touched_strand, minlength=model.n_strands)
@@ -342,8 +347,7 @@ def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _Str
             row_of = np.full(model.n_dofs, -1, dtype=np.int64)
             row_of[columns] = np.arange(columns.shape[0])
             group_rows = row_of[dofs[in_group]]                                        # (t_g, 3)
-            rhs = np.zeros((columns.shape[0], group_width))
-            rhs[group_rows, 3 * rank[in_group][:, None] + np.arange(3)] = 1.0
+            rhs = _unit_columns(np, columns.shape[0], group_rows, rank[in_group], group_width)
             compressed = np.ascontiguousarray(factor.lower_factor[:, columns])
             block_rows[in_group, :, :group_width] = scipy.linalg.cho_solve_banded(
                 (compressed, True), rhs, check_finite=False)[group_rows]

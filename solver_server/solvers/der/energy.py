@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .frames import row_lengths
+from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
@@ -57,8 +57,8 @@ def _bend_inputs(xp, model: DerModel, config: Configuration, bends=None):
     vertex = model.bend_vertex if bends is None else model.bend_vertex[bends]
     e0 = x[vertex] - x[vertex - 1]
     e1 = x[vertex + 1] - x[vertex]
-    t0 = e0 / row_lengths(xp, e0)[:, None]
-    t1 = e1 / row_lengths(xp, e1)[:, None]
+    t0 = normalize_rows(xp, e0)
+    t1 = normalize_rows(xp, e1)
     u0, u1 = config.reference_u[prev_edge], config.reference_u[next_edge]
     frame0 = (u0, cross3(xp, t0, u0), config.theta[prev_edge])
     frame1 = (u1, cross3(xp, t1, u1), config.theta[next_edge])

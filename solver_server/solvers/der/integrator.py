@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
-from .frames import row_lengths
+from .frames import normalize_rows
 from .model import DerModel, element_subset
 from .retraction import LengthPreservingPath
 from .state import DerState, transported_configuration
@@ -220,8 +220,9 @@ class ImplicitEulerSolver:
             trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
             if least_full_fraction is not None:
-                searched = int(searching.sum())
-                if searched >= SUBSET_FRACTION * model.n_strands and int(ok.sum()) < least_full_fraction * searched:
+                searched_strands = int(searching.sum())
+                if searched_strands >= SUBSET_FRACTION * model.n_strands \
+                        and int(ok.sum()) < least_full_fraction * searched_strands:
                     return None
                 least_full_fraction = None
             point = self._merge(ok, trial, point)
@@ -396,7 +397,7 @@ class ImplicitEulerSolver:
 
 def _unit_tangents(xp, model, positions):
     edges = positions[model.edge_vertex + 1] - positions[model.edge_vertex]
-    return edges / row_lengths(xp, edges)[:, None]
+    return normalize_rows(xp, edges)
 
 
 def _degeneracy_report(xp, model, config, band) -> str:
