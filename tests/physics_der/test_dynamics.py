@@ -8,6 +8,8 @@ import pytest
 from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
+from solver_server.solvers.der.state import rest_state
+
 from .helpers import HAIR, make, run, straight, total_energy
 
 
@@ -115,3 +117,54 @@ def test_clamped_roots_follow_root_positions_and_directions():
     segment = 0.05 / 5
     assert np.allclose(out.positions[[0, 6]], roots, atol=1e-12)
     assert np.allclose(out.positions[[1, 7]], roots + segment * directions, atol=1e-12)
+
+
+def _rotation_about(axis, angle):
+    """(3, 3) rotation by angle [rad] about the unit axis (Rodrigues)."""
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+@pytest.mark.parametrize("turn", [0.5 * np.pi, -2.5])
+def test_clamped_root_twist_follows_the_edge_directors(turn):
+    """A curl turns with its root: a helix (no gravity) whose clamped root frame turns by `turn` about the
+    first edge ends as the rest helix turned rigidly about that edge (a zero-energy state of the clamp);
+    without the directors nothing moves (the fixed twist angle keeps its value)."""
+    from solver_server.solvers.der.solver import DerControl
+    points = _helix(n_turns=1.5, n=31)
+    material = DerMaterial(radius=2e-4, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=20.0)
+    model, solver, state = make(points, [0, len(points)], material)
+    axis = (points[1] - points[0]) / np.linalg.norm(points[1] - points[0])
+    rest_director = model.rest_u[0]
+    fixed_targets = points[:2]
+    steps = 40
+    for index in range(steps + 20):
+        angle = turn * min(index + 1, steps) / steps
+        control = DerControl(vertex_targets=fixed_targets,
+                             edge_directors=(_rotation_about(axis, angle) @ rest_director)[None, :])
+        out = state.copy()
+        solver.step(state, out, control, None, 5e-3, gravity=np.zeros(3))
+        state = out
+    expected = points[0] + (points - points[0]) @ _rotation_about(axis, turn).T
+    size = np.linalg.norm(points - points[0], axis=1).max()
+    assert np.abs(expected - points).max() > 0.3 * size                  # the turn really moves the curl
+    assert np.abs(state.positions - expected).max() < 0.01 * size
+    assert state.theta[0] == pytest.approx(turn, abs=1e-9)                # the root's twist angle itself
+
+    unturned, _ = run(solver, rest_state(np, model), steps=5, dt=5e-3, gravity=np.zeros(3),
+                      control=DerControl(vertex_targets=fixed_targets))
+    assert np.abs(unturned.positions - points).max() < 1e-9 * size
+
+
+def test_edge_directors_are_checked():
+    from solver_server.solvers.der.solver import DerControl
+    points = straight(6, 0.05)
+    model, solver, state = make(points, [0, 6], HAIR)
+    out = state.copy()
+    with pytest.raises(ValueError, match=r"edge_directors must be \(1, 3\)"):
+        solver.step(state, out, DerControl(edge_directors=np.zeros((2, 3))), None, 1e-3)
+    with pytest.raises(ValueError, match="fixed edge 0 .* along the edge"):
+        solver.step(state, out, DerControl(edge_directors=np.array([[1.0, 0.0, 0.0]])), None, 1e-3)
+    _, loose, _ = make(points, [0, 6], HAIR, fixed_vertices=[0], fixed_edges=[0])
+    with pytest.raises(ValueError, match="edge 0 has a free vertex"):
+        loose.step(state, out, DerControl(edge_directors=np.array([[0.0, 1.0, 0.0]])), None, 1e-3)

@@ -100,3 +100,31 @@ def test_gauss_seidel_contact_solve_from_the_scene_settings():
     with pytest.raises(SceneError) as error:
         Simulation(_scene(solver={"der": {"local_solver": "sor"}}), get_backend("cpu"))
     assert error.value.object == "Hair" and "local_solver" in str(error.value)
+
+
+def test_curls_turn_with_the_object_about_the_root_axis():
+    """A curly strand whose first edge lies on the axis the object turns about (a head turning, hair at its
+    crown): the clamp does not move that edge, but the curl turns with the object (the root's material frame
+    follows the root frame), ending as the rest strand turned rigidly (no gravity: a zero-energy state)."""
+    angle = np.linspace(0.0, 3.0 * np.pi, 25)
+    curl = np.stack((0.01 * (np.cos(angle) - 1.0), 0.01 * np.sin(angle), 0.095 - 0.004 * angle), axis=1)
+    points = np.concatenate(([[0.0, 0.0, 0.1]], curl)).astype(np.float32)
+    hair = {"id": "Hair", "kind": "hair", "animated": True, "points": points,
+            "strand_offsets": np.array([0, len(points)], np.int32),
+            "params": {"model": "der", "radius": 2e-4, "young_modulus": 3e9, "damping": 20.0}}
+    scene = {"gravity": [0.0, 0.0, 0.0], "time": {"fps": 24, "frame_start": 1, "frame_end": 20, "substeps": 4},
+             "objects": [hair]}
+    simulation = Simulation(scene, get_backend("cpu"))
+    _, rest, _ = simulation.initial_frame()
+    rest = rest["Hair"].astype(np.float64)
+    total = 1.2
+    for frame in range(16):
+        turn = total * min(frame + 1, 8) / 8
+        matrix = np.eye(4)
+        matrix[:2, :2] = [[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]]
+        _, positions, _ = simulation.advance({"Hair": {"matrix_world": matrix}})
+    rotation = np.array([[np.cos(total), -np.sin(total), 0.0], [np.sin(total), np.cos(total), 0.0], [0.0, 0.0, 1.0]])
+    expected = rest @ rotation.T
+    size = np.linalg.norm(rest - rest[0], axis=1).max()
+    assert np.abs(expected - rest).max() > 0.3 * size
+    assert np.abs(positions["Hair"] - expected).max() < 0.02 * size

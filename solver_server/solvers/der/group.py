@@ -16,7 +16,8 @@ vertex–collider μ = the mean of the object's ``collider_friction`` and the co
 Kinematic points of every object:
 
 * no ``pins`` key: clamped roots (first two points and the first twist angle of every strand), bound to the
-  emitter surface (``roots``) or carried by the object's matrix_world;
+  emitter surface (``roots``) or carried by the object's matrix_world; the first edge's material frame turns
+  with the root frame, so curls turn with the head even about the hair's own axis;
 * ``pins``: weight 1 points follow their rest positions carried by matrix_world; weight w < 1 points are
   pulled there by a zero-length spring of stiffness w · ``pin_stiffness`` (seed §4.1); empty pins: free.
 
@@ -120,18 +121,23 @@ class _HairObject:
             self.fixed_vertices = np.concatenate((first, first + 1))
             self.fixed_edges = first - np.arange(len(first))
             self.binding = RootBinding(spec, scene, points[first])
+            # material director m1 of every first edge at rest (twist angle 0: the reference director)
+            self.rest_root_directors = np.asarray(backend.to_host(self.model.rest_u))[self.fixed_edges]
 
-    def targets(self, poses) -> tuple[np.ndarray, np.ndarray]:
-        """(F, 3) fixed-vertex and (P, 3) soft-pin targets [m] (host float64) for the poses of a substep end."""
+    def targets(self, poses) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(F, 3) fixed-vertex and (P, 3) soft-pin targets [m] and the (K, 3) material directors of the fixed
+        edges (host float64) for the poses of a substep end: clamped first edges keep their rest director
+        turned by their root frame."""
         if self.binding is not None:
             roots, rotations = self.binding.frames(poses)
             first = self.offsets[:-1]
             second = roots + np.einsum("sij,sj->si", rotations, self.rest_points[first + 1] - self.rest_points[first])
-            return np.concatenate((roots, second)), np.zeros((0, 3))
+            directors = np.einsum("sij,sj->si", rotations, self.rest_root_directors)
+            return np.concatenate((roots, second)), np.zeros((0, 3)), directors
         pose = poses.get(self.id)
         matrix = self.matrix_rest if pose is None else pose.matrix
         return (carry_points(self.rest_points[self.fixed_vertices], matrix, self.matrix_rest),
-                carry_points(self.rest_points[self.soft_indices], matrix, self.matrix_rest))
+                carry_points(self.rest_points[self.soft_indices], matrix, self.matrix_rest), np.zeros((0, 3)))
 
 
 # How each DerModel field is joined when the strands of several objects are concatenated: index arrays are
@@ -244,9 +250,10 @@ class _SharedSolver:
         from_host = self.backend.from_host
         self.solver.contact.set_colliders(colliders)
         targets = [hair.targets(inputs.poses) for hair in self.objects]
-        soft_targets = np.concatenate([soft for _, soft in targets])
-        control = DerControl(vertex_targets=from_host(np.concatenate([fixed for fixed, _ in targets])),
-                             soft_targets=from_host(soft_targets) if soft_targets.size else None)
+        soft_targets = np.concatenate([soft for _, soft, _ in targets])
+        control = DerControl(vertex_targets=from_host(np.concatenate([fixed for fixed, _, _ in targets])),
+                             soft_targets=from_host(soft_targets) if soft_targets.size else None,
+                             edge_directors=from_host(np.concatenate([turned for _, _, turned in targets])))
         out = self.state.copy()
         stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity)
         self.state = out

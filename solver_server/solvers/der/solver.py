@@ -2,7 +2,10 @@
 
 Kinematic DOFs: by default the first two vertices and the first twist angle of every strand are clamped
 (the root vertex and root + direction · |ē^0|), so hair does not swivel at the scalp.  The caller moves
-them every substep through `DerControl` (root positions and directions, or explicit vertex targets).
+them every substep through `DerControl` (root positions and directions, or explicit vertex targets).  A
+fixed twist angle keeps its value unless `DerControl.edge_directors` says where the edge's material
+director must point: then it turns with the surface the strand grows from (a head turning about the hair's
+own axis turns the curls at its crown too).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contact import ContactSettings, ContactSolver
+from .frames import normalize_rows, orthonormalize, parallel_transport
+from .jet import cross3
 from .integrator import ImplicitEulerSolver, NewtonSettings, SoftPins
 from .model import DerModel
 from .state import DerState
@@ -27,6 +32,10 @@ class DerControl:
     root_positions: Any = None
     root_directions: Any = None
     soft_targets: Any = None   # (P, 3) [m] targets of the soft-pinned vertices (None: their rest positions)
+    # (K, 3) directions the material director m1 of each fixed edge points along at the end of the step (the
+    # part perpendicular to the edge counts); None: the fixed twist angles keep their values.  Needs both
+    # vertices of every fixed edge fixed (clamped roots are)
+    edge_directors: Any = None
 
 
 def clamped_root_vertices(xp, model: DerModel):
@@ -60,6 +69,12 @@ class DerSolver:
             if bool(xp.any(stiffness <= 0.0)):
                 raise ValueError("soft pin stiffness must be positive")
             self.soft_pins = (indices, stiffness)
+        # each fixed edge's two vertices as rows of the fixed-vertex targets (-1: that vertex is not fixed)
+        slot_of_vertex = xp.full(model.n_vertices, -1, dtype=xp.int64)
+        slot_of_vertex[self.fixed_vertices] = xp.arange(self.fixed_vertices.shape[0])
+        fixed_edge_vertex = model.edge_vertex[self.fixed_edges]
+        self.fixed_edge_slots = xp.stack((slot_of_vertex[fixed_edge_vertex], slot_of_vertex[fixed_edge_vertex + 1]),
+                                         axis=1).reshape(-1, 2)
         self.integrator = ImplicitEulerSolver(xp, backend.to_host, backend.from_host, model,
                                               settings or NewtonSettings())
         self.contact = ContactSolver(xp, model, list(colliders), contact or ContactSettings())
@@ -82,13 +97,46 @@ class DerSolver:
         first_edge_length = model.rest_edge_length[model.strand_offsets[:-1] - xp.arange(model.n_strands)]
         return xp.concatenate((roots, roots + directions * first_edge_length[:, None]))
 
+    def fixed_twist_velocity(self, control: DerControl | None, state: DerState, targets, dt: float):
+        """(K,) [rad/s] rates of the fixed twist angles over the step: zero, or with control.edge_directors the
+        rate that ends the step with each fixed edge's material director m1 = cos θ u + sin θ v along the
+        director's part perpendicular to the edge (u, v: the reference frame time-parallel transported onto
+        the edge's end-of-step tangent, as the integrator transports it; the turn taken is the shorter one).
+        targets (F, 3) [m]: end-of-step positions of the fixed vertices."""
+        xp = self.xp
+        count = self.fixed_edges.shape[0]
+        directors = None if control is None else control.edge_directors
+        if directors is None:
+            return xp.zeros(count)
+        directors = xp.asarray(directors, dtype=state.positions.dtype)
+        if directors.shape != (count, 3):
+            raise ValueError(f"edge_directors must be ({count}, 3), one per fixed edge; got {tuple(directors.shape)}")
+        if bool(xp.any(self.fixed_edge_slots < 0)):
+            loose = int(self.fixed_edges[xp.nonzero(xp.any(self.fixed_edge_slots < 0, axis=1))[0][0]])
+            raise ValueError(f"edge_directors needs both vertices of every fixed edge fixed; edge {loose} has a free "
+                             "vertex")
+        tangents = normalize_rows(xp, targets[self.fixed_edge_slots[:, 1]] - targets[self.fixed_edge_slots[:, 0]])
+        u = orthonormalize(xp, tangents, parallel_transport(xp, state.tangents[self.fixed_edges], tangents,
+                                                            state.reference_u[self.fixed_edges]))
+        v = cross3(xp, tangents, u)
+        along_u, along_v = xp.sum(directors * u, axis=1), xp.sum(directors * v, axis=1)
+        lengths = xp.sqrt(xp.sum(directors * directors, axis=1))
+        degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * lengths)
+        if bool(xp.any(degenerate)):
+            edge = int(self.fixed_edges[xp.nonzero(degenerate)[0][0]])
+            raise ValueError(f"edge_directors of fixed edge {edge} is zero, non-finite or along the edge: it names "
+                             "no twist angle")
+        turn = xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]
+        turn = turn - 2.0 * xp.pi * xp.round(turn / (2.0 * xp.pi))
+        return turn / dt
+
     def step(self, state_in: DerState, state_out: DerState, control: DerControl | None, contacts, dt: float,
              gravity=(0.0, 0.0, -9.81)) -> dict:
         """Advance state_in by dt [s] into state_out (arrays replaced); returns per-step statistics."""
         xp = self.xp
         targets = self.vertex_targets(control, state_in)
         fixed_velocity = xp.concatenate((((targets - state_in.positions[self.fixed_vertices]) / dt).ravel(),
-                                         xp.zeros(self.fixed_edges.shape[0])))
+                                         self.fixed_twist_velocity(control, state_in, targets, dt)))
         handler = self.contact.begin_step(state_in, dt, self.fixed_dofs) if self.contact.active else None
         self.last_contacts = handler
         springs = None
