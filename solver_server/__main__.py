@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .blas_threads import prefer_single_threaded_blas
+from .heap_policy import keep_large_arrays_on_the_heap
 
 prefer_single_threaded_blas()   # before anything imports numpy (blas_threads.py)
+keep_large_arrays_on_the_heap()   # large solver arrays reuse heap pages (heap_policy.py)
 
 import argparse  # noqa: E402
 import ipaddress  # noqa: E402

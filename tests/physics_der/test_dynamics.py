@@ -168,3 +168,25 @@ def test_edge_directors_are_checked():
     _, loose, _ = make(points, [0, 6], HAIR, fixed_vertices=[0], fixed_edges=[0])
     with pytest.raises(ValueError, match="edge 0 has a free vertex"):
         loose.step(state, out, DerControl(edge_directors=np.array([[0.0, 1.0, 0.0]])), None, 1e-3)
+
+
+def test_settled_strands_stop_being_searched_without_changing_the_motion(monkeypatch):
+    """A strand hanging at rest converges in the first iterations while two horizontal strands swing down:
+    it is no longer searched (integrator.SETTLED_FRACTION), and the motion is the one of searching every
+    strand until the end."""
+    from solver_server.solvers.der import integrator
+    points = np.vstack([straight(11, 0.05, direction=(0.0, 0.0, -1.0), origin=(0.0, -0.01, 0.0)),
+                        straight(11, 0.05, origin=(0.0, 0.01, 0.0)), straight(11, 0.05, origin=(0.0, 0.02, 0.0))])
+    settings = NewtonSettings(tolerance=1e-9, quasi_newton=True, quasi_newton_matrix="gauss_newton", refresh_interval=1)
+
+    def swing():
+        model, solver, state = make(points, [0, 11, 22, 33], HAIR, settings)
+        return run(solver, state, steps=6, dt=5e-3)
+
+    settling_state, settling_stats = swing()
+    monkeypatch.setattr(integrator, "SETTLED_FRACTION", 0.0)
+    searching_state, searching_stats = swing()
+    assert settling_state.positions[21, 2] < -0.001                     # the horizontal strands swing
+    assert max(stats["settled_strands"] for stats in settling_stats) >= 1
+    assert all(stats["settled_strands"] == 0 for stats in searching_stats)
+    np.testing.assert_allclose(settling_state.positions, searching_state.positions, atol=1e-10)

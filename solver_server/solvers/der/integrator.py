@@ -37,6 +37,11 @@ STALE_DECREASE_RATIO = 1.25
 # strands and a short step; with fewer strands searching, backtracking evaluates only them and is cheaper
 # than a refactorization and, in contact, a new Delassus operator)
 FULL_STEP_FRACTION = 0.8
+# a strand without contact impulses whose last accepted step changed its vertex velocities by less than this
+# fraction of the tolerance (mean |Δv| over its own vertices) has settled and is no longer searched: given the
+# impulses the strands are independent, so its remaining (linearly converging) corrections stay below the
+# tolerance, while searching it kept every line search and refactorization system-wide
+SETTLED_FRACTION = 0.1
 
 
 @dataclass
@@ -111,6 +116,7 @@ class StepStats:
     projected_hessian: bool = False
     line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
     early_refreshes: int = 0         # refactorizations because most strands refused a stale matrix's full step
+    settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION)
     smallest_step: float = 1.0
     extra: dict = field(default_factory=dict)
 
@@ -118,7 +124,7 @@ class StepStats:
         return {"iterations": self.iterations, "mean_dv": self.mean_dv, "factorizations": self.factorizations,
                 "partial_factorizations": self.partial_factorizations,
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
-                "early_refreshes": self.early_refreshes,
+                "early_refreshes": self.early_refreshes, "settled_strands": self.settled_strands,
                 "smallest_step": self.smallest_step,
                 **self.extra}
 
@@ -138,6 +144,7 @@ class ImplicitEulerSolver:
         dof_strand[model.position_dofs] = model.vertex_strand[:, None]
         dof_strand[model.edge_dof] = model.edge_strand
         self.dof_strand = dof_strand
+        self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
@@ -186,7 +193,7 @@ class ImplicitEulerSolver:
         return factor
 
     def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
-                     path=None, least_full_fraction=None):
+                     path=None, least_full_fraction=None, settled=None):
         """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands).
 
         point: (potential (S,), elastic gradient (n_dofs,), configuration) at v; evaluate(v) gives the same
@@ -197,7 +204,7 @@ class ImplicitEulerSolver:
         again after the search.  path: (LengthPreservingPath, strands (S,) bool it bends) or None (straight).
         least_full_fraction: if fewer than this fraction of the searched strands accept the full step while
         they are at least SUBSET_FRACTION of all strands, the search gives up at once and returns None (the
-        caller refactors the matrix)."""
+        caller refactors the matrix).  settled: (S,) bool strands not searched (accepted with α = 0)."""
         xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
@@ -207,6 +214,8 @@ class ImplicitEulerSolver:
         # an expected decrease below the objective's round-off cannot pass Armijo: such a strand has
         # converged, keeps its velocities (α = 0) and is not searched (saves 10 system-wide backtracks)
         searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
+        if settled is not None:
+            searching &= ~settled
         alpha = xp.where(searching, 1.0, 0.0)
         accepted = ~searching
         accepted_v = v
@@ -310,6 +319,7 @@ class ImplicitEulerSolver:
         contact_round = None
         resolves_each_round = bool(getattr(impulses, "resolves_each_round", False))
         moving = None   # strands that took a step, found no decrease, or carry impulses in the last iteration
+        settled = None  # strands whose last step was below SETTLED_FRACTION × tolerance (not searched unless pushed)
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
@@ -341,14 +351,15 @@ class ImplicitEulerSolver:
             # a matrix refactored in an earlier iteration whose full step most strands refuse is refreshed now
             # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
             early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
+            skipped = None if settled is None else settled & ~pushed
             searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
-                                         objective, bent, early)
+                                         objective, bent, early, skipped)
             if searched is None:
                 stats.early_refreshes += 1
                 factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses)
                 stale = False
                 searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
-                                             objective, bent)
+                                             objective, bent, settled=skipped)
             alpha, slope, direction, point, accepted, v_new = searched
             if not bool(accepted.all()):
                 # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
@@ -364,7 +375,12 @@ class ImplicitEulerSolver:
                 stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
             stats.iterations = iteration + 1
             # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
-            stats.mean_dv = float(xp.mean(xp.abs(v_new - v)[model.position_dofs]))
+            change = xp.abs(v_new - v)[model.position_dofs]
+            stats.mean_dv = float(xp.mean(change))
+            strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
+                                    minlength=model.n_strands) / self.strand_vertex_dofs
+            settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
+            stats.settled_strands = int(settled.sum())
             if not stale:
                 full = alpha == 1.0
                 predicted = -0.5 * float(xp.sum(slope[full]))
