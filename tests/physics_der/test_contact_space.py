@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+import scipy.sparse
 
-from solver_server.solvers.der import banded
+from solver_server.solvers.der import banded, contact_space
 from solver_server.solvers.der.banded import BandedCholesky, constrain_band, strand_blocks_of_model
 from solver_server.solvers.der.contact_space import DelassusOperator
 from solver_server.solvers.der.energy import elastic_gradient_hessian
@@ -222,3 +223,24 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
                                                         up(tolerance))
     assert sweeps == expected[1]
     np.testing.assert_allclose(backend.to_host(impulse), expected[0], rtol=1e-9, atol=1e-15)
+
+
+def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
+    """On numpy a colour step's product is a dense array for small colours and CSR otherwise
+    (DENSE_COLOUR_EXTRA_ENTRIES): both give the same Gauss–Seidel impulses."""
+    model, factor, _, dof_fixed = _system(seed=7)
+    generator = np.random.default_rng(12)
+    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    n = vertices.shape[0]
+    normal = _normals(n, seed=6)
+    target = np.abs(generator.normal(scale=0.05, size=n))
+    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
+    results = []
+    for extra, kind in ((10 ** 9, np.ndarray), (-10 ** 9, scipy.sparse.csr_matrix)):
+        monkeypatch.setattr(contact_space, "DENSE_COLOUR_EXTRA_ENTRIES", extra)
+        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
+        assert all(isinstance(colour._matrix, kind) for colour in operator.sweep_colours)
+        results.append(operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.full(n, 0.4), 300,
+                                             np.full(n, 1e-12)))
+    assert results[0][1] == results[1][1]
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-15)

@@ -30,9 +30,13 @@ import scipy.sparse
 
 from ...backend import repeat_each
 
-# numpy: a colour step's velocity change as one CSR product (tests of the device path switch it off to
-# compare the two backends' arithmetic, which then sums in the same order)
+# numpy: a colour step's velocity change as one matrix product, CSR or dense (tests of the device path switch
+# it off to compare the two backends' arithmetic, which then sums in the same order)
 SPARSE_COLOUR_PRODUCTS = True
+# a colour's product is dense when its (3r × 3k) matrix has at most 4 × its non-zeros + this many entries:
+# scipy's CSR product costs ~8 µs of Python layers before its ~1 ns per non-zero, numpy's dense one ~1 µs +
+# ~0.25 ns per entry (a bundle's colour of 8 contacts on 190 coupled rows: 9.8 vs 3.7 µs)
+DENSE_COLOUR_EXTRA_ENTRIES = 16384
 
 
 class DelassusOperator:
@@ -187,9 +191,11 @@ class _ColourBlocks:
         self._step_columns = _columns(xp, step_maps)
         self._matrix = None
         if xp is np and SPARSE_COLOUR_PRODUCTS:
-            # on numpy one CSR product (3r × 3k) per colour step: 10 µs where the gather, products and
-            # bincount below took 40 µs (a dense substep runs ~14 000 colour steps)
+            # on numpy one product (3r × 3k) per colour step: 10 µs where the gather, products and bincount
+            # below took 40 µs (a dense substep runs ~14 000 colour steps); small colours as a dense array
             self._matrix = _block_matrix(blocks, row_slot, column, rows.shape[0], step_maps.shape[0])
+            if self._matrix.shape[0] * self._matrix.shape[1] <= 4 * self._matrix.nnz + DENSE_COLOUR_EXTRA_ENTRIES:
+                self._matrix = self._matrix.toarray()
         else:
             # on a device: the blocks' columns (3 of (p, 3)); three broadcast products beat a batched 3 × 3
             # einsum or matmul there
