@@ -86,3 +86,21 @@ def test_closed_form_gradient_equals_the_jet_gradient(deformed):
     closed_form, _ = elastic_gradient_hessian(np, model, config, with_hessian=False)
     from_jets, _ = elastic_gradient_hessian(np, model, config, with_hessian=True)
     assert np.allclose(closed_form, from_jets, rtol=1e-10, atol=1e-12 * np.abs(from_jets).max())
+
+
+@pytest.mark.parametrize("gauss_newton", [False, True])
+def test_elastic_parts_are_the_named_energies(deformed, gauss_newton):
+    """elastic_gradient_hessian(parts=...): the stretch part is the whole of a model with only stretching,
+    the bend–twist part the whole of one without it (exact and Gauss–Newton matrices); an unknown part is
+    an error."""
+    model, base, q0 = deformed
+    config = transported_configuration(np, model, base, model.gather_positions(q0), model.gather_theta(q0))
+    no_stretch = dataclasses.replace(model, stretch_stiffness=np.zeros_like(model.stretch_stiffness))
+    for part, alone in (("stretch", _isolated(model, "stretch_stiffness")), ("bend_twist", no_stretch)):
+        piece = elastic_gradient_hessian(np, model, config, gauss_newton=gauss_newton, parts=(part,))
+        expected = elastic_gradient_hessian(np, alone, config, gauss_newton=gauss_newton)
+        for got, want in zip(piece, expected):
+            assert np.abs(want).max() > 0.0
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    with pytest.raises(ValueError, match="unknown elastic energy part"):
+        elastic_gradient_hessian(np, model, config, parts=("shear",))

@@ -116,3 +116,20 @@ def test_refused_full_step_refreshes_the_matrix_at_once(monkeypatch, refresh_int
     assert total(late_stats, "early_refreshes") == 0
     assert total(early_stats, "iterations") <= 0.8 * total(late_stats, "iterations")
     assert total(early_stats, "factorizations") <= total(late_stats, "factorizations")
+
+
+def test_refreshes_keep_the_steps_bend_twist_band(monkeypatch):
+    """A step's refreshes of the Gauss–Newton matrix reassemble its stretch part only and keep the bend–twist
+    part of the step's first factorization (integrator.KEEP_BEND_TWIST_BAND): one bend–twist assembly per
+    step instead of one per factorization, and the same converged motion."""
+    kept_state, kept_stats = _falling_hair(True)
+    monkeypatch.setattr(integrator, "KEEP_BEND_TWIST_BAND", False)
+    full_state, full_stats = _falling_hair(True)
+
+    def total(stats, key):
+        return sum(s[key] for s in stats)
+
+    np.testing.assert_allclose(kept_state.positions, full_state.positions, atol=1e-8)
+    assert total(kept_stats, "bend_twist_assemblies") == len(kept_stats)
+    assert total(kept_stats, "factorizations") > len(kept_stats)          # the steps did refresh
+    assert total(full_stats, "bend_twist_assemblies") == total(full_stats, "factorizations")

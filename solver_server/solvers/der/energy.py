@@ -220,29 +220,38 @@ def scatter_band(xp, n_dofs, start, blocks, band):
                         minlength=BAND_WIDTH * n_dofs).reshape(BAND_WIDTH, n_dofs)
 
 
+ELASTIC_PARTS = ("stretch", "bend_twist")
+
+
 def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_hessian: bool = True,
-                             project: bool = False, gauss_newton: bool = False, subset: ElementSubset | None = None):
+                             project: bool = False, gauss_newton: bool = False, subset: ElementSubset | None = None,
+                             parts=ELASTIC_PARTS):
     """Gradient (n_dofs,) [N or N·m] and, if asked, lower band Hessian (11, n_dofs) of the elastic energy.
 
     gauss_newton: the Hessian keeps only Σ w ∇s ∇sᵀ of every strain s (PSD, about the cost of a gradient);
     a quasi-Newton matrix, not the exact Hessian.  subset: only the elements of some strands
-    (model.element_subset); the other strands' entries are then 0."""
+    (model.element_subset); the other strands' entries are then 0.  parts: the energies included, of
+    ELASTIC_PARTS (the stretching of the edges; bending and twisting at the interior vertices)."""
+    unknown = set(parts) - set(ELASTIC_PARTS)
+    if unknown:
+        raise ValueError(f"unknown elastic energy part(s) {sorted(unknown)}; choose from {ELASTIC_PARTS}")
     n = model.n_dofs
     edges = None if subset is None else subset.edges
     bends = None if subset is None else subset.bends
     grad = xp.zeros(n, dtype=config.positions.dtype)
-    s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton, edges)
-    stretch_start = model.vertex_dof[model.edge_vertex if edges is None else model.edge_vertex[edges]]
-    _scatter_gradient(xp, n, stretch_start, s_grad, grad)
-    band = None
+    band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype) if with_hessian else None
+    if "stretch" in parts:
+        s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton,
+                                            edges)
+        stretch_start = model.vertex_dof[model.edge_vertex if edges is None else model.edge_vertex[edges]]
+        _scatter_gradient(xp, n, stretch_start, s_grad, grad)
+        if with_hessian:
+            scatter_band(xp, n, stretch_start, s_hess, band)
     bend_start = model.bend_dof if bends is None else model.bend_dof[bends]
-    if bend_start.shape[0]:
+    if "bend_twist" in parts and bend_start.shape[0]:
         b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton, bends)
         _scatter_gradient(xp, n, bend_start, b_grad, grad)
-    if with_hessian:
-        band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype)
-        scatter_band(xp, n, stretch_start, s_hess, band)
-        if bend_start.shape[0]:
+        if with_hessian:
             scatter_band(xp, n, bend_start, b_hess, band)
     return grad, band
 

@@ -42,6 +42,12 @@ FULL_STEP_FRACTION = 0.8
 # impulses the strands are independent, so its remaining (linearly converging) corrections stay below the
 # tolerance, while searching it kept every line search and refactorization system-wide
 SETTLED_FRACTION = 0.1
+# Gauss–Newton matrix: the bend–twist part is assembled at a step's first factorization and kept by the
+# step's refreshes, which reassemble only the stretch part.  A matrix goes stale within a step through its
+# stretch blocks (k/l t tᵀ: at frame-rate substeps k/l is ~4e6 × the inertia M/h² of the 1 000 × 20 benchmark
+# hair, so edges turning by a microradian already matter), while the bend–twist blocks (EI/l³ ≈ 76 × M/h²)
+# change little: same iterations, 11–18 % less time per step (docs/der.md §7, session 8)
+KEEP_BEND_TWIST_BAND = True
 
 
 @dataclass
@@ -116,6 +122,7 @@ class StepStats:
     projected_hessian: bool = False
     line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
     early_refreshes: int = 0         # refactorizations because most strands refused a stale matrix's full step
+    bend_twist_assemblies: int = 0   # of the factorizations, those that assembled the bend-twist part too
     settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION)
     smallest_step: float = 1.0
     extra: dict = field(default_factory=dict)
@@ -125,8 +132,17 @@ class StepStats:
                 "partial_factorizations": self.partial_factorizations,
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
                 "early_refreshes": self.early_refreshes, "settled_strands": self.settled_strands,
+                "bend_twist_assemblies": self.bend_twist_assemblies,
                 "smallest_step": self.smallest_step,
                 **self.extra}
+
+
+class KeptBendTwistBand:
+    """The bend–twist part of one step's Gauss–Newton matrix (lower band (11, n_dofs), elastic, unscaled),
+    assembled at the step's first factorization and reused by its refreshes (KEEP_BEND_TWIST_BAND)."""
+
+    def __init__(self):
+        self.band = None
 
 
 class ImplicitEulerSolver:
@@ -148,10 +164,12 @@ class ImplicitEulerSolver:
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
-                exact: bool = False, previous: BandedCholesky | None = None, strands=None):
+                exact: bool = False, previous: BandedCholesky | None = None, strands=None,
+                kept: KeptBendTwistBand | None = None):
         """Factor of the system matrix at `config`.  With a previous factor (LAPACK path) and a mask strands
         (S,) of fewer than SUBSET_FRACTION of the strands, only those strands' blocks are assembled and
-        refactored; the others keep their previous (converged, unused) blocks."""
+        refactored; the others keep their previous (converged, unused) blocks.  kept: the step's bend–twist
+        band of a Gauss–Newton matrix (assembled here if it has none yet; then only the stretch part is)."""
         xp, model = self.xp, self.model
         subset = None
         if previous is not None and strands is not None and not previous.on_xp_path \
@@ -164,8 +182,17 @@ class ImplicitEulerSolver:
         gauss_newton = (self.settings.quasi_newton and self.settings.quasi_newton_matrix == "gauss_newton"
                         and not exact)
         for project in (False, True):
-            _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
-                                               gauss_newton=gauss_newton, subset=subset)
+            if gauss_newton and kept is not None and KEEP_BEND_TWIST_BAND and not project:
+                if kept.band is None:
+                    _, kept.band = elastic_gradient_hessian(xp, model, config, gauss_newton=True, parts=("bend_twist",))
+                    stats.bend_twist_assemblies += 1
+                _, band = elastic_gradient_hessian(xp, model, config, gauss_newton=True, subset=subset,
+                                                   parts=("stretch",))
+                band += kept.band
+            else:
+                _, band = elastic_gradient_hessian(xp, model, config, with_hessian=True, project=project,
+                                                   gauss_newton=gauss_newton, subset=subset)
+                stats.bend_twist_assemblies += 1
             band *= h * h
             band[0] += diagonal
             constrain_band(xp, band, fixed_dofs)
@@ -183,11 +210,11 @@ class ImplicitEulerSolver:
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians"
                                   + _degeneracy_report(xp, model, config, band))
 
-    def _refactor(self, config, h, fixed_dofs, stats: StepStats, soft_pins, previous, moving, impulses):
+    def _refactor(self, config, h, fixed_dofs, stats: StepStats, soft_pins, previous, moving, impulses, kept):
         """The factor of the matrix at `config` (see _factor), handed to the contact handler: the contacts'
         response J A⁻¹ Jᵀ must be that of the matrix the global steps use (a response left from an older
         matrix over- or under-shoots once edges have turned)."""
-        factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=previous, strands=moving)
+        factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=previous, strands=moving, kept=kept)
         if impulses is not None:
             impulses.set_system(factor)
         return factor
@@ -311,6 +338,7 @@ class ImplicitEulerSolver:
             if settings.length_preserving_path else None
         stats = StepStats()
         factor = None
+        kept = KeptBendTwistBand()
         # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only when it has shown to
         # be stale since the last factorization: a line search had to shorten or refuse a step, or full steps
         # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
@@ -332,7 +360,7 @@ class ImplicitEulerSolver:
                 or (contact_round is not None and resolves_each_round))
             fresh = factor is None or not settings.quasi_newton or refresh
             if fresh:
-                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses)
+                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses, kept)
                 stale = False
             gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
             if soft_pins is not None:
@@ -356,7 +384,7 @@ class ImplicitEulerSolver:
                                          objective, bent, early, skipped)
             if searched is None:
                 stats.early_refreshes += 1
-                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses)
+                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses, kept)
                 stale = False
                 searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
                                              objective, bent, settled=skipped)
