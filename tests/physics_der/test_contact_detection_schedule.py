@@ -31,6 +31,8 @@ class RecordingHandler:
     def converged(self):
         return True
 
+    contact_count = 0
+
 
 def _step(detection, handler):
     model = build_model(np, straight(21, 0.12), np.array([0, 21]), FINE_HAIR)

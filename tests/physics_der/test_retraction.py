@@ -103,7 +103,10 @@ def test_bent_search_converges_to_the_same_motion_in_fewer_iterations():
 def test_refused_full_step_refreshes_the_matrix_at_once(monkeypatch, refresh_interval):
     """A stale quasi-Newton matrix whose full step most strands refuse is refactored in the same iteration
     (integrator.FULL_STEP_FRACTION) instead of backtracking along its direction: same converged motion,
-    far fewer iterations (measured 100 -> 65 and 206 -> 116), no more factorizations."""
+    far fewer iterations (measured 100 -> 65 and 206 -> 116), no more factorizations.  Matrices that are
+    merely cheap to refresh are kept here (CHEAP_REFRESH_CONTACTS off): with it, refresh 1 renews the matrix
+    every iteration and none is left to be refused, as in steps with many contacts."""
+    monkeypatch.setattr(integrator, "CHEAP_REFRESH_CONTACTS", -1)
     early_state, early_stats = _falling_hair(True, refresh_interval=refresh_interval)
     monkeypatch.setattr(integrator, "FULL_STEP_FRACTION", 0.0)      # never gives up on a full step
     late_state, late_stats = _falling_hair(True, refresh_interval=refresh_interval)
@@ -133,3 +136,20 @@ def test_refreshes_keep_the_steps_bend_twist_band(monkeypatch):
     assert total(kept_stats, "bend_twist_assemblies") == len(kept_stats)
     assert total(kept_stats, "factorizations") > len(kept_stats)          # the steps did refresh
     assert total(full_stats, "bend_twist_assemblies") == total(full_stats, "factorizations")
+
+
+def test_cheap_refreshes_renew_a_matrix_that_is_not_stale(monkeypatch):
+    """Without contacts (or with at most CHEAP_REFRESH_CONTACTS) a Gauss–Newton matrix that took a step is
+    refreshed at the next refresh iteration even when not stale: the same converged motion in fewer
+    iterations (refresh 1: one factorization per iteration)."""
+    cheap_state, cheap_stats = _falling_hair(True)
+    monkeypatch.setattr(integrator, "CHEAP_REFRESH_CONTACTS", -1)
+    kept_state, kept_stats = _falling_hair(True)
+
+    def total(stats, key):
+        return sum(s[key] for s in stats)
+
+    np.testing.assert_allclose(cheap_state.positions, kept_state.positions, atol=1e-8)
+    assert total(cheap_stats, "iterations") < total(kept_stats, "iterations")
+    assert total(cheap_stats, "factorizations") > total(kept_stats, "factorizations")
+    assert all(s["factorizations"] >= s["iterations"] - 1 for s in cheap_stats)

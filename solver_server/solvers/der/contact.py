@@ -595,6 +595,10 @@ class StepContacts:
     def resolves_each_round(self) -> bool:
         return self.solver.settings.local_solver != "jacobi"
 
+    @property
+    def contact_count(self) -> int:
+        return int(self.vertices.shape[0])
+
     def converged(self) -> bool:
         """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius."""
         return self.worst_penetration <= self.solver.settings.penetration_tolerance

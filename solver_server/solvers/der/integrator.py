@@ -48,6 +48,13 @@ SETTLED_FRACTION = 0.1
 # hair, so edges turning by a microradian already matter), while the bend–twist blocks (EI/l³ ≈ 76 × M/h²)
 # change little: same iterations, 11–18 % less time per step (docs/der.md §7, session 8)
 KEEP_BEND_TWIST_BAND = True
+# with at most this many contacts in the step, a matrix that took a step is refreshed at the next refresh
+# iteration even when it is not stale: a Gauss–Newton matrix at the current iterate converges in about half
+# the iterations (benchmark hair: 14 -> 7 per substep at ~50 contacts, 5-7 -> 5 without contact), and a
+# refresh costs one stretch assembly and LAPACK factorization (~20 ms at 83 000 DOF) plus a Delassus operator
+# of the contacts; above ~500 contacts the operators cost more than the iterations saved (+10 % at ~650, +14 %
+# at ~1 800; docs/der.md §7, session 8)
+CHEAP_REFRESH_CONTACTS = 400
 
 
 @dataclass
@@ -111,6 +118,10 @@ class ImpulseHandler(Protocol):
     def resolves_each_round(self) -> bool:
         """Whether every update solves the contact problem of the measured velocities anew (so strands it
         pushes may follow the length-preserving path), rather than taking one local step."""
+
+    @property
+    def contact_count(self) -> int:
+        """Contacts of the step so far (0 before the detection)."""
 
 
 @dataclass
@@ -339,6 +350,10 @@ class ImplicitEulerSolver:
         stats = StepStats()
         factor = None
         kept = KeptBendTwistBand()
+        # Gauss–Newton matrices refreshed at all are also refreshed when merely cheap (CHEAP_REFRESH_CONTACTS);
+        # the seed's never-refreshed variant and the exact first-iteration Hessian keep their matrices
+        cheap_refreshes = (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
+                           and settings.refresh_interval > 0)
         # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only when it has shown to
         # be stale since the last factorization: a line search had to shorten or refuse a step, or full steps
         # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
@@ -409,6 +424,9 @@ class ImplicitEulerSolver:
                                     minlength=model.n_strands) / self.strand_vertex_dofs
             settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
             stats.settled_strands = int(settled.sum())
+            contacts = 0 if impulses is None else impulses.contact_count
+            if not stale and cheap_refreshes and contacts <= CHEAP_REFRESH_CONTACTS:
+                stale = True    # not stale, but cheap to refresh (CHEAP_REFRESH_CONTACTS)
             if not stale:
                 full = alpha == 1.0
                 predicted = -0.5 * float(xp.sum(slope[full]))
