@@ -177,9 +177,9 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
                  + (twist_weight * (tau_value - rest_twist))[:, None] * twist_grad)
         # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms),
         # the four curvatures and the twist as rows of one (B, 5, 11) Jacobian: one batched product
-        strain_grad = xp.concatenate((omega_grad, twist_grad[:, None, :]), axis=1)
+        local = xp.concatenate((omega_grad, twist_grad[:, None, :]), axis=1)               # (B, 5, 8)
         # (B·5, 8) @ (8, 11) as one 2-D product (a batched (B, 5, 8) @ (1, 8, 11) took 2.6× longer)
-        strain_grad = (strain_grad.reshape(-1, strain_grad.shape[2]) @ a).reshape(strain_grad.shape[0], -1, a.shape[1])
+        strain_grad = (local.reshape(-1, local.shape[2]) @ a).reshape(local.shape[0], local.shape[1], a.shape[1])
         strain_weight = xp.concatenate((2.0 * weights, twist_weight[:, None]), axis=1)
         hess = xp.swapaxes(strain_grad * strain_weight[:, :, None], 1, 2) @ strain_grad
         return grad8 @ a, hess

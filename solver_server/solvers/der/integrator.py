@@ -195,7 +195,8 @@ class ImplicitEulerSolver:
         for project in (False, True):
             if gauss_newton and kept is not None and KEEP_BEND_TWIST_BAND and not project:
                 if kept.band is None:
-                    _, kept.band = elastic_gradient_hessian(xp, model, config, gauss_newton=True, parts=("bend_twist",))
+                    _, kept.band = elastic_gradient_hessian(xp, model, config, gauss_newton=True,
+                                                            parts=("bend_twist",))
                     stats.bend_twist_assemblies += 1
                 _, band = elastic_gradient_hessian(xp, model, config, gauss_newton=True, subset=subset,
                                                    parts=("stretch",))
