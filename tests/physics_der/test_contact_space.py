@@ -85,6 +85,19 @@ def _normals(n, seed=0):
     return normal / np.linalg.norm(normal, axis=1, keepdims=True)
 
 
+def _approaching_contacts(system_seed, contact_seed, normal_seed):
+    """A well-posed contact problem on _system(system_seed): (model, factor, dof_fixed, vertices, weights,
+    normals (n, 3), normal targets (n,) [m/s], approaching relative velocities (n, 3) [m/s])."""
+    model, factor, _, dof_fixed = _system(seed=system_seed)
+    generator = np.random.default_rng(contact_seed)
+    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    n = vertices.shape[0]
+    normal = _normals(n, seed=normal_seed)
+    target = np.abs(generator.normal(scale=0.05, size=n))
+    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
+    return model, factor, dof_fixed, vertices, weights, normal, target, relative
+
+
 def _dense_delassus(model, dense, dof_fixed, vertices, weights):
     inverse = np.linalg.inv(dense)
     inverse[dof_fixed, :] = 0.0
@@ -200,13 +213,8 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
     """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend, issue 8): the
     same W and the same Gauss–Seidel impulses as on numpy, with a colour cap so that colours are shared."""
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    model, factor, _, dof_fixed = _system(seed=6)
-    generator = np.random.default_rng(9)
-    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(6, 9, 5)
     n = vertices.shape[0]
-    normal = _normals(n, seed=5)
-    target = np.abs(generator.normal(scale=0.05, size=n))
-    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
     mu, tolerance = np.full(n, 0.4), np.full(n, 1e-12)
     host = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
     expected = host.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 300, tolerance)
@@ -228,13 +236,8 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
 def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
     """On numpy a colour step's product is a dense array for small colours and CSR otherwise
     (DENSE_COLOUR_EXTRA_ENTRIES): both give the same Gauss–Seidel impulses."""
-    model, factor, _, dof_fixed = _system(seed=7)
-    generator = np.random.default_rng(12)
-    vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
     n = vertices.shape[0]
-    normal = _normals(n, seed=6)
-    target = np.abs(generator.normal(scale=0.05, size=n))
-    relative = generator.normal(scale=0.05, size=(n, 3)) - 0.1 * normal
     results = []
     for extra, kind in ((10 ** 9, np.ndarray), (-10 ** 9, scipy.sparse.csr_matrix)):
         monkeypatch.setattr(contact_space, "DENSE_COLOUR_EXTRA_ENTRIES", extra)
