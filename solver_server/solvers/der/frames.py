@@ -100,6 +100,18 @@ def orthonormalize(xp, tangents, u):
     return normalize_rows(xp, u)
 
 
+def time_parallel_reference(xp, old_tangents, old_u, tangents):
+    """Reference directors u (n, 3) of edges whose unit tangents moved from old_tangents to tangents in time:
+    old_u carried by the minimal rotation, then made exactly unit and perpendicular (the DER reference frame
+    update, time-parallel transport)."""
+    return orthonormalize(xp, tangents, parallel_transport(xp, old_tangents, tangents, old_u))
+
+
+def shortest_turn(xp, angle):
+    """angle (n,) [rad] shifted by a whole number of turns into [−π, π]: the shorter way round."""
+    return angle - 2.0 * xp.pi * xp.round(angle / (2.0 * xp.pi))
+
+
 def material_directors(xp, u, v, theta):
     cos_t, sin_t = xp.cos(theta)[:, None], xp.sin(theta)[:, None]
     return cos_t * u + sin_t * v, -sin_t * u + cos_t * v

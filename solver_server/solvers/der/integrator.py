@@ -359,6 +359,7 @@ class ImplicitEulerSolver:
         # be stale since the last factorization: a line search had to shorten or refuse a step, or full steps
         # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
         # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
+        # — or, with cheap_refreshes, when a refresh is cheap (few contacts)
         stale = False
         contact_round = None
         resolves_each_round = bool(getattr(impulses, "resolves_each_round", False))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contact import ContactSettings, ContactSolver
-from .frames import normalize_rows, orthonormalize, parallel_transport
+from .frames import normalize_rows, row_lengths, shortest_turn, time_parallel_reference
 from .jet import cross3
 from .integrator import ImplicitEulerSolver, NewtonSettings, SoftPins
 from .model import DerModel
@@ -75,6 +75,9 @@ class DerSolver:
         fixed_edge_vertex = model.edge_vertex[self.fixed_edges]
         self.fixed_edge_slots = xp.stack((slot_of_vertex[fixed_edge_vertex], slot_of_vertex[fixed_edge_vertex + 1]),
                                          axis=1).reshape(-1, 2)
+        loose = xp.nonzero(xp.any(self.fixed_edge_slots < 0, axis=1))[0]
+        # the first fixed edge with a free vertex (edge_directors cannot set its twist), or None
+        self.loose_fixed_edge = int(self.fixed_edges[loose[0]]) if loose.shape[0] else None
         self.integrator = ImplicitEulerSolver(xp, backend.to_host, backend.from_host, model,
                                               settings or NewtonSettings())
         self.contact = ContactSolver(xp, model, list(colliders), contact or ContactSettings())
@@ -111,24 +114,20 @@ class DerSolver:
         directors = xp.asarray(directors, dtype=state.positions.dtype)
         if directors.shape != (count, 3):
             raise ValueError(f"edge_directors must be ({count}, 3), one per fixed edge; got {tuple(directors.shape)}")
-        if bool(xp.any(self.fixed_edge_slots < 0)):
-            loose = int(self.fixed_edges[xp.nonzero(xp.any(self.fixed_edge_slots < 0, axis=1))[0][0]])
-            raise ValueError(f"edge_directors needs both vertices of every fixed edge fixed; edge {loose} has a free "
-                             "vertex")
+        if self.loose_fixed_edge is not None:
+            raise ValueError(f"edge_directors needs both vertices of every fixed edge fixed; edge "
+                             f"{self.loose_fixed_edge} has a free vertex")
         tangents = normalize_rows(xp, targets[self.fixed_edge_slots[:, 1]] - targets[self.fixed_edge_slots[:, 0]])
-        u = orthonormalize(xp, tangents, parallel_transport(xp, state.tangents[self.fixed_edges], tangents,
-                                                            state.reference_u[self.fixed_edges]))
+        u = time_parallel_reference(xp, state.tangents[self.fixed_edges], state.reference_u[self.fixed_edges],
+                                    tangents)
         v = cross3(xp, tangents, u)
         along_u, along_v = xp.sum(directors * u, axis=1), xp.sum(directors * v, axis=1)
-        lengths = xp.sqrt(xp.sum(directors * directors, axis=1))
-        degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * lengths)
+        degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * row_lengths(xp, directors))
         if bool(xp.any(degenerate)):
             edge = int(self.fixed_edges[xp.nonzero(degenerate)[0][0]])
             raise ValueError(f"edge_directors of fixed edge {edge} is zero, non-finite or along the edge: it names "
                              "no twist angle")
-        turn = xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]
-        turn = turn - 2.0 * xp.pi * xp.round(turn / (2.0 * xp.pi))
-        return turn / dt
+        return shortest_turn(xp, xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]) / dt
 
     def step(self, state_in: DerState, state_out: DerState, control: DerControl | None, contacts, dt: float,
              gravity=(0.0, 0.0, -9.81)) -> dict:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .energy import Configuration
-from .frames import normalize_rows, orthonormalize, parallel_transport, reference_twist_value
+from .frames import normalize_rows, reference_twist_value, shortest_turn, time_parallel_reference
 from .model import DerModel, ElementSubset
 
 
@@ -46,7 +46,7 @@ def transported_configuration(xp, model: DerModel, base: DerState, positions, th
     base_tangents, base_u = base.tangents, base.reference_u
     if subset is not None:
         base_tangents, base_u = base_tangents[subset.edges], base_u[subset.edges]
-    moved_u = orthonormalize(xp, tangents, parallel_transport(xp, base_tangents, tangents, base_u))
+    moved_u = time_parallel_reference(xp, base_tangents, base_u, tangents)
     if subset is None:
         u, all_tangents = moved_u, tangents
         bend_edges, base_twist = model.bend_edges, base.reference_twist
@@ -57,9 +57,7 @@ def transported_configuration(xp, model: DerModel, base: DerState, positions, th
         bend_edges, base_twist = model.bend_edges[subset.bends], base.reference_twist[subset.bends]
     prev_edge, next_edge = bend_edges[:, 0], bend_edges[:, 1]
     raw = reference_twist_value(xp, all_tangents[prev_edge], all_tangents[next_edge], u[prev_edge], u[next_edge])
-    change = raw - base_twist
-    change = change - 2.0 * xp.pi * xp.round(change / (2.0 * xp.pi))
-    twist = base_twist + change
+    twist = base_twist + shortest_turn(xp, raw - base_twist)
     if subset is not None:
         full = fill.reference_twist.copy()
         full[subset.bends] = twist
