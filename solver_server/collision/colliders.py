@@ -102,13 +102,15 @@ class ColliderSet:
             matrix, vertices = poses.get(collider.id, (collider.matrix, None))
             collider.set_pose(matrix, vertices)
 
-    def project(self, xp, points, thickness, friction) -> tuple[object, Contacts]:
+    def project(self, xp, points, thickness, friction, start=None) -> tuple[object, Contacts]:
         """Push ``points`` (n, 3) out of every collider.
 
-        thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ.
+        thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ; start: (n, 3) [m] the
+        points at the start of the substep. Mesh colliders are two-sided: with ``start`` a point is kept
+        on the side it started on by CCD against the moving triangles (``MeshGeometry.resolve``);
+        without it, only points closer than their offset are pushed out along their own gap direction.
         Returns (projected points (n, 3), Contacts). Rows are updated with masks (``xp.where``), not
-        with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization
-        (a mesh collider: one, sizing its broad-phase candidates).
+        with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization.
         """
         n = len(points)
         depth = xp.zeros(n, dtype=points.dtype)
@@ -118,25 +120,36 @@ class ColliderSet:
         mask = xp.zeros(n, dtype=bool)
         points = points.copy()
         for collider in self.colliders:
-            rows = collider.geometry.candidates(xp, points, thickness + collider.thickness) \
-                if collider.is_mesh else slice(None)
-            if collider.is_mesh and rows.shape[0] == 0:
-                continue
-            subset = points[rows]
-            distance, surface_normal = collider.geometry.signed_distance(xp, subset)
-            push = thickness[rows] + collider.thickness - distance
-            inside = push > 0
-            push = xp.where(inside, push, 0.0)
-            pushed = subset + push[:, None] * surface_normal
-            surface_motion = collider.surface_motion(xp, pushed)
+            reach = thickness + collider.thickness
+            if collider.is_mesh:
+                pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
+                    xp, points if start is None else start, points, reach)
+                inside = push > 0
+            else:
+                distance, surface_normal = collider.geometry.signed_distance(xp, points)
+                push = reach - distance
+                inside = push > 0
+                push = xp.where(inside, push, 0.0)
+                pushed = points + push[:, None] * surface_normal
+                surface_motion = collider.surface_motion(xp, pushed)
             inside_3 = inside[:, None]
-            points[rows] = xp.where(inside_3, pushed, subset)
-            depth[rows] = depth[rows] + push
-            normal[rows] = xp.where(inside_3, surface_normal, normal[rows])
-            motion[rows] = xp.where(inside_3, surface_motion, motion[rows])
-            mu[rows] = xp.where(inside, 0.5 * (friction[rows] + collider.friction), mu[rows])
-            mask[rows] = mask[rows] | inside
+            points = xp.where(inside_3, pushed, points)
+            depth = depth + xp.where(inside, push, 0.0)
+            normal = xp.where(inside_3, surface_normal, normal)
+            motion = xp.where(inside_3, surface_motion, motion)
+            mu = xp.where(inside, 0.5 * (friction + collider.friction), mu)
+            mask = mask | inside
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=mask)
+
+    def recover_inside(self, xp, points, thickness):
+        """Points (n, 3) that start a job inside a closed mesh shell, moved out (see
+        ``MeshGeometry.recover_inside``); thickness (n,) [m]. Returns (points, recovered count)."""
+        count = 0
+        for collider in self.colliders:
+            if collider.is_mesh:
+                points, recovered = collider.geometry.recover_inside(xp, points, thickness + collider.thickness)
+                count += int(recovered.sum())
+        return points, count
 
 
 def apply_friction(xp, positions, start, contacts: Contacts):

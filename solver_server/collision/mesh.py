@@ -1,40 +1,41 @@
-"""Triangle-mesh colliders (moving and deforming every frame) with a broad phase over triangle centroids.
+"""Triangle-mesh colliders (moving and deforming every frame): two-sided surfaces kept by CCD.
 
-Everything runs on the points' array device (``xp``): the collider's vertices arrive on the host with
-every pose (``set_vertices``) and are uploaded once, on the first query of that pose, together with
-the centroids and normals computed from them; queries never copy points to the host.
+A point's side of a mesh is never read from face normals (DESIGN.md §3, issue 18): artists' meshes
+are open, made of several shells, thin (ears) and sometimes flipped. Every triangle is a two-sided
+surface with a thickness on both sides:
 
-Broad phase (``backend.nearest_within``: scipy's k-d tree for numpy arrays, the ``xp`` hash grid of
-``collision.broad_phase`` on a device): a point first needs a centroid within reach + R_max (R_max: the
-largest centroid-to-corner distance), which rejects far points; its candidate triangles are the 16
-with the nearest centroids — no O(n·F) work and no per-point Python loop. With very uneven triangle
-sizes the true nearest triangle can be missed in favour of a slightly farther one; the push is then a
-little off but still out of the surface.
+* :meth:`MeshGeometry.resolve` (cloth and soft bodies through ``ColliderSet.project``): the side is
+  the one the point had at the start of the substep, kept by continuous collision detection of its
+  path against the triangles moving linearly from the previous to the current pose
+  (``mesh_kernels.resolve_mesh_contacts``);
+* :meth:`MeshGeometry.signed_distance` (the hair solvers' end-of-step tests, which run their own CCD):
+  the unsigned distance, never negative, with the direction from the surface to the point;
+* :meth:`MeshGeometry.recover_inside`: points that START a job inside a closed shell (generalized
+  winding number of either orientation) are moved out to the nearest surface, and counted.
 
-Narrow phase: exact closest point on each candidate triangle (Ericson, Real-Time Collision
-Detection §5.1.5, vectorized over pairs); the nearest pair per point wins. The sign comes from
-the face normal of the closest triangle (outward = the triangle winding's normal), so a
-closed, outward-oriented mesh has an inside; an open mesh is a one-sided surface.
-``reach`` = one mean edge length: points that penetrated up to that depth in one substep are
-still pushed back out.
+Queries traverse a ``wp.Bvh`` over each triangle's box swept over the substep (both poses), refitted
+once per pose, in Warp kernels on the points' device; the vertices stay float64 (the BVH boxes are
+float32, padded). Arrays cross into the kernels as zero-copy views (``kernels.warp_view``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import warp as wp
 
-from ..backend import nearest_within
+from ..kernels import warp_device_of, warp_view
 from ..sim.errors import SceneError
+from . import mesh_kernels
+
+CONTACT_PASSES = 4     # CCD + proximity passes per point in resolve (concave corners, stacked thin layers)
 
 
 def _ratio(xp, numerator, denominator):
     """numerator / denominator, 0 where the denominator is 0 (degenerate triangles)."""
     nonzero = denominator != 0
     return xp.where(nonzero, numerator, 0.0) / xp.where(nonzero, denominator, 1.0)
-
 
 def closest_points_on_triangles(points, a, b, c, xp=np):
     """Closest points on triangles (a, b, c) to ``points``, all (m, 3) [m] on the ``xp`` device.
@@ -78,28 +79,58 @@ def closest_points_on_triangles(points, a, b, c, xp=np):
     return closest, bary
 
 
-@dataclass
-class MeshPose:
-    """One pose of a mesh collider on an array device (all arrays on ``xp``'s device).
+class _DevicePose:
+    """The mesh's arrays on one device: float64 vertices of the previous and current pose, int32
+    triangles, the swept boxes and the ``wp.Bvh`` over them (built once, refitted per pose)."""
 
-    host_vertices: the host array this pose was uploaded from; vertices (N, 3) [m]; previous (N, 3) [m]
-    the pose before, or None when the mesh did not move;
-    centroids (F, 3) [m]; normals (F, 3) unit, from the triangle winding; max_radius: 0-d [m], the
-    largest centroid-to-corner distance."""
+    def __init__(self, xp, triangles: np.ndarray, vertices: np.ndarray):
+        self.xp = xp
+        self.triangles = xp.asarray(np.ascontiguousarray(triangles, np.int32))
+        self.previous = xp.asarray(np.ascontiguousarray(vertices, np.float64))
+        self.current = self.previous
+        self.device = warp_device_of(self.triangles)
+        count = triangles.shape[0]
+        self.lowers = xp.zeros((count, 3), dtype=xp.float32)
+        self.uppers = xp.zeros((count, 3), dtype=xp.float32)
+        self.host_current = None
+        self.host_previous = None
+        self._refresh_bounds()
+        self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
+        self._views()
 
-    xp: Any
-    host_vertices: np.ndarray
-    vertices: Any
-    previous: Any
-    centroids: Any
-    normals: Any
-    max_radius: Any
+    def _views(self):
+        self.previous_view = warp_view(self.previous, wp.vec3d)
+        self.current_view = warp_view(self.current, wp.vec3d)
+        self.triangle_view = warp_view(self.triangles, wp.vec3i)
+
+    def _refresh_bounds(self):
+        wp.launch(mesh_kernels.swept_bounds, dim=self.triangles.shape[0], device=self.device,
+                  inputs=[warp_view(self.previous, wp.vec3d), warp_view(self.current, wp.vec3d),
+                          warp_view(self.triangles, wp.vec3i), warp_view(self.lowers, wp.vec3f),
+                          warp_view(self.uppers, wp.vec3f)])
+
+    def update(self, previous: np.ndarray, current: np.ndarray) -> None:
+        """Upload the substep's poses (host (V, 3) [m]; each uploaded once) and refit the BVH."""
+        if previous is self.host_previous and current is self.host_current:
+            return
+        xp = self.xp
+        if previous is self.host_current:
+            self.previous = self.current            # already on the device
+        else:
+            self.previous = xp.asarray(np.ascontiguousarray(previous, np.float64))
+        self.current = self.previous if current is previous else \
+            xp.asarray(np.ascontiguousarray(current, np.float64))
+        self.host_previous, self.host_current = previous, current
+        self._views()
+        self._refresh_bounds()
+        self.bvh.refit()
 
 
 class MeshGeometry:
-    """A triangle mesh collider; vertices (N, 3) world space [m], triangles (F, 3)."""
+    """A triangle mesh collider; vertices (N, 3) world space [m], triangles (F, 3).
 
-    neighbours = 16  # candidate triangles per point (nearest centroids)
+    ``margin`` [m] (one mean edge length) is the reach of :meth:`signed_distance`: a point farther
+    than that from the surface gets distance inf."""
 
     def __init__(self, object_id: str, vertices: np.ndarray, triangles: np.ndarray):
         if triangles is None or len(triangles) == 0:
@@ -109,9 +140,8 @@ class MeshGeometry:
         self.rest_vertices = np.asarray(vertices, float)
         edges = self.rest_vertices[self.triangles] - self.rest_vertices[np.roll(self.triangles, 1, axis=1)]
         self.margin = float(np.linalg.norm(edges, axis=2).mean())
-        self._device_triangles = None   # (xp, (F, 3) triangles on its device)
-        self._pose = None               # MeshPose of the latest vertices that were queried
-        self._last = None               # (triangle, closest, barycentric) of the last signed_distance
+        self._device = None             # _DevicePose on the device of the latest query
+        self._last = None               # (face (n,), motion (n, 3)) of the last signed_distance query
         self.vertices = None
         self.previous = None
         self.set_vertices(self.rest_vertices)
@@ -122,98 +152,90 @@ class MeshGeometry:
         self.previous = self.vertices if self.vertices is not None else vertices
         self.vertices = np.asarray(vertices, float)
 
-    def _triangles_on(self, xp):
-        if self._device_triangles is None or self._device_triangles[0] is not xp:
-            self._device_triangles = (xp, xp.asarray(self.triangles))
-        return self._device_triangles[1]
+    def pose(self, xp) -> _DevicePose:
+        """The substep's poses on ``xp``'s device (uploaded and refitted once per pose)."""
+        if self._device is None or self._device.xp is not xp:
+            self._device = _DevicePose(xp, self.triangles, self.previous)
+        self._device.update(self.previous, self.vertices)
+        return self._device
 
-    def pose(self, xp) -> MeshPose:
-        """The current pose on ``xp``'s device (uploaded and derived once per pose)."""
-        before = self._pose
-        if before is not None and before.xp is xp and before.host_vertices is self.vertices:
-            return before
-        vertices = xp.asarray(self.vertices)
-        if self.previous is self.vertices:
-            previous = None
-        elif before is not None and before.xp is xp and before.host_vertices is self.previous:
-            previous = before.vertices                     # already on the device
-        else:
-            previous = xp.asarray(self.previous)
-        triangles = self._triangles_on(xp)
-        corners = vertices[triangles]                                        # (F, 3, 3)
-        centroids = corners.mean(axis=1)
-        max_radius = xp.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2).max())
-        normals = xp.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        normals = normals / xp.maximum(xp.sqrt((normals * normals).sum(axis=1)), 1e-30)[:, None]
-        self._pose = MeshPose(xp=xp, host_vertices=self.vertices, vertices=vertices, previous=previous,
-                              centroids=centroids, normals=normals, max_radius=max_radius)
-        return self._pose
+    def resolve(self, xp, start, proposed, reach):
+        """Two-sided contact of points moving start → proposed (n, 3) [m] over the substep, each kept
+        ``reach`` (n,) [m] away from the surface on the side it started on (module docstring).
 
-    def candidates(self, xp, points, thickness):
-        """Indices (on the points' device) of the points (n, 3) that may touch the mesh, given their
-        contact offsets thickness (n,) [m]."""
-        if points.shape[0] == 0:
-            return xp.zeros(0, dtype=xp.int64)
+        Returns (resolved (n, 3), push (n,) [m] normal correction, normal (n, 3) unit towards the
+        point's side, motion (n, 3) [m] of the touched surface material over the substep, crossed (n,)
+        int32: 1 where a crossing of the surface was undone)."""
+        n = proposed.shape[0]
         pose = self.pose(xp)
-        bound = thickness.max() + self.margin + pose.max_radius
-        query, _ = nearest_within(xp, points, pose.centroids, bound, 1)
-        return query
-
-    def _nearest(self, xp, points, pose: MeshPose, reach: float):
-        """Per point: (triangle (m,), closest point (m, 3), barycentric (m, 3)); −1 where no
-        triangle is within ``reach``. Candidates: the ``neighbours`` triangles with the nearest
-        centroids."""
-        m = points.shape[0]
-        triangle = xp.full(m, -1, dtype=xp.int64)
-        closest = xp.zeros((m, 3))
-        bary = xp.zeros((m, 3))
-        if m == 0:
-            return triangle, closest, bary
-        point_index, tri_index = nearest_within(xp, points, pose.centroids, reach + pose.max_radius,
-                                                self.neighbours)
-        if point_index.shape[0] == 0:
-            return triangle, closest, bary
-        corners = pose.vertices[self._triangles_on(xp)[tri_index]]
-        queried = points[point_index]
-        pair_closest, pair_bary = closest_points_on_triangles(queried, corners[:, 0], corners[:, 1], corners[:, 2], xp)
-        gap = queried - pair_closest
-        distance = xp.sqrt((gap * gap).sum(axis=1))
-        order = xp.lexsort(xp.stack([distance, point_index.astype(distance.dtype)]))  # by point, nearest first
-        ordered_points = point_index[order]
-        first_of_point = xp.concatenate([xp.ones(1, dtype=bool), ordered_points[1:] != ordered_points[:-1]])
-        first = order[xp.nonzero(first_of_point & (distance[order] <= reach))[0]]
-        winners = point_index[first]
-        triangle[winners] = tri_index[first]
-        closest[winners] = pair_closest[first]
-        bary[winners] = pair_bary[first]
-        return triangle, closest, bary
+        start, proposed = (xp.ascontiguousarray(a, dtype=xp.float64) for a in (start, proposed))
+        reach = xp.ascontiguousarray(reach, dtype=xp.float64)
+        resolved = xp.empty((n, 3), dtype=xp.float64)
+        push = xp.empty(n, dtype=xp.float64)
+        normal = xp.empty((n, 3), dtype=xp.float64)
+        motion = xp.empty((n, 3), dtype=xp.float64)
+        crossed = xp.empty(n, dtype=xp.int32)
+        if n:
+            wp.launch(mesh_kernels.resolve_mesh_contacts, dim=n, device=pose.device,
+                      inputs=[pose.bvh.id, pose.previous_view, pose.current_view, pose.triangle_view,
+                              warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d),
+                              warp_view(reach, wp.float64), CONTACT_PASSES, warp_view(resolved, wp.vec3d),
+                              warp_view(push, wp.float64), warp_view(normal, wp.vec3d),
+                              warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
+        return resolved, push, normal, motion, crossed
 
     def signed_distance(self, xp, points):
-        """(distance (n,) [m], positive outside, inf beyond reach; outward unit normal (n, 3)) of
-        points (n, 3) on ``xp``'s device."""
-        points = xp.asarray(points, dtype=xp.float64)
+        """(distance (n,) [m] ≥ 0 to the two-sided surface, inf beyond ``margin``; unit direction (n, 3)
+        from the surface to the point) of points (n, 3) on ``xp``'s device. Never negative: which side
+        a point belongs on is kept by the caller's CCD, not read from the winding."""
+        points = xp.ascontiguousarray(points, dtype=xp.float64)
+        n = points.shape[0]
         pose = self.pose(xp)
-        triangle, closest, bary = self._nearest(xp, points, pose, self.margin)
-        self._last = (triangle, closest, bary)
-        found = triangle >= 0
-        offset = points - closest
-        length = xp.sqrt((offset * offset).sum(axis=1))
-        face_normal = pose.normals[xp.maximum(triangle, 0)]
-        sign = xp.where((offset * face_normal).sum(axis=1) >= 0, 1.0, -1.0)
-        normal = xp.where((length > 1e-12)[:, None], sign[:, None] * offset / xp.maximum(length, 1e-30)[:, None],
-                          face_normal)
-        distance = xp.where(found, sign * length, xp.inf)
-        return distance, normal
+        distance = xp.empty(n, dtype=xp.float64)
+        direction = xp.empty((n, 3), dtype=xp.float64)
+        face = xp.empty(n, dtype=xp.int32)
+        weights = xp.empty((n, 3), dtype=xp.float64)
+        motion = xp.empty((n, 3), dtype=xp.float64)
+        if n:
+            wp.launch(mesh_kernels.closest_on_mesh, dim=n, device=pose.device,
+                      inputs=[pose.bvh.id, pose.previous_view, pose.current_view, pose.triangle_view,
+                              warp_view(points, wp.vec3d), float(self.margin), warp_view(distance, wp.float64),
+                              warp_view(direction, wp.vec3d), warp_view(face, wp.int32),
+                              warp_view(weights, wp.vec3d), warp_view(motion, wp.vec3d)])
+        self._last = (face, motion)
+        return distance, direction
 
     def surface_motion(self, xp, selection):
         """Displacement (k, 3) [m] over the last pose change of the surface material nearest to the
         points of the last ``signed_distance`` query, for the rows ``selection`` (bool mask; None: all
         rows) of that query."""
-        triangle, closest, bary = self._last if selection is None else (array[selection] for array in self._last)
+        face, motion = self._last
+        return motion if selection is None else motion[selection]
+
+    def recover_inside(self, xp, points, reach):
+        """Points (n, 3) that lie inside a closed shell of the CURRENT pose (generalized winding number
+        > 0.5 with either orientation, so flipped shells count) moved to ``reach`` (n,) [m] outside the
+        nearest surface. Returns (points, recovered (n,) bool). For the start of a job only: elsewhere
+        the side comes from CCD."""
+        n = points.shape[0]
         pose = self.pose(xp)
-        if pose.previous is None or triangle.shape[0] == 0:
-            return xp.zeros((triangle.shape[0], 3))
-        found = triangle >= 0
-        corners_before = pose.previous[self._triangles_on(xp)[xp.maximum(triangle, 0)]]   # (k, 3, 3)
-        previous = (corners_before * bary[:, :, None]).sum(axis=1)
-        return xp.where(found[:, None], closest - previous, 0.0)
+        if n == 0:
+            return points, xp.zeros(0, dtype=bool)
+        vertices32 = xp.ascontiguousarray(pose.current, dtype=xp.float32)
+        forward = xp.ascontiguousarray(pose.triangles.reshape(-1))
+        backward = xp.ascontiguousarray(pose.triangles[:, ::-1].reshape(-1))
+        meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(indices, wp.int32), support_winding_number=True)
+                  for indices in (forward, backward)]
+        points = xp.ascontiguousarray(points, dtype=xp.float64)
+        inside = xp.empty(n, dtype=xp.int32)
+        surface = xp.empty((n, 3), dtype=xp.float64)
+        wp.launch(mesh_kernels.inside_closed_shell, dim=n, device=pose.device,
+                  inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), float(np.finfo(np.float32).max),
+                          warp_view(inside, wp.int32), warp_view(surface, wp.vec3d)])
+        recovered = inside > 0
+        # out of the shell: from the point through its nearest surface point, `reach` beyond it
+        through = surface - points
+        length = xp.sqrt((through * through).sum(axis=1))
+        unit = through / xp.maximum(length, 1e-300)[:, None]
+        moved = surface + unit * xp.asarray(reach, dtype=xp.float64)[:, None]
+        return xp.where(recovered[:, None], moved, points), recovered

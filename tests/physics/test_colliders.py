@@ -91,10 +91,13 @@ def test_mesh_signed_distance_matches_brute_force():
         best = np.minimum(best, np.linalg.norm(points - closest, axis=1))
     near = best <= reach
     assert near.sum() > 500
-    np.testing.assert_allclose(np.abs(distance[near]), best[near], atol=1e-12)
-    inside = np.linalg.norm(points, axis=1) < 0.45
-    assert np.all(distance[inside & near] < 0)
-    assert np.all(distance[(np.linalg.norm(points, axis=1) > 0.51) & near] > 0)
+    # two-sided surface (issue 18): the distance is never negative, inside or out, and its direction
+    # points from the surface to the point
+    np.testing.assert_allclose(distance[near], best[near], atol=1e-12)
+    assert np.all(np.isinf(distance[~near]))
+    surface = points[near] - distance[near, None] * normal[near]
+    np.testing.assert_allclose(np.linalg.norm(normal[near], axis=1), 1.0, atol=1e-9)
+    assert np.all(np.abs(np.linalg.norm(surface, axis=1) - 0.5) < 0.02)
 
 
 @pytest.mark.parametrize("kind", ["box", "torus"])

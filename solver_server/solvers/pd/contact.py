@@ -79,17 +79,20 @@ class ContactPoints:
         moved = denominator > 1e-12
         return q + numerator / xp.where(moved, denominator, 1.0)[:, None]
 
-    def _project_points(self, colliders: ColliderSet, points):
-        projected, contacts = colliders.project(self.xp, points, self.thickness, self.friction)
+    def _project_points(self, colliders: ColliderSet, points, start):
+        projected, contacts = colliders.project(self.xp, points, self.thickness, self.friction, start)
         contacts.mask &= self.keep
         return projected, contacts
 
-    def project(self, colliders: ColliderSet, q):
-        """ResolveCollision: returns (q, Contacts of the points; depth summed over the repeats)."""
+    def project(self, colliders: ColliderSet, q, q_start):
+        """ResolveCollision of particles q (n, 3) [m] that were at q_start when the substep began (mesh
+        colliders keep every point on its starting side): returns (q, Contacts of the points; depth
+        summed over the repeats)."""
         total = None
+        start = self.points(q_start)
         for _ in range(self.iterations):
             points = self.points(q)
-            projected, contacts = self._project_points(colliders, points)
+            projected, contacts = self._project_points(colliders, points, start)
             if total is None:
                 total = contacts
             else:
@@ -116,7 +119,7 @@ class ContactPoints:
         points = self.points(inertial)
         step = float(xp.abs(points - self.points(q_start)).max()) if self.count else 0.0
         margin = 3.0 * step + 1e-6
-        _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction)
+        _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, self.points(q_start))
         return xp.nonzero(contacts.mask & self.keep)[0]
 
     def forces(self, colliders: ColliderSet, q, point_force, q_start, candidates):
@@ -126,15 +129,16 @@ class ContactPoints:
         points = self.points(q)[candidates]
         gain = self.gain[candidates][:, None]
         free = points - point_force / gain
-        projected, contacts = colliders.project(xp, free, self.thickness[candidates], self.friction[candidates])
+        start_points = self.points(q_start)[candidates]
+        projected, contacts = colliders.project(xp, free, self.thickness[candidates], self.friction[candidates],
+                                                start_points)
         new_force = xp.zeros_like(points)
         if bool(contacts.mask.any()):
             index = xp.nonzero(contacts.mask)[0]
             k = gain[index]
             normal_force = k * (projected[index] - free[index])
             normal = contacts.normal[index]
-            start = self.points(q_start)[candidates[index]]
-            slip = projected[index] - start - contacts.surface_motion[index]
+            slip = projected[index] - start_points[index] - contacts.surface_motion[index]
             slip = slip - (slip * normal).sum(axis=1)[:, None] * normal
             slip_length = xp.linalg.norm(slip, axis=1)
             limit = contacts.friction[index] * xp.linalg.norm(normal_force, axis=1)

@@ -32,6 +32,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .strain_limit import EdgeStrainLimit
 
+CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
 STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,7 @@ class PDSolver:
                 iterations=settings["jacobi_iterations"], chebyshev_start=settings["chebyshev_start"],
                 gamma=settings["gamma"], rho=settings["rho"])
         self.fell_back = False
+        self.started = False     # the first step recovers points that start inside a closed collider shell
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
         edges = edge_strain_batch(self.batches)
@@ -204,6 +206,35 @@ class PDSolver:
             solution, report = self.cholesky.solve(rhs)
         return solution, report
 
+    def _recover_inside(self, colliders: ColliderSet, q):
+        """Particles q (n, 3) whose collision points start the job inside a closed collider shell, moved out
+        (winding number; collision.mesh.MeshGeometry.recover_inside). Returns (q, number of points moved)."""
+        contact = self.contact
+        points = contact.points(q)
+        moved, count = colliders.recover_inside(self.backend.xp, points, contact.thickness)
+        if count == 0:
+            return q, 0
+        log.warning("PD: %d points started inside a collider shell and were moved out", count)
+        return contact.distribute(q, moved - points, contact.keep), count
+
+    def _no_outgoing_kick(self, colliders: ColliderSet, q, q_start, velocities, pushed):
+        """Restitution 0 and no velocity kick from position corrections: a point the colliders pushed during
+        the substep (``pushed`` (n_c,) bool over the collision points) and that is still within its contact
+        band keeps no normal velocity away from the surface beyond the surface's own motion.
+        velocities (n, 3) [m/s] = (q − q_start)/h; returns the corrected velocities."""
+        xp = self.backend.xp
+        contact = self.contact
+        h = self.dt
+        band = contact.thickness * (1.0 + CONTACT_BAND) + 1e-9
+        points = contact.points(q)
+        _, near = colliders.project(xp, points, band, contact.friction, contact.points(q_start))
+        chosen = near.mask & pushed & contact.keep
+        point_velocity = contact.points(velocities)
+        outgoing = ((point_velocity - near.surface_motion / h) * near.normal).sum(axis=1)
+        chosen = chosen & (outgoing > 0)
+        change = -xp.where(chosen, outgoing, 0.0)[:, None] * near.normal
+        return contact.distribute(velocities, change, chosen)
+
     def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
         """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms} and,
         with cloth, strain_limit_ms, strain_limit_rounds (Jacobi rounds run), strain_limit_left (edges
@@ -213,6 +244,10 @@ class PDSolver:
         xp = self.backend.xp
         h = self.dt
         q_start = state_in.positions
+        recovered = 0
+        if not self.started and len(control.colliders):
+            q_start, recovered = self._recover_inside(control.colliders, q_start)
+        self.started = True
         targets_all = control.pin_targets
         hard_targets = targets_all[self.hard_pin_rows] if len(self.hard_pin_rows) else None
         if self.soft_pins is not None:
@@ -227,7 +262,7 @@ class PDSolver:
         tick = time.perf_counter()
         pre = None
         if has_colliders:
-            inertial, pre = self.contact.project(colliders, inertial)          # Algorithm 2, line 2
+            inertial, pre = self.contact.project(colliders, inertial, q_start)          # Algorithm 2, line 2
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         q = inertial.copy()
@@ -263,11 +298,11 @@ class PDSolver:
         tick = time.perf_counter()
         contact_count = 0
         if has_colliders:
-            q, post = self.contact.project(colliders, q)                       # Algorithm 2, line 12
+            q, post = self.contact.project(colliders, q, q_start)                       # Algorithm 2, line 12
             # position-level friction for the pushes outside the force iteration (pre + post);
             # the in-loop forces already carry friction for their own normal force
             q = self.contact.apply_friction(q, q_start, merge_contacts(xp, pre, post))
-            q, _ = self.contact.project(colliders, q)
+            q, _ = self.contact.project(colliders, q, q_start)
             touching = post.mask.copy()
             if point_force is not None:
                 touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
@@ -281,7 +316,7 @@ class PDSolver:
             q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
                 xp, q, global_step)
             if has_colliders:
-                q, _ = self.contact.project(colliders, q)
+                q, _ = self.contact.project(colliders, q, q_start)
             timings["strain_limit_ms"] = (time.perf_counter() - tick) * 1e3
         if hard_targets is not None:
             q[self.hard_device] = hard_targets
@@ -292,10 +327,17 @@ class PDSolver:
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         velocities = (q - q_start) / h
+        if has_colliders:
+            pushed = pre.mask | post.mask
+            if point_force is not None:
+                pushed[candidates] |= xp.abs(point_force).sum(axis=1) > 0
+            velocities = self._no_outgoing_kick(colliders, q, q_start, velocities, pushed)
         velocities = velocities / (1.0 + self.damping * h)[:, None]
         state_out.positions = q
         state_out.velocities = velocities
         stats = {"iterations": iterations, "contacts": int(contact_count), **timings}
+        if recovered:
+            stats["recovered_inside"] = recovered
         if report is not None and self.global_solver is not self.cholesky:
             stats["global_residual"] = report.residual
         if self.fell_back:

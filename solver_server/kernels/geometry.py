@@ -1,0 +1,157 @@
+"""Shared ``@wp.func`` geometry in float64: closest point on a triangle and vertex–triangle CCD.
+
+Used by the collider kernels (``collision/mesh_kernels.py``) and testable on their own through the
+small kernels at the bottom of this module (``tests/kernels/test_geometry_kernels.py`` compares them
+with the vectorized ``xp`` reference ``collision.mesh.closest_points_on_triangles`` and with exact
+crossing times).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+CCD_SAMPLES = wp.constant(8)         # sub-intervals of [0, 1] scanned for a sign change of the coplanarity function
+CCD_BISECTIONS = wp.constant(40)    # bisection steps inside the first sub-interval with a sign change (2^-40 of it)
+CCD_INSIDE = wp.constant(1e-7)      # relative tolerance (of the triangle's longest edge) for "inside the triangle"
+
+
+@wp.func
+def closest_barycentric(p: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> wp.vec3d:
+    """Barycentric weights of the point of triangle (a, b, c) closest to p (Ericson, RTCD §5.1.5;
+    Voronoi regions in the order vertex a, vertex b, edge ab, vertex c, edge ac, edge bc, face).
+    A degenerate triangle falls back to its best edge or vertex region."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    ab = b - a
+    ac = c - a
+    ap = p - a
+    d1 = wp.dot(ab, ap)
+    d2 = wp.dot(ac, ap)
+    if d1 <= zero and d2 <= zero:
+        return wp.vec3d(one, zero, zero)
+    bp = p - b
+    d3 = wp.dot(ab, bp)
+    d4 = wp.dot(ac, bp)
+    if d3 >= zero and d4 <= d3:
+        return wp.vec3d(zero, one, zero)
+    vc = d1 * d4 - d3 * d2
+    if vc <= zero and d1 >= zero and d3 <= zero and d1 - d3 != zero:
+        v = d1 / (d1 - d3)
+        return wp.vec3d(one - v, v, zero)
+    cp = p - c
+    d5 = wp.dot(ab, cp)
+    d6 = wp.dot(ac, cp)
+    if d6 >= zero and d5 <= d6:
+        return wp.vec3d(zero, zero, one)
+    vb = d5 * d2 - d1 * d6
+    if vb <= zero and d2 >= zero and d6 <= zero and d2 - d6 != zero:
+        w = d2 / (d2 - d6)
+        return wp.vec3d(one - w, zero, w)
+    va = d3 * d6 - d5 * d4
+    if va <= zero and (d4 - d3) >= zero and (d5 - d6) >= zero and (d4 - d3) + (d5 - d6) != zero:
+        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        return wp.vec3d(zero, one - w, w)
+    denominator = va + vb + vc
+    if denominator == zero:
+        third = wp.float64(1.0 / 3.0)
+        return wp.vec3d(third, third, third)
+    v = vb / denominator
+    w = vc / denominator
+    return wp.vec3d(one - v - w, v, w)
+
+
+@wp.func
+def blend(weights: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> wp.vec3d:
+    """weights[0]·a + weights[1]·b + weights[2]·c."""
+    return weights[0] * a + weights[1] * b + weights[2] * c
+
+
+@wp.func
+def lerp3(start: wp.vec3d, end: wp.vec3d, t: wp.float64) -> wp.vec3d:
+    return start + t * (end - start)
+
+
+@wp.func
+def coplanarity(t: wp.float64, x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+                a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
+    """(x − a)·((b − a) × (c − a)) at time t of linear motions: a cubic in t, zero when the vertex lies
+    in the triangle's plane; its sign is the vertex's side of the (unnormalized) winding normal."""
+    a = lerp3(a0, a1, t)
+    return wp.dot(lerp3(x0, x1, t) - a, wp.cross(lerp3(b0, b1, t) - a, lerp3(c0, c1, t) - a))
+
+
+@wp.func
+def start_side(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+               a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
+    """+1 or −1: the side of the triangle's winding normal the vertex is on at t = 0 (the first
+    sampled time with a non-zero coplanarity value decides when the vertex starts in the plane)."""
+    zero = wp.float64(0.0)
+    for k in range(int(CCD_SAMPLES) + 1):
+        value = coplanarity(wp.float64(k) / wp.float64(CCD_SAMPLES), x0, x1, a0, b0, c0, a1, b1, c1)
+        if value > zero:
+            return wp.float64(1.0)
+        if value < zero:
+            return wp.float64(-1.0)
+    return wp.float64(1.0)
+
+
+@wp.func
+def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+                        a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
+    """Earliest time t in [0, 1] at which a vertex moving x0 → x1 passes through the triangle moving
+    (a0, b0, c0) → (a1, b1, c1), both linearly; −1 when it does not.
+
+    The coplanarity cubic is scanned on CCD_SAMPLES sub-intervals; in the first one whose ends have
+    opposite signs (or reach zero) its root is bisected, and the vertex must then lie inside the
+    triangle (closest point within CCD_INSIDE × longest edge). A crossing is a change of side, so a
+    vertex that only touches the plane and turns back is not one."""
+    zero = wp.float64(0.0)
+    samples = wp.float64(CCD_SAMPLES)
+    previous = coplanarity(zero, x0, x1, a0, b0, c0, a1, b1, c1)
+    for k in range(int(CCD_SAMPLES)):
+        t_high = wp.float64(k + 1) / samples
+        value = coplanarity(t_high, x0, x1, a0, b0, c0, a1, b1, c1)
+        if (previous > zero and value <= zero) or (previous < zero and value >= zero):
+            low = wp.float64(k) / samples
+            high = t_high
+            low_value = previous
+            for _ in range(CCD_BISECTIONS):
+                middle = wp.float64(0.5) * (low + high)
+                middle_value = coplanarity(middle, x0, x1, a0, b0, c0, a1, b1, c1)
+                if (low_value > zero) == (middle_value > zero) and middle_value != zero:
+                    low = middle
+                    low_value = middle_value
+                else:
+                    high = middle
+            t = high
+            a = lerp3(a0, a1, t)
+            b = lerp3(b0, b1, t)
+            c = lerp3(c0, c1, t)
+            x = lerp3(x0, x1, t)
+            closest = blend(closest_barycentric(x, a, b, c), a, b, c)
+            scale = wp.max(wp.length(b - a), wp.max(wp.length(c - a), wp.length(c - b)))
+            if wp.length(x - closest) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
+                return t
+        previous = value
+    return wp.float64(-1.0)
+
+
+# ----------------------------------------------------------------------------------------- test kernels
+@wp.kernel
+def closest_points_kernel(points: wp.array(dtype=wp.vec3d), a: wp.array(dtype=wp.vec3d),
+                          b: wp.array(dtype=wp.vec3d), c: wp.array(dtype=wp.vec3d),
+                          barycentric: wp.array(dtype=wp.vec3d)):
+    """barycentric[i] = closest_barycentric(points[i], a[i], b[i], c[i])."""
+    i = wp.tid()
+    barycentric[i] = closest_barycentric(points[i], a[i], b[i], c[i])
+
+
+@wp.kernel
+def vertex_triangle_ccd_kernel(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
+                               start_corners: wp.array(dtype=wp.vec3d), end_corners: wp.array(dtype=wp.vec3d),
+                               times: wp.array(dtype=wp.float64)):
+    """times[i] = vertex_triangle_ccd of vertex path i against triangle corners 3i..3i+2 (start, end)."""
+    i = wp.tid()
+    times[i] = vertex_triangle_ccd(x0[i], x1[i], start_corners[3 * i], start_corners[3 * i + 1],
+                                   start_corners[3 * i + 2], end_corners[3 * i], end_corners[3 * i + 1],
+                                   end_corners[3 * i + 2])

@@ -1,0 +1,100 @@
+"""Warp set-up and zero-copy hand-over of ``xp`` arrays to Warp kernels.
+
+Arrays stay numpy (CPU) or CuPy (CUDA) at module boundaries (DESIGN.md §3). :func:`warp_view` wraps one
+as a Warp array over the SAME memory: a numpy array through its data pointer (Warp's CPU device), any
+other array module through DLPack (CuPy, and the strict test backend, which stands in for a device).
+A kernel that writes into a view writes into the caller's array; nothing is copied (tested in
+``tests/kernels/test_interop.py``).
+
+Kernel cache: Warp compiles each kernel module once per source hash and keeps the binaries in
+``kernel_cache_dir()``: ``$TANGLE_KERNEL_CACHE`` when set, else Warp's default
+(``~/.cache/warp/<warp version>``). ``python -m solver_server --warm-kernels`` (and every server start)
+loads the solver modules so that the first bake does not compile inside its frames.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import warp as wp
+
+wp.config.quiet = True   # no banner on stdout: the server and the CLI print their own lines
+
+_init_lock = threading.Lock()
+_initialized = False
+
+
+def _ensure_initialized() -> None:
+    global _initialized
+    if _initialized:
+        return
+    with _init_lock:
+        if _initialized:
+            return
+        cache = os.environ.get("TANGLE_KERNEL_CACHE")
+        if cache:
+            wp.config.kernel_cache_dir = cache
+        wp.config.quiet = True
+        wp.init()
+        _initialized = True
+
+
+def kernel_cache_dir() -> str:
+    """The folder holding compiled kernels (see module docstring)."""
+    _ensure_initialized()
+    return str(wp.config.kernel_cache_dir)
+
+
+def warp_device_of(array) -> str:
+    """Warp device name of an ``xp`` array: "cpu" for numpy (and the strict CPU stand-in), "cuda:N" for CuPy."""
+    _ensure_initialized()
+    device = getattr(array, "device", None)
+    if isinstance(array, np.ndarray) or device is None or not hasattr(device, "id"):
+        return "cpu"
+    return f"cuda:{int(device.id)}"
+
+
+_SCALAR_OF = {wp.vec3d: np.float64, wp.vec3f: np.float32, wp.vec3i: np.int32, wp.float64: np.float64,
+              wp.float32: np.float32, wp.int32: np.int32, wp.uint8: np.uint8}
+_WIDTH_OF = {wp.vec3d: 3, wp.vec3f: 3, wp.vec3i: 3}
+
+
+def warp_view(array, dtype):
+    """A Warp array of ``dtype`` (e.g. ``wp.vec3d`` for (n, 3) float64, ``wp.float64`` for (n,)) over the
+    memory of ``array`` without a copy. The array must already be C-contiguous with the matching scalar
+    type (ValueError otherwise: a silent conversion would be a copy the kernel's writes never reach)."""
+    _ensure_initialized()
+    scalar = np.dtype(_SCALAR_OF[dtype])
+    width = _WIDTH_OF.get(dtype)
+    shape = tuple(array.shape)
+    if array.dtype != scalar or (width is not None and (len(shape) != 2 or shape[1] != width)):
+        raise ValueError(f"warp_view: expected {scalar} of shape (n{', %d' % width if width else ''}), "
+                         f"got {array.dtype} {shape}")
+    if isinstance(array, np.ndarray):
+        if not array.flags.c_contiguous:
+            raise ValueError("warp_view: array is not C-contiguous")
+        return wp.array(ptr=array.ctypes.data, dtype=dtype, shape=(shape[0],), device="cpu", copy=False) \
+            if shape[0] else wp.empty(0, dtype=dtype, device="cpu")
+    view = wp.from_dlpack(array)
+    if width is not None:
+        view = wp.array(ptr=view.ptr, dtype=dtype, shape=(shape[0],), device=view.device, copy=False)
+    view._tangle_owner = array   # keep the producer alive as long as the view
+    return view
+
+
+def warm_kernels(device: str = "cpu") -> dict:
+    """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
+    Returns {"seconds": float, "cache": str, "modules": [names]}."""
+    _ensure_initialized()
+    from ..collision import mesh_kernels  # noqa: PLC0415
+    from . import geometry  # noqa: PLC0415
+
+    tick = time.perf_counter()
+    modules = [geometry, mesh_kernels]
+    for module in modules:
+        wp.load_module(module, device=device)
+    return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),
+            "modules": [module.__name__ for module in modules]}
