@@ -143,13 +143,13 @@ class ColliderSet:
 
     def recover_inside(self, xp, points, thickness):
         """Points (n, 3) that start a job inside a closed mesh shell, moved out (see
-        ``MeshGeometry.recover_inside``); thickness (n,) [m]. Returns (points, recovered count)."""
-        count = 0
+        ``MeshGeometry.recover_inside``); thickness (n,) [m]. Returns (points, recovered (n,) bool)."""
+        recovered = xp.zeros(points.shape[0], dtype=bool)
         for collider in self.colliders:
             if collider.is_mesh:
-                points, recovered = collider.geometry.recover_inside(xp, points, thickness + collider.thickness)
-                count += int(recovered.sum())
-        return points, count
+                points, inside = collider.geometry.recover_inside(xp, points, thickness + collider.thickness)
+                recovered = recovered | inside
+        return points, recovered
 
 
 def apply_friction(xp, positions, start, contacts: Contacts):

@@ -211,11 +211,13 @@ class PDSolver:
         (winding number; collision.mesh.MeshGeometry.recover_inside). Returns (q, number of points moved)."""
         contact = self.contact
         points = contact.points(q)
-        moved, count = colliders.recover_inside(self.backend.xp, points, contact.thickness)
+        moved, recovered = colliders.recover_inside(self.backend.xp, points, contact.thickness)
+        recovered &= contact.keep
+        count = int(recovered.sum())
         if count == 0:
             return q, 0
         log.warning("PD: %d points started inside a collider shell and were moved out", count)
-        return contact.distribute(q, moved - points, contact.keep), count
+        return contact.distribute(q, moved - points, recovered), count
 
     def _no_outgoing_kick(self, colliders: ColliderSet, q, q_start, velocities, pushed):
         """Restitution 0 and no velocity kick from position corrections: a point the colliders pushed during
@@ -324,6 +326,8 @@ class PDSolver:
         if self.self_collision is not None:
             q, self_contacts = self.self_collision.resolve(xp, q, q_start)
             contact_count += self_contacts
+            if has_colliders:     # self-contact moves points: colliders have the last word (no pass-through)
+                q, _ = self.contact.project(colliders, q, q_start)
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
 
         velocities = (q - q_start) / h
