@@ -192,7 +192,8 @@ class Simulation:
                 spec = self._specs[object_id]
                 poses[object_id] = self._blend(self._poses[object_id], end_poses[object_id], alpha, spec.vertices,
                                                spec.matrix_world)
-            self.colliders.set_poses({c.id: (poses[c.id].matrix, poses[c.id].vertices) for c in self.colliders.colliders})
+            self.colliders.set_poses({c.id: (poses[c.id].matrix, poses[c.id].vertices) for c in self.colliders.colliders},
+                                     self.dt)
             inputs = SubstepInputs(frame=frame, time=frame_time + alpha / self.scene.time.fps, dt=self.dt,
                                    gravity=self.scene.gravity, poses=poses, colliders=self.colliders)
             for group in self.groups:

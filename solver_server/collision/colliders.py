@@ -86,21 +86,38 @@ class Collider:
         return points - (points @ back_linear + back_shift)
 
 
+TELEPORT_SPEED = 100.0   # [m/s] a mesh collider vertex faster than this over a substep is teleported, not swept
+
+
 class ColliderSet:
     """All colliders of a scene; :meth:`project` is ResolveCollision for a batch of points."""
 
     def __init__(self, specs: list[ObjectSpec]):
+        self.teleported: list[str] = []   # ids of the mesh colliders teleported at the current substep
         self.colliders = [Collider(spec) for spec in specs]
         self.by_id = {collider.id: collider for collider in self.colliders}
 
     def __len__(self) -> int:
         return len(self.colliders)
 
-    def set_poses(self, poses: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> None:
-        """poses: id -> (matrix_world (4, 4), vertices (N, 3) or None) at the next substep."""
+    def set_poses(self, poses: dict[str, tuple[np.ndarray, np.ndarray | None]], dt: float | None = None) -> None:
+        """poses: id -> (matrix_world (4, 4), vertices (N, 3) or None) at the next substep, dt [s] its length.
+
+        A mesh collider whose vertices move faster than TELEPORT_SPEED over the substep is teleported
+        (an animation cut or a keyframe jump, not motion): it is not swept through the scene, so it
+        neither drags everything on its path along nor flings it; the solvers recover points that
+        the new pose encloses (``teleported`` holds the ids for this substep)."""
+        self.teleported = []
         for collider in self.colliders:
             matrix, vertices = poses.get(collider.id, (collider.matrix, None))
             collider.set_pose(matrix, vertices)
+            if dt and collider.is_mesh:
+                geometry = collider.geometry
+                if geometry.previous is not geometry.vertices:
+                    step = np.sqrt(((geometry.vertices - geometry.previous) ** 2).sum(axis=1).max())
+                    if step > TELEPORT_SPEED * dt:
+                        geometry.previous = geometry.vertices
+                        self.teleported.append(collider.id)
 
     def project(self, xp, points, thickness, friction, start=None) -> tuple[object, Contacts]:
         """Push ``points`` (n, 3) out of every collider.

@@ -13,9 +13,10 @@ the step gets a contact at the FIRST touching point, so a fast strand cannot pas
   CCD, broad phase by the backend's spatial query over the swept bounding spheres of vertex paths and
   triangles, narrow phase at the times where the vertex and the moving triangle are coplanar (cubic of
   seed eq. 4.1 with one segment shrunk to the vertex: `coplanarity_times`), a hit where the vertex lies
-  within `reach` of the triangle then.  Only crossings from the triangle's front (outward winding) side.
+  within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
+  the side the vertex started on (never read from the winding: issue 18).
 
-A hit is returned as a contact plane: unit normal n (outward at the touching point), the signed gap of the
+A hit is returned as a contact plane: unit normal n (towards the vertex's starting side), the signed gap of the
 start point to the plane, and the surface velocity there.  The contact then asks the end position to stay
 `contact distance` in front of the plane: n·(v − v_surface) ≥ (contact distance − start gap)/h.
 """
@@ -111,9 +112,10 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     a0, b0, c0 = corners0[tri, 0], corners0[tri, 1], corners0[tri, 2]
     a1, b1, c1 = corners1[tri, 0], corners1[tri, 1], corners1[tri, 2]
     q0, q1, r = p0[vertex], p1[vertex], reach_v[vertex]
-    # only crossings of the triangle's plane from its front side
+    # two-sided (issue 18): a crossing from either side; the side is the one the vertex starts on
     front0 = cross3(xp, b0 - a0, c0 - a0)
-    clear = _rows_dot(xp, q0 - a0, front0) > 0.0
+    start_height = _rows_dot(xp, q0 - a0, front0)
+    clear = start_height != 0.0
     times = coplanarity_times(xp, q0, a0, b0, c0, q1 - q0, a1 - a0, b1 - b0, c1 - c0)
     first = xp.full(tri.shape[0], xp.inf)
     for column in range(times.shape[1]):   # the up to 3 coplanarity times, earliest touching one wins
@@ -131,11 +133,12 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     order = xp.lexsort(xp.stack((tau, vertex_hit)))                               # by vertex, earliest first
     keep = order[xp.concatenate((xp.ones(1, dtype=bool), vertex_hit[order][1:] != vertex_hit[order][:-1]))]
     tri_hit, vertex_hit, t = tri_hit[keep], vertex_hit[keep], tau[keep][:, None]
+    side = xp.where(start_height[hit][keep] > 0.0, 1.0, -1.0)[:, None]
     a0, b0, c0 = corners0[tri_hit, 0], corners0[tri_hit, 1], corners0[tri_hit, 2]
     a1, b1, c1 = corners1[tri_hit, 0], corners1[tri_hit, 1], corners1[tri_hit, 2]
     at, bt, ct = a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0)
     normal = cross3(xp, bt - at, ct - at)
-    normal = normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+    normal = side * normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
     q = p0[vertex_hit] + t * (p1[vertex_hit] - p0[vertex_hit])
     _, bary = closest_points_on_triangles(q, at, bt, ct, xp=xp)
     surface_start = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0

@@ -216,7 +216,8 @@ class PDSolver:
         count = int(recovered.sum())
         if count == 0:
             return q, 0
-        log.warning("PD: %d points started inside a collider shell and were moved out", count)
+        log.warning("PD: %d points were inside a collider shell (at the start of the job or after a teleport: %s) "
+                    "and were moved out", count, ", ".join(colliders.teleported) or "none")
         return contact.distribute(q, moved - points, recovered), count
 
     def _no_outgoing_kick(self, colliders: ColliderSet, q, q_start, velocities, pushed):
@@ -247,7 +248,7 @@ class PDSolver:
         h = self.dt
         q_start = state_in.positions
         recovered = 0
-        if not self.started and len(control.colliders):
+        if len(control.colliders) and (not self.started or control.colliders.teleported):
             q_start, recovered = self._recover_inside(control.colliders, q_start)
         self.started = True
         targets_all = control.pin_targets
@@ -342,6 +343,8 @@ class PDSolver:
         stats = {"iterations": iterations, "contacts": int(contact_count), **timings}
         if recovered:
             stats["recovered_inside"] = recovered
+        if colliders.teleported:
+            stats["teleported_colliders"] = list(colliders.teleported)
         if report is not None and self.global_solver is not self.cholesky:
             stats["global_residual"] = report.residual
         if self.fell_back:
