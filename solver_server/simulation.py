@@ -209,6 +209,10 @@ class Simulation:
                 for key, value in stats.items():
                     if key.endswith("_ms"):
                         extra[key] = extra.get(key, 0.0) + float(value)
+                    elif key.endswith("_left"):        # contacts / limits left unresolved: the worst substep
+                        extra[key] = max(extra.get(key, 0), value)
+                    elif key == "recovered_inside":
+                        extra[key] = extra.get(key, 0) + int(value)
                     elif key not in totals:
                         extra[key] = value
             for group in self.groups:

@@ -1,67 +1,93 @@
-"""Vertex–triangle contact between PD surfaces: cloth self-collision and contact between objects.
+"""Contact between PD surfaces: cloth self-collision and contact between cloth and soft bodies.
 
 Works on the collision points y = C q of a ``solvers.pd.contact.ContactPoints`` map (cloth and
 directly simulated soft bodies: their particles; lattice-embedded soft bodies: their surface
 vertices), so the same pass handles cloth folding onto itself, cloth on a soft body and two soft
-bodies touching. Triangles are the objects' surfaces (cloth triangles, soft-body boundary).
-Pairs of the same object are skipped unless the object is a cloth with ``self_collision``.
+bodies touching. Elements are the objects' surfaces (cloth triangles, soft-body boundary) and their
+edges. Pairs of one object touch only when it is a cloth with ``self_collision``.
 
-For every point, the 16 triangles with the nearest centroids on each surface it may touch are candidates
-(``backend.nearest_within`` per object surface, every pass: scipy's k-d tree on numpy arrays, the
-``xp`` hash grid on a device, so a GPU pass never copies positions to the host); triangles containing
-the point are skipped. A pair is in contact when the point is
-closer than d = its thickness + the triangle's thickness, or when it crossed the triangle's face
-during the substep (its side changed while its closest point is inside the triangle). The SIDE the point belongs on is taken
-from the positions at the start of the substep, so a point that passed through a triangle during
-the step is pulled back, not pushed further. The separation error is removed as in position-based
-dynamics: λ = error / (w_p + Σ b_i² w_i) with inverse masses w (pinned: 0) and barycentric b; the
-point moves by +λ w_p n, the triangle corners by −λ b_i w_i n. Corrections are averaged per point
-(Jacobi), carried to the particles through C, and the pass is repeated ``iterations`` times.
+Each pass (``surface_kernels``, Warp kernels on the points' device) finds, against the positions at
+the start of the substep, every vertex–triangle and edge–edge pair that either passed through each
+other during the substep (CCD of the linear motions) or is closer than the two thicknesses, and
+restores the separation on the side the pair started on (never read from a winding normal) by
+inverse-mass-weighted position corrections, averaged per point (Jacobi). Passes repeat until no
+pair is found or ``iterations`` are spent; the pairs still found by the last pass are reported as
+``self_contacts_left``, so a frame that could not be made intersection-free says so.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import warp as wp
 
-from ..backend import nearest_within
+from ..kernels import warp_device_of, warp_view
 from ..sim.model import ParticleModel
-from .mesh import closest_points_on_triangles
+from . import surface_kernels
+
+
+def _unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(edges (E, 2) sorted pairs, index (E,) of one triangle holding each) of a triangle list (T, 3)."""
+    pairs = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    owner = np.tile(np.arange(len(triangles)), 3)
+    edges, first = np.unique(np.sort(pairs, axis=1), axis=0, return_index=True)
+    return edges, owner[first]
+
+
+class _Elements:
+    """Elements (triangles or edges) of the surfaces on a device, with the wp.Bvh over their swept boxes."""
+
+    def __init__(self, xp, elements: np.ndarray, owner: np.ndarray):
+        self.count = len(elements)
+        self.indices = xp.asarray(np.ascontiguousarray(elements, np.int32))
+        self.owner = xp.asarray(np.ascontiguousarray(owner, np.int32))
+        self.lowers = xp.zeros((self.count, 3), dtype=xp.float32)
+        self.uppers = xp.zeros((self.count, 3), dtype=xp.float32)
+        self.device = warp_device_of(self.indices)
+        self.index_view = warp_view(self.indices, wp.int32)
+        self.bvh = None
+
+    def refit(self, start_view, current_view, pad: float) -> None:
+        wp.launch(surface_kernels.element_bounds, dim=self.count, device=self.device,
+                  inputs=[start_view, current_view, self.index_view, pad, warp_view(self.lowers, wp.vec3f),
+                          warp_view(self.uppers, wp.vec3f)])
+        if self.bvh is None:
+            self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
+        else:
+            self.bvh.refit()
 
 
 class SurfaceContact:
     """points: a ContactPoints map (its ``xp`` is the device of every array here); iterations: passes per substep."""
 
-    def __init__(self, model: ParticleModel, points, iterations: int = 2, neighbours: int = 16):
+    def __init__(self, model: ParticleModel, points, iterations: int = 2):
         xp = points.xp
         triangles, owner, self_contact = [], [], []
-        point_owner = np.zeros(points.count, np.int64)
+        point_owner = np.zeros(points.count, np.int32)
         for slot_index, slot in enumerate(model.slots):
             offset = points.row_offsets[slot_index]
             rows = (points.row_offsets[slot_index + 1] if slot_index + 1 < len(model.slots) else points.count) - offset
             point_owner[offset:offset + rows] = slot_index
             triangles.append(slot.surface_triangles + offset)
             owner.append(np.full(len(slot.surface_triangles), slot_index))
-            if slot.kind == "cloth" and model.params[slot_index].get("self_collision"):
-                self_contact.append(slot_index)
-        triangles = np.concatenate(triangles).astype(np.int64)
-        triangle_owner = np.concatenate(owner)
-        self_contact = np.isin(np.arange(len(model.slots)), self_contact)
-        # per object surface: its triangles and the points that may touch it (host index lists -> device once)
-        self.surfaces = []
-        for surface_owner in np.unique(triangle_owner):
-            queried = np.nonzero((point_owner != surface_owner) | self_contact[surface_owner])[0]
-            if len(queried):
-                self.surfaces.append((xp.asarray(np.nonzero(triangle_owner == surface_owner)[0]), xp.asarray(queried)))
-        self.points = points
+            self_contact.append(int(slot.kind == "cloth" and bool(model.params[slot_index].get("self_collision"))))
+        triangles = np.concatenate(triangles).astype(np.int32)
+        triangle_owner = np.concatenate(owner).astype(np.int32)
+        edges, edge_triangle = _unique_edges(triangles)
         self.xp = xp
-        self.triangles = xp.asarray(triangles)
+        self.points = points
+        self.triangles = _Elements(xp, triangles, triangle_owner)
+        self.edges = _Elements(xp, edges, triangle_owner[edge_triangle])
+        self.point_owner = xp.asarray(point_owner)
+        self.self_contact = xp.asarray(np.asarray(self_contact, np.int32))
         gain = points.gain
-        self.inverse_mass = xp.where(gain > 0, 1.0 / xp.maximum(gain, 1e-300), 0.0)   # ∝ 1/m (h² cancels)
-        self.thickness = points.thickness
+        self.inverse_mass = xp.ascontiguousarray(
+            xp.where(gain > 0, 1.0 / xp.maximum(gain, 1e-300), 0.0), dtype=xp.float64)   # ∝ 1/m (h² cancels)
+        self.thickness = xp.ascontiguousarray(points.thickness, dtype=xp.float64)
         self.largest_thickness = float(points.thickness.max()) if points.count else 0.0
         self.iterations = iterations
-        self.neighbours = min(neighbours, len(triangles))
         self.count = points.count
+        self.device = warp_device_of(self.point_owner)
+        self.left = 0      # pairs still found by the last pass of the latest resolve
 
     @staticmethod
     def wanted(model: ParticleModel) -> bool:
@@ -70,83 +96,44 @@ class SurfaceContact:
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
     def resolve(self, xp, positions, start):
-        """Separate points from triangles: positions, start (n, 3) [m] particle positions now and at
-        the substep start, on ``xp``'s device. Returns (positions, number of point–triangle contacts
-        corrected in the worst pass)."""
-        if self.triangles.shape[0] == 0 or self.iterations == 0:
+        """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
+        on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts
+        corrected in the worst pass); ``self.left`` holds the pairs the last pass still found."""
+        self.left = 0
+        if self.triangles.count == 0 or self.iterations == 0:
             return positions, 0
-        y0 = self.points.points(start)
+        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
         total = 0
         for _ in range(self.iterations):
-            y = self.points.points(positions)
+            y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
             delta, touched, count = self._pass(xp, y, y0)
             total = max(total, count)
+            self.left = count
             if count == 0:
                 break
             positions = self.points.distribute(positions, delta, touched)
         return positions, total
 
-    def _candidates(self, xp, y, y0):
-        """(point (c,), triangle (c,)) candidate pairs of points y (n_c, 3) [m], y0 at the substep start."""
-        tri = self.triangles
-        reach = 2.0 * self.largest_thickness + xp.abs(y - y0).max()   # a point may cross within a step
-        points, triangles = [], []
-        for owned, queried in self.surfaces:
-            corners = y[tri[owned]]
-            centroids = corners.mean(axis=1)
-            max_radius = xp.sqrt(((corners - centroids[:, None, :]) ** 2).sum(axis=2).max())
-            query, nearest = nearest_within(xp, y[queried], centroids, reach + max_radius, self.neighbours)
-            points.append(queried[query])
-            triangles.append(owned[nearest])
-        point = xp.concatenate(points) if points else xp.zeros(0, dtype=xp.int64)
-        triangle = xp.concatenate(triangles) if triangles else xp.zeros(0, dtype=xp.int64)
-        keep = xp.nonzero(~(tri[triangle] == point[:, None]).any(axis=1))[0]
-        return point[keep], triangle[keep]
-
     def _pass(self, xp, y, y0):
         """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts)."""
-        tri = self.triangles
-        point, triangle = self._candidates(xp, y, y0)
-        empty = (xp.zeros_like(y), xp.zeros(y.shape[0], dtype=bool), 0)
-        if point.shape[0] == 0:
-            return empty
-        a, b, c = (y[tri[triangle, k]] for k in range(3))
-        closest, bary = closest_points_on_triangles(y[point], a, b, c, xp)
-        gap = y[point] - closest
-        separation = self.thickness[point] + self.thickness[tri[triangle]].max(axis=1)
-        normal = xp.cross(b - a, c - a)
-        normal = normal / xp.maximum(xp.sqrt((normal * normal).sum(axis=1)), 1e-30)[:, None]
-        a0, b0, c0 = (y0[tri[triangle, k]] for k in range(3))
-        normal0 = xp.cross(b0 - a0, c0 - a0)
-        closest0 = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
-        side = xp.sign(((y0[point] - closest0) * normal0).sum(axis=1))
-        height = (gap * normal).sum(axis=1)
-        current = xp.sign(height)
-        side = xp.where(side == 0, xp.where(current == 0, 1.0, current), side)
-        # in contact: closer than the separation, or crossed through the face during the substep
-        distance = xp.sqrt((gap * gap).sum(axis=1))
-        # projection inside the (closed) triangle: the gap is along the normal
-        crossed = (side != current) & (xp.abs(height) >= (1.0 - 1e-9) * distance)
-        active = (distance < separation) | crossed
-        error = separation - side * height
-        active &= error > 0
-        active = xp.nonzero(active)[0]                     # one compaction for the six arrays
-        point, triangle, bary, normal, side, error = (x[active] for x in (point, triangle, bary, normal, side, error))
-        if point.shape[0] == 0:
-            return empty
-        corners_index = tri[triangle]
-        w_point = self.inverse_mass[point]
-        w_corner = self.inverse_mass[corners_index]
-        denominator = w_point + (bary**2 * w_corner).sum(axis=1)
-        lam = xp.where(denominator > 0, error / xp.maximum(denominator, 1e-300), 0.0)
-        direction = side[:, None] * normal
-        # the point moves along +direction, the triangle corners against it (weighted by barycentric)
-        index = xp.concatenate([point, corners_index.ravel()])                               # (4c,)
-        weight = xp.concatenate([lam * w_point, -(lam[:, None] * bary * w_corner).ravel()])  # (4c,)
-        corner_direction = xp.broadcast_to(direction[:, None, :], (point.shape[0], 3, 3)).reshape(-1, 3)
-        move = weight[:, None] * xp.concatenate([direction, corner_direction])
         n = y.shape[0]
-        correction = xp.stack([xp.bincount(index, weights=move[:, axis], minlength=n) for axis in range(3)], axis=1)
-        counts = xp.bincount(index, minlength=n)
-        touched = counts > 0
-        return correction / xp.maximum(counts, 1)[:, None], touched, point.shape[0]
+        start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
+        pad = self.largest_thickness + 1e-9
+        self.triangles.refit(start_view, current_view, pad)
+        self.edges.refit(start_view, current_view, pad)
+        correction = xp.zeros((n, 3), dtype=xp.float64)
+        count = xp.zeros(n, dtype=xp.int32)
+        contacts = xp.zeros(2, dtype=xp.int32)
+        outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)]
+        thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
+        wp.launch(surface_kernels.point_triangle_contacts, dim=n, device=self.device,
+                  inputs=[self.triangles.bvh.id, start_view, current_view, self.triangles.index_view,
+                          warp_view(self.triangles.owner, wp.int32), warp_view(self.point_owner, wp.int32),
+                          warp_view(self.self_contact, wp.int32), thickness, inverse_mass, pad, *outputs])
+        wp.launch(surface_kernels.edge_edge_contacts, dim=self.edges.count, device=self.device,
+                  inputs=[self.edges.bvh.id, start_view, current_view, self.edges.index_view,
+                          warp_view(self.edges.owner, wp.int32), warp_view(self.self_contact, wp.int32),
+                          thickness, inverse_mass, pad, *outputs])
+        found = int(contacts.sum())
+        touched = count > 0
+        return correction / xp.maximum(count, 1)[:, None], touched, found

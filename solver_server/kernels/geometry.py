@@ -155,3 +155,87 @@ def vertex_triangle_ccd_kernel(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
     times[i] = vertex_triangle_ccd(x0[i], x1[i], start_corners[3 * i], start_corners[3 * i + 1],
                                    start_corners[3 * i + 2], end_corners[3 * i], end_corners[3 * i + 1],
                                    end_corners[3 * i + 2])
+
+
+@wp.func
+def segment_closest_parameters(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d) -> wp.vec2d:
+    """(s, t) in [0, 1]² of the closest points p1 + s (q1 − p1) and p2 + t (q2 − p2) of two segments
+    (Ericson, RTCD §5.1.9; degenerate segments handled as points)."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    tiny = wp.float64(1e-300)
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = wp.dot(d1, d1)
+    e = wp.dot(d2, d2)
+    f = wp.dot(d2, r)
+    s = zero
+    t = zero
+    if a <= tiny and e <= tiny:
+        return wp.vec2d(zero, zero)
+    if a <= tiny:
+        return wp.vec2d(zero, wp.clamp(f / e, zero, one))
+    c = wp.dot(d1, r)
+    if e <= tiny:
+        return wp.vec2d(wp.clamp(-c / a, zero, one), zero)
+    b = wp.dot(d1, d2)
+    denominator = a * e - b * b
+    if denominator > tiny:
+        s = wp.clamp((b * f - c * e) / denominator, zero, one)
+    t = (b * s + f) / e
+    if t < zero:
+        t = zero
+        s = wp.clamp(-c / a, zero, one)
+    elif t > one:
+        t = one
+        s = wp.clamp((b - c) / a, zero, one)
+    return wp.vec2d(s, t)
+
+
+@wp.func
+def edge_coplanarity(t: wp.float64, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d,
+                     b1: wp.vec3d, c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
+    """(c − a)·((b − a) × (d − c)) at time t for edges ab and cd moving linearly: zero when the two
+    edges' lines meet; its sign is the side of edge ab's line that cd passes on."""
+    a = lerp3(a0, a1, t)
+    c = lerp3(c0, c1, t)
+    return wp.dot(c - a, wp.cross(lerp3(b0, b1, t) - a, lerp3(d0, d1, t) - c))
+
+
+@wp.func
+def edge_edge_ccd(a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
+                  c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
+    """Earliest time t in [0, 1] at which edge ab (a0 b0 → a1 b1) passes through edge cd (linear
+    motions), −1 when it does not: a sign change of ``edge_coplanarity`` bisected as in
+    ``vertex_triangle_ccd``, where the segments then meet (distance within CCD_INSIDE × the longer edge)."""
+    zero = wp.float64(0.0)
+    samples = wp.float64(CCD_SAMPLES)
+    previous = edge_coplanarity(zero, a0, b0, c0, d0, a1, b1, c1, d1)
+    for k in range(int(CCD_SAMPLES)):
+        t_high = wp.float64(k + 1) / samples
+        value = edge_coplanarity(t_high, a0, b0, c0, d0, a1, b1, c1, d1)
+        if (previous > zero and value <= zero) or (previous < zero and value >= zero):
+            low = wp.float64(k) / samples
+            high = t_high
+            low_value = previous
+            for _ in range(CCD_BISECTIONS):
+                middle = wp.float64(0.5) * (low + high)
+                middle_value = edge_coplanarity(middle, a0, b0, c0, d0, a1, b1, c1, d1)
+                if (low_value > zero) == (middle_value > zero) and middle_value != zero:
+                    low = middle
+                    low_value = middle_value
+                else:
+                    high = middle
+            t = high
+            a = lerp3(a0, a1, t)
+            b = lerp3(b0, b1, t)
+            c = lerp3(c0, c1, t)
+            d = lerp3(d0, d1, t)
+            st = segment_closest_parameters(a, b, c, d)
+            gap = lerp3(a, b, st[0]) - lerp3(c, d, st[1])
+            scale = wp.max(wp.length(b - a), wp.length(d - c))
+            if wp.length(gap) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
+                return t
+        previous = value
+    return wp.float64(-1.0)

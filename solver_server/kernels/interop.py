@@ -63,7 +63,8 @@ _WIDTH_OF = {wp.vec3d: 3, wp.vec3f: 3, wp.vec3i: 3}
 
 
 def warp_view(array, dtype):
-    """A Warp array of ``dtype`` (e.g. ``wp.vec3d`` for (n, 3) float64, ``wp.float64`` for (n,)) over the
+    """A Warp array of ``dtype`` (``wp.vec3d`` for (n, 3) float64, ``wp.float64`` for (n,), ``wp.int32`` for
+    int32 of any shape, e.g. (T, 3) element indices as a 2-d Warp array) over the
     memory of ``array`` without a copy. The array must already be C-contiguous with the matching scalar
     type (ValueError otherwise: a silent conversion would be a copy the kernel's writes never reach)."""
     _ensure_initialized()
@@ -76,8 +77,10 @@ def warp_view(array, dtype):
     if isinstance(array, np.ndarray):
         if not array.flags.c_contiguous:
             raise ValueError("warp_view: array is not C-contiguous")
-        return wp.array(ptr=array.ctypes.data, dtype=dtype, shape=(shape[0],), device="cpu", copy=False) \
-            if shape[0] else wp.empty(0, dtype=dtype, device="cpu")
+        view_shape = (shape[0],) if width is not None else shape
+        if array.size == 0:
+            return wp.empty(view_shape, dtype=dtype, device="cpu")
+        return wp.array(ptr=array.ctypes.data, dtype=dtype, shape=view_shape, device="cpu", copy=False)
     view = wp.from_dlpack(array)
     if width is not None:
         view = wp.array(ptr=view.ptr, dtype=dtype, shape=(shape[0],), device=view.device, copy=False)

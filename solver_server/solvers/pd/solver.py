@@ -327,6 +327,7 @@ class PDSolver:
         if self.self_collision is not None:
             q, self_contacts = self.self_collision.resolve(xp, q, q_start)
             contact_count += self_contacts
+            timings["self_contacts_left"] = self.self_collision.left
             if has_colliders:     # self-contact moves points: colliders have the last word (no pass-through)
                 q, _ = self.contact.project(colliders, q, q_start)
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3

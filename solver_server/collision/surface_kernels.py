@@ -1,0 +1,196 @@
+"""Warp kernels of contact between PD surfaces (collision/self_collision.py): vertex–triangle and
+edge–edge, each by CCD over the pass (start → current positions) and by proximity, two-sided.
+
+Every pass is one Jacobi sweep: each contact computes a position-based correction that restores the
+separation d = the two sides' thicknesses on the side the pair started on (the sign of the coplanarity
+function at the start, never a winding normal), weighted by inverse masses, and adds it to per-point
+sums with atomics; the host averages the sums per point. Pairs are found by ``wp.Bvh`` AABB queries
+over the boxes of the triangles' and edges' motion over the substep, padded by the largest separation.
+
+Rules for pairs: a point never touches a triangle it is a corner of, edges sharing a point never
+touch, and two elements of one object touch only when that object has self-collision.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
+                                segment_closest_parameters, start_side, vertex_triangle_ccd)
+
+
+@wp.func
+def _box_lower(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
+    return wp.vec3f(wp.float32(wp.min(p[0], q[0]) - pad), wp.float32(wp.min(p[1], q[1]) - pad),
+                    wp.float32(wp.min(p[2], q[2]) - pad))
+
+
+@wp.func
+def _box_upper(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
+    return wp.vec3f(wp.float32(wp.max(p[0], q[0]) + pad), wp.float32(wp.max(p[1], q[1]) + pad),
+                    wp.float32(wp.max(p[2], q[2]) + pad))
+
+
+@wp.func
+def _may_touch(owner_a: int, owner_b: int, self_contact: wp.array(dtype=wp.int32)) -> bool:
+    return owner_a != owner_b or self_contact[owner_a] != 0
+
+
+@wp.kernel
+def element_bounds(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                   elements: wp.array(dtype=wp.int32, ndim=2), pad: wp.float64,
+                   lowers: wp.array(dtype=wp.vec3f), uppers: wp.array(dtype=wp.vec3f)):
+    """Box of element k's corners (a triangle's 3 or an edge's 2) at the start and now, padded."""
+    k = wp.tid()
+    low = start[elements[k, 0]]
+    high = low
+    for j in range(elements.shape[1]):
+        for pose in range(2):
+            p = start[elements[k, j]]
+            if pose == 1:
+                p = current[elements[k, j]]
+            low = wp.vec3d(wp.min(low[0], p[0]), wp.min(low[1], p[1]), wp.min(low[2], p[2]))
+            high = wp.vec3d(wp.max(high[0], p[0]), wp.max(high[1], p[1]), wp.max(high[2], p[2]))
+    lowers[k] = _box_lower(low, low, pad)
+    uppers[k] = _box_upper(high, high, pad)
+
+
+@wp.kernel
+def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                            triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
+                            point_owner: wp.array(dtype=wp.int32), self_contact: wp.array(dtype=wp.int32),
+                            thickness: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                            reach: wp.float64, correction: wp.array(dtype=wp.vec3d),
+                            count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32)):
+    """Point i against every triangle it may touch: crossed during the pass (CCD) or closer than the
+    separation. ``reach`` [m]: the query boxes' padding (the largest thickness; the element boxes carry
+    the same). Adds the corrections of point and corners to correction/count; contacts[0] += pairs."""
+    i = wp.tid()
+    x0 = start[i]
+    x1 = current[i]
+    query = wp.bvh_query_aabb(bvh, _box_lower(x0, x1, reach), _box_upper(x0, x1, reach))
+    t = int(0)
+    while wp.bvh_query_next(query, t):
+        ia = triangles[t, 0]
+        ib = triangles[t, 1]
+        ic = triangles[t, 2]
+        if ia == i or ib == i or ic == i or not _may_touch(point_owner[i], triangle_owner[t], self_contact):
+            continue
+        a0 = start[ia]
+        b0 = start[ib]
+        c0 = start[ic]
+        a1 = current[ia]
+        b1 = current[ib]
+        c1 = current[ic]
+        separation = thickness[i] + wp.max(thickness[ia], wp.max(thickness[ib], thickness[ic]))
+        weights = closest_barycentric(x1, a1, b1, c1)
+        gap = x1 - blend(weights, a1, b1, c1)
+        distance = wp.length(gap)
+        crossed = vertex_triangle_ccd(x0, x1, a0, b0, c0, a1, b1, c1) >= wp.float64(0.0)
+        if not crossed and distance >= separation:
+            continue
+        side = start_side(x0, x1, a0, b0, c0, a1, b1, c1)
+        face = wp.cross(b1 - a1, c1 - a1)
+        if wp.length(face) > wp.float64(0.0):
+            face = wp.normalize(face)
+        direction = side * face
+        error = separation - wp.dot(gap, direction)
+        if not crossed and distance > wp.float64(1e-12):
+            direction = gap / distance
+            error = separation - distance
+        w_point = inverse_mass[i]
+        w_a = inverse_mass[ia]
+        w_b = inverse_mass[ib]
+        w_c = inverse_mass[ic]
+        denominator = w_point + weights[0] * weights[0] * w_a + weights[1] * weights[1] * w_b \
+            + weights[2] * weights[2] * w_c
+        if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
+            continue
+        lam = error / denominator
+        wp.atomic_add(correction, i, (lam * w_point) * direction)
+        wp.atomic_add(correction, ia, (-lam * weights[0] * w_a) * direction)
+        wp.atomic_add(correction, ib, (-lam * weights[1] * w_b) * direction)
+        wp.atomic_add(correction, ic, (-lam * weights[2] * w_c) * direction)
+        wp.atomic_add(count, i, 1)
+        wp.atomic_add(count, ia, 1)
+        wp.atomic_add(count, ib, 1)
+        wp.atomic_add(count, ic, 1)
+        wp.atomic_add(contacts, 0, 1)
+
+
+@wp.kernel
+def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                       edges: wp.array(dtype=wp.int32, ndim=2), edge_owner: wp.array(dtype=wp.int32),
+                       self_contact: wp.array(dtype=wp.int32), thickness: wp.array(dtype=wp.float64),
+                       inverse_mass: wp.array(dtype=wp.float64), reach: wp.float64,
+                       correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
+                       contacts: wp.array(dtype=wp.int32)):
+    """Edge e against every edge f > e it may touch: passed through it during the pass (CCD) or closer
+    than the separation. Adds the four endpoints' corrections; contacts[1] += pairs."""
+    e = wp.tid()
+    ia = edges[e, 0]
+    ib = edges[e, 1]
+    a0 = start[ia]
+    b0 = start[ib]
+    a1 = current[ia]
+    b1 = current[ib]
+    low = _box_lower(a0, a1, reach)
+    high = _box_upper(a0, a1, reach)
+    low = wp.min(low, _box_lower(b0, b1, reach))
+    high = wp.max(high, _box_upper(b0, b1, reach))
+    query = wp.bvh_query_aabb(bvh, low, high)
+    f = int(0)
+    while wp.bvh_query_next(query, f):
+        if f <= e:
+            continue
+        ic = edges[f, 0]
+        id = edges[f, 1]
+        if ic == ia or ic == ib or id == ia or id == ib or not _may_touch(edge_owner[e], edge_owner[f], self_contact):
+            continue
+        c0 = start[ic]
+        d0 = start[id]
+        c1 = current[ic]
+        d1 = current[id]
+        separation = wp.max(thickness[ia], thickness[ib]) + wp.max(thickness[ic], thickness[id])
+        st = segment_closest_parameters(a1, b1, c1, d1)
+        gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
+        distance = wp.length(gap)
+        crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
+        if not crossed and distance >= separation:
+            continue
+        direction = wp.vec3d()
+        error = separation - distance
+        if crossed:
+            # back to the side edge ab had of cd's line at the start: the sign of the coplanarity there
+            normal = wp.cross(b1 - a1, d1 - c1)
+            if wp.length(normal) <= wp.float64(0.0):
+                continue
+            normal = wp.normalize(normal)
+            side = edge_coplanarity(wp.float64(0.0), a0, b0, c0, d0, a1, b1, c1, d1)
+            direction = normal
+            if side > wp.float64(0.0):     # c − a was along +normal: edge ab belongs on the −normal side
+                direction = -normal
+            error = separation - wp.dot(gap, direction)
+        elif distance > wp.float64(1e-12):
+            direction = gap / distance
+        else:
+            continue
+        s = st[0]
+        u = st[1]
+        w_a = (wp.float64(1.0) - s) * inverse_mass[ia]
+        w_b = s * inverse_mass[ib]
+        w_c = (wp.float64(1.0) - u) * inverse_mass[ic]
+        w_d = u * inverse_mass[id]
+        denominator = (wp.float64(1.0) - s) * w_a + s * w_b + (wp.float64(1.0) - u) * w_c + u * w_d
+        if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
+            continue
+        lam = error / denominator
+        wp.atomic_add(correction, ia, (lam * w_a) * direction)
+        wp.atomic_add(correction, ib, (lam * w_b) * direction)
+        wp.atomic_add(correction, ic, (-lam * w_c) * direction)
+        wp.atomic_add(correction, id, (-lam * w_d) * direction)
+        wp.atomic_add(count, ia, 1)
+        wp.atomic_add(count, ib, 1)
+        wp.atomic_add(count, ic, 1)
+        wp.atomic_add(count, id, 1)
+        wp.atomic_add(contacts, 1, 1)
