@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,blender]"
+	$(PY) -m solver_server --warm-kernels    # compiles the Warp kernels once (cache: docs/kernels.md)
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -83,6 +83,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--client-name", default="client", help="name of the client key pair --generate-keys makes")
     parser.add_argument(
+        "--warm-kernels",
+        action="store_true",
+        help="compile (or load from the cache) every solver kernel for --device, print where the cache is, and exit",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="allow binding a non-loopback address without encryption or authentication",
@@ -137,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     except BackendError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 2
+    from .kernels import warm_kernels
+
+    warp_device = "cuda:0" if backend.name == "cuda" else "cpu"
+    warmed = warm_kernels(warp_device)   # a cached start takes milliseconds; a fresh machine compiles once here
+    print(f"tangle-solver kernels ready on {warp_device} in {warmed['seconds']:.2f} s (cache {warmed['cache']})",
+          file=sys.stderr, flush=True)
+    if args.warm_kernels:
+        return 0
     try:
         server = SolverServer(
             args.bind,

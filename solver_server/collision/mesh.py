@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import warp as wp
 
-from ..kernels import warp_device_of, warp_view
+from ..kernels import launch, on_device_stream, warp_device_of, warp_view
 from ..sim.errors import SceneError
 from . import mesh_kernels
+from .swept_elements import SweptElements, unique_edges
 
 CONTACT_PASSES = 4     # CCD + proximity passes per point in resolve (concave corners, stacked thin layers)
 
@@ -80,37 +81,28 @@ def closest_points_on_triangles(points, a, b, c, xp=np):
 
 
 class _DevicePose:
-    """The mesh's arrays on one device: float64 vertices of the previous and current pose, int32
-    triangles, the swept boxes and the ``wp.Bvh`` over them (built once, refitted per pose)."""
+    """The mesh's arrays on one device: float64 vertices of the previous and current pose, its triangles
+    and edges with BVHs over their boxes swept over the substep (built once, refitted per pose)."""
 
-    def __init__(self, xp, triangles: np.ndarray, vertices: np.ndarray):
+    def __init__(self, xp, triangles: np.ndarray, edges: np.ndarray, vertices: np.ndarray):
         self.xp = xp
-        self.triangles = xp.asarray(np.ascontiguousarray(triangles, np.int32))
         self.previous = xp.asarray(np.ascontiguousarray(vertices, np.float64))
         self.current = self.previous
-        self.device = warp_device_of(self.triangles)
-        count = triangles.shape[0]
-        self.lowers = xp.zeros((count, 3), dtype=xp.float32)
-        self.uppers = xp.zeros((count, 3), dtype=xp.float32)
+        self.triangles = SweptElements(xp, triangles)
+        self.edges = SweptElements(xp, edges)
+        self.device = self.triangles.device
         self.host_current = None
         self.host_previous = None
-        self._refresh_bounds()
-        self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
-        self._views()
+        self._refit()
 
-    def _views(self):
+    def _refit(self):
         self.previous_view = warp_view(self.previous, wp.vec3d)
         self.current_view = warp_view(self.current, wp.vec3d)
-        self.triangle_view = warp_view(self.triangles, wp.vec3i)
-
-    def _refresh_bounds(self):
-        wp.launch(mesh_kernels.swept_bounds, dim=self.triangles.shape[0], device=self.device,
-                  inputs=[warp_view(self.previous, wp.vec3d), warp_view(self.current, wp.vec3d),
-                          warp_view(self.triangles, wp.vec3i), warp_view(self.lowers, wp.vec3f),
-                          warp_view(self.uppers, wp.vec3f)])
+        self.triangles.refit(self.previous_view, self.current_view, 0.0)
+        self.edges.refit(self.previous_view, self.current_view, 0.0)
 
     def update(self, previous: np.ndarray, current: np.ndarray) -> None:
-        """Upload the substep's poses (host (V, 3) [m]; each uploaded once) and refit the BVH."""
+        """Upload the substep's poses (host (V, 3) [m]; each uploaded once) and refit the BVHs."""
         if previous is self.host_previous and current is self.host_current:
             return
         xp = self.xp
@@ -121,9 +113,7 @@ class _DevicePose:
         self.current = self.previous if current is previous else \
             xp.asarray(np.ascontiguousarray(current, np.float64))
         self.host_previous, self.host_current = previous, current
-        self._views()
-        self._refresh_bounds()
-        self.bvh.refit()
+        self._refit()
 
 
 class MeshGeometry:
@@ -136,7 +126,10 @@ class MeshGeometry:
         if triangles is None or len(triangles) == 0:
             raise SceneError("a mesh collider needs triangles", object=object_id)
         self.id = object_id
-        self.triangles = np.asarray(triangles, np.int64)
+        # corners in ascending index order: no contact computation depends on the winding, and with one
+        # canonical order a mesh and its flipped copy give bit-identical results (sign flips are exact)
+        self.triangles = np.sort(np.asarray(triangles, np.int64), axis=1)
+        self.wound_triangles = np.ascontiguousarray(triangles, np.int32)   # the artist's winding: winding numbers only
         self.rest_vertices = np.asarray(vertices, float)
         edges = self.rest_vertices[self.triangles] - self.rest_vertices[np.roll(self.triangles, 1, axis=1)]
         self.margin = float(np.linalg.norm(edges, axis=2).mean())
@@ -155,7 +148,7 @@ class MeshGeometry:
     def pose(self, xp) -> _DevicePose:
         """The substep's poses on ``xp``'s device (uploaded and refitted once per pose)."""
         if self._device is None or self._device.xp is not xp:
-            self._device = _DevicePose(xp, self.triangles, self.previous)
+            self._device = _DevicePose(xp, self.triangles, unique_edges(self.triangles)[0], self.previous)
         self._device.update(self.previous, self.vertices)
         return self._device
 
@@ -176,13 +169,31 @@ class MeshGeometry:
         motion = xp.empty((n, 3), dtype=xp.float64)
         crossed = xp.empty(n, dtype=xp.int32)
         if n:
-            wp.launch(mesh_kernels.resolve_mesh_contacts, dim=n, device=pose.device,
-                      inputs=[pose.bvh.id, pose.previous_view, pose.current_view, pose.triangle_view,
+            launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
+                      inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
                               warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d),
                               warp_view(reach, wp.float64), CONTACT_PASSES, warp_view(resolved, wp.vec3d),
                               warp_view(push, wp.float64), warp_view(normal, wp.vec3d),
                               warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
         return resolved, push, normal, motion, crossed
+
+    def add_edge_corrections(self, xp, start, proposed, point_edges, reach, inverse_mass, correction, count,
+                             contacts) -> None:
+        """Edge–edge contact of the points' edges with the mesh's edges (an ear's rim, a sleeve's hem) over the
+        substep: CCD of both motions and proximity, two-sided (``mesh_kernels.collider_edge_contacts``).
+
+        start, proposed: (n, 3) float64 [m] C-contiguous; point_edges: int32 (E, 2)
+        Warp view of the points' edges; reach (n,) [m] each point's distance to keep plus the mesh's
+        thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts
+        and the pair count (contacts[0]) into the given arrays."""
+        pose = self.pose(xp)
+        if point_edges.shape[0] == 0:
+            return
+        launch(mesh_kernels.collider_edge_contacts, point_edges.shape[0], device=pose.device,
+                  inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view,
+                          warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
+                          warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64),
+                          warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)])
 
     def signed_distance(self, xp, points):
         """(distance (n,) [m] ≥ 0 to the two-sided surface, inf beyond ``margin``; unit direction (n, 3)
@@ -197,8 +208,8 @@ class MeshGeometry:
         weights = xp.empty((n, 3), dtype=xp.float64)
         motion = xp.empty((n, 3), dtype=xp.float64)
         if n:
-            wp.launch(mesh_kernels.closest_on_mesh, dim=n, device=pose.device,
-                      inputs=[pose.bvh.id, pose.previous_view, pose.current_view, pose.triangle_view,
+            launch(mesh_kernels.closest_on_mesh, n, device=pose.device,
+                      inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
                               warp_view(points, wp.vec3d), float(self.margin), warp_view(distance, wp.float64),
                               warp_view(direction, wp.vec3d), warp_view(face, wp.int32),
                               warp_view(weights, wp.vec3d), warp_view(motion, wp.vec3d)])
@@ -222,14 +233,15 @@ class MeshGeometry:
         if n == 0:
             return points, xp.zeros(0, dtype=bool)
         vertices32 = xp.ascontiguousarray(pose.current, dtype=xp.float32)
-        forward = xp.ascontiguousarray(pose.triangles.reshape(-1))
-        backward = xp.ascontiguousarray(pose.triangles[:, ::-1].reshape(-1))
-        meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(indices, wp.int32), support_winding_number=True)
-                  for indices in (forward, backward)]
+        forward = xp.asarray(self.wound_triangles.reshape(-1))
+        backward = xp.asarray(np.ascontiguousarray(self.wound_triangles[:, ::-1]).reshape(-1))
+        with on_device_stream(pose.device):
+            meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(indices, wp.int32),
+                              support_winding_number=True) for indices in (forward, backward)]
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         inside = xp.empty(n, dtype=xp.int32)
         surface = xp.empty((n, 3), dtype=xp.float64)
-        wp.launch(mesh_kernels.inside_closed_shell, dim=n, device=pose.device,
+        launch(mesh_kernels.inside_closed_shell, n, device=pose.device,
                   inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), float(np.finfo(np.float32).max),
                           warp_view(inside, wp.int32), warp_view(surface, wp.vec3d)])
         recovered = inside > 0

@@ -10,11 +10,12 @@ from its start x0 to its proposed end x1:
   out to `reach` along its own gap direction (the side it is on, which CCD just showed it never
   left). The test repeats (``passes``) from the corrected end, so a point in a concave corner or
   between thin layers ends clear of every triangle it can reach.
+* ``collider_edge_contacts``: the points' edges against the mesh's edges, by CCD of both motions and
+  by proximity, so a thin rim (an ear, a hem) cannot slip between two cloth vertices; corrections are
+  summed per point with atomics and averaged by the caller (Jacobi), the mesh being kinematic.
 * ``closest_on_mesh``: unsigned closest point within a reach: distance ≥ 0 and the unit direction
   from the surface to the point, so either side of any triangle is "outside" (the DER, Cosserat and
   particle hair end-of-step tests; they keep their sides with their own CCD).
-* ``swept_bounds``: each triangle's box over the substep (both poses), the leaves of the ``wp.Bvh``
-  the queries traverse, refitted every pose.
 * ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` (either orientation), used only
   to recover points that START a job inside a closed shell.
 """
@@ -23,47 +24,13 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.geometry import blend, closest_barycentric, start_side, vertex_triangle_ccd
-
-BOUNDS_PAD = wp.constant(1e-6)    # [m] added to every float32 box (covers float64 -> float32 rounding)
-
-
-@wp.func
-def _lower(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
-    return wp.vec3f(wp.float32(wp.min(p[0], q[0]) - pad), wp.float32(wp.min(p[1], q[1]) - pad),
-                    wp.float32(wp.min(p[2], q[2]) - pad))
-
-
-@wp.func
-def _upper(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
-    return wp.vec3f(wp.float32(wp.max(p[0], q[0]) + pad), wp.float32(wp.max(p[1], q[1]) + pad),
-                    wp.float32(wp.max(p[2], q[2]) + pad))
-
-
-@wp.kernel
-def swept_bounds(previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                 triangles: wp.array(dtype=wp.vec3i), lowers: wp.array(dtype=wp.vec3f),
-                 uppers: wp.array(dtype=wp.vec3f)):
-    """lowers/uppers[f]: box of triangle f's six corners (both poses), padded by BOUNDS_PAD."""
-    f = wp.tid()
-    tri = triangles[f]
-    low = previous[tri[0]]
-    high = previous[tri[0]]
-    for k in range(3):
-        for pose in range(2):
-            p = previous[tri[k]]
-            if pose == 1:
-                p = current[tri[k]]
-            low = wp.vec3d(wp.min(low[0], p[0]), wp.min(low[1], p[1]), wp.min(low[2], p[2]))
-            high = wp.vec3d(wp.max(high[0], p[0]), wp.max(high[1], p[1]), wp.max(high[2], p[2]))
-    pad = wp.float64(BOUNDS_PAD)
-    lowers[f] = _lower(low, low, pad)
-    uppers[f] = _upper(high, high, pad)
-
+from ..kernels.bounds import box_lower, box_upper
+from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
+                                segment_closest_parameters, start_side, vertex_triangle_ccd)
 
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                          triangles: wp.array(dtype=wp.vec3i), start: wp.array(dtype=wp.vec3d),
+                          triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                           proposed: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), passes: int,
                           resolved: wp.array(dtype=wp.vec3d), push: wp.array(dtype=wp.float64),
                           normal: wp.array(dtype=wp.vec3d), motion: wp.array(dtype=wp.vec3d),
@@ -81,7 +48,7 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
     last_motion = wp.vec3d()
     was_crossed = int(0)
     for _ in range(passes):
-        query = wp.bvh_query_aabb(bvh, _lower(x0, x, r), _upper(x0, x, r))
+        query = wp.bvh_query_aabb(bvh, box_lower(x0, x, r), box_upper(x0, x, r))
         face = int(0)
         first_time = wp.float64(2.0)
         first_face = int(-1)
@@ -151,7 +118,7 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
 
 @wp.kernel
 def closest_on_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                    triangles: wp.array(dtype=wp.vec3i), points: wp.array(dtype=wp.vec3d), reach: wp.float64,
+                    triangles: wp.array(dtype=wp.int32, ndim=2), points: wp.array(dtype=wp.vec3d), reach: wp.float64,
                     distance: wp.array(dtype=wp.float64), direction: wp.array(dtype=wp.vec3d),
                     face: wp.array(dtype=wp.int32), weights: wp.array(dtype=wp.vec3d),
                     motion: wp.array(dtype=wp.vec3d)):
@@ -160,7 +127,7 @@ def closest_on_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current:
     closest face, its barycentric weights, and that surface material's displacement over the substep."""
     i = wp.tid()
     x = points[i]
-    query = wp.bvh_query_aabb(wp.uint64(bvh), _lower(x, x, reach), _upper(x, x, reach))
+    query = wp.bvh_query_aabb(wp.uint64(bvh), box_lower(x, x, reach), box_upper(x, x, reach))
     candidate = int(0)
     best = reach
     best_face = int(-1)
@@ -217,3 +184,66 @@ def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dt
         surface[i] = wp.vec3d(wp.float64(closest[0]), wp.float64(closest[1]), wp.float64(closest[2]))
     else:
         surface[i] = points[i]
+
+
+@wp.kernel
+def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                           mesh_edges: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
+                           proposed: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
+                           reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                           correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
+                           contacts: wp.array(dtype=wp.int32)):
+    """Point edge e (start → proposed) against every mesh edge (previous → current) whose swept box it
+    meets: crossed during the substep, or closer than the endpoints' larger reach. The point edge is
+    moved back to that distance on the side it started on; the mesh edge does not move."""
+    e = wp.tid()
+    ia = point_edges[e, 0]
+    ib = point_edges[e, 1]
+    a0 = start[ia]
+    b0 = start[ib]
+    a1 = proposed[ia]
+    b1 = proposed[ib]
+    r = wp.max(reach[ia], reach[ib])
+    low = wp.min(box_lower(a0, a1, r), box_lower(b0, b1, r))
+    high = wp.max(box_upper(a0, a1, r), box_upper(b0, b1, r))
+    query = wp.bvh_query_aabb(bvh, low, high)
+    f = int(0)
+    one = wp.float64(1.0)
+    while wp.bvh_query_next(query, f):
+        c0 = previous[mesh_edges[f, 0]]
+        d0 = previous[mesh_edges[f, 1]]
+        c1 = current[mesh_edges[f, 0]]
+        d1 = current[mesh_edges[f, 1]]
+        st = segment_closest_parameters(a1, b1, c1, d1)
+        gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
+        distance = wp.length(gap)
+        crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
+        if not crossed and distance >= r:
+            continue
+        direction = wp.vec3d()
+        error = r - distance
+        if crossed:
+            normal = wp.cross(b1 - a1, d1 - c1)
+            if wp.length(normal) <= wp.float64(0.0):
+                continue
+            normal = wp.normalize(normal)
+            direction = normal
+            if edge_coplanarity(wp.float64(0.0), a0, b0, c0, d0, a1, b1, c1, d1) > wp.float64(0.0):
+                direction = -normal    # the mesh edge was on the +normal side of the point edge's line
+            error = r - wp.dot(gap, direction)
+        elif distance > wp.float64(1e-12):
+            direction = gap / distance
+        else:
+            continue
+        s = st[0]
+        w_a = (one - s) * inverse_mass[ia]
+        w_b = s * inverse_mass[ib]
+        denominator = (one - s) * w_a + s * w_b
+        if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
+            continue
+        lam = error / denominator
+        wp.atomic_add(correction, ia, (lam * w_a) * direction)
+        wp.atomic_add(correction, ib, (lam * w_b) * direction)
+        wp.atomic_add(count, ia, 1)
+        wp.atomic_add(count, ib, 1)
+        wp.atomic_add(contacts, 0, 1)

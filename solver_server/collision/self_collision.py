@@ -20,40 +20,10 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..kernels import warp_device_of, warp_view
+from ..kernels import launch, warp_device_of, warp_view
 from ..sim.model import ParticleModel
 from . import surface_kernels
-
-
-def _unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(edges (E, 2) sorted pairs, index (E,) of one triangle holding each) of a triangle list (T, 3)."""
-    pairs = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
-    owner = np.tile(np.arange(len(triangles)), 3)
-    edges, first = np.unique(np.sort(pairs, axis=1), axis=0, return_index=True)
-    return edges, owner[first]
-
-
-class _Elements:
-    """Elements (triangles or edges) of the surfaces on a device, with the wp.Bvh over their swept boxes."""
-
-    def __init__(self, xp, elements: np.ndarray, owner: np.ndarray):
-        self.count = len(elements)
-        self.indices = xp.asarray(np.ascontiguousarray(elements, np.int32))
-        self.owner = xp.asarray(np.ascontiguousarray(owner, np.int32))
-        self.lowers = xp.zeros((self.count, 3), dtype=xp.float32)
-        self.uppers = xp.zeros((self.count, 3), dtype=xp.float32)
-        self.device = warp_device_of(self.indices)
-        self.index_view = warp_view(self.indices, wp.int32)
-        self.bvh = None
-
-    def refit(self, start_view, current_view, pad: float) -> None:
-        wp.launch(surface_kernels.element_bounds, dim=self.count, device=self.device,
-                  inputs=[start_view, current_view, self.index_view, pad, warp_view(self.lowers, wp.vec3f),
-                          warp_view(self.uppers, wp.vec3f)])
-        if self.bvh is None:
-            self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
-        else:
-            self.bvh.refit()
+from .swept_elements import SweptElements, unique_edges
 
 
 class SurfaceContact:
@@ -72,11 +42,11 @@ class SurfaceContact:
             self_contact.append(int(slot.kind == "cloth" and bool(model.params[slot_index].get("self_collision"))))
         triangles = np.concatenate(triangles).astype(np.int32)
         triangle_owner = np.concatenate(owner).astype(np.int32)
-        edges, edge_triangle = _unique_edges(triangles)
+        edges, edge_triangle = unique_edges(triangles)
         self.xp = xp
         self.points = points
-        self.triangles = _Elements(xp, triangles, triangle_owner)
-        self.edges = _Elements(xp, edges, triangle_owner[edge_triangle])
+        self.triangles = SweptElements(xp, triangles, triangle_owner)
+        self.edges = SweptElements(xp, edges, triangle_owner[edge_triangle])
         self.point_owner = xp.asarray(point_owner)
         self.self_contact = xp.asarray(np.asarray(self_contact, np.int32))
         gain = points.gain
@@ -126,13 +96,13 @@ class SurfaceContact:
         contacts = xp.zeros(2, dtype=xp.int32)
         outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
-        wp.launch(surface_kernels.point_triangle_contacts, dim=n, device=self.device,
+        launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                   inputs=[self.triangles.bvh.id, start_view, current_view, self.triangles.index_view,
-                          warp_view(self.triangles.owner, wp.int32), warp_view(self.point_owner, wp.int32),
+                          self.triangles.owner_view, warp_view(self.point_owner, wp.int32),
                           warp_view(self.self_contact, wp.int32), thickness, inverse_mass, pad, *outputs])
-        wp.launch(surface_kernels.edge_edge_contacts, dim=self.edges.count, device=self.device,
+        launch(surface_kernels.edge_edge_contacts, self.edges.count, device=self.device,
                   inputs=[self.edges.bvh.id, start_view, current_view, self.edges.index_view,
-                          warp_view(self.edges.owner, wp.int32), warp_view(self.self_contact, wp.int32),
+                          self.edges.owner_view, warp_view(self.self_contact, wp.int32),
                           thickness, inverse_mass, pad, *outputs])
         found = int(contacts.sum())
         touched = count > 0

@@ -15,44 +15,14 @@ from __future__ import annotations
 
 import warp as wp
 
+from ..kernels.bounds import box_lower, box_upper
 from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
                                 segment_closest_parameters, start_side, vertex_triangle_ccd)
 
 
 @wp.func
-def _box_lower(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
-    return wp.vec3f(wp.float32(wp.min(p[0], q[0]) - pad), wp.float32(wp.min(p[1], q[1]) - pad),
-                    wp.float32(wp.min(p[2], q[2]) - pad))
-
-
-@wp.func
-def _box_upper(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
-    return wp.vec3f(wp.float32(wp.max(p[0], q[0]) + pad), wp.float32(wp.max(p[1], q[1]) + pad),
-                    wp.float32(wp.max(p[2], q[2]) + pad))
-
-
-@wp.func
 def _may_touch(owner_a: int, owner_b: int, self_contact: wp.array(dtype=wp.int32)) -> bool:
     return owner_a != owner_b or self_contact[owner_a] != 0
-
-
-@wp.kernel
-def element_bounds(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                   elements: wp.array(dtype=wp.int32, ndim=2), pad: wp.float64,
-                   lowers: wp.array(dtype=wp.vec3f), uppers: wp.array(dtype=wp.vec3f)):
-    """Box of element k's corners (a triangle's 3 or an edge's 2) at the start and now, padded."""
-    k = wp.tid()
-    low = start[elements[k, 0]]
-    high = low
-    for j in range(elements.shape[1]):
-        for pose in range(2):
-            p = start[elements[k, j]]
-            if pose == 1:
-                p = current[elements[k, j]]
-            low = wp.vec3d(wp.min(low[0], p[0]), wp.min(low[1], p[1]), wp.min(low[2], p[2]))
-            high = wp.vec3d(wp.max(high[0], p[0]), wp.max(high[1], p[1]), wp.max(high[2], p[2]))
-    lowers[k] = _box_lower(low, low, pad)
-    uppers[k] = _box_upper(high, high, pad)
 
 
 @wp.kernel
@@ -68,7 +38,7 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
-    query = wp.bvh_query_aabb(bvh, _box_lower(x0, x1, reach), _box_upper(x0, x1, reach))
+    query = wp.bvh_query_aabb(bvh, box_lower(x0, x1, reach), box_upper(x0, x1, reach))
     t = int(0)
     while wp.bvh_query_next(query, t):
         ia = triangles[t, 0]
@@ -134,10 +104,10 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
     b0 = start[ib]
     a1 = current[ia]
     b1 = current[ib]
-    low = _box_lower(a0, a1, reach)
-    high = _box_upper(a0, a1, reach)
-    low = wp.min(low, _box_lower(b0, b1, reach))
-    high = wp.max(high, _box_upper(b0, b1, reach))
+    low = box_lower(a0, a1, reach)
+    high = box_upper(a0, a1, reach)
+    low = wp.min(low, box_lower(b0, b1, reach))
+    high = wp.max(high, box_upper(b0, b1, reach))
     query = wp.bvh_query_aabb(bvh, low, high)
     f = int(0)
     while wp.bvh_query_next(query, f):

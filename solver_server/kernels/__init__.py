@@ -7,6 +7,6 @@
 A solver's own kernels live beside it (``collision/mesh_kernels.py``, ``solvers/<name>/kernels.py``).
 """
 
-from .interop import kernel_cache_dir, warm_kernels, warp_device_of, warp_view
+from .interop import kernel_cache_dir, launch, on_device_stream, warm_kernels, warp_device_of, warp_view
 
-__all__ = ["kernel_cache_dir", "warm_kernels", "warp_device_of", "warp_view"]
+__all__ = ["kernel_cache_dir", "launch", "on_device_stream", "warm_kernels", "warp_device_of", "warp_view"]

@@ -14,6 +14,7 @@ loads the solver modules so that the first bake does not compile inside its fram
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -80,7 +81,9 @@ def warp_view(array, dtype):
         view_shape = (shape[0],) if width is not None else shape
         if array.size == 0:
             return wp.empty(view_shape, dtype=dtype, device="cpu")
-        return wp.array(ptr=array.ctypes.data, dtype=dtype, shape=view_shape, device="cpu", copy=False)
+        view = wp.array(ptr=array.ctypes.data, dtype=dtype, shape=view_shape, device="cpu", copy=False)
+        view._tangle_owner = array   # the view does not own the memory: keep the array alive with it
+        return view
     view = wp.from_dlpack(array)
     if width is not None:
         view = wp.array(ptr=view.ptr, dtype=dtype, shape=(shape[0],), device=view.device, copy=False)
@@ -88,15 +91,51 @@ def warp_view(array, dtype):
     return view
 
 
+_external_streams: dict[tuple[str, int], object] = {}
+
+
+def _stream_for(device: str):
+    """Warp's handle of CuPy's current stream on a CUDA device (created once per stream)."""
+    import cupy  # noqa: PLC0415  (a CUDA device means CuPy arrays: backend.py)
+
+    handle = int(cupy.cuda.get_current_stream().ptr)
+    key = (device, handle)
+    stream = _external_streams.get(key)
+    if stream is None:
+        stream = wp.Stream(device, cuda_stream=handle)
+        _external_streams[key] = stream
+    return stream
+
+
+def on_device_stream(device: str):
+    """Context for Warp calls that are not launches (``wp.Bvh`` build and refit, ``wp.Mesh``): on CUDA they
+    run in CuPy's current stream too; on the CPU nothing changes."""
+    if device == "cpu":
+        return contextlib.nullcontext()
+    return wp.ScopedStream(_stream_for(device))
+
+
+def launch(kernel, dim: int, inputs: list, device: str) -> None:
+    """``wp.launch`` on ``device``; on CUDA in CuPy's current stream, so a kernel is ordered with the CuPy
+    work that produced its inputs and with the CuPy work that reads its outputs (and CuPy's stream-ordered
+    memory pool never reuses an input before the kernel ran)."""
+    if dim == 0:
+        return
+    if device == "cpu":
+        wp.launch(kernel, dim=dim, inputs=inputs, device=device)
+        return
+    wp.launch(kernel, dim=dim, inputs=inputs, device=device, stream=_stream_for(device))
+
+
 def warm_kernels(device: str = "cpu") -> dict:
     """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
-    from ..collision import mesh_kernels  # noqa: PLC0415
-    from . import geometry  # noqa: PLC0415
+    from ..collision import mesh_kernels, surface_kernels  # noqa: PLC0415
+    from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
-    modules = [geometry, mesh_kernels]
+    modules = [geometry, bounds, mesh_kernels, surface_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

@@ -145,6 +145,14 @@ class DeviceArray:
         self._data = data
         DeviceArray.created += 1
 
+    # --- kernels ---------------------------------------------------------------------------------
+    def __dlpack__(self, stream=None):
+        """Zero-copy hand-over to a kernel (warp.from_dlpack), as CuPy arrays do: not a host copy."""
+        return self._data.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
     # --- refusals -------------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         raise PortabilityError("implicit conversion of a device array to numpy (np.asarray / np.array / a scipy "

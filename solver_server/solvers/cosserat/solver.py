@@ -352,7 +352,12 @@ class CosseratSolver:
         xp = self.xp
         if colliders.count == 0:
             return xp.zeros_like(positions), 0
-        distance, normal = colliders.signed_distance(positions, xp)
+        previous = getattr(self, "_collider_start", None)
+        if previous is None or previous.shape != positions.shape:
+            previous = positions
+        # the nodes one substep ago: mesh colliders keep each node on the side it came from
+        distance, normal = colliders.signed_distance(positions, xp, start=previous)
+        self._collider_start = positions
         depth = self.settings.radius - distance
         touching = (depth > 0.0) & (self.node_mass > 0.0)
         # colliders report an infinite distance and no normal far away: keep those out of the arithmetic

@@ -45,8 +45,9 @@ class ColliderSet:
     def count(self) -> int:
         return int(len(self.plane_points) + len(self.sphere_centers) + len(self.capsule_a))
 
-    def resolve(self, positions, velocities, radius, xp=np):
-        """Push points out and apply friction (see :func:`resolve_contacts`)."""
+    def resolve(self, positions, velocities, radius, xp=np, start=None):
+        """Push points out and apply friction (see :func:`resolve_contacts`; analytic shapes have an
+        inside, so ``start`` is not needed)."""
         return resolve_contacts(positions, velocities, radius, self, xp)
 
     def to_device(self, xp) -> "ColliderSet":
@@ -56,11 +57,11 @@ class ColliderSet:
             "capsule_a", "capsule_b", "capsule_radii")}
         return ColliderSet(**arrays, friction=self.friction, ignored=self.ignored)
 
-    def signed_distance(self, points, xp=np):
+    def signed_distance(self, points, xp=np, start=None):
         """Distance to the nearest collider surface and its outward normal.
 
         points: (..., 3) [m]. Returns (distance (...), normal (..., 3)); distance < 0 inside.
-        With no colliders the distance is +inf.
+        With no colliders the distance is +inf. ``start`` is not needed: these analytic shapes have an inside.
         """
         flat = points.reshape(-1, 3)
         best = xp.full(flat.shape[0], xp.inf)
@@ -191,28 +192,40 @@ class SceneColliders:
     def to_device(self, xp) -> "SceneColliders":
         return self
 
-    def signed_distance(self, points, xp=np):
-        """(..., 3) -> (distance (...), outward normal (..., 3)) to the nearest collider, with each
-        collider's thickness subtracted from the distance."""
+    def signed_distance(self, points, xp=np, start=None):
+        """(..., 3) -> (distance (...), normal (..., 3) towards the point's side) to the nearest collider,
+        with each collider's thickness subtracted from the distance. Mesh colliders are two-sided: with
+        ``start`` (the points one step earlier) a point that crossed a mesh surface since then gets a
+        negative distance and the normal of the side it came from (CCD, MeshGeometry.resolve); without
+        it, the unsigned distance."""
         flat = points.reshape(-1, 3)
+        flat_start = None if start is None else start.reshape(-1, 3)
         best = xp.full(flat.shape[0], xp.inf)
         best_normal = xp.zeros_like(flat)
         for collider in self.scene_set.colliders:
-            distance, normal = collider.geometry.signed_distance(xp, flat)
+            geometry = collider.geometry
+            if collider.is_mesh and flat_start is not None:
+                band = xp.full(flat.shape[0], geometry.margin)
+                _, push, normal, _, _ = geometry.resolve(xp, flat_start, flat, band)
+                distance = xp.where(push > 0.0, band - push, xp.inf)
+            else:
+                distance, normal = geometry.signed_distance(xp, flat)
             distance = distance - collider.thickness
             closer = distance < best
             best = xp.where(closer, distance, best)
             best_normal = xp.where(closer[:, None], normal, best_normal)
         return best.reshape(points.shape[:-1]), best_normal.reshape(points.shape)
 
-    def resolve(self, positions, velocities, radius, xp=np):
-        """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project) and
-        apply Coulomb friction to their velocities; returns (positions, velocities, contacts)."""
+    def resolve(self, positions, velocities, radius, xp=np, start=None):
+        """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:
+        the points at the start of the step, so mesh colliders keep each point on its side) and apply
+        Coulomb friction to their velocities; returns (positions, velocities, contacts)."""
         shape = positions.shape
         flat = positions.reshape(-1, 3)
         count = flat.shape[0]
         projected, contacts = self.scene_set.project(
-            xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction))
+            xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction),
+            None if start is None else start.reshape(-1, 3))
         if contacts.count == 0:
             return positions, velocities, 0
         flat_velocities = velocities.reshape(-1, 3)

@@ -186,7 +186,8 @@ class ParticleHairSolver:
             # from shortened segments nearer the root is not turned into velocity, which would whip the tip)
             local = xp.concatenate([xp.zeros_like(segments[:, :1]), clamped - segments], axis=1)
             velocities = velocities + xp.where(free, local / h, 0.0)
-            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp)
+            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
+                                                                     start=positions)
             contact_count += count
             positions = xp.where(free, collided, corrected)
             velocities = xp.where(free, collided_velocities, velocities)

@@ -4,7 +4,8 @@ Collision points y = C q (C sparse (n_c, n)): every particle of an object that i
 directly (cloth, soft body with given tets) is its own collision point (a row of the identity);
 a soft body embedded in a lattice collides through its SURFACE vertices (rows of its barycentric
 embedding), so the visible surface, not the coarse lattice, touches colliders. Exactly pinned
-particles never collide.
+particles never move: their points sit where they are (so surfaces and edges touching them keep
+their true shape for the self-contact and edge passes) but take no corrections.
 
 - ``project``: the seed's ResolveCollision on the points; a point correction Δy reaches the
   particles as Δq_j = Σ_s C_sj Δy_s / Σ_s C_sj over the touching points (exact for identity rows;
@@ -18,8 +19,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
+import warp as wp
+
 from ...collision import ColliderSet, Contacts, apply_friction
+from ...collision.swept_elements import unique_edges
+from ...kernels import warp_view
 from ...sim.model import ParticleModel
+
+
+EDGE_ROUNDS = 2   # edge–edge rounds against mesh colliders per substep (each followed by a vertex projection)
 
 
 class ContactPoints:
@@ -44,11 +52,13 @@ class ContactPoints:
             rows_so_far += block.shape[0]
             thickness.append(np.full(block.shape[0], params["thickness"]))
             friction.append(np.full(block.shape[0], params["friction"]))
-        matrix = scipy.sparse.vstack(blocks).tocsr()
+        full = scipy.sparse.vstack(blocks).tocsr()
         movable = np.ones(n)
         movable[hard_indices] = 0.0
-        # drop pinned particles from the map (they do not move), and points carried only by pinned ones
-        matrix = (matrix @ scipy.sparse.diags(movable)).tocsr()
+        # positions come from the full map (a pinned particle's point is where it is: surfaces and edges
+        # touching it have their true shape); corrections reach only movable particles, and points carried
+        # only by pinned ones never move (keep)
+        matrix = (full @ scipy.sparse.diags(movable)).tocsr()
         matrix.eliminate_zeros()
         support = np.asarray(matrix.sum(axis=1)).ravel()
         keep = support > 1e-12
@@ -58,7 +68,7 @@ class ContactPoints:
         point_inverse_gain = np.asarray(matrix.multiply(matrix) @ inverse_gain).ravel()
         gain = np.where(keep, 1.0 / np.maximum(point_inverse_gain, 1e-300), 0.0)
         to_device = (lambda m: backend.sparse.csr_matrix(m)) if backend.name != "cpu" else (lambda m: m)
-        self.matrix = to_device(matrix)
+        self.matrix = to_device(full)
         self.transpose = to_device(matrix.T.tocsr())
         self.keep = xp.asarray(keep)
         self.gain = xp.asarray(gain)
@@ -66,6 +76,12 @@ class ContactPoints:
         self.friction = xp.asarray(np.concatenate(friction))
         self.iterations = 1 if self.identity else distribution_iterations
         self.count = matrix.shape[0]
+        self.inverse_gain = xp.ascontiguousarray(xp.where(self.keep, 1.0 / xp.maximum(self.gain, 1e-300), 0.0),
+                                                 dtype=xp.float64)
+        surface = [slot.surface_triangles + offset for slot, offset in zip(model.slots, self.row_offsets)]
+        edges = unique_edges(np.concatenate(surface).astype(np.int64))[0] if surface else np.zeros((0, 2))
+        self.edges = xp.asarray(np.ascontiguousarray(edges, np.int32))
+        self.edge_view = warp_view(self.edges, wp.int32)
 
     def points(self, q):
         return self.matrix @ q
@@ -101,6 +117,22 @@ class ContactPoints:
                 break
             q = self.distribute(q, projected - points, contacts.mask)
         return q, total
+
+    def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS):
+        """Edge–edge contact of the objects' surface edges with mesh colliders (collision.mesh), each round
+        followed by the vertex projection. Returns (q, edge pairs in contact in the last round)."""
+        if not colliders.has_meshes or self.edges.shape[0] == 0:
+            return q, 0
+        start = self.points(q_start)
+        found = 0
+        for _ in range(rounds):
+            points = self.points(q)
+            delta, touched, found = colliders.resolve_edges(self.xp, start, points, self.edge_view, self.thickness,
+                                                            self.inverse_gain)
+            if found == 0:
+                break
+            q, _ = self.project(colliders, self.distribute(q, delta, touched), q_start)
+        return q, found
 
     def apply_friction(self, q, q_start, contacts: Contacts):
         """Position-level Coulomb friction of the points (see collision.apply_friction), distributed."""

@@ -32,6 +32,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .strain_limit import EdgeStrainLimit
 
+FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-contact passes after the iterations
 CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
 STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
 
@@ -206,6 +207,36 @@ class PDSolver:
             solution, report = self.cholesky.solve(rhs)
         return solution, report
 
+    def _final_constraints(self, q, q_start, colliders: ColliderSet, contact_count: int, timings: dict):
+        """The hard constraints after the iterations, in FINAL_ROUNDS rounds: the cloth strain limit, then
+        the colliders (vertices by CCD, then surface edges against mesh edges, each followed by the vertex
+        projection), then surface self-contact followed by the vertex projection. A later constraint
+        undoes part of an earlier one (a collider push stretches an edge, the strain limit pulls a point
+        back towards a surface), so each round hands the residue back to the others; colliders have the
+        last word. Returns (q, contact_count + self contacts)."""
+        xp = self.backend.xp
+        has_colliders = len(colliders) > 0
+        timings.setdefault("strain_limit_ms", 0.0)
+        for _ in range(FINAL_ROUNDS):
+            if self.strain_limit is not None:
+                tick = time.perf_counter()
+                global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
+                q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
+                    xp, q, global_step)
+                timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
+            tick = time.perf_counter()
+            if has_colliders:
+                q, _ = self.contact.project(colliders, q, q_start)
+                q, timings["collider_edge_contacts"] = self.contact.resolve_edges(colliders, q, q_start)
+            if self.self_collision is not None:
+                q, self_contacts = self.self_collision.resolve(xp, q, q_start)
+                contact_count += self_contacts
+                timings["self_contacts_left"] = self.self_collision.left
+                if has_colliders:     # self-contact moves points: colliders have the last word
+                    q, _ = self.contact.project(colliders, q, q_start)
+            timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+        return q, contact_count
+
     def _recover_inside(self, colliders: ColliderSet, q):
         """Particles q (n, 3) whose collision points start the job inside a closed collider shell, moved out
         (winding number; collision.mesh.MeshGeometry.recover_inside). Returns (q, number of points moved)."""
@@ -311,26 +342,9 @@ class PDSolver:
                 touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
             contact_count = int(touching.sum())
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
-        if self.strain_limit is not None:
-            # after the collider pushes and friction, which also stretch edges; the pass moves points by a
-            # fraction of an edge, so one more closest-point projection keeps them outside
-            tick = time.perf_counter()
-            global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
-            q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
-                xp, q, global_step)
-            if has_colliders:
-                q, _ = self.contact.project(colliders, q, q_start)
-            timings["strain_limit_ms"] = (time.perf_counter() - tick) * 1e3
         if hard_targets is not None:
             q[self.hard_device] = hard_targets
-        tick = time.perf_counter()
-        if self.self_collision is not None:
-            q, self_contacts = self.self_collision.resolve(xp, q, q_start)
-            contact_count += self_contacts
-            timings["self_contacts_left"] = self.self_collision.left
-            if has_colliders:     # self-contact moves points: colliders have the last word (no pass-through)
-                q, _ = self.contact.project(colliders, q, q_start)
-        timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+        q, contact_count = self._final_constraints(q, q_start, colliders, contact_count, timings)
 
         velocities = (q - q_start) / h
         if has_colliders:

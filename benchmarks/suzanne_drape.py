@@ -1,0 +1,184 @@
+"""Issue 18's scene: a 50 × 50 cloth (two corners pinned, self-collision on) falling onto Blender's Suzanne
+while the head turns 60° and slides 0.3 m over 48 frames; Tangle's PD cloth vs Blender's own Cloth on the
+identical scene, same run, with the contact quality figures of the issue's bars.
+
+Per solver, over all frames: vertices inside the head (|generalized winding number| > 0.5), the fastest
+rise of the cloth's centre of mass after it first lands [m/s], the largest per-frame vertex jump once
+settled (frame 24 on) [m], the worst edge stretch (l / l_rest − 1), intersecting cloth triangle pairs
+(worst frame), and ms per frame. Tangle runs in-process (no sockets); both at 4 substeps (Blender: quality 4).
+With --render DIR, the last frame of both is rendered (Workbench) into DIR/suzanne_{tangle,blender}.png.
+
+    .venv/bin/python -m benchmarks.suzanne_drape [--frames 48] [--resolution 50] [--flipped] [--render docs/images]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from tests.physics.character_scenes import cloth_on_suzanne, turn_and_slide
+from tests.physics.contact_metrics import edge_stretch, intersecting_triangle_pairs, winding_numbers
+
+SETTLED_FRAME = 24
+
+
+def head_pose(head_vertices, frame, frames):
+    matrix = turn_and_slide(frame, frames)
+    return head_vertices @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def figures(frames_xyz, rest, triangles, head_vertices, head_triangles):
+    """Contact quality figures of per-frame cloth positions (F, N, 3) (frame 1 first)."""
+    count = len(frames_xyz)
+    inside = [int((np.abs(winding_numbers(x, head_pose(head_vertices, f + 1, count), head_triangles)) > 0.5).sum())
+              for f, x in enumerate(frames_xyz)]
+    speed = np.diff(frames_xyz[:, :, 2].mean(axis=1)) * 24.0
+    landed = int(np.argmax(speed > speed.min() + 0.5))
+    jumps = np.linalg.norm(np.diff(frames_xyz[SETTLED_FRAME - 1:], axis=0), axis=2).max()
+    return {"inside_max": max(inside), "com_rise_m_s": float(max(speed[landed:].max(), 0.0)),
+            "settled_jump_m": float(jumps),
+            "stretch_worst": max(edge_stretch(x, rest, triangles) for x in frames_xyz),
+            "intersecting_pairs_worst": max(intersecting_triangle_pairs(x, triangles) for x in frames_xyz)}
+
+
+def run_tangle(resolution, frames, flipped):
+    from solver_server.backend import get_backend
+    from solver_server.simulation import Simulation
+
+    scene, drive, rest, triangles, head_vertices, head_triangles = cloth_on_suzanne(resolution, frames, flipped=flipped)
+    simulation = Simulation(scene, get_backend("cpu"))
+    out = [simulation.initial_frame()[1]["Cloth"]]
+    started = time.perf_counter()
+    left = {"self_contacts_left": 0, "strain_limit_left": 0}
+    for frame in range(2, frames + 1):
+        _, positions, stats = simulation.advance(drive(frame))
+        out.append(positions["Cloth"])
+        for key in left:
+            left[key] = max(left[key], int(stats.get(key, 0)))
+    elapsed = time.perf_counter() - started
+    return np.array(out, float), elapsed / (frames - 1), left, (rest, triangles, head_vertices, head_triangles)
+
+
+def run_blender(resolution, frames, flipped):
+    import bpy
+
+    scene_dict, _, rest, triangles, head_vertices, head_triangles = cloth_on_suzanne(resolution, frames,
+                                                                                     flipped=flipped)
+    cloth_spec = scene_dict["objects"][0]
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("Cloth")
+    mesh.from_pydata(rest.tolist(), [], triangles.tolist())
+    cloth = bpy.data.objects.new("Cloth", mesh)
+    scene.collection.objects.link(cloth)
+    group = cloth.vertex_groups.new(name="pin")
+    group.add([int(i) for i in cloth_spec["pins"]["indices"]], 1.0, "REPLACE")
+    modifier = cloth.modifiers.new("Cloth", "CLOTH")
+    settings = modifier.settings
+    settings.quality = 4
+    settings.vertex_group_mass = "pin"
+    modifier.collision_settings.use_self_collision = True
+    modifier.collision_settings.distance_min = 0.005
+    modifier.collision_settings.self_distance_min = 0.005
+    modifier.point_cache.frame_end = frames
+
+    head_mesh = bpy.data.meshes.new("Suzanne")
+    head_mesh.from_pydata(head_vertices.tolist(), [], head_triangles.tolist())
+    head = bpy.data.objects.new("Suzanne", head_mesh)
+    scene.collection.objects.link(head)
+    head.modifiers.new("Collision", "COLLISION")
+    head.collision.thickness_outer = 0.002
+    for frame in (1, frames):
+        matrix = turn_and_slide(frame, frames)
+        head.location = matrix[:3, 3]
+        head.rotation_euler = (0.0, 0.0, float(np.arctan2(matrix[1, 0], matrix[0, 0])))
+        head.keyframe_insert("location", frame=frame)
+        head.keyframe_insert("rotation_euler", frame=frame)
+    for curve in head.animation_data.action.fcurves:
+        for key in curve.keyframe_points:
+            key.interpolation = "LINEAR"
+
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.frame_set(1)
+    out = []
+    started = time.perf_counter()
+    for frame in range(1, frames + 1):
+        scene.frame_set(frame)
+        evaluated = cloth.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        positions = np.empty(len(evaluated.data.vertices) * 3)
+        evaluated.data.vertices.foreach_get("co", positions)
+        out.append(positions.reshape(-1, 3))
+    elapsed = time.perf_counter() - started
+    return np.array(out), elapsed / frames
+
+
+def render(path, cloth_xyz, triangles, head_vertices, head_triangles, frame, frames):
+    """Workbench image of the cloth at one frame over the posed head, from the front-left, above."""
+    import bpy
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    for name, vertices, faces, color in (("Cloth", cloth_xyz, triangles, (0.8, 0.25, 0.2, 1.0)),
+                                          ("Head", head_pose(head_vertices, frame, frames), head_triangles,
+                                           (0.75, 0.75, 0.75, 1.0))):
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata(np.asarray(vertices).tolist(), [], np.asarray(faces).tolist())
+        for polygon in mesh.polygons:
+            polygon.use_smooth = True
+        obj = bpy.data.objects.new(name, mesh)
+        obj.color = color
+        scene.collection.objects.link(obj)
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(camera)
+    camera.location = (-3.2, -4.2, 2.6)
+    direction = -np.asarray(camera.location)
+    camera.rotation_euler = (float(np.arctan2(np.hypot(direction[0], direction[1]), -direction[2])), 0.0,
+                             float(np.arctan2(direction[1], direction[0]) - np.pi / 2))
+    scene.camera = camera
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.color_type = "OBJECT"
+    scene.display.shading.light = "STUDIO"
+    scene.render.resolution_x, scene.render.resolution_y = 640, 480
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--resolution", type=int, default=50)
+    parser.add_argument("--frames", type=int, default=48)
+    parser.add_argument("--flipped", action="store_true", help="every triangle of the head flipped")
+    parser.add_argument("--render", default=None, help="folder for the last-frame images")
+    parser.add_argument("--skip-blender", action="store_true")
+    args = parser.parse_args(argv)
+
+    print(f"scene: {args.resolution}x{args.resolution} cloth, 2 pinned corners, self-collision, on Suzanne turning "
+          f"60 deg and sliding 0.3 m, {args.frames} frames at 24 fps{' (head flipped)' if args.flipped else ''}")
+    tangle, tangle_s, left, (rest, triangles, head_vertices, head_triangles) = run_tangle(
+        args.resolution, args.frames, args.flipped)
+    rows = {"tangle": (figures(tangle, rest, triangles, head_vertices, head_triangles), tangle_s, tangle)}
+    print(f"tangle reported unresolved: {left}")
+    if not args.skip_blender:
+        blender, blender_s = run_blender(args.resolution, args.frames, args.flipped)
+        rows["blender"] = (figures(blender, rest, triangles, head_vertices, head_triangles), blender_s, blender)
+    for name, (figure, seconds, _) in rows.items():
+        print(f"{name:8s}: {seconds * 1e3:7.1f} ms/frame | inside max {figure['inside_max']:4d} | "
+              f"CoM rise after landing {figure['com_rise_m_s']:.3f} m/s | settled jump {figure['settled_jump_m']:.3f} m"
+              f" | worst stretch {figure['stretch_worst'] * 100:5.1f} % | intersecting pairs "
+              f"{figure['intersecting_pairs_worst']}")
+    if "blender" in rows:
+        print(f"speed ratio: tangle is {rows['blender'][1] / tangle_s:.2f}x Blender's Cloth per frame")
+    if args.render:
+        from pathlib import Path
+
+        folder = Path(args.render)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, (_, _, xyz) in rows.items():
+            render(folder.resolve() / f"suzanne_{name}.png", xyz[-1], triangles, head_vertices, head_triangles,
+                   args.frames, args.frames)
+
+
+if __name__ == "__main__":
+    main()

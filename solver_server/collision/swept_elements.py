@@ -1,0 +1,48 @@
+"""Mesh elements (triangles or edges) on a device with a ``wp.Bvh`` over their boxes swept over a substep."""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ..kernels import launch, on_device_stream, warp_device_of, warp_view
+from ..kernels.bounds import element_bounds
+
+FLOAT32_PAD = 1e-6   # [m] added to every float32 box around float64 geometry
+
+
+def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(edges (E, 2) sorted vertex pairs, index (E,) of one triangle holding each) of triangles (T, 3)."""
+    pairs = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    owner = np.tile(np.arange(len(triangles)), 3)
+    edges, first = np.unique(np.sort(pairs, axis=1), axis=0, return_index=True)
+    return edges, owner[first]
+
+
+class SweptElements:
+    """elements (k, c) int vertex indices (c = 3 triangles, 2 edges), owner (k,) int (object slot, or 0).
+
+    :meth:`refit` sets every element's box to cover its corners at the start and the end of the
+    substep, grown by ``pad``, and builds (first call) or refits the BVH; ``bvh.id`` goes to kernels."""
+
+    def __init__(self, xp, elements: np.ndarray, owner: np.ndarray | None = None):
+        self.count = len(elements)
+        self.indices = xp.asarray(np.ascontiguousarray(elements, np.int32))
+        self.owner = xp.asarray(np.ascontiguousarray(np.zeros(self.count) if owner is None else owner, np.int32))
+        self.lowers = xp.zeros((self.count, 3), dtype=xp.float32)
+        self.uppers = xp.zeros((self.count, 3), dtype=xp.float32)
+        self.device = warp_device_of(self.indices)
+        self.index_view = warp_view(self.indices, wp.int32)
+        self.owner_view = warp_view(self.owner, wp.int32)
+        self.bvh = None
+
+    def refit(self, start_view, current_view, pad: float) -> None:
+        """start_view, current_view: wp.vec3d views of the vertices (n, 3) [m]; pad [m]."""
+        launch(element_bounds, self.count, device=self.device,
+                  inputs=[start_view, current_view, self.index_view, float(pad) + FLOAT32_PAD,
+                          warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f)])
+        with on_device_stream(self.device):
+            if self.bvh is None:
+                self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
+            else:
+                self.bvh.refit()

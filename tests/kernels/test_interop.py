@@ -1,0 +1,54 @@
+"""The kernel layer's hand-over of xp arrays to Warp: zero-copy views, refusals, the kernel cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+from solver_server.kernels import kernel_cache_dir, warm_kernels, warp_device_of, warp_view
+from tests.portability.strict_backend import strict_backend
+
+
+@wp.kernel
+def _double_in_place(values: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    values[i] = wp.float64(2.0) * values[i]
+
+
+def test_a_kernel_writes_into_the_numpy_array_itself():
+    """Fails if warp_view copies: the kernel's writes would not reach the caller's array."""
+    array = np.arange(12, dtype=np.float64).reshape(4, 3)
+    view = warp_view(array, wp.vec3d)
+    assert view.ptr == array.ctypes.data
+    wp.launch(_double_in_place, dim=4, inputs=[view], device="cpu")
+    np.testing.assert_array_equal(array, 2.0 * np.arange(12).reshape(4, 3))
+
+
+def test_a_kernel_writes_into_a_device_array_of_the_strict_backend():
+    """A non-numpy array module goes through DLPack (CuPy's path), also without a copy."""
+    xp = strict_backend().xp
+    array = xp.asarray(np.ones((5, 3)))
+    wp.launch(_double_in_place, dim=5, inputs=[warp_view(array, wp.vec3d)], device=warp_device_of(array))
+    np.testing.assert_array_equal(xp.asnumpy(array), np.full((5, 3), 2.0))
+
+
+@pytest.mark.parametrize("array", [np.zeros((4, 3), np.float32), np.zeros((4, 2)), np.zeros((3, 4))[:, :3]])
+def test_views_that_would_need_a_conversion_are_refused(array):
+    with pytest.raises(ValueError):
+        warp_view(array, wp.vec3d)
+
+
+def test_two_dimensional_index_arrays_keep_their_shape():
+    triangles = np.arange(12, dtype=np.int32).reshape(4, 3)
+    view = warp_view(triangles, wp.int32)
+    assert view.shape == (4, 3) and view.ptr == triangles.ctypes.data
+
+
+def test_warm_up_loads_every_kernel_module_from_the_cache():
+    report = warm_kernels("cpu")
+    assert report["cache"] == kernel_cache_dir()
+    assert {"solver_server.kernels.geometry", "solver_server.collision.mesh_kernels",
+            "solver_server.collision.surface_kernels"} <= set(report["modules"])
+    again = warm_kernels("cpu")
+    assert again["seconds"] < 2.0, "a warm start must not recompile"
