@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from .collision import ColliderSet
+from .runaway import RunawayGuard
 from .sim.builder import SceneSpec, parse_scene
 from .sim.errors import SceneError, SimulationError
 from .sim.rigid_carry import carry_points
@@ -39,6 +40,7 @@ class Simulation:
         self.colliders = ColliderSet([spec for spec in self.scene.objects if spec.kind == "collider"])
         self.groups = build_groups(self.scene, backend)
         self._poses = {spec.id: ObjectPose(spec.matrix_world, None) for spec in self.scene.objects}
+        self.runaway = RunawayGuard(self.scene.objects, self.scene.gravity, self.dt)
 
     # ------------------------------------------------------------------ drive handling
     def _next_poses(self, drive: dict | None, frame: int) -> dict[str, ObjectPose]:
@@ -161,6 +163,7 @@ class Simulation:
             self.colliders.set_poses(collider_poses)
         self._poses = poses
         self.frame = frame
+        self.runaway.elapsed = (frame - self.frame_start) / self.scene.time.fps
 
     # ------------------------------------------------------------------ frames
     def _collect(self) -> dict[str, np.ndarray]:
@@ -185,6 +188,7 @@ class Simulation:
         totals = {"iterations": 0, "contacts": 0}
         extra: dict[str, float] = {}
         frame_time = (frame - 1 - self.frame_start) / self.scene.time.fps
+        substep_start = {object_id: self._poses[object_id] for object_id in self.animated_ids}
         for k in range(self.substeps):
             alpha = (k + 1) / self.substeps
             poses = dict(self._poses)
@@ -222,6 +226,10 @@ class Simulation:
                         "positions became NaN/Inf; likely cause: stiffness too high for the substep count "
                         "(raise time.substeps), a collider teleporting through the object, or an "
                         "inverted/degenerate element", object=bad, frame=frame)
+            substep_end = {object_id: poses[object_id] for object_id in self.animated_ids}
+            self.runaway.note_kinematics(substep_start, substep_end, self.colliders.teleported)
+            self.runaway.check(self.groups, self.backend.xp, frame, skip=bool(self.colliders.teleported))
+            substep_start = substep_end
         device_ms = device_timer.elapsed_ms()
         self._poses = end_poses
         self.frame = frame

@@ -54,6 +54,10 @@ class SolverGroup(Protocol):
     def first_non_finite(self) -> str | None:
         """Id of an object whose state holds NaN/Inf, else None."""
 
+    def device_positions(self) -> list:
+        """[(id, positions (n, 3) or (S, P, 3) on the backend's device)] of the simulated points of every
+        object (no host copies: the runaway guard reads them after every substep)."""
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The group's whole dynamic state as host numpy arrays (copies; float64, int or bool), names
         without '/'; enough for :meth:`load_state_arrays` to continue bit-exactly (ARCHITECTURE §3)."""

@@ -82,6 +82,10 @@ class StrandGroup(ABC):
         return {strands.id: self.backend.to_host(strands.output(self.output_positions(solver, state), self.poses, xp))
                 .astype(np.float32) for strands, solver, state in zip(self.objects, self.solvers, self.states)}
 
+    def device_positions(self) -> list:
+        return [(strands.id, self.output_positions(solver, state))
+                for strands, solver, state in zip(self.objects, self.solvers, self.states)]
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Checkpoint state per object i: ``object<i>_<field>`` for every STATE_FIELDS array (float64)
         and ``object<i>_time`` [s], plus the model's extra arrays."""

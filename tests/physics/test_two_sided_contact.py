@@ -250,3 +250,50 @@ def test_cloth_drapes_on_an_animated_suzanne_without_entering_rebounding_or_popp
     assert rise.max() <= 0.1, f"the centre of mass rises at {rise.max():.2f} m/s after landing (rebound)"
     jumps = np.linalg.norm(np.diff(cloth[18:], axis=0), axis=2).max()
     assert jumps <= 0.1, f"a vertex jumps {jumps:.3f} m in one frame once settled"
+
+
+# ------------------------------------------------------------------------------------ runaway guard
+def test_runaway_guard_stops_an_exploding_object_naming_it_and_the_frame():
+    """An object whose points jump 50 m within one substep (nothing in a still scene can do that) stops the
+    job with a SimulationError naming the object and the frame; the guard is the one the Simulation runs."""
+    from solver_server.runaway import RunawayGuard
+    from solver_server.sim.errors import SimulationError
+
+    class Group:
+        def __init__(self):
+            self.points = np.zeros((4, 3))
+
+        def device_positions(self):
+            return [("Shirt", self.points)]
+
+    vertices, triangles, _ = cloth_grid(4, 0.3, 1.0)
+    simulation = Simulation(scene([cloth_object(vertices, triangles, object_id="Shirt")], frame_end=3), BACKEND)
+    guard = simulation.runaway
+    group = Group()
+    guard.check([group], np, frame=2, skip=False)
+    group.points = group.points + [0.0, 0.0, -0.01]          # 0.01 m in a substep: 0.96 m/s, fine
+    guard.check([group], np, frame=2, skip=False)
+    group.points = group.points + [0.0, 0.0, -50.0]
+    with pytest.raises(SimulationError) as error:
+        guard.check([group], np, frame=3, skip=False)
+    assert error.value.object == "Shirt" and error.value.frame == 3 and "runaway" in str(error.value)
+    assert isinstance(guard, RunawayGuard) and guard.limit() < 100.0
+
+
+def test_runaway_guard_does_not_fire_on_a_20_m_per_s_hit():
+    """The 2 mm slab scene above ran through the same guard (Simulation checks every substep); here the
+    bound it used: the slab's own speed raised it above the cloth's 20 m/s."""
+    plate, plate_triangles = slab(1.0, 0.002, z=-1.0)
+
+    def drive(frame):
+        matrix = np.eye(4)
+        matrix[2, 3] = min(20.0 * (frame - 1) / 24.0, 1.5)
+        return {"Slab": {"matrix_world": matrix}}
+
+    vertices, triangles, _ = cloth_grid(8, 0.5, 0.0)
+    simulation = Simulation(scene([cloth_object(vertices, triangles, params=FREE_CLOTH),
+                                   mesh_collider("Slab", plate, plate_triangles, animated=True)], frame_end=8),
+                            BACKEND)
+    run(simulation, drive)
+    assert simulation.runaway.kinematic == pytest.approx(20.0, rel=0.01)
+    assert simulation.runaway.limit() >= 100.0

@@ -43,11 +43,12 @@ def test_no_device_to_host_copy_inside_a_substep(name):
 
 def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
     """Mutation check: the pre-grid broad phase (k-d tree on downloaded points, still selectable with
-    TANGLE_BROAD_PHASE=kdtree) copies to the host inside the substep, and the guarded run fails."""
+    TANGLE_BROAD_PHASE=kdtree) copies to the host inside the substep, and the guarded run fails. (DER's
+    strand and collider CCD still use the xp broad phase; PD contact runs in Warp kernels over wp.Bvh.)"""
     monkeypatch.setattr(backend_module, "BROAD_PHASE", "kdtree")
-    _guarded_frames("pd_cloth_cholesky", get_backend("cpu"))              # numpy: no device, runs
+    _guarded_frames("colliders_der", get_backend("cpu"))                  # numpy: no device, runs
     with pytest.raises(PortabilityError, match="inside a substep"):
-        _guarded_frames("pd_cloth_cholesky", strict_backend())
+        _guarded_frames("colliders_der", strict_backend())
 
 
 def test_the_guard_refuses_every_download_route():

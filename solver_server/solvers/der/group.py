@@ -335,6 +335,9 @@ class DerHairGroup:
         return {object_id: to_host(shared.object_positions(index)).astype(np.float32)
                 for object_id, (shared, index) in zip(self.ids, self.places)}
 
+    def device_positions(self) -> list:
+        return [(object_id, shared.object_positions(index)) for object_id, (shared, index) in zip(self.ids, self.places)]
+
     def state_arrays(self) -> dict[str, np.ndarray]:
         """Checkpoint state: every DerState field of every object (positions, velocities, twist angles
         and their rates, time-parallel reference frames and unwrapped reference twists), named

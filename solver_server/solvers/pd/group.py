@@ -87,6 +87,10 @@ class PDGroup:
             self.solver.fell_back = True
             self.solver.global_solver = self.solver.cholesky
 
+    def device_positions(self) -> list:
+        positions = self.state.positions
+        return [(slot.id, positions[slot.start:slot.stop]) for slot in self.model.slots]
+
     def first_non_finite(self) -> str | None:
         xp = self.backend.xp
         finite_rows = xp.isfinite(self.state.positions).all(axis=1) & xp.isfinite(self.state.velocities).all(axis=1)
