@@ -132,10 +132,13 @@ def render(path, cloth_xyz, triangles, head_vertices, head_triangles, frame, fra
         scene.collection.objects.link(obj)
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(camera)
-    camera.location = (-3.2, -4.2, 2.6)
-    direction = -np.asarray(camera.location)
-    camera.rotation_euler = (float(np.arctan2(np.hypot(direction[0], direction[1]), -direction[2])), 0.0,
-                             float(np.arctan2(direction[1], direction[0]) - np.pi / 2))
+    camera.location = (-3.0, -4.5, 2.4)
+    target = bpy.data.objects.new("Target", None)
+    target.location = (0.1, 0.0, 0.2)
+    scene.collection.objects.link(target)
+    aim = camera.constraints.new("TRACK_TO")
+    aim.target = target
+    aim.track_axis, aim.up_axis = "TRACK_NEGATIVE_Z", "UP_Y"
     scene.camera = camera
     scene.render.engine = "BLENDER_WORKBENCH"
     scene.display.shading.color_type = "OBJECT"

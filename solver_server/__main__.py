@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from .kernels import warm_kernels
 
-    warp_device = "cuda:0" if backend.name == "cuda" else "cpu"
+    warp_device = backend.warp_device
     warmed = warm_kernels(warp_device)   # a cached start takes milliseconds; a fresh machine compiles once here
     print(f"tangle-solver kernels ready on {warp_device} in {warmed['seconds']:.2f} s (cache {warmed['cache']})",
           file=sys.stderr, flush=True)

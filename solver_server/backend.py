@@ -1,4 +1,5 @@
-"""The one place that picks the array module: numpy/scipy on CPU, cupy/cupyx on CUDA.
+"""The one place that picks the array module: numpy/scipy on CPU, cupy/cupyx on CUDA, and the Warp
+device of the job's kernels (``Backend.warp_device``).
 
 Solver code is written once against ``backend.xp`` (numpy-compatible) and
 ``backend.sparse`` (scipy.sparse-compatible) and moves data across the host/device
@@ -214,6 +215,14 @@ class Backend:
     name: str
     xp: Any
     sparse: Any
+
+    @property
+    def warp_device(self) -> str:
+        """The Warp device the job's kernels launch on (solver_server/kernels): "cpu", or "cuda:N" for
+        CuPy's current device."""
+        if self.name != "cuda":
+            return "cpu"
+        return f"cuda:{int(self.xp.cuda.Device().id)}"
 
     def to_host(self, array) -> np.ndarray:
         """Device array -> numpy array (no copy on CPU)."""

@@ -79,7 +79,8 @@ class RunawayGuard:
                     if speed > limit:
                         raise SimulationError(
                             f"runaway: a point moved at {speed:.3g} m/s in one substep, far beyond what this scene "
-                            f"can produce ({limit:.3g} m/s from gravity and the fastest animated object); the "
-                            "simulation blew up: raise time.substeps, lower the stiffness, or check the colliders "
-                            "near this object", object=object_id, frame=frame)
+                            f"can produce ({limit:.3g} m/s from gravity and the fastest animated object): the "
+                            "simulation blew up; likely cause: stiffness too high for the substep count (raise "
+                            "time.substeps), or a collider or pin forcing the object through itself",
+                            object=object_id, frame=frame)
                 self.previous[object_id] = positions.copy()

@@ -118,7 +118,25 @@ def stats_line(stats: Mapping[str, object]) -> str:
             break
     if "step_ms" in stats:
         parts.append(f"{float(stats['step_ms']):.1f} ms/substep")
+    parts.extend(contact_warnings(stats))
     return " · ".join(parts)
+
+
+def contact_warnings(stats: Mapping[str, object]) -> list[str]:
+    """What the contact solve could not do cleanly in a frame (docs/contact.md), in an artist's words:
+    pairs of cloth surfaces still touching after the last self-contact pass, points moved out of a closed
+    collider shell (at the start, or after a collider teleported), colliders that teleported."""
+    warnings = []
+    left = int(stats.get("self_contacts_left", 0) or 0)
+    if left:
+        warnings.append(f"{left} self-contacts unresolved")
+    recovered = int(stats.get("recovered_inside", 0) or 0)
+    if recovered:
+        warnings.append(f"{recovered} points moved out of a collider")
+    teleported = stats.get("teleported_colliders")
+    if teleported:
+        warnings.append("teleported: " + ", ".join(str(name) for name in teleported))
+    return warnings
 
 
 def server_line(welcome: Mapping[str, object]) -> str:

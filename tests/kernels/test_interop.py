@@ -52,3 +52,10 @@ def test_warm_up_loads_every_kernel_module_from_the_cache():
             "solver_server.collision.surface_kernels"} <= set(report["modules"])
     again = warm_kernels("cpu")
     assert again["seconds"] < 2.0, "a warm start must not recompile"
+
+
+def test_the_backend_names_the_warp_device_of_its_arrays():
+    from solver_server.backend import get_backend
+
+    for backend in (get_backend("cpu"), strict_backend()):
+        assert backend.warp_device == warp_device_of(backend.xp.zeros((2, 3))) == "cpu"
