@@ -20,12 +20,11 @@ float32, padded). Arrays cross into the kernels as zero-copy views (``kernels.wa
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import warp as wp
 
-from ..kernels import launch, on_device_stream, warp_device_of, warp_view
+from ..kernels import launch, on_device_stream, warp_view
 from ..sim.errors import SceneError
 from . import mesh_kernels
 from .swept_elements import SweptElements, unique_edges

@@ -15,7 +15,7 @@ from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 
 from .character_scenes import cloth_on_suzanne, turn_and_slide
-from .contact_metrics import edge_stretch, winding_numbers
+from .contact_metrics import winding_numbers
 from .scenes import cloth_object, grid, run, scene, uv_sphere
 
 BACKEND = get_backend("cpu")
