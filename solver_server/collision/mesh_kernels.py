@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper
+from ..kernels.bounds import box_lower, box_upper, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
                                 segment_closest_parameters, start_side, vertex_triangle_ccd)
 
@@ -63,7 +63,9 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
             a1 = current[tri[0]]
             b1 = current[tri[1]]
             c1 = current[tri[2]]
-            t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
+            t = wp.float64(-1.0)
+            if paths_may_meet(x0, x, x0, x, a0, a1, b0, b1, c0, c1):
+                t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
             if t >= wp.float64(0.0) and t < first_time:
                 first_time = t
                 first_face = face
@@ -217,7 +219,9 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
         st = segment_closest_parameters(a1, b1, c1, d1)
         gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
         distance = wp.length(gap)
-        crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
+        crossed = False
+        if paths_may_meet(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1):
+            crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
         if not crossed and distance >= r:
             continue
         direction = wp.vec3d()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper
+from ..kernels.bounds import box_lower, box_upper, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
                                 segment_closest_parameters, start_side, vertex_triangle_ccd)
 
@@ -56,7 +56,9 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
         weights = closest_barycentric(x1, a1, b1, c1)
         gap = x1 - blend(weights, a1, b1, c1)
         distance = wp.length(gap)
-        crossed = vertex_triangle_ccd(x0, x1, a0, b0, c0, a1, b1, c1) >= wp.float64(0.0)
+        crossed = False
+        if paths_may_meet(x0, x1, x0, x1, a0, a1, b0, b1, c0, c1):
+            crossed = vertex_triangle_ccd(x0, x1, a0, b0, c0, a1, b1, c1) >= wp.float64(0.0)
         if not crossed and distance >= separation:
             continue
         side = start_side(x0, x1, a0, b0, c0, a1, b1, c1)
@@ -125,7 +127,9 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         st = segment_closest_parameters(a1, b1, c1, d1)
         gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
         distance = wp.length(gap)
-        crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
+        crossed = False
+        if paths_may_meet(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1):
+            crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
         if not crossed and distance >= separation:
             continue
         direction = wp.vec3d()

@@ -38,3 +38,17 @@ def element_bounds(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.v
             high = wp.vec3d(wp.max(high[0], p[0]), wp.max(high[1], p[1]), wp.max(high[2], p[2]))
     lowers[k] = box_lower(low, low, pad)
     uppers[k] = box_upper(high, high, pad)
+
+
+@wp.func
+def paths_may_meet(p0: wp.vec3d, p1: wp.vec3d, q0: wp.vec3d, q1: wp.vec3d, r0: wp.vec3d, r1: wp.vec3d,
+                   s0: wp.vec3d, s1: wp.vec3d, t0: wp.vec3d, t1: wp.vec3d) -> bool:
+    """False when the box of the path p0 → p1 (and of q, for an edge: pass q = p) misses the box of the
+    other element's corners r, s, t over the substep (pass t = s for an edge): then no CCD crossing is
+    possible, and the cubic need not be scanned. Exact boxes, no padding."""
+    low_a = wp.min(wp.min(p0, p1), wp.min(q0, q1))
+    high_a = wp.max(wp.max(p0, p1), wp.max(q0, q1))
+    low_b = wp.min(wp.min(wp.min(r0, r1), wp.min(s0, s1)), wp.min(t0, t1))
+    high_b = wp.max(wp.max(wp.max(r0, r1), wp.max(s0, s1)), wp.max(t0, t1))
+    return (low_a[0] <= high_b[0] and low_b[0] <= high_a[0] and low_a[1] <= high_b[1] and low_b[1] <= high_a[1]
+            and low_a[2] <= high_b[2] and low_b[2] <= high_a[2])

@@ -210,14 +210,15 @@ class PDSolver:
     def _final_constraints(self, q, q_start, colliders: ColliderSet, contact_count: int, timings: dict):
         """The hard constraints after the iterations, in FINAL_ROUNDS rounds: the cloth strain limit, then
         the colliders (vertices by CCD, then surface edges against mesh edges, each followed by the vertex
-        projection), then surface self-contact followed by the vertex projection. A later constraint
+        projection); in the last round then surface self-contact followed by the vertex projection (self-
+        contact in every round cost twice the passes for the same intersections). A later constraint
         undoes part of an earlier one (a collider push stretches an edge, the strain limit pulls a point
         back towards a surface), so each round hands the residue back to the others; colliders have the
         last word. Returns (q, contact_count + self contacts)."""
         xp = self.backend.xp
         has_colliders = len(colliders) > 0
         timings.setdefault("strain_limit_ms", 0.0)
-        for _ in range(FINAL_ROUNDS):
+        for round_index in range(FINAL_ROUNDS):
             if self.strain_limit is not None:
                 tick = time.perf_counter()
                 global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
@@ -228,7 +229,7 @@ class PDSolver:
             if has_colliders:
                 q, _ = self.contact.project(colliders, q, q_start)
                 q, timings["collider_edge_contacts"] = self.contact.resolve_edges(colliders, q, q_start)
-            if self.self_collision is not None:
+            if self.self_collision is not None and round_index == FINAL_ROUNDS - 1:
                 q, self_contacts = self.self_collision.resolve(xp, q, q_start)
                 contact_count += self_contacts
                 timings["self_contacts_left"] = self.self_collision.left
