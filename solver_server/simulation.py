@@ -215,6 +215,8 @@ class Simulation:
                         extra[key] = extra.get(key, 0.0) + float(value)
                     elif key.endswith("_left"):        # contacts / limits left unresolved: the worst substep
                         extra[key] = max(extra.get(key, 0), value)
+                    elif key.endswith("_objects"):      # ids named by any substep of the frame
+                        extra[key] = sorted(set(extra.get(key, [])) | set(value))
                     elif key == "recovered_inside":
                         extra[key] = extra.get(key, 0) + int(value)
                     elif key not in totals:

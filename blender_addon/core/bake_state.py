@@ -129,7 +129,8 @@ def contact_warnings(stats: Mapping[str, object]) -> list[str]:
     warnings = []
     left = int(stats.get("self_contacts_left", 0) or 0)
     if left:
-        warnings.append(f"{left} self-contacts unresolved")
+        where = stats.get("self_contacts_left_objects")
+        warnings.append(f"{left} self-contacts unresolved" + (f" ({', '.join(map(str, where))})" if where else ""))
     recovered = int(stats.get("recovered_inside", 0) or 0)
     if recovered:
         warnings.append(f"{recovered} points moved out of a collider")

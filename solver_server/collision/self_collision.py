@@ -11,8 +11,9 @@ the start of the substep, every vertex–triangle and edge–edge pair that eith
 other during the substep (CCD of the linear motions) or is closer than the two thicknesses, and
 restores the separation on the side the pair started on (never read from a winding normal) by
 inverse-mass-weighted position corrections, averaged per point (Jacobi). Passes repeat until no
-pair is found or ``iterations`` are spent; the pairs still found by the last pass are reported as
-``self_contacts_left``, so a frame that could not be made intersection-free says so.
+pair is found or ``iterations`` are spent; the pairs the last pass still found passed through each
+other are reported as ``self_contacts_left``, so a frame that could not be made intersection-free
+says so (layers resting on each other within their thickness are contacts, not failures).
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ class SurfaceContact:
         self.iterations = iterations
         self.count = points.count
         self.device = warp_device_of(self.point_owner)
-        self.left = 0      # pairs still found by the last pass of the latest resolve
+        self.left = 0      # pairs the last pass of the latest resolve found passed through each other
+        self._crossed = 0
+        self.left_objects: list[str] = []   # ids of the objects those pairs touch
+        self.slot_ids = [slot.id for slot in model.slots]
 
     @staticmethod
     def wanted(model: ParticleModel) -> bool:
@@ -68,8 +72,11 @@ class SurfaceContact:
     def resolve(self, xp, positions, start):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
         on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts
-        corrected in the worst pass); ``self.left`` holds the pairs the last pass still found."""
+        corrected in the worst pass); ``self.left`` holds the pairs the last pass still found passed
+        through each other (resting layers in contact are not counted) and ``self.left_objects`` the ids of
+        the objects with pairs in that pass."""
         self.left = 0
+        self.left_objects = []
         if self.triangles.count == 0 or self.iterations == 0:
             return positions, 0
         y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
@@ -78,10 +85,13 @@ class SurfaceContact:
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
             delta, touched, count = self._pass(xp, y, y0)
             total = max(total, count)
-            self.left = count
+            self.left = self._crossed
             if count == 0:
                 break
             positions = self.points.distribute(positions, delta, touched)
+        if self.left:   # one scalar test per object (a few), only when something was left
+            self.left_objects = [object_id for slot_index, object_id in enumerate(self.slot_ids)
+                                 if bool(xp.any(touched & (self.point_owner == slot_index)))]
         return positions, total
 
     def _pass(self, xp, y, y0):
@@ -93,7 +103,7 @@ class SurfaceContact:
         self.edges.refit(start_view, current_view, pad)
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
-        contacts = xp.zeros(2, dtype=xp.int32)
+        contacts = xp.zeros(3, dtype=xp.int32)
         outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
@@ -104,6 +114,7 @@ class SurfaceContact:
                   inputs=[self.edges.bvh.id, start_view, current_view, self.edges.index_view,
                           self.edges.owner_view, warp_view(self.self_contact, wp.int32),
                           thickness, inverse_mass, pad, *outputs])
-        found = int(contacts.sum())
+        found = int(contacts[:2].sum())
+        self._crossed = int(contacts[2])
         touched = count > 0
         return correction / xp.maximum(count, 1)[:, None], touched, found

@@ -34,7 +34,8 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
                             count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32)):
     """Point i against every triangle it may touch: crossed during the pass (CCD) or closer than the
     separation. ``reach`` [m]: the query boxes' padding (the largest thickness; the element boxes carry
-    the same). Adds the corrections of point and corners to correction/count; contacts[0] += pairs."""
+    the same). Adds the corrections of point and corners to correction/count; contacts[0] += pairs,
+    contacts[2] += pairs that had passed through each other."""
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
@@ -88,6 +89,8 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
         wp.atomic_add(count, ib, 1)
         wp.atomic_add(count, ic, 1)
         wp.atomic_add(contacts, 0, 1)
+        if crossed:
+            wp.atomic_add(contacts, 2, 1)
 
 
 @wp.kernel
@@ -98,7 +101,8 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
                        correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
                        contacts: wp.array(dtype=wp.int32)):
     """Edge e against every edge f > e it may touch: passed through it during the pass (CCD) or closer
-    than the separation. Adds the four endpoints' corrections; contacts[1] += pairs."""
+    than the separation. Adds the four endpoints' corrections; contacts[1] += pairs, contacts[2] += pairs
+    that had passed through each other."""
     e = wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
@@ -168,3 +172,5 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         wp.atomic_add(count, ic, 1)
         wp.atomic_add(count, id, 1)
         wp.atomic_add(contacts, 1, 1)
+        if crossed:
+            wp.atomic_add(contacts, 2, 1)

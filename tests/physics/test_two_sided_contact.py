@@ -304,3 +304,19 @@ def test_runaway_guard_does_not_fire_on_a_20_m_per_s_hit():
     run(simulation, drive)
     assert simulation.runaway.kinematic == pytest.approx(20.0, rel=0.01)
     assert simulation.runaway.limit() >= 100.0
+
+
+# ------------------------------------------------------------------------------ folded cloth, floor
+def test_cloth_folding_onto_itself_on_a_floor_never_intersects_itself():
+    """The issue's folded cloth: half of it lies on the floor, the other half folds down onto it. No pair
+    of its triangles intersects at any frame; pairs left after the last self-contact pass are named."""
+    from .test_self_collision import _folding_cloth
+    from .contact_metrics import intersecting_triangle_pairs
+
+    simulation, _, triangles, _ = _folding_cloth(self_collision=True)
+    frames = run(simulation)
+    pairs = [intersecting_triangle_pairs(frame[1]["Cloth"].astype(float), triangles) for frame in frames]
+    assert max(pairs) == 0, f"intersecting triangle pairs per frame: {pairs}"
+    for _, _, stats in frames[1:]:
+        if stats.get("self_contacts_left", 0):
+            assert stats["self_contacts_left_objects"] == ["Cloth"]

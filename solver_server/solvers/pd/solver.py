@@ -233,6 +233,8 @@ class PDSolver:
                 q, self_contacts = self.self_collision.resolve(xp, q, q_start)
                 contact_count += self_contacts
                 timings["self_contacts_left"] = self.self_collision.left
+                if self.self_collision.left_objects:
+                    timings["self_contacts_left_objects"] = self.self_collision.left_objects
                 if has_colliders:     # self-contact moves points: colliders have the last word
                     q, _ = self.contact.project(colliders, q, q_start)
             timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
