@@ -183,14 +183,15 @@ class MeshGeometry:
 
         start, proposed: (n, 3) float64 [m] C-contiguous; point_edges: int32 (E, 2)
         Warp view of the points' edges; reach (n,) [m] each point's distance to keep plus the mesh's
-        thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts
-        and the pair count (contacts[0]) into the given arrays."""
+        thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts,
+        the pairs in contact (contacts[0]), those that had crossed (contacts[1]) and the point edges that
+        already passed through the mesh at the start, left free (contacts[2]) into the given arrays."""
         pose = self.pose(xp)
         if point_edges.shape[0] == 0:
             return
         launch(mesh_kernels.collider_edge_contacts, point_edges.shape[0], device=pose.device,
-                  inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view,
-                          warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
+                  inputs=[pose.edges.bvh.id, pose.triangles.bvh.id, pose.previous_view, pose.current_view,
+                          pose.edges.index_view, pose.triangles.index_view, warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
                           warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64),
                           warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)])
 

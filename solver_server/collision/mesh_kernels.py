@@ -26,7 +26,8 @@ import warp as wp
 
 from ..kernels.bounds import box_lower, box_upper, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
-                                segment_closest_parameters, start_side, vertex_triangle_ccd)
+                                segment_closest_parameters, segment_crosses_triangle, start_side,
+                                vertex_triangle_ccd)
 
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
@@ -188,16 +189,37 @@ def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dt
         surface[i] = points[i]
 
 
+@wp.func
+def _passes_through_mesh(bvh: wp.uint64, vertices: wp.array(dtype=wp.vec3d), triangles: wp.array(dtype=wp.int32, ndim=2),
+                         p: wp.vec3d, q: wp.vec3d) -> bool:
+    """Whether segment p–q passes through a triangle of the mesh at ``vertices`` (whose boxes the BVH's
+    contain)."""
+    query = wp.bvh_query_aabb(bvh, box_lower(p, q, wp.float64(0.0)), box_upper(p, q, wp.float64(0.0)))
+    t = int(0)
+    while wp.bvh_query_next(query, t):
+        if segment_crosses_triangle(p, q, vertices[triangles[t, 0]], vertices[triangles[t, 1]],
+                                    vertices[triangles[t, 2]]):
+            return True
+    return False
+
+
 @wp.kernel
-def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                           mesh_edges: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
+def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d),
+                           current: wp.array(dtype=wp.vec3d), mesh_edges: wp.array(dtype=wp.int32, ndim=2),
+                           mesh_triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                            proposed: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                            reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
                            correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
                            contacts: wp.array(dtype=wp.int32)):
     """Point edge e (start → proposed) against every mesh edge (previous → current) whose swept box it
     meets: crossed during the substep, or closer than the endpoints' larger reach. The point edge is
-    moved back to that distance on the side it started on; the mesh edge does not move."""
+    moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
+    counts the pairs in contact, contacts[1] those that had crossed.
+
+    A point edge that already passes through a mesh triangle at the start (a thin part such as an ear
+    got between its two points earlier) is left free (contacts[2] counts these): keeping the sides it
+    has would hold it through the mesh for the rest of the shot, while free, the vertex contact and
+    the cloth's own elasticity draw it out around the rim."""
     e = wp.tid()
     ia = point_edges[e, 0]
     ib = point_edges[e, 1]
@@ -205,6 +227,9 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
     b0 = start[ib]
     a1 = proposed[ia]
     b1 = proposed[ib]
+    if _passes_through_mesh(triangle_bvh, previous, mesh_triangles, a0, b0):
+        wp.atomic_add(contacts, 2, 1)
+        return
     r = wp.max(reach[ia], reach[ib])
     low = wp.min(box_lower(a0, a1, r), box_lower(b0, b1, r))
     high = wp.max(box_upper(a0, a1, r), box_upper(b0, b1, r))
@@ -251,3 +276,5 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
         wp.atomic_add(count, ia, 1)
         wp.atomic_add(count, ib, 1)
         wp.atomic_add(contacts, 0, 1)
+        if crossed:
+            wp.atomic_add(contacts, 1, 1)

@@ -19,12 +19,18 @@ says so (layers resting on each other within their thickness are contacts, not f
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 import warp as wp
 
 from ..kernels import launch, warp_device_of, warp_view
 from ..sim.model import ParticleModel
 from . import surface_kernels
 from .swept_elements import SweptElements, unique_edges
+
+
+ZONE_ROUNDS = 6             # impact-zone rounds per substep at most (each: one test pass, zones moved rigidly)
+CROSSED_PAIRS_KEPT = 4096   # rows for the points of pairs found passed through each other (at least one per point)
 
 
 class SurfaceContact:
@@ -61,6 +67,7 @@ class SurfaceContact:
         self.left = 0      # pairs the last pass of the latest resolve found passed through each other
         self._crossed = 0
         self.left_objects: list[str] = []   # ids of the objects those pairs touch
+        self.crossed_pairs = xp.zeros((max(CROSSED_PAIRS_KEPT, points.count), 4), dtype=xp.int32)
         self.slot_ids = [slot.id for slot in model.slots]
 
     @staticmethod
@@ -89,10 +96,82 @@ class SurfaceContact:
             if count == 0:
                 break
             positions = self.points.distribute(positions, delta, touched)
-        if self.left:   # one scalar test per object (a few), only when something was left
-            self.left_objects = [object_id for slot_index, object_id in enumerate(self.slot_ids)
-                                 if bool(xp.any(touched & (self.point_owner == slot_index)))]
+        if self.left:
+            positions = self._impact_zones(xp, positions, y0)
         return positions, total
+
+    def crossed_since(self, xp, positions, start) -> int:
+        """Pairs that passed through each other between particle positions ``start`` and ``positions``
+        (n, 3) [m] (one test pass, nothing moved): what a later constraint (a collider push) undid of the
+        last resolve. Sets ``left`` to that number."""
+        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+        y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
+        self._pass(xp, y, y0)
+        self.left = self._crossed
+        self.left_objects = self._objects_of(self._crossed_pairs_found()) if self.left else []
+        return self._crossed
+
+    def _objects_of(self, pairs: np.ndarray) -> list[str]:
+        """Ids of the objects whose points appear in ``pairs`` (k, 4) host point indices."""
+        owners = np.unique(np.asarray(self._to_host(self.point_owner))[pairs.ravel()])
+        return [self.slot_ids[slot_index] for slot_index in owners]
+
+    def _impact_zones(self, xp, positions, y0):
+        """Pairs still passed through each other after the Jacobi passes (Bridson et al. 2002's impact
+        zones, translation only): the points of every such pair are joined into zones (connected
+        components over all pairs found so far) and each zone moves as one body, by the mass-weighted
+        mean of its points' displacements over the substep (a zone holding pinned points moves with
+        them). Points that did not pass through each other at the start cannot after a common
+        translation, so a zone ends free of crossings inside it; the test is repeated while zones meet
+        other points, ZONE_ROUNDS times at most. Sets ``left`` (pairs found in the last test) and
+        ``left_objects``; returns the positions."""
+        found = []
+        for _ in range(ZONE_ROUNDS):
+            y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
+            self._pass(xp, y, y0)
+            self.left = self._crossed
+            if self._crossed == 0:
+                break
+            found.append(self._crossed_pairs_found())
+            positions = self._move_zones(xp, positions, y, y0, np.concatenate(found))
+        if self.left:
+            self.left_objects = self._objects_of(np.concatenate(found))
+        return positions
+
+    def _crossed_pairs_found(self) -> np.ndarray:
+        """(k, 4) host int array: the points of the pairs the last pass found passed through each other."""
+        rows = min(self._crossed, self.crossed_pairs.shape[0])
+        return np.asarray(self._to_host(self.crossed_pairs[:rows]), np.int64)
+
+    def _to_host(self, array):
+        return array.get() if hasattr(array, "get") else array
+
+    def _move_zones(self, xp, positions, y, y0, pairs: np.ndarray):
+        """Positions after moving every impact zone of ``pairs`` (k, 4) point indices rigidly (translation);
+        y, y0: (n_c, 3) the collision points now and at the substep start."""
+        involved, local = np.unique(pairs, return_inverse=True)
+        local = local.reshape(pairs.shape)
+        links = np.concatenate([local[:, [0, 1]], local[:, [1, 2]], local[:, [2, 3]]])
+        graph = scipy.sparse.coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])),
+                                        shape=(len(involved), len(involved)))
+        zone_count, zone = scipy.sparse.csgraph.connected_components(graph, directed=False)
+        involved, zone = xp.asarray(involved), xp.asarray(zone)
+        displacement = y[involved] - y0[involved]
+        inverse_mass = self.inverse_mass[involved]
+        pinned = (inverse_mass <= 0.0).astype(xp.float64)
+        mass = xp.where(inverse_mass > 0.0, 1.0 / xp.maximum(inverse_mass, 1e-300), 0.0)
+        pinned_count = xp.bincount(zone, weights=pinned, minlength=zone_count)
+        mass_sum = xp.bincount(zone, weights=mass, minlength=zone_count)
+        moved = xp.stack([xp.where(pinned_count > 0,
+                                   xp.bincount(zone, weights=pinned * displacement[:, axis], minlength=zone_count)
+                                   / xp.maximum(pinned_count, 1.0),
+                                   xp.bincount(zone, weights=mass * displacement[:, axis], minlength=zone_count)
+                                   / xp.maximum(mass_sum, 1e-300)) for axis in range(3)], axis=1)
+        delta = xp.zeros_like(y)
+        delta[involved] = y0[involved] + moved[zone] - y[involved]
+        mask = xp.zeros(y.shape[0], dtype=bool)
+        mask[involved] = True
+        return self.points.distribute(positions, delta, mask)
 
     def _pass(self, xp, y, y0):
         """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts)."""
@@ -104,7 +183,8 @@ class SurfaceContact:
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
         contacts = xp.zeros(3, dtype=xp.int32)
-        outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)]
+        outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
+                   warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                   inputs=[self.triangles.bvh.id, start_view, current_view, self.triangles.index_view,

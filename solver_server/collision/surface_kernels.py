@@ -25,17 +25,31 @@ def _may_touch(owner_a: int, owner_b: int, self_contact: wp.array(dtype=wp.int32
     return owner_a != owner_b or self_contact[owner_a] != 0
 
 
+@wp.func
+def _record_crossed(contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(dtype=wp.int32, ndim=2),
+                    p: int, q: int, r: int, s: int):
+    """Count a pair that passed through each other (contacts[2]) and keep its four points while rows last."""
+    row = wp.atomic_add(contacts, 2, 1)
+    if row < crossed_pairs.shape[0]:
+        crossed_pairs[row, 0] = p
+        crossed_pairs[row, 1] = q
+        crossed_pairs[row, 2] = r
+        crossed_pairs[row, 3] = s
+
+
 @wp.kernel
 def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                             triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
                             point_owner: wp.array(dtype=wp.int32), self_contact: wp.array(dtype=wp.int32),
                             thickness: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
                             reach: wp.float64, correction: wp.array(dtype=wp.vec3d),
-                            count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32)):
+                            count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
+                            crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
     """Point i against every triangle it may touch: crossed during the pass (CCD) or closer than the
     separation. ``reach`` [m]: the query boxes' padding (the largest thickness; the element boxes carry
     the same). Adds the corrections of point and corners to correction/count; contacts[0] += pairs,
-    contacts[2] += pairs that had passed through each other."""
+    contacts[2] += pairs that had passed through each other, whose four points go to crossed_pairs
+    (rows beyond its length are counted, not kept)."""
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
@@ -90,7 +104,7 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
         wp.atomic_add(count, ic, 1)
         wp.atomic_add(contacts, 0, 1)
         if crossed:
-            wp.atomic_add(contacts, 2, 1)
+            _record_crossed(contacts, crossed_pairs, i, ia, ib, ic)
 
 
 @wp.kernel
@@ -99,10 +113,10 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
                        self_contact: wp.array(dtype=wp.int32), thickness: wp.array(dtype=wp.float64),
                        inverse_mass: wp.array(dtype=wp.float64), reach: wp.float64,
                        correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
-                       contacts: wp.array(dtype=wp.int32)):
+                       contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
     """Edge e against every edge f > e it may touch: passed through it during the pass (CCD) or closer
     than the separation. Adds the four endpoints' corrections; contacts[1] += pairs, contacts[2] += pairs
-    that had passed through each other."""
+    that had passed through each other (their points to crossed_pairs, as in point_triangle_contacts)."""
     e = wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
@@ -173,4 +187,4 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         wp.atomic_add(count, id, 1)
         wp.atomic_add(contacts, 1, 1)
         if crossed:
-            wp.atomic_add(contacts, 2, 1)
+            _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)

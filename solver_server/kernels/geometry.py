@@ -1,4 +1,5 @@
-"""Shared ``@wp.func`` geometry in float64: closest point on a triangle and vertex–triangle CCD.
+"""Shared ``@wp.func`` geometry in float64: closest points, segment–triangle crossing, vertex–triangle and
+edge–edge CCD.
 
 Used by the collider kernels (``collision/mesh_kernels.py``) and testable on their own through the
 small kernels at the bottom of this module (``tests/kernels/test_geometry_kernels.py`` compares them
@@ -136,6 +137,25 @@ def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, 
     return wp.float64(-1.0)
 
 
+@wp.func
+def segment_crosses_triangle(p: wp.vec3d, q: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> bool:
+    """Whether segment p–q passes through the interior of triangle abc: p and q strictly on opposite
+    sides of its plane, and the line through them strictly inside all three edges (signed volumes;
+    touching an edge or a corner does not count)."""
+    zero = wp.float64(0.0)
+    side_p = wp.dot(wp.cross(b - a, c - a), p - a)
+    side_q = wp.dot(wp.cross(b - a, c - a), q - a)
+    if not ((side_p > zero and side_q < zero) or (side_p < zero and side_q > zero)):
+        return False
+    line = q - p
+    around_ab = wp.dot(line, wp.cross(a - p, b - p))
+    around_bc = wp.dot(line, wp.cross(b - p, c - p))
+    around_ca = wp.dot(line, wp.cross(c - p, a - p))
+    if around_ab > zero and around_bc > zero and around_ca > zero:
+        return True
+    return around_ab < zero and around_bc < zero and around_ca < zero
+
+
 # ----------------------------------------------------------------------------------------- test kernels
 @wp.kernel
 def closest_points_kernel(points: wp.array(dtype=wp.vec3d), a: wp.array(dtype=wp.vec3d),
@@ -144,6 +164,15 @@ def closest_points_kernel(points: wp.array(dtype=wp.vec3d), a: wp.array(dtype=wp
     """barycentric[i] = closest_barycentric(points[i], a[i], b[i], c[i])."""
     i = wp.tid()
     barycentric[i] = closest_barycentric(points[i], a[i], b[i], c[i])
+
+
+@wp.kernel
+def segment_crosses_triangle_kernel(p: wp.array(dtype=wp.vec3d), q: wp.array(dtype=wp.vec3d),
+                                    corners: wp.array(dtype=wp.vec3d), crosses: wp.array(dtype=wp.int32)):
+    """crosses[i] = segment_crosses_triangle(p[i], q[i], corners 3i..3i+2)."""
+    i = wp.tid()
+    crosses[i] = wp.where(segment_crosses_triangle(p[i], q[i], corners[3 * i], corners[3 * i + 1],
+                                                   corners[3 * i + 2]), 1, 0)
 
 
 @wp.kernel

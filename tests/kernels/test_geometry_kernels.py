@@ -93,3 +93,17 @@ def test_edge_edge_ccd_finds_when_one_edge_passes_through_the_other():
                                         warp_view(times, wp.float64)], device="cpu")
     assert times[0] == pytest.approx(0.5, abs=1e-9)
     assert times[1] == -1.0
+
+
+def test_segment_crosses_triangle_matches_the_numpy_reference():
+    from tests.physics.contact_metrics import _segment_hits_triangle
+
+    rng = np.random.default_rng(11)
+    p, q, a, b, c = (rng.normal(size=(4000, 3)) for _ in range(5))
+    crosses = np.zeros(4000, np.int32)
+    corners = np.ascontiguousarray(np.stack([a, b, c], axis=1).reshape(-1, 3))
+    wp.launch(geometry.segment_crosses_triangle_kernel, dim=4000,
+              inputs=[*_views(p, q, corners), warp_view(crosses, wp.int32)], device="cpu")
+    expected = _segment_hits_triangle(p, q, a, b, c, eps=0.0)
+    assert 200 < expected.sum() < 3800
+    np.testing.assert_array_equal(crosses.astype(bool), expected)

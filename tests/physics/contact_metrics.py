@@ -5,6 +5,8 @@
 - ``intersecting_triangle_pairs``: pairs of triangles of one surface (sharing no vertex) that
   intersect, found as edge–triangle crossings (two triangles intersect iff an edge of one crosses
   the other, or they are coplanar, which a falling cloth never is exactly);
+- ``edges_through_surface``: edges of one surface that pass through the triangles of another (a cloth
+  hooked through a collider's thin part: no vertex inside, yet the head shows through the cloth);
 - ``edge_stretch``: largest edge length / rest length − 1.
 """
 
@@ -63,10 +65,34 @@ def intersecting_triangle_pairs(positions: np.ndarray, triangles: np.ndarray) ->
     return int(hit.sum())
 
 
+def surface_edges(triangles: np.ndarray) -> np.ndarray:
+    """Unique edges (E, 2) of a triangle mesh, each (low, high)."""
+    return np.unique(np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]),
+                             axis=1), axis=0)
+
+
+def edges_through_surface(positions: np.ndarray, triangles: np.ndarray, other_vertices: np.ndarray,
+                          other_triangles: np.ndarray) -> int:
+    """Number of edges of the mesh (positions (N, 3), triangles) that pass through a triangle of the other
+    mesh (other_vertices (M, 3), other_triangles)."""
+    edges = surface_edges(triangles)
+    start, end = positions[edges[:, 0]], positions[edges[:, 1]]
+    corners = other_vertices[other_triangles]
+    centroids = corners.mean(axis=1)
+    reach = 0.5 * np.linalg.norm(end - start, axis=1).max() + np.linalg.norm(corners - centroids[:, None], axis=2).max()
+    near = cKDTree(0.5 * (start + end)).query_ball_tree(cKDTree(centroids), reach)
+    edge_index = np.repeat(np.arange(len(edges)), [len(found) for found in near])
+    if len(edge_index) == 0:
+        return 0
+    triangle_index = np.concatenate([np.asarray(found, int) for found in near])
+    a, b, c = (corners[triangle_index, k] for k in range(3))
+    hit = _segment_hits_triangle(start[edge_index], end[edge_index], a, b, c)
+    return len(np.unique(edge_index[hit]))
+
+
 def edge_stretch(positions: np.ndarray, rest: np.ndarray, triangles: np.ndarray) -> float:
     """Largest relative edge elongation (length / rest length − 1) over the mesh's edges."""
-    edges = np.unique(np.sort(np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]]),
-                              axis=1), axis=0)
+    edges = surface_edges(triangles)
     length = np.linalg.norm(positions[edges[:, 0]] - positions[edges[:, 1]], axis=1)
     rest_length = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
     return float((length / rest_length).max() - 1.0)

@@ -27,7 +27,7 @@ from ...kernels import warp_view
 from ...sim.model import ParticleModel
 
 
-EDGE_ROUNDS = 2   # edge–edge rounds against mesh colliders per substep (each followed by a vertex projection)
+EDGE_ROUNDS = 8   # most edge–edge rounds against mesh colliders per call (each followed by a vertex projection)
 
 
 class ContactPoints:
@@ -120,19 +120,25 @@ class ContactPoints:
 
     def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS):
         """Edge–edge contact of the objects' surface edges with mesh colliders (collision.mesh), each round
-        followed by the vertex projection. Returns (q, edge pairs in contact in the last round)."""
+        followed by the vertex projection. After the first round, rounds repeat only while some edge had
+        crossed a mesh edge during the substep (a crossing left in place would hold the cloth through a
+        thin part such as an ear: CCD keeps the sides it is given), at most ``rounds`` in all. Returns
+        (q, edge pairs in contact in the last round, edges through a mesh: those that had crossed in the
+        last round plus those that already passed through at the substep start)."""
         if not colliders.has_meshes or self.edges.shape[0] == 0:
-            return q, 0
+            return q, 0, 0
         start = self.points(q_start)
-        found = 0
+        found = crossed = through = 0
         for _ in range(rounds):
             points = self.points(q)
-            delta, touched, found = colliders.resolve_edges(self.xp, start, points, self.edge_view, self.thickness,
-                                                            self.inverse_gain)
+            delta, touched, found, crossed, through = colliders.resolve_edges(
+                self.xp, start, points, self.edge_view, self.thickness, self.inverse_gain)
             if found == 0:
                 break
             q, _ = self.project(colliders, self.distribute(q, delta, touched), q_start)
-        return q, found
+            if crossed == 0:
+                break
+        return q, found, crossed + through
 
     def apply_friction(self, q, q_start, contacts: Contacts):
         """Position-level Coulomb friction of the points (see collision.apply_friction), distributed."""

@@ -32,6 +32,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .strain_limit import EdgeStrainLimit
 
+SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
 FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-contact passes after the iterations
 CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
 STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
@@ -227,18 +228,40 @@ class PDSolver:
                 timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
             tick = time.perf_counter()
             if has_colliders:
-                q, _ = self.contact.project(colliders, q, q_start)
-                q, timings["collider_edge_contacts"] = self.contact.resolve_edges(colliders, q, q_start)
+                q = self._collider_constraints(colliders, q, q_start, timings)
             if self.self_collision is not None and round_index == FINAL_ROUNDS - 1:
-                q, self_contacts = self.self_collision.resolve(xp, q, q_start)
-                contact_count += self_contacts
-                timings["self_contacts_left"] = self.self_collision.left
-                if self.self_collision.left_objects:
-                    timings["self_contacts_left_objects"] = self.self_collision.left_objects
-                if has_colliders:     # self-contact moves points: colliders have the last word
-                    q, _ = self.contact.project(colliders, q, q_start)
+                q, contact_count = self._self_contact(colliders, q, q_start, contact_count, timings)
             timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
         return q, contact_count
+
+    def _self_contact(self, colliders: ColliderSet, q, q_start, contact_count: int, timings: dict):
+        """Surface self-contact, then the collider vertex projection (colliders have the last word). A
+        collider push can carry a point through a layer lying on the collider (a crossing that CCD would
+        then keep for good), so a test pass follows it and, if it finds pairs passed through each other,
+        self-contact and the push run again, SELF_COLLIDER_ROUNDS times at most. Returns (q, contact count)."""
+        xp = self.backend.xp
+        surfaces = self.self_collision
+        for _ in range(SELF_COLLIDER_ROUNDS):
+            q, self_contacts = surfaces.resolve(xp, q, q_start)
+            contact_count += self_contacts
+            if len(colliders) == 0:
+                break
+            q = self._collider_constraints(colliders, q, q_start, timings)
+            if surfaces.crossed_since(xp, q, q_start) == 0:
+                break
+        timings["self_contacts_left"] = surfaces.left
+        if surfaces.left and surfaces.left_objects:
+            timings["self_contacts_left_objects"] = surfaces.left_objects
+        return q, contact_count
+
+    def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict):
+        """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the
+        vertex projection); records the edge pairs in contact and those still crossed when the rounds ran
+        out (``collider_edges_left``). Returns q."""
+        q, _ = self.contact.project(colliders, q, q_start)
+        q, timings["collider_edge_contacts"], timings["collider_edges_left"] = self.contact.resolve_edges(
+            colliders, q, q_start)
+        return q
 
     def _recover_inside(self, colliders: ColliderSet, q):
         """Particles q (n, 3) whose collision points start the job inside a closed collider shell, moved out
