@@ -208,6 +208,14 @@ class Simulation:
                 except FloatingPointError as exc:
                     raise SimulationError(f"floating point failure in the solver ({exc})", object=group.ids[0],
                                           frame=frame) from exc
+                except (ArithmeticError, np.linalg.LinAlgError) as exc:
+                    # a numerical breakdown (a system matrix no longer positive definite, a singular solve) is
+                    # the simulation failing on this input, never an internal error of the server
+                    raise SimulationError(
+                        f"the solver could not continue: {exc}. Likely cause: the object was stretched or crushed "
+                        f"far beyond its rest shape (squeezed by a collider, pulled by pins, or too stiff for the "
+                        f"time step); more substeps or a softer material usually help "
+                        f"({type(exc).__name__})", object=group.ids[0], frame=frame) from exc
                 totals["iterations"] += int(stats.get("iterations", 0))
                 totals["contacts"] = max(totals["contacts"], int(stats.get("contacts", 0)))
                 for key, value in stats.items():

@@ -124,13 +124,21 @@ def stats_line(stats: Mapping[str, object]) -> str:
 
 def contact_warnings(stats: Mapping[str, object]) -> list[str]:
     """What the contact solve could not do cleanly in a frame (docs/contact.md), in an artist's words:
-    pairs of cloth surfaces still touching after the last self-contact pass, points moved out of a closed
+    pairs of cloth surfaces still touching after the last self-contact pass, surface edges passing through
+    a collider mesh (a thin part such as an ear between two cloth points), hair points that only their sunk
+    roots could bring out of a collider (left out of contact), points moved out of a closed
     collider shell (at the start, or after a collider teleported), colliders that teleported."""
     warnings = []
     left = int(stats.get("self_contacts_left", 0) or 0)
     if left:
         where = stats.get("self_contacts_left_objects")
         warnings.append(f"{left} self-contacts unresolved" + (f" ({', '.join(map(str, where))})" if where else ""))
+    through = int(stats.get("collider_edges_left", 0) or 0)
+    if through:
+        warnings.append(f"{through} edges through a collider")
+    sunk = int(stats.get("unreachable_contacts", 0) or 0)
+    if sunk:
+        warnings.append(f"{sunk} hair points rooted inside a collider (no contact there)")
     recovered = int(stats.get("recovered_inside", 0) or 0)
     if recovered:
         warnings.append(f"{recovered} points moved out of a collider")

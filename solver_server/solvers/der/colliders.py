@@ -38,6 +38,11 @@ class ColliderView:
         """(previous vertices (V, 3), current vertices (V, 3), triangles (F, 3)) of a triangle mesh, else None."""
         return None
 
+    def depth_inside(self, xp, points):
+        """(n,) [m] how deep points (n, 3) lie inside the collider's solid (0 outside): −signed distance."""
+        distance, _ = self.signed_distance(xp, points)
+        return xp.maximum(-distance, 0.0)
+
 
 @dataclass
 class _CollisionPackageCollider:
@@ -65,6 +70,15 @@ class _MovingColliderView(ColliderView):
             return points
         carry = collider.matrix @ np.linalg.inv(collider.matrix_previous)
         return points @ xp.asarray(carry[:3, :3].T, dtype=points.dtype) + xp.asarray(carry[:3, 3], dtype=points.dtype)
+
+    def depth_inside(self, xp, points):
+        """A mesh's distances are unsigned (its side comes from CCD): inside means inside a closed shell by
+        the generalized winding number (either orientation), the depth is the distance to its surface."""
+        collider = self.source.collider
+        if not getattr(collider, "is_mesh", False):
+            return super().depth_inside(xp, points)
+        surface, inside = collider.geometry.recover_inside(xp, points, xp.zeros(points.shape[0]))
+        return xp.where(inside, xp.linalg.norm(surface - points, axis=1), 0.0)
 
     def mesh_motion(self):
         collider = self.source.collider

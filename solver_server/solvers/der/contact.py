@@ -191,6 +191,7 @@ class StepContacts:
         self.last_velocity = None
         self.n_edge_contacts = 0
         self.n_collider_contacts = 0
+        self.unreachable_by_collider = {}   # collider index -> free vertices left out of its contact (_unreachable)
         self._factor = None
         self._inverse_band = None
         self._delassus = None
@@ -379,7 +380,7 @@ class StepContacts:
         radius = self._vertex_radius()
         contact_distance = radius + collider.thickness + settings.thickness
         band = (1.0 + settings.proximity) * contact_distance
-        movable = ~self.vertex_fixed
+        movable = ~self.vertex_fixed & ~self._unreachable(collider, number, x0, x1, contact_distance)
         parts = []
         if settings.collider_ccd:
             mesh = collider.mesh_motion()
@@ -416,6 +417,57 @@ class StepContacts:
         return (vertices, weights, xp.zeros(n, dtype=bool), xp.concatenate([part[1] for part in parts]),
                 xp.concatenate([part[2] for part in parts]), xp.concatenate([part[3] for part in parts]),
                 xp.full(n, float(mu)), radius[index], self._collider_keys(number, index))
+
+    def _unreachable(self, collider, number, x0, x1, contact_distance):
+        """(N,) bool: free vertices whose collider contact only kinematic points could resolve, left out of
+        contact (as contacts carried only by kinematic vertices are) and counted (``unreachable_contacts``);
+        the solver would otherwise fight them for every iteration it has. Where a kinematic vertex of a
+        strand (a clamped root, a pin) lies inside the collider's solid at the end of the step:
+
+        - the free vertices nearer to it along the strand than its depth (+ the contact distance): no
+          motion of their own can bring them out;
+        - the run of vertices next to it that are all inside at the start of the step: the part of the
+          strand that the artist rooted inside the collider (roots sunk into a scalp), which leaves the
+          solid where the strand does, not by being pushed out sideways vertex by vertex.
+        number: the collider's index; x0, x1: (N, 3) [m] positions at the start and the predicted end of the
+        step."""
+        xp, model = self.xp, self.model
+        fixed_index = xp.nonzero(self.vertex_fixed)[0]
+        none = xp.zeros(model.n_vertices, dtype=bool)
+        if fixed_index.shape[0] == 0:
+            return none
+        depth = collider.depth_inside(xp, x1[fixed_index])
+        if not bool((depth > 0.0).any()):
+            return none
+        host = lambda array: array.get() if hasattr(array, "get") else np.asarray(array)  # noqa: E731
+        n = model.n_vertices
+        fixed = host(self.vertex_fixed)
+        depth_of = np.zeros(n)
+        depth_of[host(fixed_index)] = host(depth)
+        inside = host(collider.depth_inside(xp, x0)) > 0.0
+        index = np.arange(n)
+        strand = host(model.vertex_strand)
+        offsets = host(model.strand_offsets)
+        step = np.zeros(n)
+        step[host(model.edge_vertex) + 1] = host(model.rest_edge_length)
+        arc = np.cumsum(step)
+        arc -= arc[offsets[strand]]                      # rest arc length from the strand's first vertex
+        reach = host(contact_distance)
+        # nearest kinematic vertex and nearest vertex outside at the start, before (≤ i) and after (≥ i) i
+        kinematic_before = np.maximum.accumulate(np.where(fixed, index, -1))
+        kinematic_after = np.minimum.accumulate(np.where(fixed, index, n)[::-1])[::-1]
+        outside_before = np.maximum.accumulate(np.where(inside, -1, index))
+        outside_after = np.minimum.accumulate(np.where(inside, n, index)[::-1])[::-1]
+        unreachable = np.zeros(n, dtype=bool)
+        for kinematic, valid, run in (
+                (kinematic_before, kinematic_before >= offsets[strand], outside_before < kinematic_before),
+                (kinematic_after, kinematic_after < offsets[strand + 1], outside_after > kinematic_after)):
+            nearest = np.where(valid, kinematic, 0)
+            sunk = valid & (depth_of[nearest] > 0.0)
+            unreachable |= sunk & ((np.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run)
+        unreachable &= ~fixed
+        self.unreachable_by_collider[number] = int(unreachable.sum())
+        return xp.asarray(unreachable)
 
     def _vertex_radius(self):
         xp, model = self.xp, self.model
@@ -685,7 +737,8 @@ class StepContacts:
         n = self.vertices.shape[0]
         stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
                  "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
-                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": self.sweeps}
+                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": self.sweeps,
+                 "unreachable_contacts": sum(self.unreachable_by_collider.values())}
         if n == 0 or self.last_velocity is None:
             return stats
         residual = self.fischer_burmeister(self.last_velocity)

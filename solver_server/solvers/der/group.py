@@ -320,7 +320,7 @@ class DerHairGroup:
         self.places = [place[object_id] for object_id in self.ids]
 
     def step(self, inputs: SubstepInputs) -> dict:
-        totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0}
+        totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0, "unreachable_contacts": 0}
         colliders = list(inputs.colliders.colliders) if inputs.colliders is not None else []
         for shared in self.solvers:
             stats = shared.step(inputs, colliders)
@@ -328,6 +328,7 @@ class DerHairGroup:
             totals["contacts"] += stats.get("contacts", 0)
             totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
             totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
+            totals["unreachable_contacts"] += stats.get("unreachable_contacts", 0)
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:
