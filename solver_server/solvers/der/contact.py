@@ -432,42 +432,38 @@ class StepContacts:
         number: the collider's index; x0, x1: (N, 3) [m] positions at the start and the predicted end of the
         step."""
         xp, model = self.xp, self.model
-        fixed_index = xp.nonzero(self.vertex_fixed)[0]
+        fixed = self.vertex_fixed
+        fixed_index = xp.nonzero(fixed)[0]
         none = xp.zeros(model.n_vertices, dtype=bool)
         if fixed_index.shape[0] == 0:
             return none
         depth = collider.depth_inside(xp, x1[fixed_index])
         if not bool((depth > 0.0).any()):
             return none
-        host = lambda array: array.get() if hasattr(array, "get") else np.asarray(array)  # noqa: E731
         n = model.n_vertices
-        fixed = host(self.vertex_fixed)
-        depth_of = np.zeros(n)
-        depth_of[host(fixed_index)] = host(depth)
-        inside = host(collider.depth_inside(xp, x0)) > 0.0
-        index = np.arange(n)
-        strand = host(model.vertex_strand)
-        offsets = host(model.strand_offsets)
-        step = np.zeros(n)
-        step[host(model.edge_vertex) + 1] = host(model.rest_edge_length)
-        arc = np.cumsum(step)
-        arc -= arc[offsets[strand]]                      # rest arc length from the strand's first vertex
-        reach = host(contact_distance)
-        # nearest kinematic vertex and nearest vertex outside at the start, before (≤ i) and after (≥ i) i
-        kinematic_before = np.maximum.accumulate(np.where(fixed, index, -1))
-        kinematic_after = np.minimum.accumulate(np.where(fixed, index, n)[::-1])[::-1]
-        outside_before = np.maximum.accumulate(np.where(inside, -1, index))
-        outside_after = np.minimum.accumulate(np.where(inside, n, index)[::-1])[::-1]
-        unreachable = np.zeros(n, dtype=bool)
+        depth_of = xp.zeros(n)
+        depth_of[fixed_index] = depth
+        inside = collider.depth_inside(xp, x0) > 0.0
+        strand = model.vertex_strand
+        first = model.strand_offsets[strand]                 # (N,) first vertex of each vertex's strand
+        end = model.strand_offsets[strand + 1]               # (N,) one past its last vertex
+        step = xp.zeros(n)
+        step[model.edge_vertex + 1] = model.rest_edge_length
+        arc = xp.cumsum(step)
+        arc = arc - arc[first]                               # rest arc length from the strand's first vertex
+        kinematic_before, kinematic_after = _nearest_marked(xp, fixed)
+        outside_before, outside_after = _nearest_marked(xp, ~inside)
+        reach = contact_distance
+        unreachable = xp.zeros(n, dtype=bool)
         for kinematic, valid, run in (
-                (kinematic_before, kinematic_before >= offsets[strand], outside_before < kinematic_before),
-                (kinematic_after, kinematic_after < offsets[strand + 1], outside_after > kinematic_after)):
-            nearest = np.where(valid, kinematic, 0)
+                (kinematic_before, kinematic_before >= first, outside_before < kinematic_before),
+                (kinematic_after, kinematic_after < end, outside_after > kinematic_after)):
+            nearest = xp.where(valid, kinematic, 0)
             sunk = valid & (depth_of[nearest] > 0.0)
-            unreachable |= sunk & ((np.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run)
-        unreachable &= ~fixed
+            unreachable = unreachable | (sunk & ((xp.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run))
+        unreachable = unreachable & ~fixed
         self.unreachable_by_collider[number] = int(unreachable.sum())
-        return xp.asarray(unreachable)
+        return unreachable
 
     def _vertex_radius(self):
         xp, model = self.xp, self.model
@@ -760,6 +756,21 @@ class StepContacts:
         response = self._rigid_rod_response(xp.ones(self.model.n_vertices))
         scale = xp.einsum("ni,nij,nj->n", self.normal, response, self.normal)
         return fischer_burmeister_residual(xp, self.applied * scale[:, None], relative, self.normal, self.mu)
+
+
+def _nearest_marked(xp, marked):
+    """For every index i of the bool array ``marked`` (N,): the largest marked index ≤ i (−1 if none) and the
+    smallest marked index ≥ i (N if none), with cumulative counts (device arrays only, no host copy)."""
+    n = marked.shape[0]
+    positions = xp.nonzero(marked)[0]
+    count = positions.shape[0]
+    upto = xp.cumsum(marked.astype(xp.int64))           # marked indices ≤ i
+    if count == 0:
+        return xp.full(n, -1, dtype=xp.int64), xp.full(n, n, dtype=xp.int64)
+    before = xp.where(upto > 0, positions[xp.maximum(upto - 1, 0)], -1)
+    following = upto - marked.astype(xp.int64)           # marked indices < i: the next one ≥ i is number `following`
+    after = xp.where(following < count, positions[xp.minimum(following, count - 1)], n)
+    return before, after
 
 
 def _interpolate(xp, weights, velocities):
