@@ -275,6 +275,8 @@ def _parse_object(obj: Any, position: int) -> ObjectSpec:
             raise SceneError(f"triangle {int(np.argmax(degenerate))} repeats a vertex", object=object_id)
     if kind in ("cloth", "collider") and len(spec.triangles) == 0:
         raise SceneError("'triangles' is empty", object=object_id)
+    if kind == "cloth" and spec.params.get("self_collision"):
+        _check_self_collision_thickness(spec, object_id)
     if kind == "softbody" and obj.get("tets") is not None:
         spec.tets = _index_array(obj["tets"], 4, count, "tets", object_id)
         if len(spec.tets) == 0:
@@ -282,6 +284,24 @@ def _parse_object(obj: Any, position: int) -> ObjectSpec:
     if kind != "collider":
         spec.pin_indices, spec.pin_weights = _parse_pins(obj.get("pins"), count, object_id)
     return spec
+
+
+SELF_COLLISION_THICKNESS = 0.25   # most self-collision thickness per median rest edge length
+
+
+def _check_self_collision_thickness(spec: ObjectSpec, object_id: str) -> None:
+    """A self-colliding cloth keeps 2 × thickness between its own non-adjacent elements, some of which lie
+    less than an edge length apart at rest: a thickness beyond SELF_COLLISION_THICKNESS × the median edge
+    would push the cloth apart from its own rest shape (issue 20's sweep: 1 m on 5 cm edges ran away)."""
+    corners = spec.vertices[spec.triangles]
+    edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2)
+    median = float(np.median(edges))
+    thickness = float(spec.params["thickness"])
+    if thickness > SELF_COLLISION_THICKNESS * median:
+        raise SceneError(f"thickness {thickness:g} m is too large for self-collision on edges of {median:.3g} m "
+                         f"(median): at most {SELF_COLLISION_THICKNESS:g} × the edge length "
+                         f"({SELF_COLLISION_THICKNESS * median:.3g} m), or the cloth pushes itself apart; lower "
+                         f"the thickness or subdivide the mesh", object=object_id)
 
 
 def parse_scene(scene: Any) -> SceneSpec:

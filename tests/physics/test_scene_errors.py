@@ -179,3 +179,11 @@ def test_softbody_tets_are_oriented_and_degenerate_ones_rejected():
     degenerate[0, 3] = degenerate[0, 2]
     error = _error(scene([{**body, "tets": degenerate}]))
     assert error.object == "Jelly" and "degenerate" in str(error)
+
+
+def test_self_collision_thicker_than_a_quarter_edge_is_refused_naming_the_cloth():
+    # a 1 m grid of 4 × 4 points: median edge 1/3 m, so self-collision allows up to 1/12 m of thickness
+    error = _error(scene([_cloth(params={"self_collision": True, "thickness": 0.5})]))
+    assert error.object == "Cloth" and "thickness 0.5 m is too large for self-collision" in error.message
+    Simulation(scene([_cloth(params={"self_collision": False, "thickness": 0.5})]), BACKEND)   # no self-contact: fine
+    Simulation(scene([_cloth(params={"self_collision": True, "thickness": 0.05})]), BACKEND)
