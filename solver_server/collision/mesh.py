@@ -92,9 +92,12 @@ class _DevicePose:
         self.device = self.triangles.device
         self.host_current = None
         self.host_previous = None
+        self.version = 0                 # counts pose changes: caches of the current pose compare it
+        self._winding = None             # (version, arrays kept alive, the two wp.Mesh) of winding_meshes
         self._refit()
 
     def _refit(self):
+        self.version += 1
         self.previous_view = warp_view(self.previous, wp.vec3d)
         self.current_view = warp_view(self.current, wp.vec3d)
         self.triangles.refit(self.previous_view, self.current_view, 0.0)
@@ -113,6 +116,20 @@ class _DevicePose:
             xp.asarray(np.ascontiguousarray(current, np.float64))
         self.host_previous, self.host_current = previous, current
         self._refit()
+
+    def winding_meshes(self, wound_triangles: np.ndarray) -> list:
+        """Two ``wp.Mesh`` with winding-number support of the current pose, the artist's winding and its
+        reverse (flipped shells count as closed too), built once per pose and reused until it changes."""
+        if self._winding is None or self._winding[0] != self.version:
+            xp = self.xp
+            vertices32 = xp.ascontiguousarray(self.current, dtype=xp.float32)
+            indices = [xp.asarray(np.ascontiguousarray(wound_triangles).reshape(-1)),
+                       xp.asarray(np.ascontiguousarray(wound_triangles[:, ::-1]).reshape(-1))]
+            with on_device_stream(self.device):
+                meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(order, wp.int32),
+                                  support_winding_number=True) for order in indices]
+            self._winding = (self.version, (vertices32, indices), meshes)
+        return self._winding[2]
 
 
 class MeshGeometry:
@@ -226,18 +243,14 @@ class MeshGeometry:
     def recover_inside(self, xp, points, reach):
         """Points (n, 3) that lie inside a closed shell of the CURRENT pose (generalized winding number
         > 0.5 with either orientation, so flipped shells count) moved to ``reach`` (n,) [m] outside the
-        nearest surface. Returns (points, recovered (n,) bool). For the start of a job only: elsewhere
-        the side comes from CCD."""
+        nearest surface. Returns (points, recovered (n,) bool). Where a point's side matters within a job
+        it comes from CCD; this is for the start of a job, a teleport, and DER roots sunk in a collider.
+        The winding meshes are built once per pose (``_DevicePose.winding_meshes``)."""
         n = points.shape[0]
         pose = self.pose(xp)
         if n == 0:
             return points, xp.zeros(0, dtype=bool)
-        vertices32 = xp.ascontiguousarray(pose.current, dtype=xp.float32)
-        forward = xp.asarray(self.wound_triangles.reshape(-1))
-        backward = xp.asarray(np.ascontiguousarray(self.wound_triangles[:, ::-1]).reshape(-1))
-        with on_device_stream(pose.device):
-            meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(indices, wp.int32),
-                              support_winding_number=True) for indices in (forward, backward)]
+        meshes = pose.winding_meshes(self.wound_triangles)
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         inside = xp.empty(n, dtype=xp.int32)
         surface = xp.empty((n, 3), dtype=xp.float64)

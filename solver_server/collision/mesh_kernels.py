@@ -25,9 +25,8 @@ from __future__ import annotations
 import warp as wp
 
 from ..kernels.bounds import box_lower, box_upper, paths_may_meet
-from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
-                                segment_closest_parameters, segment_crosses_triangle, start_side,
-                                vertex_triangle_ccd)
+from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, segment_crosses_triangle,
+                                start_side, vertex_triangle_ccd)
 
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
@@ -237,34 +236,11 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
     f = int(0)
     one = wp.float64(1.0)
     while wp.bvh_query_next(query, f):
-        c0 = previous[mesh_edges[f, 0]]
-        d0 = previous[mesh_edges[f, 1]]
-        c1 = current[mesh_edges[f, 0]]
-        d1 = current[mesh_edges[f, 1]]
-        st = segment_closest_parameters(a1, b1, c1, d1)
-        gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
-        distance = wp.length(gap)
-        crossed = False
-        if paths_may_meet(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1):
-            crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
-        if not crossed and distance >= r:
-            continue
-        direction = wp.vec3d()
-        error = r - distance
-        if crossed:
-            normal = wp.cross(b1 - a1, d1 - c1)
-            if wp.length(normal) <= wp.float64(0.0):
-                continue
-            normal = wp.normalize(normal)
-            direction = normal
-            if edge_coplanarity(wp.float64(0.0), a0, b0, c0, d0, a1, b1, c1, d1) > wp.float64(0.0):
-                direction = -normal    # the mesh edge was on the +normal side of the point edge's line
-            error = r - wp.dot(gap, direction)
-        elif distance > wp.float64(1e-12):
-            direction = gap / distance
-        else:
-            continue
-        s = st[0]
+        contact = edge_pair_contact(a0, b0, previous[mesh_edges[f, 0]], previous[mesh_edges[f, 1]], a1, b1,
+                                    current[mesh_edges[f, 0]], current[mesh_edges[f, 1]], r)
+        error = contact.error
+        direction = contact.direction
+        s = contact.s
         w_a = (one - s) * inverse_mass[ia]
         w_b = s * inverse_mass[ib]
         denominator = (one - s) * w_a + s * w_b
@@ -276,5 +252,5 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
         wp.atomic_add(count, ia, 1)
         wp.atomic_add(count, ib, 1)
         wp.atomic_add(contacts, 0, 1)
-        if crossed:
+        if contact.crossed != 0:
             wp.atomic_add(contacts, 1, 1)

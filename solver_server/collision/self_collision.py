@@ -55,6 +55,7 @@ class SurfaceContact:
         self.triangles = SweptElements(xp, triangles, triangle_owner)
         self.edges = SweptElements(xp, edges, triangle_owner[edge_triangle])
         self.point_owner = xp.asarray(point_owner)
+        self.host_point_owner = point_owner   # (n_c,) host copy: naming objects needs no device download
         self.self_contact = xp.asarray(np.asarray(self_contact, np.int32))
         gain = points.gain
         self.inverse_mass = xp.ascontiguousarray(
@@ -113,7 +114,7 @@ class SurfaceContact:
 
     def _objects_of(self, pairs: np.ndarray) -> list[str]:
         """Ids of the objects whose points appear in ``pairs`` (k, 4) host point indices."""
-        owners = np.unique(np.asarray(self._to_host(self.point_owner))[pairs.ravel()])
+        owners = np.unique(self.host_point_owner[pairs.ravel()])
         return [self.slot_ids[slot_index] for slot_index in owners]
 
     def _impact_zones(self, xp, positions, y0):

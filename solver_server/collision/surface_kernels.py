@@ -16,8 +16,8 @@ from __future__ import annotations
 import warp as wp
 
 from ..kernels.bounds import box_lower, box_upper, paths_may_meet
-from ..kernels.geometry import (blend, closest_barycentric, edge_coplanarity, edge_edge_ccd, lerp3,
-                                segment_closest_parameters, start_side, vertex_triangle_ccd)
+from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, start_side,
+                                vertex_triangle_ccd)
 
 
 @wp.func
@@ -137,38 +137,12 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         id = edges[f, 1]
         if ic == ia or ic == ib or id == ia or id == ib or not _may_touch(edge_owner[e], edge_owner[f], self_contact):
             continue
-        c0 = start[ic]
-        d0 = start[id]
-        c1 = current[ic]
-        d1 = current[id]
         separation = wp.max(thickness[ia], thickness[ib]) + wp.max(thickness[ic], thickness[id])
-        st = segment_closest_parameters(a1, b1, c1, d1)
-        gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
-        distance = wp.length(gap)
-        crossed = False
-        if paths_may_meet(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1):
-            crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
-        if not crossed and distance >= separation:
-            continue
-        direction = wp.vec3d()
-        error = separation - distance
-        if crossed:
-            # back to the side edge ab had of cd's line at the start: the sign of the coplanarity there
-            normal = wp.cross(b1 - a1, d1 - c1)
-            if wp.length(normal) <= wp.float64(0.0):
-                continue
-            normal = wp.normalize(normal)
-            side = edge_coplanarity(wp.float64(0.0), a0, b0, c0, d0, a1, b1, c1, d1)
-            direction = normal
-            if side > wp.float64(0.0):     # c − a was along +normal: edge ab belongs on the −normal side
-                direction = -normal
-            error = separation - wp.dot(gap, direction)
-        elif distance > wp.float64(1e-12):
-            direction = gap / distance
-        else:
-            continue
-        s = st[0]
-        u = st[1]
+        contact = edge_pair_contact(a0, b0, start[ic], start[id], a1, b1, current[ic], current[id], separation)
+        direction = contact.direction
+        error = contact.error
+        s = contact.s
+        u = contact.u
         w_a = (wp.float64(1.0) - s) * inverse_mass[ia]
         w_b = s * inverse_mass[ib]
         w_c = (wp.float64(1.0) - u) * inverse_mass[ic]
@@ -186,5 +160,5 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         wp.atomic_add(count, ic, 1)
         wp.atomic_add(count, id, 1)
         wp.atomic_add(contacts, 1, 1)
-        if crossed:
+        if contact.crossed != 0:
             _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)

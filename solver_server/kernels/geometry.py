@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from .bounds import paths_may_meet
+
 CCD_SAMPLES = wp.constant(8)         # sub-intervals of [0, 1] scanned for a sign change of the coplanarity function
 CCD_BISECTIONS = wp.constant(40)    # bisection steps inside the first sub-interval with a sign change (2^-40 of it)
 CCD_INSIDE = wp.constant(1e-7)      # relative tolerance (of the triangle's longest edge) for "inside the triangle"
@@ -268,3 +270,48 @@ def edge_edge_ccd(a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp
                 return t
         previous = value
     return wp.float64(-1.0)
+
+
+@wp.struct
+class EdgePairContact:
+    """The correction one edge pair asks for (``edge_pair_contact``): move edge ab along ``direction`` (and
+    edge cd against it) until they are ``error`` [m] further apart; error ≤ 0: no correction. s, u: the
+    closest points' parameters on ab and cd at the end; crossed: 1 if the edges passed through each other."""
+    direction: wp.vec3d
+    error: wp.float64
+    s: wp.float64
+    u: wp.float64
+    crossed: int
+
+
+@wp.func
+def edge_pair_contact(a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
+                      c1: wp.vec3d, d1: wp.vec3d, separation: wp.float64) -> EdgePairContact:
+    """Edges ab and cd moving linearly from (a0, b0, c0, d0) to (a1, b1, c1, d1): if they passed through
+    each other (edge–edge CCD), ab goes back to the side of cd's line it had at the start (the sign of the
+    coplanarity there, never a winding normal) to ``separation`` [m]; otherwise, if closer than the
+    separation, they are pushed apart along their gap."""
+    contact = EdgePairContact()
+    st = segment_closest_parameters(a1, b1, c1, d1)
+    contact.s = st[0]
+    contact.u = st[1]
+    contact.error = wp.float64(0.0)
+    contact.crossed = 0
+    gap = lerp3(a1, b1, st[0]) - lerp3(c1, d1, st[1])
+    distance = wp.length(gap)
+    crossed = False
+    if paths_may_meet(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1):
+        crossed = edge_edge_ccd(a0, b0, c0, d0, a1, b1, c1, d1) >= wp.float64(0.0)
+    if crossed:
+        normal = wp.cross(b1 - a1, d1 - c1)
+        if wp.length(normal) > wp.float64(0.0):
+            normal = wp.normalize(normal)
+            contact.direction = normal
+            if edge_coplanarity(wp.float64(0.0), a0, b0, c0, d0, a1, b1, c1, d1) > wp.float64(0.0):
+                contact.direction = -normal    # c − a was along +normal: edge ab belongs on the −normal side
+            contact.error = separation - wp.dot(gap, contact.direction)
+            contact.crossed = 1
+    elif distance < separation and distance > wp.float64(1e-12):
+        contact.direction = gap / distance
+        contact.error = separation - distance
+    return contact
