@@ -168,20 +168,23 @@ class ColliderSet:
         start, points: (n, 3) [m] at the substep start and now; point_edges: Warp int32 (E, 2) view;
         thickness (n,) [m]; inverse_mass (n,) (0: the point does not move). Returns (correction (n, 3) [m]
         averaged per point, touched (n,) bool, number of edge pairs in contact, number of those that had
-        crossed during the substep, number of the points' edges that passed through a mesh at the start)."""
+        crossed during the substep, number of the points' edges that passed through a mesh at the start,
+        crossed (n,) bool: the points of edges that had crossed)."""
         n = points.shape[0]
         start = xp.ascontiguousarray(start, dtype=xp.float64)
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
         contacts = xp.zeros(3, dtype=xp.int32)
+        crossed_point = xp.zeros(n, dtype=xp.int32)
         for collider in self.colliders:
             if collider.is_mesh:
                 reach = xp.ascontiguousarray(thickness + collider.thickness, dtype=xp.float64)
                 collider.geometry.add_edge_corrections(xp, start, points, point_edges, reach, inverse_mass,
-                                                       correction, count, contacts)
+                                                       correction, count, contacts, crossed_point)
         found, crossed, through = (int(value) for value in contacts.tolist())
-        return correction / xp.maximum(count, 1)[:, None], count > 0, found, crossed, through
+        return (correction / xp.maximum(count, 1)[:, None], count > 0, found, crossed, through,
+                crossed_point > 0)
 
     def recover_inside(self, xp, points, thickness):
         """Points (n, 3) that start a job inside a closed mesh shell, moved out (see

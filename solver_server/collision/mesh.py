@@ -194,7 +194,7 @@ class MeshGeometry:
         return resolved, push, normal, motion, crossed
 
     def add_edge_corrections(self, xp, start, proposed, point_edges, reach, inverse_mass, correction, count,
-                             contacts) -> None:
+                             contacts, crossed_point) -> None:
         """Edge–edge contact of the points' edges with the mesh's edges (an ear's rim, a sleeve's hem) over the
         substep: CCD of both motions and proximity, two-sided (``mesh_kernels.collider_edge_contacts``).
 
@@ -202,7 +202,8 @@ class MeshGeometry:
         Warp view of the points' edges; reach (n,) [m] each point's distance to keep plus the mesh's
         thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts,
         the pairs in contact (contacts[0]), those that had crossed (contacts[1]) and the point edges that
-        already passed through the mesh at the start, left free (contacts[2]) into the given arrays."""
+        already passed through the mesh at the start, left free (contacts[2]) into the given arrays, and sets
+        crossed_point (n,) int32 to 1 at the points of edges that had crossed."""
         pose = self.pose(xp)
         if point_edges.shape[0] == 0:
             return
@@ -210,7 +211,8 @@ class MeshGeometry:
                   inputs=[pose.edges.bvh.id, pose.triangles.bvh.id, pose.previous_view, pose.current_view,
                           pose.edges.index_view, pose.triangles.index_view, warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
                           warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64),
-                          warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32)])
+                          warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
+                          warp_view(crossed_point, wp.int32)])
 
     def signed_distance(self, xp, points):
         """(distance (n,) [m] ≥ 0 to the two-sided surface, inf beyond ``margin``; unit direction (n, 3)

@@ -209,11 +209,12 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
                            proposed: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                            reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
                            correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
-                           contacts: wp.array(dtype=wp.int32)):
+                           contacts: wp.array(dtype=wp.int32), crossed_point: wp.array(dtype=wp.int32)):
     """Point edge e (start → proposed) against every mesh edge (previous → current) whose swept box it
     meets: crossed during the substep, or closer than the endpoints' larger reach. The point edge is
     moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
-    counts the pairs in contact, contacts[1] those that had crossed.
+    counts the pairs in contact, contacts[1] those that had crossed; crossed_point is set to 1 at both
+    points of an edge that had crossed.
 
     A point edge that already passes through a mesh triangle at the start (a thin part such as an ear
     got between its two points earlier) is left free (contacts[2] counts these): keeping the sides it
@@ -254,3 +255,5 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
         wp.atomic_add(contacts, 0, 1)
         if contact.crossed != 0:
             wp.atomic_add(contacts, 1, 1)
+            crossed_point[ia] = 1
+            crossed_point[ib] = 1

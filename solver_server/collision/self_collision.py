@@ -112,6 +112,20 @@ class SurfaceContact:
         self.left_objects = self._objects_of(self._crossed_pairs_found()) if self.left else []
         return self._crossed
 
+    def crossed_points(self, xp, positions, start):
+        """(n_c,) bool on ``xp``'s device: the points of pairs that passed through each other between particle
+        positions ``start`` and ``positions`` (n, 3) [m] (one test pass, nothing moved, nothing downloaded);
+        every point when there were more such pairs than the record keeps."""
+        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+        y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
+        self._pass(xp, y, y0)
+        crossed = xp.zeros(self.count, dtype=bool)
+        if self._crossed > self.crossed_pairs.shape[0]:
+            crossed[:] = True
+        elif self._crossed:
+            crossed[self.crossed_pairs[:self._crossed].ravel()] = True
+        return crossed
+
     def _objects_of(self, pairs: np.ndarray) -> list[str]:
         """Ids of the objects whose points appear in ``pairs`` (k, 4) host point indices."""
         owners = np.unique(self.host_point_owner[pairs.ravel()])

@@ -24,8 +24,10 @@ def _edge_pass(start, proposed, reach=0.01):
     correction = np.zeros((2, 3))
     count = np.zeros(2, np.int32)
     contacts = np.zeros(3, np.int32)
+    crossed_point = np.zeros(2, np.int32)
     fin.add_edge_corrections(np, start, proposed, warp_view(edges, wp.int32), np.full(2, reach), np.ones(2),
-                             correction, count, contacts)
+                             correction, count, contacts, crossed_point)
+    assert crossed_point.tolist() == ([1, 1] if contacts[1] else [0, 0])
     return correction, contacts
 
 

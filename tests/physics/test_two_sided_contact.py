@@ -17,7 +17,7 @@ from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 
 from .character_scenes import cloth_on_suzanne, turn_and_slide
-from .contact_metrics import edges_through_surface, winding_numbers
+from .contact_metrics import edge_stretch, edges_through_surface, winding_numbers
 from .scenes import cloth_object, grid, run, scene, uv_sphere
 
 BACKEND = get_backend("cpu")
@@ -254,6 +254,8 @@ def test_cloth_drapes_on_an_animated_suzanne_without_entering_rebounding_or_popp
     assert max(inside) == 0, f"vertices inside the head per frame: {inside}"
     through = [edges_through_surface(x, triangles, head, head_triangles) for x, head in zip(cloth, heads)]
     assert max(through) == 0, f"cloth edges through the head per frame: {through}"
+    stretch = [edge_stretch(x, rest, triangles) for x in cloth]
+    assert max(stretch) <= 0.10, f"worst edge stretch per frame: {np.round(stretch, 3).tolist()}"
     centre = cloth[:, :, 2].mean(axis=1)
     speed = np.diff(centre) * 24.0
     first_contact = int(np.argmax(speed > speed.min() + 0.5))      # the fall slows down: it landed
@@ -336,8 +338,12 @@ def test_cloth_crumpling_on_suzanne_with_self_collision_never_intersects_itself_
     any frame, and the stats report nothing left unresolved."""
     from .contact_metrics import intersecting_triangle_pairs
 
-    cloth, heads, head_triangles, _, triangles, results = _suzanne_run(False, 40, 48, False, True)
+    cloth, heads, head_triangles, rest, triangles, results = _suzanne_run(False, 40, 48, False, True)
     assert np.all(np.isfinite(cloth))
+    stretch = [edge_stretch(x, rest, triangles) for x in cloth]
+    # issue 18's bar; the collider edge rounds alone stretched single edges over the brow by 35 % here
+    assert max(stretch) <= 0.10, f"worst edge stretch per frame: {np.round(stretch, 3).tolist()}"
+
     pairs = [intersecting_triangle_pairs(x, triangles) for x in cloth]
     assert max(pairs) == 0, f"intersecting cloth triangle pairs per frame: {pairs}"
     through = [edges_through_surface(x, triangles, head, head_triangles) for x, head in zip(cloth, heads)]

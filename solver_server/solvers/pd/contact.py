@@ -27,7 +27,7 @@ from ...kernels import warp_view
 from ...sim.model import ParticleModel
 
 
-EDGE_ROUNDS = 8   # most edge–edge rounds against mesh colliders per call (each followed by a vertex projection)
+EDGE_ROUNDS = 8   # edge–edge rounds against mesh colliders per call (twice that with sweeps; see resolve_edges)
 
 
 class ContactPoints:
@@ -82,6 +82,12 @@ class ContactPoints:
         edges = unique_edges(np.concatenate(surface).astype(np.int64))[0] if surface else np.zeros((0, 2))
         self.edges = xp.asarray(np.ascontiguousarray(edges, np.int32))
         self.edge_view = warp_view(self.edges, wp.int32)
+        # the particle a point IS (a row of the identity on a movable particle), else -1 (embedded points)
+        own = np.full(self.count, -1, dtype=np.int32)
+        single = np.nonzero((np.diff(matrix.indptr) == 1) & keep)[0]
+        single = single[matrix.data[matrix.indptr[single]] == 1.0]
+        own[single] = matrix.indices[matrix.indptr[single]]
+        self.particle_of_point = xp.asarray(own)
 
     def points(self, q):
         return self.matrix @ q
@@ -118,27 +124,66 @@ class ContactPoints:
             q = self.distribute(q, projected - points, contacts.mask)
         return q, total
 
-    def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS):
-        """Edge–edge contact of the objects' surface edges with mesh colliders (collision.mesh), each round
-        followed by the vertex projection. After the first round, rounds repeat only while some edge had
-        crossed a mesh edge during the substep (a crossing left in place would hold the cloth through a
-        thin part such as an ear: CCD keeps the sides it is given), at most ``rounds`` in all. Returns
-        (q, edge pairs in contact in the last round, edges through a mesh: those that had crossed in the
-        last round plus those that already passed through at the substep start)."""
+    def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS, relax=None):
+        """Edge–edge contact of the objects' surface edges with mesh colliders (collision.mesh) in rounds, each
+        followed by the vertex projection. Rounds repeat while a test pass finds some edge that crossed a
+        mesh edge during the substep (a crossing left in place would hold the cloth through a thin part
+        such as an ear: CCD keeps the sides it is given); a round after the first whose test finds no
+        crossing ends the call without moving anything, so the state returned has been tested unless the
+        rounds ran out.
+
+        relax(q, frozen (n,) bool) -> q: the solver's strain-limit sweeps, run after each of the first
+        ``rounds`` rounds with the particles of the edges that had crossed held still. Without them the
+        rounds stretch the cloth: a crossing that takes several rounds to undo has its points pushed back
+        to their side each round and out along the surface normals by the vertex projection after it, and
+        on a ridge (a brow, an ear's rim) the ends of an edge walk apart, up to 90 % over rest in 8 rounds
+        on the Suzanne scene. The sweeps take that back between rounds and never undo a crossing's own
+        correction. Should crossings remain after them (a crossing that needs a stretched edge to undo),
+        up to ``rounds`` more rounds run without sweeps. Returns (q, edge pairs in contact in the last test,
+        edges through a mesh: those that had crossed in the last test plus those that already passed
+        through at the substep start)."""
         if not colliders.has_meshes or self.edges.shape[0] == 0:
             return q, 0, 0
         start = self.points(q_start)
         found = crossed = through = 0
-        for _ in range(rounds):
+        for round_index in range(2 * rounds if relax is not None else rounds):
             points = self.points(q)
-            delta, touched, found, crossed, through = colliders.resolve_edges(
+            delta, touched, found, crossed, through, crossed_points = colliders.resolve_edges(
                 self.xp, start, points, self.edge_view, self.thickness, self.inverse_gain)
-            if found == 0:
+            if found == 0 or (crossed == 0 and round_index > 0):
                 break
-            q, _ = self.project(colliders, self.distribute(q, delta, touched), q_start)
-            if crossed == 0:
-                break
+            q = self.distribute(q, delta, touched)
+            if relax is not None and round_index < rounds:
+                q = relax(q, self.particles_of(crossed_points))
+            q, _ = self.project(colliders, q, q_start)
         return q, found, crossed + through
+
+    def edges_crossing_colliders(self, colliders: ColliderSet, q, q_start):
+        """(n_c,) bool: the points of surface edges that crossed a mesh collider's edge between q_start and
+        q (n, 3) [m] (one test pass of ``resolve_edges``' kernel, nothing moved)."""
+        if not colliders.has_meshes or self.edges.shape[0] == 0:
+            return self.xp.zeros(self.count, dtype=bool)
+        *_, crossed = colliders.resolve_edges(self.xp, self.points(q_start), self.points(q), self.edge_view,
+                                              self.thickness, self.inverse_gain)
+        return crossed
+
+    def particles_of(self, point_mask):
+        """(n,) bool: the movable particles carrying any point of ``point_mask`` (n_c,) bool."""
+        return (self.transpose @ point_mask.astype(self.xp.float64)) > 0
+
+    def contact_planes(self, colliders: ColliderSet, q, q_start, band: float):
+        """Contact planes of the points within (1 + band) × their contact offset of a collider at q (n, 3):
+        (particle (n_c,) int32, -1 for points that are not a particle of their own; point (n_c, 3) [m] on the
+        plane at the contact offset; unit normal (n_c, 3), zero for points not in contact, which makes their
+        plane a no-op). One entry per point, so no data-dependent sizes (no device synchronization)."""
+        xp = self.xp
+        points = self.points(q)
+        reach = self.thickness * (1.0 + band) + 1e-9
+        projected, near = colliders.project(xp, points, reach, self.friction, self.points(q_start))
+        touching = (near.mask & self.keep)[:, None]
+        normal = xp.ascontiguousarray(xp.where(touching, near.normal, 0.0), dtype=xp.float64)
+        point = xp.ascontiguousarray(projected - (reach - self.thickness)[:, None] * normal, dtype=xp.float64)
+        return self.particle_of_point, point, normal
 
     def apply_friction(self, q, q_start, contacts: Contacts):
         """Position-level Coulomb friction of the points (see collision.apply_friction), distributed."""

@@ -35,7 +35,8 @@ from .strain_limit import EdgeStrainLimit
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
 FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-contact passes after the iterations
 CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
-STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
+REVERT_ROUNDS = 4                   # tests of the closing strain limit for crossings it made (see _closing_limit)
+STRAIN_LIMIT_SWEEPS_PER_ROUND = 8   # Gauss–Seidel sweeps per round (a round: full edge check, one global solve, sweeps)
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +179,9 @@ class PDSolver:
         inverse_mass = 1.0 / model.mass
         inverse_mass[self.hard_indices] = 0.0
         max_length = (edges.limits[:, 1] + settings["strain_limit_slack"]) * edges.rest_length
-        per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
-        return EdgeStrainLimit(backend, edges.edges, edges.selector, max_length, inverse_mass,
-                               rounds=-(-passes // per_round), passes_per_round=per_round)
+        per_round = min(passes, STRAIN_LIMIT_SWEEPS_PER_ROUND)
+        return EdgeStrainLimit(backend, edges.edges, max_length, inverse_mass,
+                               rounds=-(-passes // per_round), sweeps_per_round=per_round)
 
     def _strain_limit_solve(self, q, overshoot):
         """One global correction of the strain-limit pass: Δq_F = K_FF⁻¹ (Aᵀ W (−overshoot))_F.
@@ -223,8 +224,9 @@ class PDSolver:
             if self.strain_limit is not None:
                 tick = time.perf_counter()
                 global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
+                planes = self.contact.contact_planes(colliders, q, q_start, CONTACT_BAND) if has_colliders else None
                 q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
-                    xp, q, global_step)
+                    xp, q, global_step, planes)
                 timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
             tick = time.perf_counter()
             if has_colliders:
@@ -232,7 +234,46 @@ class PDSolver:
             if self.self_collision is not None and round_index == FINAL_ROUNDS - 1:
                 q, contact_count = self._self_contact(colliders, q, q_start, contact_count, timings)
             timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
+        if self.strain_limit is not None and has_colliders:
+            tick = time.perf_counter()
+            q = self._closing_limit(colliders, q, q_start, timings)
+            timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
         return q, contact_count
+
+    def _closing_limit(self, colliders: ColliderSet, q, q_start, timings: dict):
+        """The strain limit once more after the contact rounds, so that the colliders' pushes (vertex and edge
+        contact over a rim, an ear, a brow) do not leave their stretch in the frame, then the vertex
+        projection. The limit keeps points resting on a collider on their contact planes, so it shortens
+        an edge over a rim by sliding its points along the surface; but it does not know edge–edge contact,
+        so it can carry an edge through a collider's edge or through another cloth layer. A CCD test from
+        the substep start finds such crossings; the particles of the crossing edges (and triangles) go
+        back towards where the contact rounds left them and the test repeats, each time halving their share
+        of the limit's move, REVERT_ROUNDS times, the last to none; crossings that the contact rounds had
+        left already are not the limit's and are not held against it. Returns q (n, 3) [m]."""
+        xp = self.backend.xp
+        contact = self.contact
+        settled = q
+        global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
+        planes = contact.contact_planes(colliders, q, q_start, CONTACT_BAND)
+        limited, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
+            xp, q, global_step, planes)
+        already = self._crossing_particles(colliders, settled, q_start)     # left by the contact rounds
+        share = xp.ones(q.shape[0], dtype=xp.float64)     # of the limit's move each particle keeps
+        for round_index in range(REVERT_ROUNDS + 1):
+            candidate, _ = contact.project(colliders, settled + share[:, None] * (limited - settled), q_start)
+            crossing = self._crossing_particles(colliders, candidate, q_start) & ~already & (share > 0)
+            if not bool(crossing.any()):
+                return candidate
+            share = xp.where(crossing, 0.0 if round_index >= REVERT_ROUNDS - 1 else 0.5 * share, share)
+        return settled
+
+    def _crossing_particles(self, colliders: ColliderSet, q, q_start):
+        """(n,) bool: particles of surface edges that crossed a collider's edge, and of cloth/surface pairs
+        that passed through each other, between q_start and q (test passes only)."""
+        crossing = self.contact.edges_crossing_colliders(colliders, q, q_start)
+        if self.self_collision is not None:
+            crossing = crossing | self.self_collision.crossed_points(self.backend.xp, q, q_start)
+        return self.contact.particles_of(crossing)
 
     def _self_contact(self, colliders: ColliderSet, q, q_start, contact_count: int, timings: dict):
         """Surface self-contact, then the collider vertex projection (colliders have the last word). A
@@ -255,12 +296,16 @@ class PDSolver:
         return q, contact_count
 
     def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict):
-        """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the
-        vertex projection); records the edge pairs in contact and those still crossed when the rounds ran
-        out (``collider_edges_left``). Returns q."""
+        """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the cloth
+        strain-limit sweeps and the vertex projection: ContactPoints.resolve_edges); records the edge pairs
+        in contact and those still crossed when the rounds ran out (``collider_edges_left``). Returns q."""
         q, _ = self.contact.project(colliders, q, q_start)
+        relax = None
+        if self.strain_limit is not None:
+            def relax(positions, frozen):
+                return self.strain_limit.sweep(self.backend.xp, positions, frozen=frozen)
         q, timings["collider_edge_contacts"], timings["collider_edges_left"] = self.contact.resolve_edges(
-            colliders, q, q_start)
+            colliders, q, q_start, relax=relax)
         return q
 
     def _recover_inside(self, colliders: ColliderSet, q):
@@ -297,7 +342,7 @@ class PDSolver:
 
     def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
         """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms} and,
-        with cloth, strain_limit_ms, strain_limit_rounds (Jacobi rounds run), strain_limit_left (edges
+        with cloth, strain_limit_ms, strain_limit_rounds (rounds of sweeps run), strain_limit_left (edges
         still longer than the hard limit)."""
         if abs(dt - self.dt) > 1e-12 * self.dt:
             raise ValueError(f"PD solver was factored for dt={self.dt}, step called with dt={dt}")
