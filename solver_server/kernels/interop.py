@@ -127,15 +127,31 @@ def launch(kernel, dim: int, inputs: list, device: str) -> None:
     wp.launch(kernel, dim=dim, inputs=inputs, device=device, stream=_stream_for(device))
 
 
+def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_after: list,
+                 per_item: bool | None = None) -> None:
+    """``kernel`` over ``count`` items whose parameter list has an ``int`` chunk between ``inputs_before`` and
+    ``inputs_after``; thread t handles items [t·chunk, (t + 1)·chunk). On CUDA one thread per item
+    (chunk = 1); on the CPU one thread loops over all of them (Warp's CPU backend runs threads one after
+    another at ~20 ns each: a loop in one thread costs a few ns per item). One source, same arithmetic.
+    per_item: force the layout (tests run the CUDA layout on the CPU to compare the two)."""
+    if count == 0:
+        return
+    if per_item is None:
+        per_item = device != "cpu"
+    threads, chunk = (count, 1) if per_item else (1, count)
+    launch(kernel, threads, inputs=[*inputs_before, chunk, *inputs_after], device=device)
+
+
 def warm_kernels(device: str = "cpu") -> dict:
     """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
     from ..collision import mesh_kernels, surface_kernels  # noqa: PLC0415
+    from ..solvers.pd import limit_kernels, local_kernels  # noqa: PLC0415
     from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
-    modules = [geometry, bounds, mesh_kernels, surface_kernels]
+    modules = [geometry, bounds, mesh_kernels, surface_kernels, limit_kernels, local_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

@@ -27,7 +27,7 @@ from ...kernels import warp_view
 from ...sim.model import ParticleModel
 
 
-EDGE_ROUNDS = 8   # edge–edge rounds against mesh colliders per call (twice that with sweeps; see resolve_edges)
+EDGE_ROUNDS = 8   # edge–edge rounds against mesh colliders per call (twice that with strain-limit passes; see resolve_edges)
 
 
 class ContactPoints:
@@ -132,14 +132,14 @@ class ContactPoints:
         crossing ends the call without moving anything, so the state returned has been tested unless the
         rounds ran out.
 
-        relax(q, frozen (n,) bool) -> q: the solver's strain-limit sweeps, run after each of the first
+        relax(q, frozen (n,) bool) -> q: the solver's strain-limit passes, run after each of the first
         ``rounds`` rounds with the particles of the edges that had crossed held still. Without them the
         rounds stretch the cloth: a crossing that takes several rounds to undo has its points pushed back
         to their side each round and out along the surface normals by the vertex projection after it, and
         on a ridge (a brow, an ear's rim) the ends of an edge walk apart, up to 90 % over rest in 8 rounds
-        on the Suzanne scene. The sweeps take that back between rounds and never undo a crossing's own
+        on the Suzanne scene. The passes take that back between rounds and never undo a crossing's own
         correction. Should crossings remain after them (a crossing that needs a stretched edge to undo),
-        up to ``rounds`` more rounds run without sweeps. Returns (q, edge pairs in contact in the last test,
+        up to ``rounds`` more rounds run without passes. Returns (q, edge pairs in contact in the last test,
         edges through a mesh: those that had crossed in the last test plus those that already passed
         through at the substep start)."""
         if not colliders.has_meshes or self.edges.shape[0] == 0:

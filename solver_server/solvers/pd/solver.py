@@ -30,13 +30,14 @@ from ...sim.state import Control, State
 from . import constraints as pdc
 from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
+from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
 FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-contact passes after the iterations
 CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
 REVERT_ROUNDS = 4                   # tests of the closing strain limit for crossings it made (see _closing_limit)
-STRAIN_LIMIT_SWEEPS_PER_ROUND = 8   # Gauss–Seidel sweeps per round (a round: full edge check, one global solve, sweeps)
+STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,11 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
+        # the edge batch's local step runs as one kernel (local_kernels); the others through their selectors
+        self.edge_local = None
+        if edges is not None:
+            self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
+                                              edges.limits[:, 1] * edges.rest_length, edges.weights, n)
 
     def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
         """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
@@ -179,9 +185,9 @@ class PDSolver:
         inverse_mass = 1.0 / model.mass
         inverse_mass[self.hard_indices] = 0.0
         max_length = (edges.limits[:, 1] + settings["strain_limit_slack"]) * edges.rest_length
-        per_round = min(passes, STRAIN_LIMIT_SWEEPS_PER_ROUND)
+        per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
         return EdgeStrainLimit(backend, edges.edges, max_length, inverse_mass,
-                               rounds=-(-passes // per_round), sweeps_per_round=per_round)
+                               rounds=-(-passes // per_round), passes_per_round=per_round)
 
     def _strain_limit_solve(self, q, overshoot):
         """One global correction of the strain-limit pass: Δq_F = K_FF⁻¹ (Aᵀ W (−overshoot))_F.
@@ -297,16 +303,17 @@ class PDSolver:
 
     def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict):
         """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the cloth
-        strain-limit sweeps and the vertex projection: ContactPoints.resolve_edges); records the edge pairs
+        strain-limit passes and the vertex projection: ContactPoints.resolve_edges); records the edge pairs
         in contact and those still crossed when the rounds ran out (``collider_edges_left``). Returns q."""
         q, _ = self.contact.project(colliders, q, q_start)
-        relax = None
-        if self.strain_limit is not None:
-            def relax(positions, frozen):
-                return self.strain_limit.sweep(self.backend.xp, positions, frozen=frozen)
+        relax = self._limit_passes if self.strain_limit is not None else None
         q, timings["collider_edge_contacts"], timings["collider_edges_left"] = self.contact.resolve_edges(
             colliders, q, q_start, relax=relax)
         return q
+
+    def _limit_passes(self, q, frozen):
+        """Strain-limit passes on q (n, 3) [m] with the ``frozen`` (n,) bool particles held still."""
+        return self.strain_limit.sweep(self.backend.xp, q, frozen=frozen)
 
     def _recover_inside(self, colliders: ColliderSet, q):
         """Particles q (n, 3) whose collision points start the job inside a closed collider shell, moved out
@@ -342,7 +349,7 @@ class PDSolver:
 
     def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
         """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms} and,
-        with cloth, strain_limit_ms, strain_limit_rounds (rounds of sweeps run), strain_limit_left (edges
+        with cloth, strain_limit_ms, strain_limit_rounds (rounds of passes run), strain_limit_left (edges
         still longer than the hard limit)."""
         if abs(dt - self.dt) > 1e-12 * self.dt:
             raise ValueError(f"PD solver was factored for dt={self.dt}, step called with dt={dt}")
@@ -383,6 +390,9 @@ class PDSolver:
             tick = time.perf_counter()
             rhs = base_rhs.copy()
             for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters):
+                if self.edge_local is not None and batch.name == "edge_strain":
+                    self.edge_local.add_rhs(q, rhs)
+                    continue
                 state = (selector @ q).reshape(batch.count, batch.rows, 3)
                 projected = batch.project(xp, state, q)
                 rhs += scatter @ projected.reshape(-1, 3)
