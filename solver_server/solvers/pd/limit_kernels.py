@@ -43,29 +43,32 @@ def edge_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=
 
 
 @wp.kernel
-def edge_steps(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
-               inverse_mass: wp.array(dtype=wp.float64), q: wp.array(dtype=wp.vec3d), chunk: int,
-               step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32), result: wp.array(dtype=wp.int32)):
-    """Corrections of edges [t·chunk, (t + 1)·chunk); result[0] counts the active ones."""
+def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
+               max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+               q: wp.array(dtype=wp.vec3d), chunk: int, step: wp.array(dtype=wp.vec3d),
+               active: wp.array(dtype=wp.int32), result: wp.array(dtype=wp.int32)):
+    """Corrections of the edges chosen[t·chunk : (t + 1)·chunk]; result[0] counts the active ones."""
     first = wp.tid() * chunk
-    last = wp.min(first + chunk, edges.shape[0])
+    last = wp.min(first + chunk, chosen.shape[0])
     found = int(0)
-    for edge in range(first, last):
-        found += edge_step(q, edges, max_length, inverse_mass, edge, step, active)
+    for k in range(first, last):
+        found += edge_step(q, edges, max_length, inverse_mass, chosen[k], step, active)
     if found > 0:
         wp.atomic_add(result, 0, found)
 
 
 @wp.kernel
-def apply_steps(incident_start: wp.array(dtype=wp.int32), incident_edge: wp.array(dtype=wp.int32),
-                incident_sign: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
-                relaxation: wp.float64, step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32),
-                chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """Particles [t·chunk, (t + 1)·chunk) move by relaxation · w_p · (mean of their active edges' signed
-    steps); incident_sign is −1 where the particle is the edge's first end, +1 where it is the second."""
+def apply_steps(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dtype=wp.int32),
+                incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
+                inverse_mass: wp.array(dtype=wp.float64), relaxation: wp.float64, step: wp.array(dtype=wp.vec3d),
+                active: wp.array(dtype=wp.int32), chunk: int, q: wp.array(dtype=wp.vec3d)):
+    """Particles particles[t·chunk : (t + 1)·chunk] move by relaxation · w_p · (mean of their active edges'
+    signed steps); incident_sign is −1 where the particle is the edge's first end, +1 where it is the
+    second. Edges outside this round's choice must have active = 0."""
     first = wp.tid() * chunk
-    last = wp.min(first + chunk, incident_start.shape[0] - 1)
-    for particle in range(first, last):
+    last = wp.min(first + chunk, particles.shape[0])
+    for index in range(first, last):
+        particle = particles[index]
         weight = inverse_mass[particle]
         if weight <= wp.float64(0.0):
             continue

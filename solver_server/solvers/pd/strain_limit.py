@@ -91,22 +91,38 @@ class EdgeStrainLimit:
                      [self.overshoot_view, self.result_view])
         return int(self.result[0]), int(self.result[1])
 
-    def _passes(self, q_view, planes, inverse_mass=None) -> None:
-        """``passes_per_round`` Jacobi passes, each followed by the contact planes; the CPU stops after a pass
-        that found no edge beyond its limit (CUDA runs them all: no device synchronization per pass)."""
-        inverse_mass = self._inverse_mass_view if inverse_mass is None else warp_view(inverse_mass, wp.float64)
+    def _neighbourhood(self, xp):
+        """(edges that share a particle with an edge beyond its limit (int32), the particles they touch (int32)):
+        a round's passes work on these only, so a pass costs in proportion to the stretched region. Uses the
+        overshoot of the latest check."""
+        edges = self.edges
+        too_long = (self.overshoot != 0.0).any(axis=1)
+        touched = xp.zeros(len(self.inverse_mass), dtype=bool)
+        touched[edges[too_long].ravel()] = True
+        chosen = xp.nonzero(touched[edges[:, 0]] | touched[edges[:, 1]])[0].astype(xp.int32)
+        moved = xp.zeros(len(self.inverse_mass), dtype=bool)
+        moved[edges[chosen].ravel()] = True
+        return chosen, xp.nonzero(moved)[0].astype(xp.int32)
+
+    def _passes(self, xp, q_view, planes, chosen, particles) -> None:
+        """``passes_per_round`` Jacobi passes over the ``chosen`` edges and their ``particles``, each followed by
+        the contact planes; the CPU stops after a pass that found no edge beyond its limit (CUDA runs them
+        all: no device synchronization per pass)."""
+        self.active[:] = 0
         particle, point, normal = planes
         plane_views = [warp_view(particle, wp.int32), warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d)]
+        chosen_view, particles_view = warp_view(chosen, wp.int32), warp_view(particles, wp.int32)
         relaxation = wp.float64(self.relaxation)
         for _ in range(self.passes_per_round):
             self.result[:] = 0
-            self._launch(kernels.edge_steps, len(self.max_length),
-                         [self._edges_view, self._max_length_view, inverse_mass, q_view],
+            self._launch(kernels.edge_steps, len(chosen),
+                         [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view, q_view],
                          [*self._work_views, self.result_view])
             if not self.parallel and int(self.result[0]) == 0:
                 break
-            self._launch(kernels.apply_steps, len(self.incident[0]) - 1,
-                         [*self._incident_views, inverse_mass, relaxation, *self._work_views], [q_view])
+            self._launch(kernels.apply_steps, len(particles),
+                         [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
+                          *self._work_views], [q_view])
             self._launch(kernels.planes, len(particle), plane_views, [q_view])
 
     def sweep(self, xp, positions, frozen=None):
@@ -149,9 +165,10 @@ class EdgeStrainLimit:
             # quietly pulling the point back
             if round_index == 0 and faulty:
                 return q, 0, too_long
+            chosen, particles = self._neighbourhood(xp)
             if global_step is not None:
                 q = xp.ascontiguousarray(global_step(q, self.overshoot), dtype=xp.float64)
                 q_view = warp_view(q, wp.vec3d)
-            self._passes(q_view, planes)
+            self._passes(xp, q_view, planes, chosen, particles)
         too_long, _ = self._check(warp_view(q, wp.vec3d))
         return q, self.rounds, too_long
