@@ -1,9 +1,10 @@
 """Warp kernels of the PD local step (seed eq. 2-7) fused with its right-hand-side assembly (eq. 2-8).
 
-``edge_strain_rhs``: for each particle, the sum over its cloth edges of ±ω_e p_e, with p_e the edge vector
-clamped to [σmin·r, σmax·r] (``constraints.edge_strain``), added to the right-hand side in place. The
-particle gathers over its own edges (``incidence``), so no atomics and the same order of sums on every
-device; an edge is projected once from each end (cheaper than a second pass through memory).
+``edge_projections`` computes ω_e p_e per cloth edge, p_e the edge vector clamped to [σmin·r, σmax·r]
+(``constraints.edge_strain``); ``gather_rhs`` adds to each particle's right-hand side the sum over its
+edges of ±ω_e p_e. The particle gathers over its own edges (``incidence``): no atomics, the same order of
+sums on every device. (Projecting each edge from both of its ends in one kernel cost twice the square
+roots and divisions: 2.4 ms against 1.2 ms per iteration for 58 800 edges on one CPU core.)
 """
 
 from __future__ import annotations
@@ -16,25 +17,33 @@ from .incidence import incidence
 
 
 @wp.kernel
-def edge_strain_rhs(incident_start: wp.array(dtype=wp.int32), incident_edge: wp.array(dtype=wp.int32),
-                    incident_sign: wp.array(dtype=wp.float64), edges: wp.array(dtype=wp.int32, ndim=2),
-                    min_length: wp.array(dtype=wp.float64), max_length: wp.array(dtype=wp.float64),
-                    weight: wp.array(dtype=wp.float64), q: wp.array(dtype=wp.vec3d), chunk: int,
-                    rhs: wp.array(dtype=wp.vec3d)):
-    """rhs[p] += Σ_e s ω_e p_e over particle p's edges (s = +1 at the edge's first end, −1 at its second:
-    the rows of Aᵀ W with A_e = e_i − e_j), for particles [t·chunk, (t + 1)·chunk)."""
+def edge_projections(edges: wp.array(dtype=wp.int32, ndim=2), min_length: wp.array(dtype=wp.float64),
+                     max_length: wp.array(dtype=wp.float64), weight: wp.array(dtype=wp.float64),
+                     q: wp.array(dtype=wp.vec3d), chunk: int, weighted: wp.array(dtype=wp.vec3d)):
+    """weighted[e] = ω_e p_e: edge e's vector clamped to [min_length, max_length] (the local step), times its
+    weight, for edges [t·chunk, (t + 1)·chunk)."""
+    first = wp.tid() * chunk
+    last = wp.min(first + chunk, edges.shape[0])
+    for edge in range(first, last):
+        vector = q[edges[edge, 0]] - q[edges[edge, 1]]
+        length = wp.length(vector)
+        target = wp.min(wp.max(length, min_length[edge]), max_length[edge])
+        weighted[edge] = (weight[edge] * target / wp.max(length, wp.float64(1e-12))) * vector
+
+
+@wp.kernel
+def gather_rhs(incident_start: wp.array(dtype=wp.int32), incident_edge: wp.array(dtype=wp.int32),
+               incident_sign: wp.array(dtype=wp.float64), weighted: wp.array(dtype=wp.vec3d), chunk: int,
+               rhs: wp.array(dtype=wp.vec3d)):
+    """rhs[p] += Σ_e s ω_e p_e over particle p's edges (s = +1 at the edge's first end, −1 at its second: the
+    rows of Aᵀ W with A_e = e_i − e_j), for particles [t·chunk, (t + 1)·chunk)."""
     first = wp.tid() * chunk
     last = wp.min(first + chunk, incident_start.shape[0] - 1)
     for particle in range(first, last):
-        total = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+        total = rhs[particle]
         for k in range(incident_start[particle], incident_start[particle + 1]):
-            edge = incident_edge[k]
-            vector = q[edges[edge, 0]] - q[edges[edge, 1]]
-            length = wp.length(vector)
-            target = wp.min(wp.max(length, min_length[edge]), max_length[edge])
-            scale = target / wp.max(length, wp.float64(1e-12))
-            total = total - incident_sign[k] * (weight[edge] * scale) * vector
-        rhs[particle] = rhs[particle] + total
+            total = total - incident_sign[k] * weighted[incident_edge[k]]
+        rhs[particle] = total
 
 
 class EdgeStrainLocal:
@@ -48,18 +57,23 @@ class EdgeStrainLocal:
                  weights: np.ndarray, particle_count: int):
         xp = backend.xp
         start, incident_edge, incident_sign = incidence(edges, particle_count)
-        self._arrays = [xp.asarray(start), xp.asarray(incident_edge), xp.asarray(incident_sign),
-                        xp.asarray(np.ascontiguousarray(edges, dtype=np.int32)),
+        self._arrays = [xp.asarray(np.ascontiguousarray(edges, dtype=np.int32)),
                         xp.asarray(np.ascontiguousarray(min_length, dtype=np.float64)),
                         xp.asarray(np.ascontiguousarray(max_length, dtype=np.float64)),
-                        xp.asarray(np.ascontiguousarray(weights, dtype=np.float64))]
-        types = [wp.int32, wp.int32, wp.float64, wp.int32, wp.float64, wp.float64, wp.float64]
+                        xp.asarray(np.ascontiguousarray(weights, dtype=np.float64)),
+                        xp.asarray(start), xp.asarray(incident_edge), xp.asarray(incident_sign)]
+        types = [wp.int32, wp.float64, wp.float64, wp.float64, wp.int32, wp.int32, wp.float64]
         self._views = [warp_view(array, dtype) for array, dtype in zip(self._arrays, types)]
+        self.weighted = xp.zeros((len(edges), 3), dtype=xp.float64)
+        self._weighted_view = warp_view(self.weighted, wp.vec3d)
         self.device = warp_device_of(self._arrays[0])
         self.count = particle_count
         self.per_item = None            # None: the device's layout (tests force the other one)
 
     def add_rhs(self, q, rhs) -> None:
         """rhs (n, 3) += Aᵀ W p(q) for positions q (n, 3) [m]; both C-contiguous float64 on the device."""
-        launch_items(edge_strain_rhs, self.count, self.device, [*self._views, warp_view(q, wp.vec3d)],
+        edge_views, incidence_views = self._views[:4], self._views[4:]
+        launch_items(edge_projections, len(self.weighted), self.device, [*edge_views, warp_view(q, wp.vec3d)],
+                     [self._weighted_view], per_item=self.per_item)
+        launch_items(gather_rhs, self.count, self.device, [*incidence_views, self._weighted_view],
                      [warp_view(rhs, wp.vec3d)], per_item=self.per_item)
