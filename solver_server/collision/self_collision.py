@@ -19,11 +19,9 @@ says so (layers resting on each other within their thickness are contacts, not f
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse
-import scipy.sparse.csgraph
 import warp as wp
 
-from ..kernels import launch, warp_device_of, warp_view
+from ..kernels import launch, launch_items, warp_device_of, warp_view
 from ..sim.model import ParticleModel
 from . import surface_kernels
 from .swept_elements import SweptElements, unique_edges
@@ -138,8 +136,9 @@ class SurfaceContact:
         mean of its points' displacements over the substep (a zone holding pinned points moves with
         them). Points that did not pass through each other at the start cannot after a common
         translation, so a zone ends free of crossings inside it; the test is repeated while zones meet
-        other points, ZONE_ROUNDS times at most. Sets ``left`` (pairs found in the last test) and
-        ``left_objects``; returns the positions."""
+        other points, ZONE_ROUNDS times at most. Everything stays on the device (the zones by label
+        propagation in a kernel); only the ids of objects with pairs left at the end are read back.
+        Sets ``left`` (pairs found in the last test) and ``left_objects``; returns the positions."""
         found = []
         for _ in range(ZONE_ROUNDS):
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
@@ -147,10 +146,10 @@ class SurfaceContact:
             self.left = self._crossed
             if self._crossed == 0:
                 break
-            found.append(self._crossed_pairs_found())
-            positions = self._move_zones(xp, positions, y, y0, np.concatenate(found))
+            found.append(self.crossed_pairs[:min(self._crossed, self.crossed_pairs.shape[0])].copy())
+            positions = self._move_zones(xp, positions, y, y0, xp.concatenate(found))
         if self.left:
-            self.left_objects = self._objects_of(np.concatenate(found))
+            self.left_objects = self._objects_of(self._to_host(xp.concatenate(found)))
         return positions
 
     def _crossed_pairs_found(self) -> np.ndarray:
@@ -161,31 +160,41 @@ class SurfaceContact:
     def _to_host(self, array):
         return array.get() if hasattr(array, "get") else array
 
-    def _move_zones(self, xp, positions, y, y0, pairs: np.ndarray):
-        """Positions after moving every impact zone of ``pairs`` (k, 4) point indices rigidly (translation);
-        y, y0: (n_c, 3) the collision points now and at the substep start."""
-        involved, local = np.unique(pairs, return_inverse=True)
-        local = local.reshape(pairs.shape)
-        links = np.concatenate([local[:, [0, 1]], local[:, [1, 2]], local[:, [2, 3]]])
-        graph = scipy.sparse.coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])),
-                                        shape=(len(involved), len(involved)))
-        zone_count, zone = scipy.sparse.csgraph.connected_components(graph, directed=False)
-        involved, zone = xp.asarray(involved), xp.asarray(zone)
+    def zone_labels(self, xp, pairs):
+        """(n_c,) int32 on the device: each point's impact zone, named by the smallest point index in it
+        (points in no pair keep their own index); pairs (k, 4) int32 device point indices."""
+        label = xp.arange(self.count, dtype=xp.int32)
+        changed = xp.zeros(1, dtype=xp.int32)
+        pairs = xp.ascontiguousarray(pairs, dtype=xp.int32)
+        views = [warp_view(pairs, wp.int32)]
+        label_view, changed_view = warp_view(label, wp.int32), warp_view(changed, wp.int32)
+        while True:
+            changed[:] = 0
+            launch_items(surface_kernels.join_zones, pairs.shape[0], self.device, views, [label_view, changed_view])
+            if int(changed[0]) == 0:
+                return label
+
+    def _move_zones(self, xp, positions, y, y0, pairs):
+        """Positions after moving every impact zone of ``pairs`` (k, 4) device point indices rigidly
+        (translation); y, y0: (n_c, 3) the collision points now and at the substep start."""
+        zone = self.zone_labels(xp, pairs)
+        mask = xp.zeros(self.count, dtype=bool)
+        mask[pairs.ravel()] = True
+        involved = xp.nonzero(mask)[0]
+        zone = zone[involved]
         displacement = y[involved] - y0[involved]
         inverse_mass = self.inverse_mass[involved]
         pinned = (inverse_mass <= 0.0).astype(xp.float64)
         mass = xp.where(inverse_mass > 0.0, 1.0 / xp.maximum(inverse_mass, 1e-300), 0.0)
-        pinned_count = xp.bincount(zone, weights=pinned, minlength=zone_count)
-        mass_sum = xp.bincount(zone, weights=mass, minlength=zone_count)
+        pinned_count = xp.bincount(zone, weights=pinned, minlength=self.count)
+        mass_sum = xp.bincount(zone, weights=mass, minlength=self.count)
         moved = xp.stack([xp.where(pinned_count > 0,
-                                   xp.bincount(zone, weights=pinned * displacement[:, axis], minlength=zone_count)
+                                   xp.bincount(zone, weights=pinned * displacement[:, axis], minlength=self.count)
                                    / xp.maximum(pinned_count, 1.0),
-                                   xp.bincount(zone, weights=mass * displacement[:, axis], minlength=zone_count)
+                                   xp.bincount(zone, weights=mass * displacement[:, axis], minlength=self.count)
                                    / xp.maximum(mass_sum, 1e-300)) for axis in range(3)], axis=1)
         delta = xp.zeros_like(y)
         delta[involved] = y0[involved] + moved[zone] - y[involved]
-        mask = xp.zeros(y.shape[0], dtype=bool)
-        mask[involved] = True
         return self.points.distribute(positions, delta, mask)
 
     def _pass(self, xp, y, y0):

@@ -162,3 +162,22 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
         wp.atomic_add(contacts, 1, 1)
         if contact.crossed != 0:
             _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)
+
+
+@wp.kernel
+def join_zones(pairs: wp.array(dtype=wp.int32, ndim=2), chunk: int, label: wp.array(dtype=wp.int32),
+               changed: wp.array(dtype=wp.int32)):
+    """One round of minimum-label propagation over the pairs [t·chunk, (t + 1)·chunk) (four points each):
+    every point of a pair takes the smallest label among the pair's points; changed[0] counts lowerings.
+    Repeated until nothing changes, the labels name the connected components (impact zones): each zone
+    ends labelled by its smallest point index, on any device and in any order of the rounds' updates."""
+    first = wp.tid() * chunk
+    last = wp.min(first + chunk, pairs.shape[0])
+    for row in range(first, last):
+        smallest = wp.min(wp.min(label[pairs[row, 0]], label[pairs[row, 1]]),
+                          wp.min(label[pairs[row, 2]], label[pairs[row, 3]]))
+        for k in range(4):
+            point = pairs[row, k]
+            if label[point] > smallest:
+                wp.atomic_min(label, point, smallest)
+                wp.atomic_add(changed, 0, 1)

@@ -88,3 +88,50 @@ def test_cloth_drapes_over_a_soft_body_instead_of_passing_through():
     assert block_top > 0.25                                        # the block still stands
     assert final_cloth[over_block, 2].min() > block_top + THICKNESS  # the cloth lies on it
     assert final_cloth[:, 2].min() < 0.1                            # and its edges hang down beside it
+
+
+def _two_sheets(backend):
+    """Two 9 × 9 sheets 1 cm apart, one above the other (self-contact between objects); returns the PD
+    group's SurfaceContact, its particle count, and the start positions (n, 3) on the backend."""
+    lower, triangles, _ = grid(9, 9, size=0.4, height=0.0)
+    upper = lower + [0.0, 0.0, 0.01]
+    sheets = [cloth_object(lower, triangles, object_id="Lower", params={"thickness": 0.002}),
+              cloth_object(upper, triangles, object_id="Upper", params={"thickness": 0.002})]
+    simulation = Simulation(scene(sheets, frame_end=2), backend)
+    group = simulation.groups[0]
+    return group.solver.self_collision, group.state.positions
+
+
+def test_impact_zone_labels_are_the_connected_components():
+    surfaces, _ = _two_sheets(BACKEND)
+    pairs = np.array([[0, 1, 2, 3], [3, 10, 11, 12], [40, 41, 42, 43], [150, 151, 152, 153],
+                      [153, 41, 160, 161]], np.int32)
+    label = surfaces.zone_labels(np, pairs)
+    assert set(label[[0, 1, 2, 3, 10, 11, 12]]) == {0}
+    assert set(label[[40, 41, 42, 43, 150, 151, 152, 153, 160, 161]]) == {40}
+    untouched = np.setdiff1d(np.arange(len(label)), pairs.ravel())
+    np.testing.assert_array_equal(label[untouched], untouched)
+
+
+def test_impact_zones_undo_a_sheet_passing_through_another_without_a_host_copy():
+    """The upper sheet driven 5 cm down through the lower one in one substep, one Jacobi pass: the pass
+    leaves crossed pairs and the impact zones resolve them, all on the strict backend inside the download
+    guard (the zones used to be joined on the host)."""
+    from tests.portability.strict_backend import strict_backend, substep_guard
+
+    backend = strict_backend()
+    surfaces, start = _two_sheets(backend)
+    surfaces.iterations = 1
+    xp = backend.xp
+    count = start.shape[0] // 2
+    moved = xp.concatenate([start[:count], start[count:] - xp.asarray(np.array([0.0, 0.0, 0.05]))])
+    calls = []
+    join = surfaces.zone_labels
+    surfaces.zone_labels = lambda xp_, pairs: calls.append(1) or join(xp_, pairs)
+    with substep_guard("impact-zone test"):
+        positions, _ = surfaces.resolve(xp, moved, start)
+        left = surfaces.crossed_since(xp, positions, start)
+    assert calls, "the Jacobi pass resolved everything: the impact zones were not exercised"
+    assert left == 0 and surfaces.left == 0
+    heights = backend.to_host(positions)[:, 2]
+    assert np.all(heights[count:] > heights[:count].max() - 1e-9)    # the upper sheet stays above the lower
