@@ -4,7 +4,10 @@ stored checkpoints."""
 import bpy
 
 from ..bake_output import RECORD_PROPERTY, clear_record, free_outputs, mesh_cache_modifier
-from .bake import CANCEL_BAKE_FIRST, SIMULATED_ROLES, no_bake_running
+from .bake import CANCEL_BAKE_FIRST, SIMULATED_ROLES, no_bake_running, refuse
+
+NOTHING_TO_FREE = ("Nothing to free: no cloth, soft body or hair in this scene has a Tangle bake "
+                   "(shape keys tangle_f#### or a Tangle Mesh Cache)")
 
 
 def _baked_objects(context):
@@ -22,8 +25,9 @@ class TANGLE_OT_free_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return no_bake_running(cls, CANCEL_BAKE_FIRST) and (
-            bool(_baked_objects(context)) or RECORD_PROPERTY in context.scene)
+        if not no_bake_running(cls, CANCEL_BAKE_FIRST):
+            return False
+        return bool(_baked_objects(context)) or RECORD_PROPERTY in context.scene or refuse(cls, NOTHING_TO_FREE)
 
     def execute(self, context):
         objects = _baked_objects(context)

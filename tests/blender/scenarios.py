@@ -71,6 +71,7 @@ def scenario_bake_grid(args: dict) -> dict:
     result["after_free_topology"] = sheet.tangle.baked_topology
     result["after_free_matches_rest"] = float(np.abs(evaluated_world_positions(sheet, 10) - rest).max())
     result["free_poll_after"] = bpy.ops.tangle.free_bake.poll()
+    result["free_again"] = call(bpy.ops.tangle.free_bake)          # greyed button: the reason, not "context"
     return result
 
 

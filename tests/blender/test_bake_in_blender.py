@@ -49,6 +49,7 @@ def check_grid_bake(result: dict) -> None:
     assert result["after_free"] == {"names": [], "fcurves": 0, "has_action": False}
     assert result["after_free_topology"] == "" and result["after_free_matches_rest"] < 1e-6
     assert result["free_poll_after"] is False
+    assert result["free_again"]["result"] == ["RAISED"] and "Nothing to free" in result["free_again"]["error"]
 
 
 def test_bake_with_installed_extension_zip(run_scenario, extension_zip, solver_server_address):
