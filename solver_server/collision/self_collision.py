@@ -121,7 +121,7 @@ class SurfaceContact:
         if self._crossed > self.crossed_pairs.shape[0]:
             crossed[:] = True
         elif self._crossed:
-            crossed[self.crossed_pairs[:self._crossed].ravel()] = True
+            crossed[self._crossed_pairs_kept().ravel()] = True
         return crossed
 
     def _objects_of(self, pairs: np.ndarray) -> list[str]:
@@ -146,16 +146,20 @@ class SurfaceContact:
             self.left = self._crossed
             if self._crossed == 0:
                 break
-            found.append(self.crossed_pairs[:min(self._crossed, self.crossed_pairs.shape[0])].copy())
+            found.append(self._crossed_pairs_kept().copy())
             positions = self._move_zones(xp, positions, y, y0, xp.concatenate(found))
         if self.left:
             self.left_objects = self._objects_of(self._to_host(xp.concatenate(found)))
         return positions
 
+    def _crossed_pairs_kept(self):
+        """(k, 4) device int32 view: the points of the pairs the last pass found passed through each other,
+        as many as the record kept."""
+        return self.crossed_pairs[:min(self._crossed, self.crossed_pairs.shape[0])]
+
     def _crossed_pairs_found(self) -> np.ndarray:
-        """(k, 4) host int array: the points of the pairs the last pass found passed through each other."""
-        rows = min(self._crossed, self.crossed_pairs.shape[0])
-        return np.asarray(self._to_host(self.crossed_pairs[:rows]), np.int64)
+        """(k, 4) host int array: ``_crossed_pairs_kept`` read back."""
+        return np.asarray(self._to_host(self._crossed_pairs_kept()), np.int64)
 
     def _to_host(self, array):
         return array.get() if hasattr(array, "get") else array

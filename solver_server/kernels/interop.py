@@ -147,11 +147,12 @@ def warm_kernels(device: str = "cpu") -> dict:
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
     from ..collision import mesh_kernels, surface_kernels  # noqa: PLC0415
-    from ..solvers.pd import limit_kernels, local_kernels  # noqa: PLC0415
+    from ..solvers.pd import limit_kernels, limit_sweep_kernels, local_kernels  # noqa: PLC0415
     from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
-    modules = [geometry, bounds, mesh_kernels, surface_kernels, limit_kernels, local_kernels]
+    modules = [geometry, bounds, mesh_kernels, surface_kernels, limit_kernels, limit_sweep_kernels,
+               local_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

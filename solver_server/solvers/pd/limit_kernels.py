@@ -21,11 +21,13 @@ RELATIVE_TOLERANCE = wp.constant(1e-4)   # an edge within (1 + this) × its limi
 
 
 @wp.func
-def edge_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=2),
-              max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64), edge: int,
-              step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32)) -> int:
-    """step[edge] = λ n̂ with λ = (l − l_max) / (w_i + w_j), n̂ = (q_i − q_j) / l, for an edge beyond its limit
-    (and tolerance); active[edge] = 1 then, else 0 and a zero step. Returns active[edge]."""
+def distance_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=2),
+                  max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                  edge: int) -> wp.vec3d:
+    """λ n̂ of the PBD distance constraint (Müller et al. 2007) of an edge beyond its limit (and tolerance):
+    λ = (l − l_max) / (w_i + w_j), n̂ = (q_i − q_j) / l; end i moves by −w_i λ n̂, end j by +w_j λ n̂. The zero
+    vector for an edge within its limit or with both ends fixed. Shared by the Jacobi passes here and the
+    Gauss–Seidel sweeps (``limit_sweep_kernels``)."""
     i = edges[edge, 0]
     j = edges[edge, 1]
     vector = q[i] - q[j]
@@ -34,12 +36,23 @@ def edge_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=
     over = length - limit
     total = inverse_mass[i] + inverse_mass[j]
     if over <= limit * wp.float64(RELATIVE_TOLERANCE) or total <= wp.float64(0.0):
-        step[edge] = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
-        active[edge] = 0
-        return 0
-    step[edge] = vector * (over / (total * length))
-    active[edge] = 1
-    return 1
+        return wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    return vector * (over / (total * length))
+
+
+@wp.func
+def edge_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=2),
+              max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64), edge: int,
+              step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32)) -> int:
+    """step[edge] = ``distance_step`` of the edge; active[edge] = 1 if it is beyond its limit, else 0.
+    Returns active[edge]."""
+    correction = distance_step(q, edges, max_length, inverse_mass, edge)
+    step[edge] = correction
+    if wp.length_sq(correction) > wp.float64(0.0):
+        active[edge] = 1
+        return 1
+    active[edge] = 0
+    return 0
 
 
 @wp.kernel

@@ -18,28 +18,21 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from .limit_kernels import RELATIVE_TOLERANCE
+from .limit_kernels import distance_step
 
 
 @wp.func
 def limit_edge(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=2),
                max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64), edge: int) -> int:
-    """Shorten ``edge`` to its hard limit if longer, moving its ends by their inverse masses (PBD distance
-    constraint, Müller et al. 2007). Returns 1 if the edge was beyond its limit (and tolerance), else 0."""
+    """Shorten ``edge`` to its hard limit if longer, moving its ends by their inverse masses
+    (``limit_kernels.distance_step``). Returns 1 if the edge was beyond its limit (and tolerance), else 0."""
+    step = distance_step(q, edges, max_length, inverse_mass, edge)
+    if wp.length_sq(step) == wp.float64(0.0):
+        return 0
     i = edges[edge, 0]
     j = edges[edge, 1]
-    vector = q[i] - q[j]
-    length = wp.length(vector)
-    limit = max_length[edge]
-    over = length - limit
-    weight_i = inverse_mass[i]
-    weight_j = inverse_mass[j]
-    total = weight_i + weight_j
-    if over <= limit * wp.float64(RELATIVE_TOLERANCE) or total <= wp.float64(0.0):
-        return 0
-    step = vector * (over / (total * length))
-    q[i] = q[i] - weight_i * step
-    q[j] = q[j] + weight_j * step
+    q[i] = q[i] - inverse_mass[i] * step
+    q[j] = q[j] + inverse_mass[j] * step
     return 1
 
 

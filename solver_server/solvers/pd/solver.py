@@ -170,11 +170,14 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
-        # the edge batch's local step runs as one kernel (local_kernels); the others through their selectors
+        # the edge batch's local step runs in kernels (local_kernels); the others through their selectors
         self.edge_local = None
         if edges is not None:
             self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
                                               edges.limits[:, 1] * edges.rest_length, edges.weights, n)
+        self.selector_batches = [(batch, selector, scatter)
+                                 for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters)
+                                 if batch is not edges]
 
     def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
         """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
@@ -263,11 +266,15 @@ class PDSolver:
         planes = contact.contact_planes(colliders, q, q_start, CONTACT_BAND)
         limited, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
             xp, q, global_step, planes)
-        already = self._crossing_particles(colliders, settled, q_start)     # left by the contact rounds
+        already = None                                    # crossings left by the contact rounds (tested once needed)
         share = xp.ones(q.shape[0], dtype=xp.float64)     # of the limit's move each particle keeps
         for round_index in range(REVERT_ROUNDS + 1):
             candidate, _ = contact.project(colliders, settled + share[:, None] * (limited - settled), q_start)
-            crossing = self._crossing_particles(colliders, candidate, q_start) & ~already & (share > 0)
+            crossing = self._crossing_particles(colliders, candidate, q_start) & (share > 0)
+            if bool(crossing.any()) and already is None:
+                already = self._crossing_particles(colliders, settled, q_start)
+            if already is not None:
+                crossing = crossing & ~already
             if not bool(crossing.any()):
                 return candidate
             share = xp.where(crossing, 0.0 if round_index >= REVERT_ROUNDS - 1 else 0.5 * share, share)
@@ -389,10 +396,9 @@ class PDSolver:
         for _ in range(iterations):
             tick = time.perf_counter()
             rhs = base_rhs.copy()
-            for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters):
-                if self.edge_local is not None and batch.name == "edge_strain":
-                    self.edge_local.add_rhs(q, rhs)
-                    continue
+            if self.edge_local is not None:
+                self.edge_local.add_rhs(q, rhs)
+            for batch, selector, scatter in self.selector_batches:
                 state = (selector @ q).reshape(batch.count, batch.rows, 3)
                 projected = batch.project(xp, state, q)
                 rhs += scatter @ projected.reshape(-1, 3)

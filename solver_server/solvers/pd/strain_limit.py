@@ -104,7 +104,7 @@ class EdgeStrainLimit:
         moved[edges[chosen].ravel()] = True
         return chosen, xp.nonzero(moved)[0].astype(xp.int32)
 
-    def _passes(self, xp, q_view, planes, chosen, particles) -> None:
+    def _passes(self, q_view, planes, chosen, particles) -> None:
         """``passes_per_round`` Jacobi passes over the ``chosen`` edges and their ``particles``, each followed by
         the contact planes; the CPU stops after a pass that found no edge beyond its limit (CUDA runs them
         all: no device synchronization per pass)."""
@@ -169,6 +169,6 @@ class EdgeStrainLimit:
             if global_step is not None:
                 q = xp.ascontiguousarray(global_step(q, self.overshoot), dtype=xp.float64)
                 q_view = warp_view(q, wp.vec3d)
-            self._passes(xp, q_view, planes, chosen, particles)
+            self._passes(q_view, planes, chosen, particles)
         too_long, _ = self._check(warp_view(q, wp.vec3d))
         return q, self.rounds, too_long
