@@ -197,6 +197,7 @@ class StepContacts:
         self._delassus = None
         self._coupled_pairs = None
         self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
+        self._last_problem = None      # (relative velocities, start impulses) of the last contact-space solve
         self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
 
     def set_system(self, factor) -> None:
@@ -669,6 +670,7 @@ class StepContacts:
         self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
         if self.resolves_each_round and self._factor is not None:
             start = self.solver.warm_start(self.keys, self.normal, self.mu, self.h) if iteration == 0 else self.impulse
+            self._last_problem = (relative, start)
             return self._relaxed_update(self._solve_contact_space(relative, start))
         if iteration == 0:
             warm = self.solver.warm_start(self.keys, self.normal, self.mu, self.h)
@@ -681,6 +683,26 @@ class StepContacts:
         response = self._response(self._contact_counts())
         return self._relaxed_update(local_impulse_update(xp, response, relative, self.normal, self.target_normal,
                                                          self.impulse, self.mu))
+
+    def resolve_on_new_system(self):
+        """The last round's impulses solved again on the response of the factor set since (set_system), with
+        the same relative velocities, start and relaxation; returns the generalized impulse (n_dofs,), or None
+        when there is nothing to solve again (no round solved in contact space yet, no contact).
+
+        The integrator refactors the matrix at the current iterate between a contact round and the global
+        step that applies its impulses.  Impulses solved on the previous matrix's response are wrong by the
+        change of the response: negligible for most hair, but for stiff, light strands (a 1 TPa rod of
+        12 kg/m³) the stretch blocks k/l t tᵀ outweigh the inertia M/h² by ~10⁸, so a tangent that turned by
+        a milliradian makes the old matrix 10⁴ × too stiff across the edge; the impulses computed on it
+        launched a hinged rod resting on a floor at 50 m/s (issue 20's parameter sweep, seed 1)."""
+        if self._last_problem is None or self._factor is None or self.vertices.shape[0] == 0:
+            return None
+        relative, start = self._last_problem
+        local = self._solve_contact_space(relative, start)
+        self.impulse = self.applied + self._relaxation[:, None] * (local - self.applied)
+        self._last_increment = self.impulse - self.applied
+        self.active_mask = self.xp.linalg.norm(self.impulse, axis=1) > 0.0
+        return self.generalized_impulse(self.impulse)
 
     def _relaxed_update(self, local):
         """Move the impulses towards the local solution `local` (n, 3); returns the generalized impulse.

@@ -107,6 +107,10 @@ class ImpulseHandler(Protocol):
         """The factorized system matrix of the global steps from now on (its inverse is the contacts'
         response); called after every factorization."""
 
+    def resolve_on_new_system(self) -> Any:
+        """The impulses of the last round solved again on the factor just set (same measured velocities):
+        generalized impulse (n_dofs,), or None when the handler does not solve on the factor's response."""
+
     def update(self, iteration: int, velocity_before, velocity_after) -> Any:
         """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact).
         iteration counts the contact rounds: 0 detects the contacts along velocity_after."""
@@ -223,13 +227,18 @@ class ImplicitEulerSolver:
                                   + _degeneracy_report(xp, model, config, band))
 
     def _refactor(self, config, h, fixed_dofs, stats: StepStats, soft_pins, previous, moving, impulses, kept):
-        """The factor of the matrix at `config` (see _factor), handed to the contact handler: the contacts'
-        response J A⁻¹ Jᵀ must be that of the matrix the global steps use (a response left from an older
-        matrix over- or under-shoots once edges have turned)."""
+        """(factor of the matrix at `config` (see _factor), the contact handler's impulses solved again on it or
+        None).  The factor is handed to the contact handler: the contacts' response J A⁻¹ Jᵀ must be that of
+        the matrix the global steps use (a response left from an older matrix over- or under-shoots once edges
+        have turned), and impulses it solved on the older response are solved again before a step applies
+        them."""
         factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=previous, strands=moving, kept=kept)
+        resolved = None
         if impulses is not None:
             impulses.set_system(factor)
-        return factor
+            resolve = getattr(impulses, "resolve_on_new_system", None)
+            resolved = None if resolve is None else resolve()
+        return factor, resolved
 
     def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
                      path=None, least_full_fraction=None, settled=None):
@@ -368,7 +377,6 @@ class ImplicitEulerSolver:
         point = evaluate(v)
         for iteration in range(settings.max_iterations):
             elastic, elastic_grad, config = point
-            target = free_velocity + impulse / mass
             # a handler that solves its contact problem exactly on the factor's response (J A⁻¹ Jᵀ) needs that
             # response to be the system's: a stale matrix is refreshed at every contact round then (with a
             # stale one the exact solve over- or under-shoots and the loop does not converge)
@@ -377,15 +385,23 @@ class ImplicitEulerSolver:
                 or (contact_round is not None and resolves_each_round))
             fresh = factor is None or not settings.quasi_newton or refresh
             if fresh:
-                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses, kept)
+                factor, resolved = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving,
+                                                  impulses, kept)
+                impulse = impulse if resolved is None else resolved
                 stale = False
-            gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
-            if soft_pins is not None:
-                pulled = soft_pins.dofs.ravel()
-                offset = (q_t + h * v)[pulled] - soft_pins.targets.ravel()
-                gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
-            gradient[fixed_dofs] = 0.0
-            current = objective(v, target, elastic)
+
+            def descent_problem():
+                """(target velocity, ∇g, g per strand) at v with the current impulses."""
+                target = free_velocity + impulse / mass
+                gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
+                if soft_pins is not None:
+                    pulled = soft_pins.dofs.ravel()
+                    offset = (q_t + h * v)[pulled] - soft_pins.targets.ravel()
+                    gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
+                gradient[fixed_dofs] = 0.0
+                return target, gradient, objective(v, target, elastic)
+
+            target, gradient, current = descent_problem()
             # strands pushed by contact impulses search along the straight line (seed Algorithm 2) unless the
             # handler solves its contact problem again from the measured velocities every round: bending
             # their path moves the contact points by more than the impulses' linear response, which one
@@ -401,7 +417,11 @@ class ImplicitEulerSolver:
                                          objective, bent, early, skipped)
             if searched is None:
                 stats.early_refreshes += 1
-                factor = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving, impulses, kept)
+                factor, resolved = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving,
+                                                  impulses, kept)
+                if resolved is not None:
+                    impulse = resolved
+                    target, gradient, current = descent_problem()
                 stale = False
                 searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
                                              objective, bent, settled=skipped)
