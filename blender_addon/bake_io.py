@@ -24,7 +24,7 @@ from .core.bake_state import frame_of_shape_key, topology_hash
 from .core.transforms import to_local, to_world
 from .shape_keys import remove_shape_keys, write_shape_key
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
-from .core.validation import summary
+from .core.validation import blocking, summary
 from .core.wind import scene_wind
 
 # Modifiers that move vertices without changing topology: a collider carrying one deforms over time.
@@ -136,6 +136,13 @@ class MeshTarget:
 ClothTarget = MeshTarget  # the name the bake session and outputs were written against
 
 
+def simulated_mesh_params(obj: bpy.types.Object) -> tuple[str, dict]:
+    """(wire kind, wire parameters) of a cloth or soft body object."""
+    if obj.tangle.role == "SOFTBODY":
+        return "softbody", _params(obj.tangle.softbody, SOFTBODY_PARAMS)
+    return "cloth", _params(obj.tangle.cloth, CLOTH_PARAMS)
+
+
 def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
     """Cloth or soft body entry of a mesh object (its base mesh in world space) and its bake target."""
     if obj.type != "MESH":
@@ -147,10 +154,7 @@ def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
     local, triangles = mesh_arrays(obj.data)
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
     moving = matrix_world if transform_moves(obj) else None  # pinned vertices then follow the object
-    if obj.tangle.role == "SOFTBODY":
-        kind, params = "softbody", _params(obj.tangle.softbody, SOFTBODY_PARAMS)
-    else:
-        kind, params = "cloth", _params(obj.tangle.cloth, CLOTH_PARAMS)
+    kind, params = simulated_mesh_params(obj)
     entry = scene_export.simulated_mesh_object(kind, obj.name, to_world(local, matrix_world), triangles, indices,
                                                weights, params, moving)
     target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
@@ -276,7 +280,7 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
     """
     from .checks import check_scene
 
-    problems = check_scene(scene)
+    problems = blocking(check_scene(scene))
     if problems:
         first_problem = summary(problems)
         raise scene_export.ExportError(first_problem[len(problems[0].object) + 2:], problems[0].object)

@@ -2,22 +2,27 @@
 
 ``check_scene`` stores the problems in ``Scene.tangle.problems`` (listed in the Tangle Bake panel, each
 with its object) and returns them; ``bake_io.export_scene`` calls it first and refuses to send anything
-while any problem remains. ``TANGLE_OT_check_scene`` runs the same check from the panel.
+while any blocking problem remains. Warnings (``Problem.blocking`` false) do not stop a bake: hair rooted
+inside a collider at the first frame (``core.rooted_inside``). ``TANGLE_OT_check_scene`` runs the same
+check from the panel.
 """
 
 from __future__ import annotations
 
 import bpy
+import numpy as np
 
 from . import hair_io
-from .bake_io import marked_objects, matrix_array, mesh_arrays, to_world
+from .bake_io import (export_collider, export_hair, frame_range, marked_objects, matrix_array, mesh_arrays,
+                      simulated_mesh_params, to_world)
 from .core import validation
+from .core.rooted_inside import rooted_inside_warnings
 from .core.validation import Problem
 
 ROLE_NAMES = {"CLOTH": "cloth", "SOFTBODY": "soft body", "COLLIDER": "mesh collider", "HAIR": "hair"}
 
 
-def _mesh_problems(obj: bpy.types.Object, depsgraph) -> list[Problem]:
+def _mesh_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) -> list[Problem]:
     role = obj.tangle.role
     if obj.type != "MESH":
         return [Problem(obj.name, f"a {ROLE_NAMES[role]} must be a mesh object, this is a {obj.type}")]
@@ -34,6 +39,11 @@ def _mesh_problems(obj: bpy.types.Object, depsgraph) -> list[Problem]:
         problems += validation.check_closed_manifold(obj.name, triangles)
     if role != "COLLIDER":
         problems += validation.check_pin_group(obj.name, obj.tangle.pin_group, [g.name for g in obj.vertex_groups])
+        kind, params = simulated_mesh_params(obj)
+        corners = np.asarray(vertices, np.float64).reshape(-1, 3)[np.asarray(triangles, np.int64).reshape(-1, 3)]
+        edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).ravel()
+        problems += validation.check_settings(obj.name, kind, params, edges,
+                                              near_colliders=bool(marked_objects(scene, "COLLIDER")))
     return problems
 
 
@@ -71,22 +81,45 @@ def object_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) ->
     if role == "HAIR":
         problems += _hair_problems(obj, scene)
     elif role != "COLLIDER" or obj.tangle.collider_shape == "MESH":
-        problems += _mesh_problems(obj, depsgraph)
+        problems += _mesh_problems(obj, scene, depsgraph)
     return problems
 
 
+def rooted_inside(scene: bpy.types.Scene) -> list[Problem]:
+    """Warnings for hair rooted inside a collider at the bake's first frame (the scene is read there, as
+    the bake reads it, and the current frame is restored)."""
+    hair_objects, colliders = marked_objects(scene, "HAIR"), marked_objects(scene, "COLLIDER")
+    if not hair_objects or not colliders:
+        return []
+    current_frame, current_subframe = scene.frame_current, scene.frame_subframe
+    scene.frame_set(frame_range(scene)[0])
+    try:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        collider_entries = [export_collider(obj, depsgraph) for obj in colliders]
+        warnings = []
+        for obj in hair_objects:
+            warnings += rooted_inside_warnings(export_hair(obj, depsgraph, scene)[0], collider_entries)
+        return warnings
+    finally:
+        scene.frame_set(current_frame, subframe=current_subframe)
+
+
 def check_scene(scene: bpy.types.Scene) -> list[Problem]:
-    """Check every marked object of ``scene``; store and return the problems (empty: ready to bake)."""
+    """Check every marked object of ``scene``; store and return the problems, blocking ones and warnings
+    (none blocking: ready to bake). The warnings that need the scene exported are looked for only once
+    nothing blocks."""
     depsgraph = bpy.context.evaluated_depsgraph_get()
     problems = []
     for role in ("CLOTH", "SOFTBODY", "HAIR", "COLLIDER"):
         for obj in marked_objects(scene, role):
             problems += object_problems(obj, scene, depsgraph)
+    if not validation.blocking(problems):
+        problems += rooted_inside(scene)
     stored = scene.tangle.problems
     stored.clear()
     for problem in problems:
         item = stored.add()
-        item.object_name, item.message = problem.object, problem.message
+        item.object_name, item.message, item.blocking = problem.object, problem.message, problem.blocking
     return problems
 
 
@@ -99,8 +132,11 @@ class TANGLE_OT_check_scene(bpy.types.Operator):
 
     def execute(self, context):
         problems = check_scene(context.scene)
-        if problems:
-            self.report({"WARNING"}, validation.summary(problems))
+        stopping = validation.blocking(problems)
+        if stopping:
+            self.report({"WARNING"}, validation.summary(stopping))
+        elif problems:
+            self.report({"WARNING"}, f"Ready to bake, with {len(problems)} warning(s): {validation.summary(problems)}")
         else:
             self.report({"INFO"}, "Ready to bake: no problems found")
         return {"FINISHED"}

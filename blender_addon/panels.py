@@ -118,11 +118,13 @@ class TANGLE_PT_bake(_PhysicsTab, bpy.types.Panel):
         if settings.last_error:
             layout.label(text=settings.last_error, icon="ERROR")
         layout.operator("tangle.check_scene", icon="CHECKMARK")
-        if len(settings.problems):
-            box = layout.box()
-            box.label(text=f"Fix before baking ({len(settings.problems)}):", icon="ERROR")
-            for problem in settings.problems:
-                box.label(text=f"{problem.object_name}: {problem.message}")
+        for blocking, heading, icon in ((True, "Fix before baking", "ERROR"), (False, "Bakes, but check", "INFO")):
+            listed = [problem for problem in settings.problems if problem.blocking == blocking]
+            if listed:
+                box = layout.box()
+                box.label(text=f"{heading} ({len(listed)}):", icon=icon)
+                for problem in listed:
+                    box.label(text=f"{problem.object_name}: {problem.message}")
 
 
 # ---- bake workflow: connection profile / local server, output route, resume and re-bake (engineer #2) ----

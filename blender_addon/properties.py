@@ -120,6 +120,8 @@ class TangleProblem(PropertyGroup):
 
     object_name: StringProperty(name="Object")
     message: StringProperty(name="Problem")
+    blocking: BoolProperty(name="Blocking", default=True,
+                           description="The bake cannot start until this is fixed (otherwise a warning)")
 
 
 class TangleSceneSettings(PropertyGroup):

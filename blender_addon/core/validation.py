@@ -15,24 +15,36 @@ from .scene_export import triangle_double_areas
 
 ZERO_AREA = 1e-12  # m², twice the triangle area below which a triangle is degenerate
 ZERO_LENGTH = 1e-9  # m, hair segment length below which a segment is degenerate
+# most self-collision thickness per median rest edge length: the server's rule (solver_server/sim/builder.py,
+# SELF_COLLISION_THICKNESS; tests/addon_core/test_validation.py checks the two agree)
+SELF_COLLISION_THICKNESS = 0.25
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing that must be fixed before baking: the Blender object's name and what is wrong."""
+    """One thing found before baking: the Blender object's name and what is wrong. ``blocking`` problems
+    must be fixed before anything is sent; the others are warnings (the bake runs, but will look wrong
+    or behave differently from what the settings suggest)."""
 
     object: str
     message: str
+    blocking: bool = True
 
     def __str__(self) -> str:
         return f"{self.object}: {self.message}"
 
 
+def blocking(problems: list[Problem]) -> list[Problem]:
+    """The problems that stop a bake (the others are warnings)."""
+    return [problem for problem in problems if problem.blocking]
+
+
 def summary(problems: list[Problem]) -> str:
-    """One line for an error report: the first problem and how many more there are."""
+    """One line for a report: the first problem and how many more there are."""
     if not problems:
         return ""
-    more = f" (and {len(problems) - 1} more problem(s), listed in the Tangle Bake panel)" if len(problems) > 1 else ""
+    kind = "problem" if problems[0].blocking else "warning"
+    more = f" (and {len(problems) - 1} more {kind}(s), listed in the Tangle Bake panel)" if len(problems) > 1 else ""
     return f"{problems[0]}{more}"
 
 
@@ -160,3 +172,33 @@ def check_emitter(object_id: str, surface: str | None, surface_kind: str | None,
     if uv_map and uv_map not in surface_uv_maps:
         return [Problem(object_id, f"emitter surface '{surface}' has no UV map '{uv_map}'")]
     return []
+
+
+def check_settings(object_id: str, kind: str, params: dict, triangle_edges: np.ndarray | None = None,
+                   near_colliders: bool = False) -> list[Problem]:
+    """A cloth's or soft body's settings against the server's rules (blocking: it would refuse them at submit)
+    and against what looks wrong after a bake (warnings).
+
+    kind: "cloth" or "softbody"; params: the wire parameters; triangle_edges: (3F,) rest edge lengths of the
+    triangles [m] (for the self-collision rule); near_colliders: the scene has colliders."""
+    problems = []
+    limits = params.get("strain_limits")
+    if limits is not None and not float(limits[0]) <= 1.0 <= float(limits[1]):
+        problems.append(Problem(object_id, f"strain limits ({float(limits[0]):g}, {float(limits[1]):g}) must "
+                                           "satisfy min ≤ 1 ≤ max (the stretch ratios that cost no energy include "
+                                           "the rest length)"))
+    thickness = float(params.get("thickness", 0.0))
+    self_collision = kind == "cloth" and bool(params.get("self_collision", False))
+    if self_collision and triangle_edges is not None and len(triangle_edges):
+        median = float(np.median(triangle_edges))
+        if thickness > SELF_COLLISION_THICKNESS * median:
+            problems.append(Problem(object_id, f"thickness {thickness:g} m is too large for self-collision on edges "
+                                               f"of {median:.3g} m (median): at most {SELF_COLLISION_THICKNESS:g} × "
+                                               "the edge length, or the cloth pushes itself apart; lower the "
+                                               "thickness or subdivide the mesh"))
+    if thickness == 0.0 and (near_colliders or self_collision):
+        touches = " and itself" if self_collision else ""
+        problems.append(Problem(object_id, f"thickness 0: the {'cloth' if kind == 'cloth' else 'soft body'} rests "
+                                           f"exactly on collider surfaces{touches}, so a rendered subdivision or "
+                                           "Solidify shows through them; a few mm is typical", blocking=False))
+    return problems

@@ -71,6 +71,10 @@ class _ModalBake:
             self.report({"ERROR"}, f"Tangle bake not started: {error}")
             context.scene.tangle.last_error = str(error)
             return None
+        warnings = [problem for problem in context.scene.tangle.problems if not problem.blocking]
+        if warnings:
+            self.report({"WARNING"}, f"Baking with {len(warnings)} warning(s) (listed in the Tangle Bake panel): "
+                                     f"{warnings[0].object_name}: {warnings[0].message}")
         return _active_session
 
     def execute(self, context):

@@ -94,3 +94,57 @@ def test_summary_names_the_first_problem_and_counts_the_rest():
     assert validation.summary(problems) == "A: bad (and 1 more problem(s), listed in the Tangle Bake panel)"
     assert validation.summary(problems[:1]) == "A: bad"
     assert validation.summary([]) == ""
+
+
+# ---- settings (issue 22 item 6): the server's rules before anything is sent, and settings that look wrong
+
+def _sheet_edges(size=0.05):
+    vertices = np.array([[0, 0, 0], [size, 0, 0], [size, size, 0], [0, size, 0]], float)
+    corners = vertices[np.array([[0, 1, 2], [0, 2, 3]])]
+    return np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).ravel()
+
+
+def test_settings_the_server_refuses_are_blocking_problems_before_the_bake():
+    from blender_addon.core.param_table import CLOTH_PARAMS, defaults
+
+    params = defaults(CLOTH_PARAMS)
+    assert validation.check_settings("Sheet", "cloth", params, _sheet_edges()) == []
+    for limits in ((1.2, 1.5), (0.5, 0.9)):
+        only(validation.check_settings("Sheet", "cloth", {**params, "strain_limits": limits}), "Sheet",
+             "must satisfy min ≤ 1 ≤ max")
+    thick = {**params, "self_collision": True, "thickness": 0.02}          # 2 cm on 5 cm edges
+    only(validation.check_settings("Sheet", "cloth", thick, _sheet_edges()), "Sheet", "too large for self-collision")
+    assert validation.check_settings("Sheet", "cloth", {**thick, "self_collision": False}, _sheet_edges()) == []
+    assert all(problem.blocking for problem in validation.check_settings(
+        "Sheet", "cloth", {**thick, "strain_limits": (1.2, 1.5)}, _sheet_edges()))
+
+
+def test_the_addon_refuses_exactly_what_the_server_refuses():
+    from solver_server.sim import builder
+    from solver_server.sim.errors import SceneError
+    from solver_server.sim.params import resolve_params
+
+    assert validation.SELF_COLLISION_THICKNESS == builder.SELF_COLLISION_THICKNESS
+    for limits in ((1.2, 1.5), (0.5, 0.9), (0.9, 1.1), (1.0, 1.0)):
+        refused_here = bool(validation.check_settings("Sheet", "cloth", {"strain_limits": limits}))
+        try:
+            resolve_params("cloth", {"strain_limits": list(limits)}, "Sheet")
+            refused_there = False
+        except SceneError:
+            refused_there = True
+        assert refused_here == refused_there, limits
+
+
+def test_zero_thickness_near_colliders_or_with_self_collision_is_a_warning():
+    from blender_addon.core.param_table import CLOTH_PARAMS, SOFTBODY_PARAMS, defaults
+
+    cloth = {**defaults(CLOTH_PARAMS), "thickness": 0.0}
+    assert validation.check_settings("Sheet", "cloth", cloth, _sheet_edges()) == []   # nothing to touch
+    warning = validation.check_settings("Sheet", "cloth", cloth, _sheet_edges(), near_colliders=True)
+    only(warning, "Sheet", "thickness 0: the cloth rests exactly on collider surfaces")
+    assert not warning[0].blocking
+    only(validation.check_settings("Sheet", "cloth", {**cloth, "self_collision": True}, _sheet_edges()),
+         "Sheet", "collider surfaces and itself")
+    soft = {**defaults(SOFTBODY_PARAMS), "thickness": 0.0}
+    only(validation.check_settings("Jelly", "softbody", soft, near_colliders=True), "Jelly", "the soft body rests")
+    assert validation.blocking(validation.check_settings("Jelly", "softbody", soft, near_colliders=True)) == []

@@ -479,6 +479,10 @@ def scenario_checks(args: dict) -> dict:
     pinned.tangle.role, pinned.tangle.pin_group = "CLOTH", "pins"
     check("missing_pin_group", [pinned])
 
+    strained = grid_object("Strained", 3, 1.0, 1.0)
+    strained.tangle.role, strained.tangle.cloth.strain_limits = "CLOTH", (1.2, 1.5)
+    check("strain_limits", [strained])
+
     doubled = one_strand("Doubled", [[0, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 2]])
     doubled.tangle.role, doubled.tangle.bind_to_surface = "HAIR", False
     check("zero_length_segment", [doubled])
@@ -492,6 +496,38 @@ def scenario_checks(args: dict) -> dict:
     problems = checks.check_scene(scene)
     report["good"] = {"problems": [[p.object, p.message] for p in problems], "panel": len(scene.tangle.problems),
                       "operator": call(bpy.ops.tangle.check_scene)}
+    return report
+
+
+def scenario_rooted_inside(args: dict) -> dict:
+    """Hair rooted inside a collider (issue 20): Check Scene lists a warning that does not block the bake,
+    for a sphere primitive and for the same sphere as a mesh collider with flipped normals."""
+    load_addon("source", None)
+    scene = bpy.context.scene
+    scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0  # nothing listens there
+    checks = importlib.import_module("blender_addon.checks")
+    ball = mesh_object("Ball", bpy.ops.mesh.primitive_uv_sphere_add, (0.0, 0.0, 0.0), radius=0.1)
+    ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
+    curves = bpy.data.hair_curves.new("Hair")
+    curves.add_curves([4] * 4)
+    roots = [(0.0, 0.0, 0.0), (0.02, 0.0, 0.0), (0.0, 0.03, 0.02), (0.0, 0.0, 0.3)]   # three sunk, one above
+    points = [(x, y, z + 0.01 * k) for x, y, z in roots for k in range(4)]
+    curves.position_data.foreach_set("vector", np.array(points, np.float32).ravel())
+    hair = linked_object("Hair", curves)
+    hair.tangle.role, hair.tangle.bind_to_surface = "HAIR", False
+    report = {}
+    for case in ("sphere", "flipped_mesh", "thin_cloth"):
+        if case == "flipped_mesh":
+            ball.tangle.collider_shape = "MESH"
+            ball.data.flip_normals()
+        if case == "thin_cloth":
+            sheet = grid_object("Sheet", 4, 0.5, 0.5)
+            sheet.tangle.role, sheet.tangle.cloth.thickness = "CLOTH", 0.0
+        problems = checks.check_scene(scene)
+        report[case] = {"problems": [[p.object, p.message, p.blocking] for p in problems],
+                        "panel": [[p.object_name, p.message, p.blocking] for p in scene.tangle.problems],
+                        "operator": call(bpy.ops.tangle.check_scene), "bake": call(bpy.ops.tangle.bake),
+                        "last_error": scene.tangle.last_error}
     return report
 
 

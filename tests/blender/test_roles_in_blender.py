@@ -156,6 +156,7 @@ CHECK_CASES = {
     "non_manifold_softbody": ("Fin", "non-manifold"),
     "negative_scale": ("Mirrored", "negative scale"),
     "missing_pin_group": ("Pinned", "'pins' does not exist"),
+    "strain_limits": ("Strained", "must satisfy min ≤ 1 ≤ max"),
     "zero_length_segment": ("Doubled", "zero-length hair segment"),
     "missing_emitter": ("Bald", "missing emitter surface"),
 }
@@ -171,6 +172,23 @@ def test_checks_catch_each_broken_input_and_the_bake_sends_nothing(run_scenario)
         assert outcome["bake"]["result"] == ["RAISED"] and name in outcome["bake"]["error"], (case, outcome)
         assert outcome["last_error"].startswith(f"{name}: ") and "timeout" not in outcome["last_error"]
     assert report["good"] == {"problems": [], "panel": 0, "operator": {"result": ["FINISHED"], "error": None}}
+
+
+def test_hair_rooted_inside_a_collider_is_a_warning_that_does_not_block_the_bake(run_scenario):
+    report = run_roles(run_scenario, "rooted_inside")
+    for case in ("sphere", "flipped_mesh", "thin_cloth"):
+        outcome = report[case]
+        assert len(outcome["problems"]) == (2 if case == "thin_cloth" else 1), (case, outcome)
+        name, message, blocking = outcome["problems"][-1]
+        assert name == "Hair" and not blocking, (case, outcome)
+        assert message.startswith("3 of 4 strands are rooted inside collider 'Ball'"), (case, message)
+        assert outcome["panel"] == outcome["problems"]
+        assert outcome["operator"] == {"result": ["FINISHED"], "error": None}
+        if case == "thin_cloth":   # issue 22 item 6: zero thickness near a collider is a warning too
+            assert outcome["problems"][0][0] == "Sheet" and not outcome["problems"][0][2]
+            assert outcome["problems"][0][1].startswith("thickness 0: the cloth rests exactly on collider surfaces")
+        # the warnings do not stop the bake: it gets as far as the (dead) server
+        assert outcome["bake"]["result"] == ["RAISED"] and "timeout" in outcome["last_error"], (case, outcome)
 
 
 def test_presets_set_their_values(run_scenario):

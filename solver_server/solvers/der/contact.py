@@ -69,6 +69,11 @@ class ContactSettings:
     gauss_seidel_colours: int = 24
 
 
+# a refactorization that changes some contact's normal compliance W_nn by more than this fraction (of the
+# smaller of the two) has the last round's impulses solved again on it before a step applies them
+RESOLVE_RESPONSE_CHANGE = 0.5
+
+
 def _rows_dot(xp, a, b):
     return xp.einsum("nc,nc->n", a, b)
 
@@ -197,7 +202,7 @@ class StepContacts:
         self._delassus = None
         self._coupled_pairs = None
         self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
-        self._last_problem = None      # (relative velocities, start impulses) of the last contact-space solve
+        self._last_problem = None      # (relative velocities, start, W_nn) of the last contact-space solve
         self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
 
     def set_system(self, factor) -> None:
@@ -670,8 +675,9 @@ class StepContacts:
         self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
         if self.resolves_each_round and self._factor is not None:
             start = self.solver.warm_start(self.keys, self.normal, self.mu, self.h) if iteration == 0 else self.impulse
-            self._last_problem = (relative, start)
-            return self._relaxed_update(self._solve_contact_space(relative, start))
+            local = self._solve_contact_space(relative, start)
+            self._last_problem = (relative, start, self._normal_response())
+            return self._relaxed_update(local)
         if iteration == 0:
             warm = self.solver.warm_start(self.keys, self.normal, self.mu, self.h)
             if bool(xp.any(warm != 0.0)):
@@ -685,24 +691,34 @@ class StepContacts:
                                                          self.impulse, self.mu))
 
     def resolve_on_new_system(self):
-        """The last round's impulses solved again on the response of the factor set since (set_system), with
-        the same relative velocities, start and relaxation; returns the generalized impulse (n_dofs,), or None
-        when there is nothing to solve again (no round solved in contact space yet, no contact).
+        """The last round's impulses solved again (same relative velocities, start and relaxation) on the
+        response of the factor set since (set_system), when that response differs from the one they were
+        solved on by more than RESOLVE_RESPONSE_CHANGE in some contact's normal compliance W_nn; returns the
+        generalized impulse (n_dofs,), or None when they are kept (nothing solved in contact space yet, no
+        contact, or a response that barely changed: the usual case, whose impulses the next round corrects).
 
         The integrator refactors the matrix at the current iterate between a contact round and the global
-        step that applies its impulses.  Impulses solved on the previous matrix's response are wrong by the
-        change of the response: negligible for most hair, but for stiff, light strands (a 1 TPa rod of
-        12 kg/m³) the stretch blocks k/l t tᵀ outweigh the inertia M/h² by ~10⁸, so a tangent that turned by
-        a milliradian makes the old matrix 10⁴ × too stiff across the edge; the impulses computed on it
-        launched a hinged rod resting on a floor at 50 m/s (issue 20's parameter sweep, seed 1)."""
+        step that applies its impulses.  For stiff, light strands (a 1 TPa rod of 12 kg/m³) the stretch
+        blocks k/l t tᵀ outweigh the inertia M/h² by ~10⁸, so a tangent that turned by a milliradian makes
+        the old matrix 10⁴ × too stiff across the edge: the impulses computed on it launched a hinged rod
+        resting on a floor at 50 m/s (issue 20's parameter sweep, seed 1)."""
         if self._last_problem is None or self._factor is None or self.vertices.shape[0] == 0:
             return None
-        relative, start = self._last_problem
+        relative, start, solved_on = self._last_problem
+        now = self._normal_response()
+        change = self.xp.abs(now - solved_on) / self.xp.maximum(self.xp.minimum(now, solved_on), 1e-300)
+        if float(change.max()) <= RESOLVE_RESPONSE_CHANGE:
+            return None
         local = self._solve_contact_space(relative, start)
+        self._last_problem = (relative, start, now)
         self.impulse = self.applied + self._relaxation[:, None] * (local - self.applied)
         self._last_increment = self.impulse - self.applied
         self.active_mask = self.xp.linalg.norm(self.impulse, axis=1) > 0.0
         return self.generalized_impulse(self.impulse)
+
+    def _normal_response(self):
+        """Normal compliance W_nn (n,) [m/s per N·s] of every contact on the current factor."""
+        return self.xp.einsum("ni,nij,nj->n", self.normal, self._delassus_operator().diagonal, self.normal)
 
     def _relaxed_update(self, local):
         """Move the impulses towards the local solution `local` (n, 3); returns the generalized impulse.
@@ -722,15 +738,19 @@ class StepContacts:
         self.active_mask = xp.linalg.norm(self.impulse, axis=1) > 0.0
         return self.generalized_impulse(self.impulse)
 
+    def _delassus_operator(self) -> DelassusOperator:
+        """The contact set's Delassus operator on the current factor (built once per factor and contact set)."""
+        if self._operator is None:
+            self._operator = DelassusOperator(self.xp, self.model, self._factor, self.vertices, self.weights,
+                                              self.dof_fixed, self.normal, self.solver.settings.gauss_seidel_colours)
+        return self._operator
+
     def _solve_contact_space(self, relative, start):
         """Impulses (n, 3) solving the contact problem of the linear model u(λ) = u_now + W (λ − λ_applied),
         from the impulses `start` (contact_space.py).  relative (n, 3): u_now, the relative velocities the
         applied impulses produced."""
         settings = self.solver.settings
-        if self._operator is None:
-            self._operator = DelassusOperator(self.xp, self.model, self._factor, self.vertices, self.weights,
-                                              self.dof_fixed, self.normal, settings.gauss_seidel_colours)
-        operator = self._operator
+        operator = self._delassus_operator()
         velocity_tolerance = (settings.gauss_seidel_tolerance * settings.penetration_tolerance / self.h) \
             * self.radius_scale
         impulse, self.sweeps, _ = operator.gauss_seidel(relative + operator.apply(start - self.applied), start,
