@@ -12,8 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import warp as wp
+
+from ..kernels import launch_items, warp_device_of, warp_view
 from ..sim.builder import ObjectSpec
 from ..sim.rigid_carry import carry_points
+from . import primitive_kernels
+from .primitive_kernels import packed_parameters
 from .primitives import PRIMITIVES
 
 
@@ -96,6 +101,26 @@ class ColliderSet:
         self.teleported: list[str] = []   # ids of the mesh colliders teleported at the current substep
         self.colliders = [Collider(spec) for spec in specs]
         self.by_id = {collider.id: collider for collider in self.colliders}
+        # scene order as runs: a mesh collider alone, or consecutive primitives projected in one launch
+        self.runs: list[list[Collider]] = []
+        for collider in self.colliders:
+            if collider.is_mesh or not self.runs or self.runs[-1][0].is_mesh:
+                self.runs.append([collider])
+            else:
+                self.runs[-1].append(collider)
+        self._parameters: dict[int, tuple] = {}   # run index -> (poses, xp, device parameter rows)
+
+    def _run_parameters(self, xp, number: int):
+        """The primitive run ``number``'s parameter rows (primitive_kernels.packed_parameters) on ``xp``'s
+        device, uploaded once per pose of its colliders."""
+        run = self.runs[number]
+        poses = tuple((id(collider.matrix), id(collider.matrix_previous)) for collider in run)
+        cached = self._parameters.get(number)
+        if cached is not None and cached[0] == poses and cached[1] is xp:
+            return cached[2]
+        rows = xp.asarray(np.stack([packed_parameters(collider) for collider in run]))
+        self._parameters[number] = (poses, xp, rows, run)   # the colliders keep the matrices (ids) alive
+        return rows
 
     def __len__(self) -> int:
         return len(self.colliders)
@@ -130,33 +155,39 @@ class ColliderSet:
         with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization.
         """
         n = len(points)
-        depth = xp.zeros(n, dtype=points.dtype)
-        normal = xp.zeros((n, 3), dtype=points.dtype)
-        motion = xp.zeros((n, 3), dtype=points.dtype)
-        mu = xp.zeros(n, dtype=points.dtype)
-        mask = xp.zeros(n, dtype=bool)
-        points = points.copy()
-        for collider in self.colliders:
-            reach = thickness + collider.thickness
-            if collider.is_mesh:
-                pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
-                    xp, points if start is None else start, points, reach)
-                inside = push > 0
-            else:
-                distance, surface_normal = collider.geometry.signed_distance(xp, points)
-                push = reach - distance
-                inside = push > 0
-                push = xp.where(inside, push, 0.0)
-                pushed = points + push[:, None] * surface_normal
-                surface_motion = collider.surface_motion(xp, pushed)
+        dtype = points.dtype
+        depth = xp.zeros(n, dtype=xp.float64)
+        normal = xp.zeros((n, 3), dtype=xp.float64)
+        motion = xp.zeros((n, 3), dtype=xp.float64)
+        mu = xp.zeros(n, dtype=xp.float64)
+        touched = xp.zeros(n, dtype=xp.int32)
+        points = xp.array(points, dtype=xp.float64, order="C")      # a copy: projected in place
+        thickness = xp.ascontiguousarray(thickness, dtype=xp.float64)
+        friction = xp.ascontiguousarray(friction, dtype=xp.float64)
+        outputs = [warp_view(points, wp.vec3d), warp_view(depth, wp.float64), warp_view(normal, wp.vec3d),
+                   warp_view(motion, wp.vec3d), warp_view(mu, wp.float64), warp_view(touched, wp.int32)]
+        device = warp_device_of(points)
+        for number, run in enumerate(self.runs):
+            if not run[0].is_mesh:
+                rows = self._run_parameters(xp, number)
+                launch_items(primitive_kernels.project_on_primitives, n, device,
+                             [warp_view(rows, wp.float64), warp_view(thickness, wp.float64),
+                              warp_view(friction, wp.float64)], outputs)
+                continue
+            collider = run[0]
+            pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
+                xp, points if start is None else start, points, thickness + collider.thickness)
+            inside = push > 0
             inside_3 = inside[:, None]
-            points = xp.where(inside_3, pushed, points)
-            depth = depth + xp.where(inside, push, 0.0)
-            normal = xp.where(inside_3, surface_normal, normal)
-            motion = xp.where(inside_3, surface_motion, motion)
-            mu = xp.where(inside, 0.5 * (friction + collider.friction), mu)
-            mask = mask | inside
-        return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=mask)
+            points[...] = xp.where(inside_3, pushed, points)
+            depth[...] = depth + xp.where(inside, push, 0.0)
+            normal[...] = xp.where(inside_3, surface_normal, normal)
+            motion[...] = xp.where(inside_3, surface_motion, motion)
+            mu[...] = xp.where(inside, 0.5 * (friction + collider.friction), mu)
+            touched[...] = xp.where(inside, 1, touched)
+        if dtype != xp.float64:
+            points, depth, normal, motion, mu = (array.astype(dtype) for array in (points, depth, normal, motion, mu))
+        return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=touched > 0)
 
     @property
     def has_meshes(self) -> bool:

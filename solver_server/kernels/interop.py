@@ -146,13 +146,13 @@ def warm_kernels(device: str = "cpu") -> dict:
     """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
-    from ..collision import mesh_kernels, surface_kernels  # noqa: PLC0415
+    from ..collision import mesh_kernels, primitive_kernels, surface_kernels  # noqa: PLC0415
     from ..solvers.pd import limit_kernels, limit_sweep_kernels, local_kernels  # noqa: PLC0415
     from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
-    modules = [geometry, bounds, mesh_kernels, surface_kernels, limit_kernels, limit_sweep_kernels,
-               local_kernels]
+    modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
+               limit_sweep_kernels, local_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

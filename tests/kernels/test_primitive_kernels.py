@@ -1,0 +1,95 @@
+"""The primitive-collider projection kernel (collision/primitive_kernels.py) against the primitives' own
+signed distances (collision/primitives.py) in the sequence ColliderSet.project applied them with numpy:
+every kind, rotated and non-uniformly scaled, still and moving, per-point thickness and friction; and the
+CPU and CUDA launch layouts bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import warp as wp
+
+from solver_server.collision import primitive_kernels
+from solver_server.collision.colliders import ColliderSet
+from solver_server.kernels import launch_items, warp_view
+from solver_server.sim.builder import parse_scene
+
+SHAPES = [{"type": "plane", "normal": [0.1, 0.0, 1.0], "point": [0.0, 0.0, -0.5]},
+          {"type": "sphere", "center": [0.1, 0.0, 0.0], "radius": 0.4},
+          {"type": "box", "center": [0.0, 0.2, 0.0], "size": [0.5, 0.3, 0.4]},
+          {"type": "torus", "center": [0.0, 0.0, 0.1], "major_radius": 0.5, "minor_radius": 0.15}]
+
+
+def _pose(shift=(0.0, 0.0, 0.0)):
+    matrix = np.eye(4)
+    matrix[:3, :3] = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]) @ np.diag([1.5, 1.0, 0.7])
+    matrix[:3, 3] = np.array([0.2, -0.1, 0.3]) + np.asarray(shift)
+    return matrix
+
+
+def _colliders(shapes):
+    cloth = {"id": "Cloth", "kind": "cloth", "vertices": np.eye(3), "triangles": np.array([[0, 1, 2]])}
+    objects = [cloth] + [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
+                          "params": {"friction": 0.1 * k, "thickness": 0.01 * k}} for k, shape in enumerate(shapes)]
+    spec = parse_scene({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}})
+    return ColliderSet([obj for obj in spec.objects if obj.kind == "collider"])
+
+
+def _numpy_projection(colliders, points, thickness, friction):
+    """The sequence ColliderSet.project ran with numpy before the kernel: per collider in scene order."""
+    n = len(points)
+    depth, mu, mask = np.zeros(n), np.zeros(n), np.zeros(n, bool)
+    normal, motion = np.zeros((n, 3)), np.zeros((n, 3))
+    for collider in colliders.colliders:
+        distance, surface_normal = collider.geometry.signed_distance(np, points)
+        push = thickness + collider.thickness - distance
+        inside = push > 0
+        pushed = points + np.where(inside, push, 0.0)[:, None] * surface_normal
+        surface_motion = collider.surface_motion(np, pushed)
+        points = np.where(inside[:, None], pushed, points)
+        depth = depth + np.where(inside, push, 0.0)
+        normal = np.where(inside[:, None], surface_normal, normal)
+        motion = np.where(inside[:, None], surface_motion, motion)
+        mu = np.where(inside, 0.5 * (friction + collider.friction), mu)
+        mask |= inside
+    return points, depth, normal, motion, mu, mask
+
+
+@pytest.mark.parametrize("moving", [False, True])
+@pytest.mark.parametrize("shapes", [SHAPES[k:k + 1] for k in range(4)] + [SHAPES], ids=lambda s: "+".join(
+    shape["type"] for shape in s) if isinstance(s, list) else str(s))
+def test_projection_matches_the_primitives_signed_distances(shapes, moving):
+    colliders = _colliders(shapes)
+    if moving:
+        colliders.set_poses({collider.id: (_pose((0.01, 0.02, -0.01)), None) for collider in colliders.colliders})
+    rng = np.random.default_rng(1)
+    points = rng.uniform(-1.0, 1.0, size=(5000, 3))
+    points[:4] = _pose()[:3, 3]                     # degenerate directions: centres of sphere and torus frames
+    thickness, friction = rng.uniform(0.0, 0.02, 5000), rng.uniform(0.0, 1.0, 5000)
+    expected = _numpy_projection(colliders, points, thickness, friction)
+    projected, contacts = colliders.project(np, points, thickness, friction)
+    assert 20 < int(contacts.mask.sum()) < 5000
+    np.testing.assert_array_equal(contacts.mask, expected[5])
+    for got, want in zip((projected, contacts.depth, contacts.normal, contacts.surface_motion, contacts.friction),
+                         expected[:5]):
+        np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-14)
+    if not moving:
+        assert not contacts.surface_motion.any()
+
+
+def test_cpu_and_cuda_layouts_agree_bit_for_bit():
+    colliders = _colliders(SHAPES)
+    rows = np.stack([primitive_kernels.packed_parameters(collider) for collider in colliders.colliders])
+    start = np.random.default_rng(2).uniform(-1.0, 1.0, size=(3000, 3))
+    results = []
+    for per_item in (False, True):
+        arrays = [start.copy(), np.zeros(3000), np.zeros((3000, 3)), np.zeros((3000, 3)), np.zeros(3000),
+                  np.zeros(3000, np.int32)]
+        views = [warp_view(array, kind) for array, kind in zip(arrays, (wp.vec3d, wp.float64, wp.vec3d, wp.vec3d,
+                                                                         wp.float64, wp.int32))]
+        launch_items(primitive_kernels.project_on_primitives, 3000, "cpu",
+                     [warp_view(rows, wp.float64), warp_view(np.full(3000, 0.01), wp.float64),
+                      warp_view(np.full(3000, 0.3), wp.float64)], views, per_item=per_item)
+        results.append(arrays)
+    for first, second in zip(*results):
+        np.testing.assert_array_equal(first, second)
