@@ -55,6 +55,55 @@ def edge_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=
     return 0
 
 
+@wp.func
+def edge_steps_of(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
+                  max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                  q: wp.array(dtype=wp.vec3d), first: int, last: int, step: wp.array(dtype=wp.vec3d),
+                  active: wp.array(dtype=wp.int32)) -> int:
+    """Corrections of the edges chosen[first:last]; returns how many are active."""
+    found = int(0)
+    for k in range(first, last):
+        found += edge_step(q, edges, max_length, inverse_mass, chosen[k], step, active)
+    return found
+
+
+@wp.func
+def apply_steps_of(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dtype=wp.int32),
+                   incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
+                   inverse_mass: wp.array(dtype=wp.float64), relaxation: wp.float64, step: wp.array(dtype=wp.vec3d),
+                   active: wp.array(dtype=wp.int32), first: int, last: int, q: wp.array(dtype=wp.vec3d)):
+    """Particles particles[first:last] move by relaxation · w_p · (mean of their active edges' signed steps);
+    incident_sign is −1 where the particle is the edge's first end, +1 where it is the second. Edges outside
+    this round's choice must have active = 0."""
+    for index in range(first, last):
+        particle = particles[index]
+        weight = inverse_mass[particle]
+        if weight > wp.float64(0.0):
+            total = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+            count = int(0)
+            for k in range(incident_start[particle], incident_start[particle + 1]):
+                edge = incident_edge[k]
+                if active[edge] == 1:
+                    total = total + incident_sign[k] * step[edge]
+                    count += 1
+            if count > 0:
+                q[particle] = q[particle] + (relaxation * weight / wp.float64(count)) * total
+
+
+@wp.func
+def planes_of(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dtype=wp.vec3d),
+              plane_normal: wp.array(dtype=wp.vec3d), first: int, last: int, q: wp.array(dtype=wp.vec3d)):
+    """Particles of items [first, last) below the plane through plane_point with unit plane_normal go back
+    onto it (a negative particle or a zero normal: nothing to do)."""
+    for p in range(first, last):
+        particle = plane_particle[p]
+        if particle >= 0:
+            normal = plane_normal[p]
+            gap = wp.dot(q[particle] - plane_point[p], normal)
+            if gap < wp.float64(0.0):
+                q[particle] = q[particle] - gap * normal
+
+
 @wp.kernel
 def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
                max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
@@ -62,10 +111,8 @@ def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32,
                active: wp.array(dtype=wp.int32), result: wp.array(dtype=wp.int32)):
     """Corrections of the edges chosen[t·chunk : (t + 1)·chunk]; result[0] counts the active ones."""
     first = wp.tid() * chunk
-    last = wp.min(first + chunk, chosen.shape[0])
-    found = int(0)
-    for k in range(first, last):
-        found += edge_step(q, edges, max_length, inverse_mass, chosen[k], step, active)
+    found = edge_steps_of(chosen, edges, max_length, inverse_mass, q, first, wp.min(first + chunk, chosen.shape[0]),
+                          step, active)
     if found > 0:
         wp.atomic_add(result, 0, found)
 
@@ -75,41 +122,38 @@ def apply_steps(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dt
                 incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
                 inverse_mass: wp.array(dtype=wp.float64), relaxation: wp.float64, step: wp.array(dtype=wp.vec3d),
                 active: wp.array(dtype=wp.int32), chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """Particles particles[t·chunk : (t + 1)·chunk] move by relaxation · w_p · (mean of their active edges'
-    signed steps); incident_sign is −1 where the particle is the edge's first end, +1 where it is the
-    second. Edges outside this round's choice must have active = 0."""
+    """``apply_steps_of`` for particles[t·chunk : (t + 1)·chunk]."""
     first = wp.tid() * chunk
-    last = wp.min(first + chunk, particles.shape[0])
-    for index in range(first, last):
-        particle = particles[index]
-        weight = inverse_mass[particle]
-        if weight <= wp.float64(0.0):
-            continue
-        total = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
-        count = int(0)
-        for k in range(incident_start[particle], incident_start[particle + 1]):
-            edge = incident_edge[k]
-            if active[edge] == 1:
-                total = total + incident_sign[k] * step[edge]
-                count += 1
-        if count > 0:
-            q[particle] = q[particle] + (relaxation * weight / wp.float64(count)) * total
+    apply_steps_of(particles, incident_start, incident_edge, incident_sign, inverse_mass, relaxation, step, active,
+                   first, wp.min(first + chunk, particles.shape[0]), q)
 
 
 @wp.kernel
 def planes(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dtype=wp.vec3d),
            plane_normal: wp.array(dtype=wp.vec3d), chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """Particles below the plane through plane_point with unit plane_normal go back onto it (a negative
-    particle or a zero normal: nothing to do); items [t·chunk, (t + 1)·chunk)."""
+    """``planes_of`` for items [t·chunk, (t + 1)·chunk)."""
     first = wp.tid() * chunk
-    last = wp.min(first + chunk, plane_particle.shape[0])
-    for p in range(first, last):
-        particle = plane_particle[p]
-        if particle >= 0:
-            normal = plane_normal[p]
-            gap = wp.dot(q[particle] - plane_point[p], normal)
-            if gap < wp.float64(0.0):
-                q[particle] = q[particle] - gap * normal
+    planes_of(plane_particle, plane_point, plane_normal, first, wp.min(first + chunk, plane_particle.shape[0]), q)
+
+
+@wp.kernel
+def passes_sequential(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
+                      max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                      particles: wp.array(dtype=wp.int32), incident_start: wp.array(dtype=wp.int32),
+                      incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
+                      relaxation: wp.float64, plane_particle: wp.array(dtype=wp.int32),
+                      plane_point: wp.array(dtype=wp.vec3d), plane_normal: wp.array(dtype=wp.vec3d), passes: int,
+                      step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32), q: wp.array(dtype=wp.vec3d)):
+    """The CPU layout of a round: up to ``passes`` passes (edge steps, particle moves, contact planes) in one
+    thread and one launch, stopping after a pass that finds no edge beyond its limit; the same arithmetic
+    in the same order as the three kernels above launched per pass (the CUDA layout)."""
+    for _ in range(passes):
+        found = edge_steps_of(chosen, edges, max_length, inverse_mass, q, 0, chosen.shape[0], step, active)
+        if found == 0:
+            break
+        apply_steps_of(particles, incident_start, incident_edge, incident_sign, inverse_mass, relaxation, step,
+                       active, 0, particles.shape[0], q)
+        planes_of(plane_particle, plane_point, plane_normal, 0, plane_particle.shape[0], q)
 
 
 @wp.kernel

@@ -106,20 +106,25 @@ class EdgeStrainLimit:
 
     def _passes(self, q_view, planes, chosen, particles) -> None:
         """``passes_per_round`` Jacobi passes over the ``chosen`` edges and their ``particles``, each followed by
-        the contact planes; the CPU stops after a pass that found no edge beyond its limit (CUDA runs them
-        all: no device synchronization per pass)."""
+        the contact planes; the CPU runs them in one launch (``passes_sequential``) and stops after a pass
+        that finds no edge beyond its limit; CUDA launches the three kernels per pass and runs them all (no
+        device synchronization per pass)."""
         self.active[:] = 0
         particle, point, normal = planes
         plane_views = [warp_view(particle, wp.int32), warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d)]
         chosen_view, particles_view = warp_view(chosen, wp.int32), warp_view(particles, wp.int32)
         relaxation = wp.float64(self.relaxation)
+        if not self.parallel:     # one launch for the round (launch overhead was most of a pass on the CPU)
+            launch(kernels.passes_sequential, 1, device=self.device,
+                   inputs=[chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
+                           particles_view, *self._incident_views, relaxation, *plane_views, self.passes_per_round,
+                           *self._work_views, q_view])
+            return
         for _ in range(self.passes_per_round):
             self.result[:] = 0
             self._launch(kernels.edge_steps, len(chosen),
                          [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view, q_view],
                          [*self._work_views, self.result_view])
-            if not self.parallel and int(self.result[0]) == 0:
-                break
             self._launch(kernels.apply_steps, len(particles),
                          [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
                           *self._work_views], [q_view])
