@@ -200,13 +200,16 @@ class BakeSession:
             base = f"Baking {self.progress.status_line()}" if self.progress.frames_done else "Baking"
             self.scene.tangle.status = f"{base} · no new frame for {waiting:.0f} s"
 
-    def run_blocking(self, poll_interval: float = 0.1) -> BakeOutcome:
-        """Wait for the worker on this thread, applying events as they come (headless path)."""
+    def run_blocking(self, poll_interval: float = 0.1, on_frame=None) -> BakeOutcome:
+        """Wait for the worker on this thread, applying events as they come (headless path).
+        on_frame(progress, frame, stats): called after each frame is applied (progress output)."""
         try:
             while not self.finished:
                 event = self.worker.wait_event(poll_interval)
                 if event is not None:
                     self.handle(event)
+                    if on_frame is not None and event.kind == "frame":
+                        on_frame(self.progress, event.frame, event.stats)
                 elif not self.worker.alive:
                     self.handle_pending()
                     if not self.finished:
@@ -249,14 +252,14 @@ def continuation_frames(scene: bpy.types.Scene) -> tuple[int | None, int | None]
 
 def bake_headless(scene: bpy.types.Scene | None = None, address: str | None = None,
                   timeout: float | None = None, from_frame: int | None = None,
-                  connection: ServerConnection | None = None) -> BakeOutcome:
+                  connection: ServerConnection | None = None, on_frame=None) -> BakeOutcome:
     """Bake ``scene`` (default: the context scene) against ``address`` / ``connection`` and block until done.
 
     For ``blender --background`` and the ``bpy`` module, where timers and modal operators never run.
     Raises one of ``START_ERRORS`` on bad input before contacting the server; server errors end up in
     the returned outcome (state "failed", message naming the object and frame). ``from_frame``
-    continues the stored bake (see :class:`BakeSession`).
+    continues the stored bake (see :class:`BakeSession`); ``on_frame`` is passed to ``run_blocking``.
     """
     session = BakeSession(scene or bpy.context.scene, address, timeout, from_frame=from_frame,
                           connection=connection).start()
-    return session.run_blocking()
+    return session.run_blocking(on_frame=on_frame)

@@ -6,8 +6,11 @@
     python -m blender_addon.cli bake shot.blend [--address tcp://HOST:PORT | --local-server] [--output baked.blend]
             [--timeout S] [--resume] [--server-key server.key --client-key NAME.key_secret]
         bake a saved .blend (headless farm bake) and save it; exit code 0 when every frame was baked,
-        1 on any failure (with a message on stderr), 2 on bad arguments. The file is saved on failure
-        too (frames baked so far are kept), so ``--resume`` on a retry continues where it stopped.
+        1 on any failure (with a message on stderr), 2 on bad arguments, 130 / 143 when Ctrl-C (SIGINT) /
+        SIGTERM cancelled it. Progress: a redrawn bar on a terminal, a line every tenth of the range (or
+        10 s) in a log. The file is saved on failure and cancel too (frames baked so far are kept), so
+        ``--resume`` on a retry continues where it stopped. A second Ctrl-C stops without waiting for
+        the server to confirm the cancel (the frames received are still saved).
 
 Inside a real Blender (the extension installed and enabled), the same bake is the operator
 ``tangle.farm_bake``; ``--python-exit-code 1`` turns its failure into a non-zero exit code:
@@ -19,9 +22,15 @@ Inside a real Blender (the extension installed and enabled), the same bake is th
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
+
+# exit codes of a bake cancelled by a signal (the shell's 128 + signal number)
+SIGNAL_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 def _load_blender():
@@ -80,8 +89,9 @@ def bake_scene(scene, address: str | None = None, timeout: float | None = None, 
     (a complete or absent bake is baked from the start; a bake that cannot be continued is an error).
     """
     from .bake_output import load_record
-    from .bake_session import START_ERRORS, bake_headless
+    from .bake_session import START_ERRORS, BakeSession
     from .core.connection import ServerConnection
+    from .core.progress_report import ProgressPrinter
 
     connection = None
     if address or server_key or client_key:
@@ -91,19 +101,59 @@ def bake_scene(scene, address: str | None = None, timeout: float | None = None, 
         record = load_record(scene)
         if record is not None and record.last_frame is not None and record.last_frame < record.frame_end:
             from_frame = record.last_frame + 1
+    printer = ProgressPrinter(sys.stdout, interactive=sys.stdout.isatty())
     try:
-        outcome = bake_headless(scene, timeout=timeout, from_frame=from_frame, connection=connection)
+        session = BakeSession(scene, timeout=timeout, from_frame=from_frame, connection=connection).start()
     except START_ERRORS as error:
         message = f"tangle: nothing sent, fix the scene or settings first: {error}"
         print(message, file=sys.stderr)
         return 1, message
+    with cancel_on_signals(session, printer) as received:
+        session.run_blocking(on_frame=printer.frame)
+    printer.close()
+    outcome = session.outcome     # also after a second signal stopped the wait (a failed outcome)
     where = f" from frame {from_frame}" if from_frame is not None else ""
     message = (f"tangle: bake{where} {outcome.state}: {outcome.frames_baked}/{outcome.frames_total} frames "
                f"in {outcome.elapsed_s:.2f} s" + (f" - {outcome.message}" if outcome.message else ""))
     print(message)
+    if received:
+        name = signal.Signals(received[0]).name
+        print(f"tangle: cancelled by {name}; the {outcome.frames_baked} frames baked so far are kept",
+              file=sys.stderr)
+        return SIGNAL_EXIT_CODES[received[0]], message
     if outcome.state != "finished":
         print(f"tangle: FAILED ({outcome.state}); the frames baked so far are kept", file=sys.stderr)
     return (0 if outcome.state == "finished" else 1), message
+
+
+@contextlib.contextmanager
+def cancel_on_signals(session, printer):
+    """SIGINT and SIGTERM cancel ``session`` (the server stops after its current frame; the frames received
+    are kept) instead of killing the process; a second one stops waiting for the server at once. Yields
+    the list of signals received. Outside the main thread (no handlers can be set there) nothing changes."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def cancel(number, _frame):
+        received.append(number)
+        if len(received) == 1:
+            printer.message(f"{signal.Signals(number).name}: cancelling after the current frame "
+                            "(again to stop at once); the frames baked so far are kept")
+            session.cancel()
+        else:
+            raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, cancel) for number in SIGNAL_EXIT_CODES}
+    try:
+        yield received
+    except KeyboardInterrupt:
+        if not received:
+            raise
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | None) -> int:

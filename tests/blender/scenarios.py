@@ -182,12 +182,19 @@ def scenario_panels(args: dict) -> dict:
 def scenario_save_for_cli(args: dict) -> dict:
     """Write a .blend with a marked cloth grid (for the headless CLI bake test)."""
     load_addon("source", None)
-    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 6
-    sheet = grid_object("Sheet", 6, 1.0, 1.0)
-    sheet.vertex_groups.new(name="pins").add([30, 35], 1.0, "REPLACE")
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, args.get("frames", 6)
+    side = args.get("grid", 6)
+    sheet = grid_object("Sheet", side, 1.0, 1.0)
+    sheet.vertex_groups.new(name="pins").add([side * (side - 1), side * side - 1], 1.0, "REPLACE")
     sheet.tangle.role, sheet.tangle.pin_group = "CLOTH", "pins"
     bpy.ops.wm.save_as_mainfile(filepath=args["path"])
     return {"saved": args["path"]}
+
+
+def scenario_shape_keys(args: dict) -> dict:
+    """The shape keys of the Sheet in a saved .blend (opened without the add-on)."""
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    return {"names": shape_key_summary(bpy.data.objects["Sheet"])["names"]}
 
 
 def scenario_inspect_without_addon(args: dict) -> dict:

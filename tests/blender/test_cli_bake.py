@@ -1,8 +1,11 @@
 """Headless farm bake: ``python -m blender_addon.cli bake shot.blend`` (bpy module, no UI)."""
 
+import re
+import signal
 import time
 
-from bpy_subprocess import run_cli
+import pytest
+from bpy_subprocess import run_cli, start_cli
 
 def test_cli_bake_saves_keyframes_that_play_without_the_addon(run_scenario, solver_server_address, tmp_path):
     shot, baked = tmp_path / "shot.blend", tmp_path / "baked.blend"
@@ -11,6 +14,9 @@ def test_cli_bake_saves_keyframes_that_play_without_the_addon(run_scenario, solv
                         home=tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "bake finished: 6/6 frames" in completed.stdout
+    # progress in a log (stdout is a pipe here): a line at the first frame and at the last, with the rate
+    assert "tangle: 1/6 frames (16%) · frame 1 · " in completed.stdout
+    assert "tangle: 6/6 frames (100%) · frame 6 · " in completed.stdout and " s/frame" in completed.stdout
     playback = run_scenario("inspect_without_addon", path=str(baked))
     assert playback["shape_keys"] == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, 7)]
     assert playback["pinned_drift"] < 1e-5
@@ -25,3 +31,30 @@ def test_cli_bake_without_a_server_fails_clearly_within_the_timeout(run_scenario
     assert completed.returncode == 1
     assert "timeout" in completed.stdout and "tcp://127.0.0.1:9" in completed.stdout
     assert time.monotonic() - started < 60  # bounded by the 2 s timeout plus Blender start-up, never a hang
+
+
+@pytest.mark.parametrize("sent, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_cli_bake_stops_cleanly_on_a_signal_and_keeps_its_frames(run_scenario, solver_server_address, tmp_path,
+                                                                  sent, exit_code):
+    """Issue 22 item 3: Ctrl-C (or a farm's SIGTERM) cancels the bake after the current frame, saves the frames
+    baked so far and exits non-zero (130 / 143); the saved file holds exactly those frames."""
+    shot, baked = tmp_path / "shot.blend", tmp_path / "baked.blend"
+    run_scenario("save_for_cli", path=str(shot), frames=1000, grid=12)
+    process = start_cli("bake", str(shot), "--address", solver_server_address, "--output", str(baked),
+                        home=tmp_path)
+    try:
+        lines = []                                        # Blender's own lines, then the first frame's
+        while not (lines and lines[-1].startswith("tangle: ")) and len(lines) < 50:
+            lines.append(process.stdout.readline())
+        assert lines[-1].startswith("tangle: 1/1000 frames"), lines
+        process.send_signal(sent)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == exit_code, stdout + stderr
+    kept = int(re.search(r"bake cancelled: (\d+)/1000 frames", stdout).group(1))
+    assert 1 <= kept < 1000
+    assert f"cancelled by {sent.name}; the {kept} frames baked so far are kept" in stderr
+    assert f"tangle: saved {baked}" in stdout
+    names = run_scenario("shape_keys", path=str(baked))["names"]
+    assert names == ["Basis"] + [f"tangle_f{frame:04d}" for frame in range(1, kept + 1)]
