@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import bpy
 
 from . import bake_io, bake_output
-from .core.bake_state import BakeProgress, BakeRecord, BakeRefused, plan_continuation, stats_line
+from .core.bake_state import BakeProgress, BakeRecord, BakeRefused, outcome_status, plan_continuation, stats_line
 from .core.checkpoints import CheckpointError, decode_checkpoint, encode_checkpoint
 from .core.connection import ConnectionSettingsError, ServerConnection
 from .core.pc2 import Pc2Error
@@ -74,6 +74,8 @@ class BakeSession:
         self.keep_before: int | None = None  # frames before it are kept (continuations)
         self.outcome: BakeOutcome | None = None
         self.last_event_at = time.monotonic()
+        self.written: tuple[int, int] | None = None   # (first, last) frame written by this run
+        self.previous_last: int | None = None          # last frame of the stored bake before this run
 
     @property
     def scene(self) -> bpy.types.Scene:
@@ -121,7 +123,9 @@ class BakeSession:
         return self
 
     def cancel(self) -> None:
-        if self.worker is not None:
+        """Ask the worker to stop after the current frame (nothing to do once the bake has ended: the
+        status line then says how it ended)."""
+        if self.worker is not None and not self.finished:
             self.worker.cancel()
             self.scene.tangle.status = "Cancelling..."
 
@@ -133,6 +137,8 @@ class BakeSession:
         """The server took the job: only now remove the frames this bake replaces (a refused scene
         leaves the existing bake untouched) and reset the record."""
         scene = self.scene
+        previous = bake_output.load_record(scene)
+        self.previous_last = None if previous is None else previous.last_frame
         for output in self.outputs.values():
             output.begin(self.keep_before)
         topologies = _topologies(self.targets)
@@ -161,6 +167,7 @@ class BakeSession:
                         output.write(event.frame, positions)
                 blob = encode_checkpoint(event.checkpoint) if event.checkpoint is not None else None
                 bake_output.record_frame(self.scene, event.frame, blob)
+                self.written = (event.frame if self.written is None else self.written[0], event.frame)
             self.progress.record(event.frame, dict(event.stats))
             settings.progress = self.progress.fraction
             settings.status = f"Baking {self.progress.status_line()}"
@@ -232,9 +239,10 @@ class BakeSession:
         elapsed = time.monotonic() - progress.started_at
         settings = self.scene.tangle
         settings.is_baking = False
-        summary = f"{progress.frames_done}/{progress.frames_total} frames in {elapsed:.1f} s"
-        settings.status = {"finished": f"Baked {summary}", "cancelled": f"Cancelled: kept {summary}",
-                           "failed": f"Failed: kept {summary}"}[state]
+        replaced = 0
+        if self.written is not None and self.previous_last is not None:
+            replaced = max(0, min(self.written[1], self.previous_last) - self.written[0] + 1)
+        settings.status = outcome_status(state, self.written, replaced, elapsed, bake_output.load_record(self.scene))
         settings.last_error = message
         self.outcome = BakeOutcome(state, progress.frames_done, progress.frames_total, message, elapsed)
         if self.worker is not None and state != "failed":

@@ -134,7 +134,8 @@ class TANGLE_PT_bake_workflow(_PhysicsTab, bpy.types.Panel):
     bl_parent_id = "TANGLE_PT_bake"
 
     def draw(self, context):
-        from .bake_session import continuation_frames
+        from . import bake_output
+        from .core.bake_state import stored_text
         from .operators.server import running_local_server
         from .preferences import addon_preferences
 
@@ -153,9 +154,10 @@ class TANGLE_PT_bake_workflow(_PhysicsTab, bpy.types.Panel):
             row.operator("tangle.stop_local_server", text="", icon="X")
         layout.prop(settings, "output_route")
         layout.prop(settings, "checkpoint_every")
-        resume_frame, last_frame = continuation_frames(context.scene)
-        if last_frame is not None:
-            layout.label(text=f"Baked up to frame {last_frame}", icon="CHECKMARK")
+        record = bake_output.load_record(context.scene)
+        if record is not None:
+            complete = record.last_frame is not None and record.last_frame >= record.frame_end
+            layout.label(text=stored_text(record).capitalize(), icon="CHECKMARK" if complete else "TIME")
         row = layout.row(align=True)
         row.operator("tangle.resume_bake", icon="PLAY")
         row.operator("tangle.rebake_from_frame", text=f"Re-bake from Frame {context.scene.frame_current}",

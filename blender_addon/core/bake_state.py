@@ -198,6 +198,39 @@ class BakeRecord:
                    {int(frame): bytes(blob) for frame, blob in dict(values.get("checkpoints", {})).items()})
 
 
+def frames_text(first: int, last: int) -> str:
+    """"frame 7" or "frames 7–12"."""
+    return f"frame {first}" if first == last else f"frames {first}–{last}"
+
+
+def stored_text(record: "BakeRecord | None") -> str:
+    """What the stored bake holds: "frames 1–16 stored (complete)" or "frames 1–10 stored, 11–16 missing"."""
+    if record is None:
+        return "nothing stored"
+    if record.last_frame is None:
+        return f"nothing stored of {frames_text(record.frame_start, record.frame_end)}"
+    stored = f"{frames_text(record.frame_start, record.last_frame)} stored"
+    if record.last_frame >= record.frame_end:
+        return f"{stored} (complete)"
+    missing = frames_text(record.last_frame + 1, record.frame_end).replace("frames ", "").replace("frame ", "")
+    return f"{stored}, {missing} missing (Resume continues)"
+
+
+def outcome_status(state: str, written: tuple[int, int] | None, replaced: int, elapsed_s: float,
+                   record: "BakeRecord | None") -> str:
+    """The status line after a bake, resume or re-bake: how it ended, the frames this run wrote (and how many
+    of them replaced frames baked before), and what the stored bake holds now, e.g.
+    "Cancelled: frames 1–10 baked in 3.1 s · frames 1–10 stored, 11–16 missing (Resume continues)".
+
+    state: "finished" | "cancelled" | "failed"; written: (first, last) frame this run wrote, or None."""
+    verb = {"finished": "Baked", "cancelled": "Cancelled", "failed": "Failed"}[state]
+    if written is None:
+        did = "no frame baked"
+    else:
+        did = f"{frames_text(*written)} baked" + (f" ({replaced} replaced)" if replaced else "")
+    return f"{verb}: {did} in {elapsed_s:.1f} s · {stored_text(record)}"
+
+
 @dataclass(frozen=True)
 class Continuation:
     """How to continue a stored bake: compute frames ``first_new_frame ..`` (frames before it are kept

@@ -62,12 +62,14 @@ class LocalServer:
     """``with LocalServer() as address:`` runs a solver server for the block and always stops it.
 
     python: interpreter that has the ``solver_server`` package (default: this one; the repository
-    root is put on PYTHONPATH). startup_timeout [s]: how long to wait for the listening line.
+    root is put on PYTHONPATH). startup_timeout [s]: how long to wait for the listening line; the server
+    compiles its Warp kernels before it listens when their cache is cold (first start on a machine, or
+    after an update: ~26 s on an idle 2-core box, more under load), so the default leaves room for that.
     log_path: optional file that receives the server's stderr log. extra_paths: folders put in front
     of PYTHONPATH (a solver server source folder).
     """
 
-    def __init__(self, python: str | None = None, startup_timeout: float = 30.0, log_path: Path | None = None,
+    def __init__(self, python: str | None = None, startup_timeout: float = 180.0, log_path: Path | None = None,
                  device: str = "cpu", extra_paths=()):
         self.python = python or sys.executable
         self.extra_paths = tuple(extra_paths)

@@ -14,7 +14,7 @@ from ..core.local_server import LocalServer, LocalServerError, check_interpreter
 from ..preferences import local_server_python
 from .bake import CANCEL_BAKE_FIRST, no_bake_running, refuse
 
-STARTUP_TIMEOUT_S = 60.0
+STARTUP_TIMEOUT_S = 180.0   # [s] the first start on a machine compiles the kernels before listening (~26 s idle)
 _local_server: LocalServer | None = None
 
 

@@ -71,3 +71,26 @@ def test_stats_and_server_lines_for_the_panel():
                "device": {"name": "NVIDIA H100", "memory_bytes": 80 * 2**30}}
     assert bake_state.server_line(welcome) == "tangle-solver 0.1.0 · cuda · NVIDIA H100 (80.0 GiB)"
     assert bake_state.server_line({"server": "x", "backend": "cpu", "device": {}}) == "x · cpu · unknown device"
+
+
+# ---- status lines that say what happened (issue 22 item 4) --------------------------------------
+
+def test_status_lines_name_the_frames_baked_replaced_stored_and_missing():
+    from blender_addon.core.bake_state import BakeRecord, outcome_status, stored_text
+
+    def record(last):
+        return BakeRecord(1, 16, "SHAPE_KEYS", {}, last)
+
+    assert stored_text(None) == "nothing stored"
+    assert stored_text(record(None)) == "nothing stored of frames 1–16"
+    assert stored_text(record(16)) == "frames 1–16 stored (complete)"
+    assert stored_text(record(1)) == "frame 1 stored, 2–16 missing (Resume continues)"
+    # cancelled at 10 of 16, then the resume, then a re-bake from frame 9 (the lines the issue found false)
+    assert outcome_status("cancelled", (1, 10), 0, 3.14, record(10)) == \
+        "Cancelled: frames 1–10 baked in 3.1 s · frames 1–10 stored, 11–16 missing (Resume continues)"
+    assert outcome_status("finished", (11, 16), 0, 2.0, record(16)) == \
+        "Baked: frames 11–16 baked in 2.0 s · frames 1–16 stored (complete)"
+    assert outcome_status("finished", (9, 16), 8, 2.5, record(16)) == \
+        "Baked: frames 9–16 baked (8 replaced) in 2.5 s · frames 1–16 stored (complete)"
+    assert outcome_status("failed", None, 0, 0.2, record(16)) == \
+        "Failed: no frame baked in 0.2 s · frames 1–16 stored (complete)"

@@ -15,8 +15,11 @@ REPOSITORY_ROOT = HERE.parents[1]
 
 def environment(home: Path) -> dict:
     """The environment of a bpy subprocess: HOME in ``home`` (a throwaway folder, so extensions install
-    into a fresh Blender user configuration) and the repository importable."""
-    return dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT))
+    into a fresh Blender user configuration), the repository importable, and the Warp kernel cache of this
+    user (``TANGLE_KERNEL_CACHE``, docs/kernels.md): with HOME moved, every solver server a scenario starts
+    would otherwise compile all kernels again (~26 s each on the 2-core box)."""
+    cache = os.environ.get("TANGLE_KERNEL_CACHE") or str(Path.home() / ".cache" / "warp")
+    return dict(os.environ, HOME=str(home), PYTHONPATH=str(REPOSITORY_ROOT), TANGLE_KERNEL_CACHE=cache)
 
 
 def run_scenario_script(script: str, name: str, home: Path, *, process_timeout_s: float = 120.0, **args) -> dict:

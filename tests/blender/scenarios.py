@@ -33,7 +33,7 @@ def scenario_bake_grid(args: dict) -> dict:
                                                           "shape_keys": sheet.data.shape_keys is not None}
     sheet.tangle.pin_group = "pins"
 
-    # A parameter the server refuses: the bake fails with the server's message naming object and key.
+    # A parameter the server would refuse: Check Scene refuses it first, naming object and setting.
     sheet.tangle.cloth.strain_limits = (1.5, 2.0)
     result["server_refused"] = call(bpy.ops.tangle.bake) | {"last_error": scene.tangle.last_error,
                                                            "shape_keys": sheet.data.shape_keys is not None}

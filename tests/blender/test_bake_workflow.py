@@ -50,7 +50,9 @@ def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solve
     assert start["result"] == ["FINISHED"] and start["address"].startswith("tcp://127.0.0.1:")
     assert start["profile"] == "" and result["start_poll_while_running"] is False
     assert result["local_test"]["server_info"].startswith("tangle-solver ")
-    assert result["local_bake"]["result"] == ["FINISHED"] and result["local_bake"]["status"].startswith("Baked 4/4")
+    assert result["local_bake"]["result"] == ["FINISHED"]
+    assert re.fullmatch(r"Baked: frames 1–4 baked in [\d.]+ s · frames 1–4 stored \(complete\)",
+                        result["local_bake"]["status"]), result["local_bake"]["status"]
     assert result["stop"]["result"] == ["FINISHED"] and result["process_exit"] is not None
     assert result["stop_poll_after"] is False
 
@@ -66,6 +68,15 @@ def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from
     assert cancelled["checkpoint_frames"] == list(range(4, last + 1, 3))
     assert result["resume_poll"] is True
     assert result["resume"]["result"] == ["FINISHED"], result["resume"]
+    # issue 22 item 4: the status says what this run baked and what is stored, not "Baked 10/10 frames"
+    # (the cancelled bake started over the full one: its frames replaced those, the rest were freed)
+    assert re.fullmatch(rf"Cancelled: frames 1–{last} baked \({last} replaced\) in [\d.]+ s · frames 1–{last} stored, "
+                        rf"{last + 1}–{frames} missing \(Resume continues\)", cancelled["status"]), cancelled["status"]
+    assert re.fullmatch(rf"Baked: frames {last + 1}–{frames} baked in [\d.]+ s · frames 1–{frames} stored "
+                        r"\(complete\)", result["resume"]["status"]), result["resume"]["status"]
+    replaced = frames - rebake_from + 1
+    assert re.fullmatch(rf"Baked: frames {rebake_from}–{frames} baked \({replaced} replaced\) in [\d.]+ s · "
+                        rf"frames 1–{frames} stored \(complete\)", result["rebake"]["status"]), result["rebake"]["status"]
     # the resume restored the latest checkpoint at or before the last baked frame, not frame 1
     assert result["resume"]["streamed"] == frames - max(cancelled["checkpoint_frames"])
     before_rebake = [frame for frame in result["checkpoints_before_rebake"] if frame < rebake_from]
@@ -131,7 +142,9 @@ def test_modal_bake_shows_progress_and_escape_keeps_the_frames(run_workflow, sol
     assert result["outcome"] == ["FINISHED"] and result["state"] == "cancelled"
     assert 3 <= result["frames"] < 300 and result["last_frame"] == result["frames"]
     assert result["timer_removed"] == ["timer"] and result["active_after"] is False
-    assert result["status"].startswith("Cancelled: kept")
+    kept = result["frames"]
+    assert re.fullmatch(rf"Cancelled: frames 1–{kept} baked in [\d.]+ s · frames 1–{kept} stored, {kept + 1}–300 "
+                        r"missing \(Resume continues\)", result["status"]), result["status"]
     assert result["reports"][0][0] == ["WARNING"] and "cancelled" in result["reports"][0][1]
     print(f"{route}: longest modal tick {result['max_tick_ms']:.1f} ms over {result['ticks']} ticks")
 

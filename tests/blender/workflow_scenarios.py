@@ -134,6 +134,7 @@ def scenario_continuation(args: dict) -> dict:
             session.cancel()
     record = bake_output.load_record(scene)
     result["cancelled"] = {"state": session.outcome.state, "frames": session.outcome.frames_baked,
+                           "status": scene.tangle.status,
                            "last_frame": record.last_frame, "checkpoint_frames": sorted(record.checkpoints)}
     before_resume = shape_key_bytes(sheet) if args["route"] == "SHAPE_KEYS" else None
     bpy.ops.wm.save_mainfile()
