@@ -3,8 +3,10 @@
 import bpy
 
 from .bake_io import deforms, is_animated, wind_fields
+from .core.connection import is_local
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .operators.bake import active_session
+from .operators.server import running_local_server
 
 FAST_HAIR_SHARED = ("guide_count", "gravity_scale", "wind_direction", "wind_strength", "wind_amplitude", "wind_period")
 
@@ -95,6 +97,11 @@ class TANGLE_PT_bake(_PhysicsTab, bpy.types.Panel):
         row = layout.row(align=True)
         row.prop(settings, "server_address")
         row.operator("tangle.test_connection", text="", icon="LINKED")
+        if is_local(settings.server_address) and not settings.server_profile:
+            server = running_local_server()
+            layout.label(text=f"Local solver running at {server.address}" if server is not None
+                         else "Local solver: starts on Bake (first start compiles kernels, up to a minute)",
+                         icon="CHECKMARK" if server is not None else "INFO")
         if settings.server_info:
             layout.label(text=settings.server_info, icon="CHECKMARK")
         layout.prop(settings, "timeout")

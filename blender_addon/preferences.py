@@ -14,8 +14,9 @@ import bpy
 from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import AddonPreferences, PropertyGroup, UIList
 
-from .core.connection import ConnectionSettingsError, ServerConnection
-from .properties import DEFAULT_SERVER_ADDRESS
+from .core.connection import ConnectionSettingsError, ServerConnection, is_local
+
+PROFILE_ADDRESS_EXAMPLE = "tcp://127.0.0.1:5555"   # a new profile's address, to be edited
 
 ADDON_PACKAGE = __package__
 
@@ -23,7 +24,7 @@ ADDON_PACKAGE = __package__
 class TangleServerProfile(PropertyGroup):
     """One solver server the artist can pick per scene (``name`` is the profile's label)."""
 
-    address: StringProperty(name="Address", default=DEFAULT_SERVER_ADDRESS,
+    address: StringProperty(name="Address", default=PROFILE_ADDRESS_EXAMPLE,
                             description="ZeroMQ address of the solver server, e.g. tcp://gpu-box:5555")
     server_public_key_file: StringProperty(
         name="Server Public Key", subtype="FILE_PATH",
@@ -141,10 +142,19 @@ def local_server_python(context=None) -> tuple[str, tuple[str, ...], str]:
 
 def scene_connection(scene, context=None) -> ServerConnection:
     """The connection a bake of ``scene`` uses: its server profile (address + keys) when one is picked,
-    else the scene's address. Raises ConnectionSettingsError naming the profile when it cannot work."""
+    else the scene's address; the address ``local`` starts (or reuses) this session's local solver.
+    Raises ConnectionSettingsError naming the profile when it cannot work."""
     settings = scene.tangle
     name = settings.server_profile
-    if not name:
+    if not name and is_local(settings.server_address):
+        from .core.local_server import LocalServerError  # noqa: PLC0415
+        from .operators.server import ensure_local_server  # noqa: PLC0415 (operators import this module)
+
+        try:
+            connection = ServerConnection(ensure_local_server(context).address, local=True)
+        except LocalServerError as error:
+            raise ConnectionSettingsError(f"the local solver did not start: {error}") from error
+    elif not name:
         connection = ServerConnection(settings.server_address)
     else:
         prefs = addon_preferences(context)

@@ -17,9 +17,10 @@ from bpy.props import (
 )
 from bpy.types import PropertyGroup
 
+from .core.connection import LOCAL
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, ParamSpec
 
-DEFAULT_SERVER_ADDRESS = "tcp://127.0.0.1:5555"
+DEFAULT_SERVER_ADDRESS = LOCAL   # start or reuse a solver on this machine at Bake
 
 ROLE_ITEMS = (
     ("NONE", "None", "Not part of the Tangle simulation"),
@@ -129,7 +130,9 @@ class TangleSceneSettings(PropertyGroup):
 
     server_address: StringProperty(
         name="Server", default=DEFAULT_SERVER_ADDRESS,
-        description="ZeroMQ address of the Tangle solver server (python -m solver_server --bind ADDRESS)")
+        description="'local': a solver on this machine, started by the first Bake and reused after (no port "
+                    "is saved); or the ZeroMQ address of a Tangle solver server (python -m solver_server "
+                    "--bind ADDRESS), e.g. tcp://gpu-box:5555")
     timeout: FloatProperty(name="Timeout", default=5.0, min=1.0, soft_max=600.0, unit="TIME_ABSOLUTE",
                            description="Seconds without any message from the server before the bake fails; "
                                        "the client pings every third of it, so a silent server is noticed "

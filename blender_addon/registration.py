@@ -26,13 +26,26 @@ classes = properties.classes + preferences.classes + checks.classes + presets.cl
 )
 
 
+@bpy.app.handlers.persistent
+def clear_session_state(_file=None) -> None:
+    """After a file loads: the live bake fields describe this Blender session (a connection test, a bake
+    in progress), not the session that saved the file, so they start empty (a saved file showed the
+    previous session's server line and could hold a bake marked running)."""
+    for scene in bpy.data.scenes:
+        settings = scene.tangle
+        settings.server_info, settings.live_stats, settings.is_baking, settings.progress = "", "", False, 0.0
+
+
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
     properties.attach()
+    bpy.app.handlers.load_post.append(clear_session_state)
 
 
 def unregister() -> None:
+    if clear_session_state in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(clear_session_state)
     stop_local_server()
     properties.detach()
     for cls in reversed(classes):

@@ -11,6 +11,16 @@ import os
 from dataclasses import dataclass
 
 
+# the scene address that means "a solver this Blender starts on 127.0.0.1 at the first bake and reuses after"
+# (operators/server.py); no port is stored in the file, so a saved scene never points at a dead server
+LOCAL = "local"
+
+
+def is_local(address: str) -> bool:
+    """Whether a scene's server address asks for the local solver (``LOCAL``, any case, spaces ignored)."""
+    return address.strip().lower() == LOCAL
+
+
 class ConnectionSettingsError(ValueError):
     """The connection settings cannot work (missing key file, unknown profile...); nothing was sent."""
 
@@ -22,12 +32,14 @@ class ServerConnection:
     client_secret_key_file: this client's ``*.key_secret`` certificate (Ironhouse: the server accepts
     only authorized client keys); empty = a fresh key pair, which an Ironhouse server refuses.
     profile: name of the preferences profile this came from ("" for the scene's own address).
+    local: the scene asked for the local solver and this is its address.
     """
 
     address: str
     server_public_key_file: str = ""
     client_secret_key_file: str = ""
     profile: str = ""
+    local: bool = False
 
     @property
     def encrypted(self) -> bool:
@@ -36,6 +48,7 @@ class ServerConnection:
     def describe(self) -> str:
         """"tcp://gpu-box:5555 (profile 'GPU box', CURVE)" for messages and the panel."""
         details = [f"profile '{self.profile}'"] if self.profile else []
+        details += ["local solver"] if self.local else []
         details += ["CURVE"] if self.encrypted else []
         return self.address + (f" ({', '.join(details)})" if details else "")
 

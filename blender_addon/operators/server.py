@@ -3,13 +3,16 @@
 The interpreter comes from the add-on preferences (*Server Python*, default Blender's own Python when
 it can run the solver server); it is checked first so a wrong one gets a clear message instead of a
 silent failure. The server runs until *Stop Local Server*, the add-on is disabled, or Blender quits.
-Once it listens, the scene's server address points at it (and the scene's server profile is cleared).
+A scene whose server address is ``local`` (the default) bakes on it: the first Bake starts it
+(:func:`ensure_local_server`), later bakes reuse it, and no port is written into the file. *Start Local
+Server* starts it ahead of time and sets the scene to ``local`` (clearing its server profile).
 """
 
 import atexit
 
 import bpy
 
+from ..core.connection import LOCAL
 from ..core.local_server import LocalServer, LocalServerError, check_interpreter
 from ..preferences import local_server_python
 from .bake import CANCEL_BAKE_FIRST, no_bake_running, refuse
@@ -43,25 +46,34 @@ class TANGLE_OT_start_local_server(bpy.types.Operator):
         return running_local_server() is None or refuse(cls, "A local solver server is already running")
 
     def execute(self, context):
-        global _local_server
-        python, extra_paths, device = local_server_python(context)
         settings = context.scene.tangle
         try:
-            check_interpreter(python, extra_paths)
-            server = LocalServer(python=python, startup_timeout=STARTUP_TIMEOUT_S, device=device,
-                                 extra_paths=extra_paths)
-            address = server.start()
+            server = ensure_local_server(context)
         except LocalServerError as error:
             settings.last_error = f"Local server: {error}"
             self.report({"ERROR"}, f"Tangle local server not started: {error}")
             return {"CANCELLED"}
-        _local_server = server
         settings.server_profile = ""
-        settings.server_address = address
+        settings.server_address = LOCAL
         settings.last_error = ""
-        settings.server_info = f"local server at {address} ({device})"
-        self.report({"INFO"}, f"Tangle solver server listening on {address}")
+        settings.server_info = f"local server at {server.address} ({server.device})"
+        self.report({"INFO"}, f"Tangle solver server listening on {server.address}")
         return {"FINISHED"}
+
+
+def ensure_local_server(context=None) -> LocalServer:
+    """The local solver server of this Blender session, started now if none runs (Server Python and
+    device from the add-on preferences). Raises LocalServerError when it cannot start."""
+    global _local_server
+    server = running_local_server()
+    if server is not None:
+        return server
+    python, extra_paths, device = local_server_python(context)
+    check_interpreter(python, extra_paths)
+    server = LocalServer(python=python, startup_timeout=STARTUP_TIMEOUT_S, device=device, extra_paths=extra_paths)
+    server.start()
+    _local_server = server
+    return server
 
 
 class TANGLE_OT_stop_local_server(bpy.types.Operator):

@@ -233,3 +233,12 @@ def test_stats_line_says_what_contact_left_unresolved():
     assert "2 edges through a collider" in line and "15 hair points rooted inside a collider" in line
     assert "teleported: Head" in line
     assert "unresolved" not in bake_state.stats_line({"iterations": 40, "self_contacts_left": 0})
+
+
+def test_the_local_address_names_no_port_and_is_described_as_local():
+    from blender_addon.core.connection import LOCAL, is_local
+
+    assert LOCAL == "local" and is_local("local") and is_local(" Local ") and not is_local("tcp://127.0.0.1:5555")
+    connection = ServerConnection("tcp://127.0.0.1:40123", local=True)
+    connection.validate()
+    assert connection.describe() == "tcp://127.0.0.1:40123 (local solver)"

@@ -30,7 +30,8 @@ def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solve
     bad_python.write_text(f"#!/bin/sh\nexec '{sys.executable}' -I -S \"$@\"\n")
     bad_python.chmod(bad_python.stat().st_mode | stat.S_IXUSR)
     result = run_workflow("connection", curve_address=secure.address, server_key=str(keys / "server.key"),
-                          client_key=str(keys / "artist.key_secret"), bad_python=str(bad_python))
+                          client_key=str(keys / "artist.key_secret"), bad_python=str(bad_python),
+                          path=str(tmp_path / "local.blend"))
     assert result["profile_add"]["result"] == ["FINISHED"]
     assert result["curve"]["result"] == ["FINISHED"] and result["curve"]["server_info"].startswith("tangle-solver ")
     unauthorized = result["curve_unauthorized"]
@@ -47,7 +48,7 @@ def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solve
     assert bad["result"] == ["RAISED"] and str(bad_python) in bad["last_error"]
     assert "solver_server" in bad["last_error"] and "Server Python" in bad["last_error"]
     start = result["start"]
-    assert start["result"] == ["FINISHED"] and start["address"].startswith("tcp://127.0.0.1:")
+    assert start["result"] == ["FINISHED"] and start["address"] == "local"    # no port in the scene
     assert start["profile"] == "" and result["start_poll_while_running"] is False
     assert result["local_test"]["server_info"].startswith("tangle-solver ")
     assert result["local_bake"]["result"] == ["FINISHED"]
@@ -55,6 +56,12 @@ def test_profiles_with_curve_keys_and_the_local_server(run_workflow, start_solve
                         result["local_bake"]["status"]), result["local_bake"]["status"]
     assert result["stop"]["result"] == ["FINISHED"] and result["process_exit"] is not None
     assert result["stop_poll_after"] is False
+    # reopened with no server running: the scene says "local", the previous session's server line is gone
+    assert result["reopened"] == {"address": "local", "server_info": "", "running": False}
+    rebake = result["rebake_local"]
+    assert rebake["result"] == ["FINISHED"] and rebake["running"] is True, rebake   # Bake started it by itself
+    assert re.fullmatch(r"Baked: frames 1–4 baked \(4 replaced\) in [\d.]+ s · frames 1–4 stored \(complete\)",
+                        rebake["status"]), rebake["status"]
 
 
 def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from: int) -> None:

@@ -100,11 +100,23 @@ def scenario_connection(args: dict) -> dict:
     result["local_test"] = call(bpy.ops.tangle.test_connection) | {"server_info": scene.tangle.server_info}
     scene.frame_start, scene.frame_end = 1, 4
     result["local_bake"] = call(bpy.ops.tangle.bake) | {"status": scene.tangle.status}
-    server = importlib.import_module("blender_addon.operators.server").running_local_server()
+    server_module = importlib.import_module("blender_addon.operators.server")
+    server = server_module.running_local_server()
     process = server.process
     result["stop"] = call(bpy.ops.tangle.stop_local_server)
     result["process_exit"] = process.poll()
     result["stop_poll_after"] = bpy.ops.tangle.stop_local_server.poll()
+
+    # Issue 22 item 1: the file stores no port and no stale status; Bake brings the local solver back itself.
+    scene.tangle.server_info = "tangle-solver 0.0.0 · cpu · a previous session"
+    bpy.ops.wm.save_as_mainfile(filepath=args["path"])
+    bpy.ops.wm.open_mainfile(filepath=args["path"])
+    scene = bpy.context.scene
+    result["reopened"] = {"address": scene.tangle.server_address, "server_info": scene.tangle.server_info,
+                          "running": server_module.running_local_server() is not None}
+    result["rebake_local"] = call(bpy.ops.tangle.bake) | {"status": scene.tangle.status,
+                                                         "running": server_module.running_local_server() is not None}
+    server_module.stop_local_server()
     return result
 
 
