@@ -143,8 +143,9 @@ def simulated_mesh_params(obj: bpy.types.Object) -> tuple[str, dict]:
     return "cloth", _params(obj.tangle.cloth, CLOTH_PARAMS)
 
 
-def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
-    """Cloth or soft body entry of a mesh object (its base mesh in world space) and its bake target."""
+def export_simulated_mesh(obj: bpy.types.Object, scene: bpy.types.Scene | None = None) -> tuple[dict, MeshTarget]:
+    """Cloth or soft body entry of a mesh object (its base mesh in world space; a cloth takes the scene's
+    wind with Scene Wind) and its bake target."""
     if obj.type != "MESH":
         raise scene_export.ExportError(f"only mesh objects can be {obj.tangle.role.lower()}, this is a {obj.type}",
                                        obj.name)
@@ -155,6 +156,8 @@ def export_simulated_mesh(obj: bpy.types.Object) -> tuple[dict, MeshTarget]:
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
     moving = matrix_world if transform_moves(obj) else None  # pinned vertices then follow the object
     kind, params = simulated_mesh_params(obj)
+    if kind == "cloth" and scene is not None and obj.tangle.use_scene_wind:
+        params |= scene_wind_params(scene) or {}
     entry = scene_export.simulated_mesh_object(kind, obj.name, to_world(local, matrix_world), triangles, indices,
                                                weights, params, moving)
     target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
@@ -195,15 +198,16 @@ def uses_emitter(obj: bpy.types.Object) -> bool:
 
 
 def wind_fields(scene: bpy.types.Scene) -> list[bpy.types.Object]:
-    """The scene's objects carrying a Wind force field."""
-    return [obj for obj in scene.objects if obj.field is not None and obj.field.type == "WIND"]
+    """The scene's objects carrying a Wind or Turbulence force field."""
+    return [obj for obj in scene.objects if obj.field is not None and obj.field.type in ("WIND", "TURBULENCE")]
 
 
 def scene_wind_params(scene: bpy.types.Scene) -> dict | None:
-    """Wind parameters of the fast hair models from the scene's Wind fields (``core.wind``), or None."""
+    """Wind parameters (hair and cloth) from the scene's Wind and Turbulence fields (``core.wind``), or None."""
     fields = wind_fields(scene)
     return scene_wind(np.array([matrix_array(obj.matrix_world)[:3, 2] for obj in fields]).reshape(-1, 3),
-                      [obj.field.strength for obj in fields], [obj.field.noise for obj in fields])
+                      [obj.field.strength for obj in fields], [obj.field.noise for obj in fields],
+                      [obj.field.type == "TURBULENCE" for obj in fields])
 
 
 def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tuple[dict, hair_io.HairTarget]:
@@ -219,7 +223,7 @@ def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tup
         surface = hair_io.evaluated_surface(obj.data.surface, depsgraph, obj.data.surface_uv_map)
         roots = hair_io.bind_roots(obj, points_world[strands.strand_offsets[:-1]], surface)
     params = _params(obj.tangle.hair, HAIR_PARAMS)
-    if obj.tangle.use_scene_wind and params["model"] != "der":
+    if obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}
     entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets, params, matrix_world,
                                      is_animated(obj), roots)
@@ -303,7 +307,7 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
     depsgraph = bpy.context.evaluated_depsgraph_get()
     entries, targets = [], {}
     for obj in marked_objects(scene, "CLOTH") + marked_objects(scene, "SOFTBODY"):
-        entry, targets[obj.name] = export_simulated_mesh(obj)
+        entry, targets[obj.name] = export_simulated_mesh(obj, scene)
         entries.append(entry)
     hairs = marked_objects(scene, "HAIR")
     for obj in hairs:

@@ -8,17 +8,25 @@ from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBO
 from .operators.bake import active_session
 from .operators.server import running_local_server
 
-FAST_HAIR_SHARED = ("guide_count", "gravity_scale", "wind_direction", "wind_strength", "wind_amplitude", "wind_period")
+FAST_HAIR_SHARED = ("guide_count", "gravity_scale")
 
 
 def _hair_params_for(model: str) -> list[str]:
-    """Hair parameter names shown for ``model``: the common ones, then the fast models' own."""
+    """Hair parameter names shown for ``model``: the common ones (wind included), then the fast models' own."""
     common = [spec.name for spec in HAIR_PARAMS if spec.name != "model" and spec.name not in FAST_HAIR_SHARED
               and not spec.name.startswith(("particle_", "cosserat_", "interaction_"))]
     if model == "der":
         return common
     own = ("particle_",) if model == "particles" else ("cosserat_", "interaction_")
     return common + list(FAST_HAIR_SHARED) + [spec.name for spec in HAIR_PARAMS if spec.name.startswith(own)]
+
+
+def _draw_scene_wind(layout, settings, scene) -> None:
+    """The Scene Wind toggle and how many force fields feed it."""
+    layout.prop(settings, "use_scene_wind")
+    fields = len(wind_fields(scene))
+    if settings.use_scene_wind and fields:
+        layout.label(text=f"Wind from {fields} force field(s)", icon="FORCE_WIND")
 
 
 def _draw_params(layout, settings, names) -> None:
@@ -57,6 +65,8 @@ class TANGLE_PT_object(_PhysicsTab, bpy.types.Panel):
                 return
             layout.prop_search(settings, "pin_group", obj, "vertex_groups")
             group, table = (settings.cloth, CLOTH_PARAMS) if role == "CLOTH" else (settings.softbody, SOFTBODY_PARAMS)
+            if role == "CLOTH":
+                _draw_scene_wind(layout, settings, context.scene)
             _draw_params(layout, group, [spec.name for spec in table])
         elif role == "HAIR":
             if obj.type not in {"CURVES", "CURVE"}:
@@ -69,11 +79,7 @@ class TANGLE_PT_object(_PhysicsTab, bpy.types.Panel):
                     layout.label(text=f"Emitter: {surface.name}" if surface else "Emitter: none set (Curves data)",
                                  icon="CHECKMARK" if surface else "ERROR")
             layout.prop(settings.hair, "model")
-            if settings.hair.model != "der":
-                layout.prop(settings, "use_scene_wind")
-                fields = len(wind_fields(context.scene))
-                if settings.use_scene_wind and fields:
-                    layout.label(text=f"Wind from {fields} force field(s)", icon="FORCE_WIND")
+            _draw_scene_wind(layout, settings, context.scene)
             _draw_params(layout, settings.hair, _hair_params_for(settings.hair.model))
         elif role == "COLLIDER":
             layout.prop(settings, "collider_shape")

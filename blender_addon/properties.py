@@ -94,9 +94,9 @@ class TangleObjectSettings(PropertyGroup):
     hair: PointerProperty(type=TangleHairSettings)
     use_scene_wind: BoolProperty(
         name="Scene Wind", default=True,
-        description="Cosserat / Particles hair: blow with the scene's Wind force fields (direction: the field's Z "
-                    "axis; strength as acceleration [m/s²]; noise × strength: gust amplitude [m/s²]) instead of "
-                    "the wind settings below, when the scene has any")
+        description="Hair and cloth: blow with the scene's Wind and Turbulence force fields (direction: a Wind "
+                    "field's Z axis; strength as acceleration [m/s²]; noise × strength and a Turbulence field's "
+                    "strength: gust amplitude [m/s²]) instead of the wind settings below, when the scene has any")
     bind_to_surface: BoolProperty(
         name="Bind Roots", default=True,
         description="Curves hair: roots follow the Curves' emitter Surface (its deformed triangles); off: roots "

@@ -37,6 +37,16 @@ _SIMULATED_COMMON: tuple[ParamSpec, ...] = (
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
 )
 
+def _wind(applied: str) -> tuple[ParamSpec, ...]:
+    """The wind parameters (set from the scene's Wind and Turbulence fields with Scene Wind, core.wind)."""
+    return (
+        ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", f"Wind direction in world space ({applied})", -1.0, 1.0),
+        ParamSpec("wind_strength", 0.0, "m/s²", "Mean wind acceleration", -1.0e3, 1.0e3),
+        ParamSpec("wind_amplitude", 0.0, "m/s²", "Amplitude of the sine-varying wind (gusts)", 0.0, 1.0e3),
+        ParamSpec("wind_period", 2.0, "s", "Period of the wind's sine variation", 1e-3, 1.0e4),
+    )
+
+
 CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("density", 0.2, "kg/m²", "Mass per unit area of the cloth", 1e-6, 1.0e4),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "Resistance to stretching (membrane Young's modulus × thickness)",
@@ -46,6 +56,7 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
               "Stretch ratios (min ≤ 1 ≤ max) that cost no energy, relative to the rest length", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
+    *_wind("along the cloth's face normals, so a sheet edge-on to it feels none"),
 )
 
 SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
@@ -86,12 +97,7 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("guide_count", 0, "strands", "Cosserat / Particles: simulate this many guide strands (k-means) "
               "and interpolate the rest; 0 simulates every strand", 0, 10_000_000),
     ParamSpec("gravity_scale", 1.0, "ratio", "Cosserat / Particles: multiplies the scene gravity", 0.0, 100.0),
-    ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", "Cosserat / Particles: wind direction (world space)",
-              -1.0, 1.0),
-    ParamSpec("wind_strength", 0.0, "m/s²", "Cosserat / Particles: mean wind acceleration", -1.0e3, 1.0e3),
-    ParamSpec("wind_amplitude", 0.0, "m/s²", "Cosserat / Particles: amplitude of the sine-varying wind",
-              0.0, 1.0e3),
-    ParamSpec("wind_period", 2.0, "s", "Cosserat / Particles: period of the wind's sine variation", 1e-3, 1.0e4),
+    *_wind("every particle of the fast models, across the strand for DER"),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "Particles: neighbour spring stiffness per unit mass (k/m)",
               1e-6, 1.0e9),
     ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²",

@@ -54,6 +54,17 @@ def _common_simulated() -> tuple[ParamSpec, ...]:
     )
 
 
+def _wind(applied: str) -> tuple[ParamSpec, ...]:
+    """The uniform, sine-varying wind of an object (solvers/wind.py); ``applied`` says how its solver takes it."""
+    return (
+        ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", f"wind direction ({applied})", type="vector3",
+                  low=-1.0e3, high=1.0e3),
+        ParamSpec("wind_strength", 0.0, "m/s²", "mean wind acceleration", low=-1e3, high=1e3),
+        ParamSpec("wind_amplitude", 0.0, "m/s²", "amplitude of the sine-varying wind", low=0.0, high=1e3),
+        ParamSpec("wind_period", 2.0, "s", "period of the wind's sine variation", low=0.0, high=1e4, low_open=True),
+    )
+
+
 CLOTH = _common_simulated() + (
     ParamSpec("density", 0.2, "kg/m²", "areal density (mass per unit area)", low=0.0, high=1.0e4, low_open=True),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "membrane Young's modulus × thickness (edge springs)",
@@ -66,6 +77,7 @@ CLOTH = _common_simulated() + (
               "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1)",
               type="range2", low=0.0, high=10.0, low_open=True),
     ParamSpec("self_collision", False, "", "vertex–triangle self collision", type="bool"),
+    *_wind("along the faces' normals"),
 )
 
 SOFTBODY = _common_simulated() + (
@@ -100,11 +112,7 @@ HAIR = (
               type="bool"),
     # Fast strand models (docs/fast_hair.md); ignored by "der".
     ParamSpec("gravity_scale", 1.0, "", "multiplies the scene gravity (particles, cosserat)", low=0.0, high=100.0),
-    ParamSpec("wind_direction", (1.0, 0.0, 0.0), "", "wind direction (particles, cosserat)", type="vector3",
-              low=-1.0e3, high=1.0e3),
-    ParamSpec("wind_strength", 0.0, "m/s²", "mean wind acceleration", low=-1e3, high=1e3),
-    ParamSpec("wind_amplitude", 0.0, "m/s²", "amplitude of the sine-varying wind", low=0.0, high=1e3),
-    ParamSpec("wind_period", 2.0, "s", "period of the wind's sine variation", low=0.0, high=1e4, low_open=True),
+    *_wind("every hair model: the fast ones on every particle, der across the strand"),
     ParamSpec("guide_count", 0, "", "simulate this many k-means guide strands, interpolate the rest (0: all)",
               type="int", low=0, high=10**7),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "neighbour spring k/m (particles)", low=0.0, high=1e9,

@@ -564,7 +564,7 @@ def scenario_panels(args: dict) -> dict:
     head, hair, _, _ = make_head_and_hair(4, 0.1)
     curve_obj = linked_object("Strands", bpy.data.curves.new("Strands", "CURVE"))
     jelly = mesh_object("Jelly", bpy.ops.mesh.primitive_cube_add)
-    cases = [("softbody", jelly, {"role": "SOFTBODY"})]
+    cases = [("softbody", jelly, {"role": "SOFTBODY"}), ("cloth", jelly, {"role": "CLOTH"})]
     cases += [(f"hair_{model}", hair, {"role": "HAIR", "model": model}) for model in ("der", "cosserat", "particles")]
     cases += [("legacy_curve", curve_obj, {"role": "HAIR", "model": "der"})]
     cases += [(f"collider_{shape.lower()}", head, {"role": "COLLIDER", "shape": shape})

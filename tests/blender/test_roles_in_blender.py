@@ -72,7 +72,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     brought to local space with its transform of each frame, so the roots still sit on the head."""
     frames = 8
     saved = tmp_path / "hair.blend"
-    wind = 0.0 if model == "der" else 30.0  # a scene Wind field along +y [m/s²] for the fast model
+    wind = 30.0  # a scene Wind field along +y [m/s²] (every hair model takes it, issue 22 item 7)
     result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
                        parented=parented, wind=wind, address=solver_server_address,
                        save=str(saved) if parented else "")
@@ -209,8 +209,11 @@ def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scena
     assert {"young_modulus", "poisson_ratio", "tet_resolution", "pin_group"} <= set(report["softbody"]["props"])
     assert "bind_to_surface" in report["hair_der"]["props"] and "bind_to_surface" not in report["legacy_curve"]["props"]
     assert "Emitter: Head" in report["hair_der"]["labels"]
-    assert not any(name.startswith(("particle_", "cosserat_", "wind_")) for name in report["hair_der"]["props"])
+    assert not any(name.startswith(("particle_", "cosserat_")) for name in report["hair_der"]["props"])
     assert {"particle_stiffness", "guide_count", "wind_strength", "use_scene_wind"} <= set(report["hair_particles"]["props"])
-    assert "use_scene_wind" not in report["hair_der"]["props"]  # the Elastic Rods model has no wind
+    assert {"wind_strength", "use_scene_wind"} <= set(report["hair_der"]["props"])   # DER hair takes wind too
+    assert {"wind_strength", "wind_period", "use_scene_wind", "self_collision"} <= set(report["cloth"]["props"])
+    assert "use_scene_wind" not in report["softbody"]["props"]
+    assert "guide_count" not in report["hair_der"]["props"]
     assert {"cosserat_max_step", "interaction_outer_radius", "guide_count"} <= set(report["hair_cosserat"]["props"])
     assert not any(name.startswith("particle_") for name in report["hair_cosserat"]["props"])

@@ -41,10 +41,12 @@ def pd_softbody():
 
 
 def pd_mixed():
-    """A cloth and a soft body in one PD group (merged system), the cloth falling onto the soft body."""
+    """A cloth and a soft body in one PD group (merged system), the cloth falling onto the soft body in a
+    gusty wind (cloth wind on the cloth's triangles only)."""
     softbody_scene = pd_softbody()
     vertices, triangles, _ = grid(6, 6, size=0.3, height=0.35)
-    cloth = cloth_object(vertices, triangles, params={"friction": 0.3})
+    cloth = cloth_object(vertices, triangles, params={"friction": 0.3, "wind_direction": [0.3, 0.0, 1.0],
+                                                      "wind_strength": 2.0, "wind_amplitude": 1.0})
     return scene([cloth, *softbody_scene["objects"]], frame_end=5, substeps=2, solver={"pd": {"iterations": 6}})
 
 

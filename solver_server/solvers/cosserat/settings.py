@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from solver_server.sim.errors import SceneError
 
-from ..particles.settings import WindSettings
+from ..wind import WindSettings
 from ..strand_settings import settings_from_hair_params
 
 
@@ -58,7 +58,7 @@ class CosseratSettings:
         """From a hair object's params; Cosserat-only keys carry a ``cosserat_`` prefix
         (``cosserat_max_step``), interaction keys are named as above."""
         settings = settings_from_hair_params(cls, params, lambda name: "cosserat_max_step" if name == "max_step" else name,
-                                             WindSettings.from_hair_params(params, object_id))
+                                             WindSettings.from_object_params(params, object_id))
         for name in ("radius", "density", "young_modulus", "shear_modulus", "max_step"):
             if not getattr(settings, name) > 0:
                 raise SceneError(f"parameter {name!r} = {getattr(settings, name)!r} must be > 0", object=object_id)

@@ -41,11 +41,13 @@ from ...sim.errors import SceneError
 from ...sim.rigid_carry import carry_points
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
+from ..wind import WindSettings
 from .contact import ContactSettings, ContactSolver, StepContacts
 from .integrator import NewtonSettings
 from .model import DerInputError, DerMaterial, DerModel, build_model
 from .solver import DerControl, DerSolver
 from .state import DerState, rest_state
+from .wind import StrandWind
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
                  "quasi_newton_matrix": str, "refresh_interval": int, "length_preserving_path": bool,
@@ -103,6 +105,7 @@ class _HairObject:
         self.collider_friction = float(params["collider_friction"])
         self.thickness = float(params["thickness"])
         self.collides_with_other_hair = bool(params.get("collide_with_other_hair", True))
+        self.wind = WindSettings.from_object_params(params, spec.id)
         self.matrix_rest = spec.matrix_world
         self.rest_points = points
         self.offsets = offsets
@@ -245,6 +248,8 @@ class _SharedSolver:
         except ValueError as error:
             raise SceneError(str(error), object=first.id) from error
         self.state = rest_state(xp, self.model)
+        self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"],
+                                          self.model.edge_vertex)
 
     def step(self, inputs: SubstepInputs, colliders: list) -> dict:
         from_host = self.backend.from_host
@@ -255,7 +260,8 @@ class _SharedSolver:
                              soft_targets=from_host(soft_targets) if soft_targets.size else None,
                              edge_directors=from_host(np.concatenate([turned for _, _, turned in targets])))
         out = self.state.copy()
-        stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity)
+        wind = None if self.wind is None else self.wind.acceleration(self.state.tangents, inputs.time)
+        stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity, acceleration=wind)
         self.state = out
         return stats
 

@@ -318,14 +318,18 @@ class ImplicitEulerSolver:
         return (xp.where(take, new[0], old[0]), xp.where(take[self.dof_strand], new[1], old[1]), config)
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
-             impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None) -> tuple[DerState, StepStats]:
-        """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,)."""
+             impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None,
+             acceleration=None) -> tuple[DerState, StepStats]:
+        """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,);
+        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind)."""
         xp, model, settings = self.xp, self.model, self.settings
         mass = model.mass
         q_t = model.pack(state.positions, state.theta)
         v_t = model.pack(state.velocities, state.theta_velocity)
         external = xp.zeros(model.n_dofs)
         external[model.position_dofs] = model.vertex_mass[:, None] * xp.asarray(gravity, dtype=q_t.dtype)
+        if acceleration is not None:
+            external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
         free_velocity = v_t + h * external / mass
         impulse = xp.zeros(model.n_dofs)
         damping = h * model.damping

@@ -32,6 +32,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
+from .wind import ClothWind
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
 FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-contact passes after the iterations
@@ -167,6 +168,7 @@ class PDSolver:
         self.started = False     # the first step recovers points that start inside a closed collider shell
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
+        self.wind = ClothWind.of_model(backend, model)
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
@@ -376,6 +378,8 @@ class PDSolver:
         timings = {"local_ms": 0.0, "global_ms": 0.0, "collision_ms": 0.0}
 
         inertial = q_start + h * state_in.velocities + (h * h) * xp.asarray(self.gravity)
+        if self.wind is not None:
+            inertial = inertial + (h * h) * self.wind.acceleration(q_start, control.time)
         if hard_targets is not None:
             inertial[self.hard_device] = hard_targets
         tick = time.perf_counter()

@@ -1,0 +1,53 @@
+"""Wind on DER hair (issue 22 item 7): the wind pushes a strand across itself.
+
+For a hair object with wind w(t) = direction · (strength + amplitude · sin(2π t / period)) [m/s²]
+(``solvers/wind.py``, the field the fast hair models and cloth take), a vertex with unit tangent t̂ (the
+normalized sum of its edges' tangents at the start of the step) takes the component across the strand,
+
+    a = w − (w · t̂) t̂,
+
+the way air flowing past a thin cylinder pushes it: a strand along the wind feels none, a strand across
+it all. The acceleration is explicit (tangents at the start of the step) and enters the implicit Euler step
+as an external force M a beside gravity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..wind import WindSettings
+
+
+class StrandWind:
+    """Per-vertex wind of the strands of one DER solver (several hair objects merged).
+
+    winds: one WindSettings per hair object; vertex_object (N,) the object of every vertex; edge_vertex
+    (E,) the first vertex of every edge (the edge joins it and the next vertex)."""
+
+    def __init__(self, xp, winds: list[WindSettings], vertex_object: np.ndarray, edge_vertex):
+        self.xp = xp
+        owner = np.asarray(vertex_object, dtype=np.int64)
+        self.direction = xp.asarray(np.array([winds[k].direction for k in owner], dtype=np.float64).reshape(-1, 3))
+        self.strength, self.amplitude, self.period = (
+            xp.asarray(np.array([getattr(winds[k], name) for k in owner], dtype=np.float64))
+            for name in ("strength", "amplitude", "period"))
+        self.edge_vertex = edge_vertex
+
+    @classmethod
+    def of_objects(cls, xp, winds: list[WindSettings], vertex_counts, edge_vertex) -> "StrandWind | None":
+        """The wind of hair objects with ``vertex_counts`` vertices each, or None when none has any."""
+        if not any(wind.blows for wind in winds):
+            return None
+        return cls(xp, winds, np.repeat(np.arange(len(winds)), vertex_counts), edge_vertex)
+
+    def acceleration(self, tangents, time: float):
+        """Wind acceleration (N, 3) [m/s²] of every vertex for unit edge tangents (E, 3) at ``time`` [s]."""
+        xp = self.xp
+        along = xp.zeros(self.direction.shape, dtype=tangents.dtype)
+        along[self.edge_vertex] += tangents          # each vertex starts at most one edge ...
+        along[self.edge_vertex + 1] += tangents      # ... and ends at most one: no repeated index per update
+        length = xp.sqrt(xp.sum(along * along, axis=1))
+        unit = along / xp.maximum(length, 1e-300)[:, None]
+        gust = self.strength + self.amplitude * xp.sin((2.0 * np.pi * time) / self.period)
+        wind = self.direction * gust[:, None]
+        return wind - xp.sum(wind * unit, axis=1)[:, None] * unit
