@@ -157,6 +157,39 @@ def passes_sequential(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp
 
 
 @wp.kernel
+def neighbourhood_sequential(edges: wp.array(dtype=wp.int32, ndim=2), overshoot: wp.array(dtype=wp.vec3d),
+                             touched: wp.array(dtype=wp.int32), moved: wp.array(dtype=wp.int32),
+                             chosen: wp.array(dtype=wp.int32), particles: wp.array(dtype=wp.int32),
+                             counts: wp.array(dtype=wp.int32)):
+    """The CPU layout of ``EdgeStrainLimit._neighbourhood`` in one thread: chosen[:counts[0]] = the edges
+    (ascending) that share a particle with an edge whose overshoot is non-zero, particles[:counts[1]] = the
+    particles (ascending) of those edges. touched, moved: (n,) scratch flags."""
+    for p in range(touched.shape[0]):
+        touched[p] = 0
+        moved[p] = 0
+    for e in range(edges.shape[0]):
+        if wp.length_sq(overshoot[e]) > wp.float64(0.0):
+            touched[edges[e, 0]] = 1
+            touched[edges[e, 1]] = 1
+    found = int(0)
+    for e in range(edges.shape[0]):
+        i = edges[e, 0]
+        j = edges[e, 1]
+        if touched[i] == 1 or touched[j] == 1:
+            chosen[found] = e
+            found += 1
+            moved[i] = 1
+            moved[j] = 1
+    kept = int(0)
+    for p in range(moved.shape[0]):
+        if moved[p] == 1:
+            particles[kept] = p
+            kept += 1
+    counts[0] = found
+    counts[1] = kept
+
+
+@wp.kernel
 def edge_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
                    fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), chunk: int,
                    overshoot: wp.array(dtype=wp.vec3d), result: wp.array(dtype=wp.int32)):

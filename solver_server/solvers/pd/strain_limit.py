@@ -75,6 +75,14 @@ class EdgeStrainLimit:
         self._order_view = warp_view(self.order, wp.int32)
         self.class_start = class_start.tolist()          # host copy: launch bounds of the CUDA layout
         self.overshoot_view = warp_view(self.overshoot, wp.vec3d)
+        n = len(inverse_mass)
+        self._chosen = xp.zeros(len(edges), dtype=xp.int32)
+        self._chosen_particles = xp.zeros(n, dtype=xp.int32)
+        self._neighbourhood_counts = xp.zeros(2, dtype=xp.int32)
+        self._neighbourhood_views = [warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
+                                     warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
+                                     warp_view(self._chosen, wp.int32), warp_view(self._chosen_particles, wp.int32),
+                                     warp_view(self._neighbourhood_counts, wp.int32)]
         self.rounds = int(rounds)
         self.passes_per_round = int(passes_per_round)
         self.relaxation = float(relaxation)
@@ -94,7 +102,13 @@ class EdgeStrainLimit:
     def _neighbourhood(self, xp):
         """(edges that share a particle with an edge beyond its limit (int32), the particles they touch (int32)):
         a round's passes work on these only, so a pass costs in proportion to the stretched region. Uses the
-        overshoot of the latest check."""
+        overshoot of the latest check. The CPU runs it in one kernel (``neighbourhood_sequential``: 3.3 ms of
+        numpy passes per call on 58 800 edges before), CUDA as array operations (same lists, ascending)."""
+        if not self.parallel:
+            launch(kernels.neighbourhood_sequential, 1, device=self.device,
+                   inputs=[self._edges_view, self.overshoot_view, *self._neighbourhood_views])
+            found, kept = (int(count) for count in self._neighbourhood_counts)
+            return self._chosen[:found], self._chosen_particles[:kept]
         edges = self.edges
         too_long = (self.overshoot != 0.0).any(axis=1)
         touched = xp.zeros(len(self.inverse_mass), dtype=bool)
