@@ -260,14 +260,14 @@ def continuation_frames(scene: bpy.types.Scene) -> tuple[int | None, int | None]
 
 def bake_headless(scene: bpy.types.Scene | None = None, address: str | None = None,
                   timeout: float | None = None, from_frame: int | None = None,
-                  connection: ServerConnection | None = None, on_frame=None) -> BakeOutcome:
+                  connection: ServerConnection | None = None) -> BakeOutcome:
     """Bake ``scene`` (default: the context scene) against ``address`` / ``connection`` and block until done.
 
     For ``blender --background`` and the ``bpy`` module, where timers and modal operators never run.
     Raises one of ``START_ERRORS`` on bad input before contacting the server; server errors end up in
     the returned outcome (state "failed", message naming the object and frame). ``from_frame``
-    continues the stored bake (see :class:`BakeSession`); ``on_frame`` is passed to ``run_blocking``.
+    continues the stored bake (see :class:`BakeSession`).
     """
     session = BakeSession(scene or bpy.context.scene, address, timeout, from_frame=from_frame,
                           connection=connection).start()
-    return session.run_blocking(on_frame=on_frame)
+    return session.run_blocking()

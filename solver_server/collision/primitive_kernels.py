@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-# columns of a collider's parameter row
-KIND, CENTER, ROTATION, SIZES, THICKNESS, FRICTION, MOVING, BACK, BACK_SHIFT = 0, 1, 4, 13, 16, 17, 18, 19, 28
+# columns of a collider's parameter row (constants, so the kernels read the same layout the host writes)
+KIND, CENTER, ROTATION, SIZES = wp.constant(0), wp.constant(1), wp.constant(4), wp.constant(13)
+THICKNESS, FRICTION, MOVING, BACK, BACK_SHIFT = wp.constant(16), wp.constant(17), wp.constant(18), wp.constant(19), \
+    wp.constant(28)
 PARAMETER_COLUMNS = 32
 KINDS = {"Plane": 0, "Sphere": 1, "Box": 2, "Torus": 3}
 
@@ -103,15 +105,15 @@ def _box_distance(local: wp.vec3d, half: wp.vec3d):
 @wp.func
 def primitive_distance(params: wp.array2d(dtype=wp.float64), row: int, point: wp.vec3d):
     """(signed distance [m], positive outside; outward unit normal) of ``point`` to collider ``row``."""
-    kind = int(params[row, 0])
-    center = _column3(params, row, 1)
-    sizes = _column3(params, row, 13)
+    kind = int(params[row, KIND])
+    center = _column3(params, row, CENTER)
+    sizes = _column3(params, row, SIZES)
     if kind == 0:
         return wp.dot(point - center, sizes), sizes
     if kind == 1:
         normal, length = _unit_or_axis(point - center, 2)
         return length - sizes[0], normal
-    rotation = _matrix3(params, row, 4)
+    rotation = _matrix3(params, row, ROTATION)
     local = wp.transpose(rotation) * (point - center)
     if kind == 2:
         distance, normal_local = _box_distance(local, sizes)
@@ -137,15 +139,15 @@ def project_on_primitives(params: wp.array2d(dtype=wp.float64), thickness: wp.ar
         point = points[index]
         for row in range(params.shape[0]):
             distance, surface_normal = primitive_distance(params, row, point)
-            push = thickness[index] + params[row, 16] - distance
+            push = thickness[index] + params[row, THICKNESS] - distance
             if push > wp.float64(0.0):
                 point = point + push * surface_normal
                 depth[index] = depth[index] + push
                 normal[index] = surface_normal
                 surface_motion = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
-                if params[row, 18] != wp.float64(0.0):
-                    surface_motion = point - (_matrix3(params, row, 19) * point + _column3(params, row, 28))
+                if params[row, MOVING] != wp.float64(0.0):
+                    surface_motion = point - (_matrix3(params, row, BACK) * point + _column3(params, row, BACK_SHIFT))
                 motion[index] = surface_motion
-                mu[index] = wp.float64(0.5) * (friction[index] + params[row, 17])
+                mu[index] = wp.float64(0.5) * (friction[index] + params[row, FRICTION])
                 touched[index] = 1
         points[index] = point

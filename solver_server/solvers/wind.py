@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..sim.errors import SceneError
 
 
@@ -63,3 +65,21 @@ class WindSettings:
             raise SceneError(f"wind period must be > 0 s, got {period!r}", object=object_id)
         return cls(direction=tuple(c / norm for c in direction), strength=float(value.get("strength", 0.0)),
                    amplitude=float(value.get("amplitude", 0.0)), period=period)
+
+
+class WindField:
+    """The winds of several objects spread over their elements (cloth triangles, hair vertices) on ``xp``'s
+    device: element e blows with the WindSettings of object owner[e]. winds: one per object; owner (m,)."""
+
+    def __init__(self, xp, winds: list[WindSettings], owner):
+        self.xp = xp
+        table = np.array([[*wind.direction, wind.strength, wind.amplitude, wind.period] for wind in winds],
+                         dtype=np.float64).reshape(-1, 6)
+        rows = xp.asarray(table[np.asarray(owner, dtype=np.int64)])
+        self.direction = rows[:, :3]
+        self.strength, self.amplitude, self.period = rows[:, 3], rows[:, 4], rows[:, 5]
+
+    def vectors(self, time: float):
+        """Wind acceleration (m, 3) [m/s²] of every element at ``time`` [s] (WindSettings.acceleration)."""
+        gust = self.strength + self.amplitude * self.xp.sin((2.0 * np.pi * time) / self.period)
+        return self.direction * gust[:, None]

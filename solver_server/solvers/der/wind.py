@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..wind import WindSettings
+from ..wind import WindField, WindSettings
 
 
 class StrandWind:
@@ -26,11 +26,7 @@ class StrandWind:
 
     def __init__(self, xp, winds: list[WindSettings], vertex_object: np.ndarray, edge_vertex):
         self.xp = xp
-        owner = np.asarray(vertex_object, dtype=np.int64)
-        self.direction = xp.asarray(np.array([winds[k].direction for k in owner], dtype=np.float64).reshape(-1, 3))
-        self.strength, self.amplitude, self.period = (
-            xp.asarray(np.array([getattr(winds[k], name) for k in owner], dtype=np.float64))
-            for name in ("strength", "amplitude", "period"))
+        self.field = WindField(xp, winds, vertex_object)
         self.edge_vertex = edge_vertex
 
     @classmethod
@@ -43,11 +39,10 @@ class StrandWind:
     def acceleration(self, tangents, time: float):
         """Wind acceleration (N, 3) [m/s²] of every vertex for unit edge tangents (E, 3) at ``time`` [s]."""
         xp = self.xp
-        along = xp.zeros(self.direction.shape, dtype=tangents.dtype)
+        wind = self.field.vectors(time)
+        along = xp.zeros(wind.shape, dtype=tangents.dtype)
         along[self.edge_vertex] += tangents          # each vertex starts at most one edge ...
         along[self.edge_vertex + 1] += tangents      # ... and ends at most one: no repeated index per update
         length = xp.sqrt(xp.sum(along * along, axis=1))
         unit = along / xp.maximum(length, 1e-300)[:, None]
-        gust = self.strength + self.amplitude * xp.sin((2.0 * np.pi * time) / self.period)
-        wind = self.direction * gust[:, None]
         return wind - xp.sum(wind * unit, axis=1)[:, None] * unit

@@ -18,24 +18,22 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from ..wind import WindSettings
+from ..wind import WindField, WindSettings
 
 
 class ClothWind:
     """Wind accelerations of the cloth objects of a merged PD model that have wind.
 
-    triangles (F, 3) merged particle indices of those objects' triangles; per triangle its object's wind
-    direction (F, 3), strength, amplitude [m/s²] and period [s] (F,); incidence: (n, F) sparse, vertex of
-    triangle. All on the backend's device."""
+    triangles (F, 3) merged particle indices of those objects' triangles; field: their winds, per triangle;
+    incidence: (n, F) sparse, vertex of triangle. All on the backend's device."""
 
-    def __init__(self, backend, triangles: np.ndarray, winds: list[WindSettings], particle_count: int):
+    def __init__(self, backend, triangles: np.ndarray, winds: list[WindSettings], owner: np.ndarray,
+                 particle_count: int):
+        """winds: one per object; owner (F,): the object of every triangle."""
         xp = backend.xp
         self.xp = xp
         self.triangles = xp.asarray(np.ascontiguousarray(triangles, dtype=np.int64))
-        self.direction = xp.asarray(np.array([wind.direction for wind in winds], dtype=np.float64).reshape(-1, 3))
-        self.strength, self.amplitude, self.period = (
-            xp.asarray(np.array([getattr(wind, name) for wind in winds], dtype=np.float64))
-            for name in ("strength", "amplitude", "period"))
+        self.field = WindField(xp, winds, owner)
         count = len(triangles)
         incidence = scipy.sparse.csr_matrix((np.ones(3 * count), (triangles.ravel(), np.repeat(np.arange(count), 3))),
                                             shape=(particle_count, count))
@@ -50,8 +48,7 @@ class ClothWind:
         if not blowing.any() or len(model.triangles) == 0:
             return None
         chosen = blowing[model.triangle_slot]
-        return cls(backend, model.triangles[chosen], [winds[slot] for slot in model.triangle_slot[chosen]],
-                   model.particle_count)
+        return cls(backend, model.triangles[chosen], winds, model.triangle_slot[chosen], model.particle_count)
 
     def acceleration(self, q, time: float):
         """Wind acceleration (n, 3) [m/s²] of every particle at positions q (n, 3) [m] and ``time`` [s]
@@ -61,8 +58,7 @@ class ClothWind:
         normal = xp.cross(b - a, c - a)
         double_area = xp.sqrt(xp.sum(normal * normal, axis=1))
         unit = normal / xp.maximum(double_area, 1e-300)[:, None]
-        gust = self.strength + self.amplitude * xp.sin((2.0 * np.pi * time) / self.period)
-        along = xp.sum(self.direction * unit, axis=1) * gust * double_area
+        along = xp.sum(self.field.vectors(time) * unit, axis=1) * double_area
         weight = self.incidence @ double_area
         pushed = self.incidence @ (along[:, None] * unit)
         return pushed / xp.maximum(weight, 1e-300)[:, None]
