@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import SceneError
+from .maps import parse_maps
 from .params import KINDS, resolve_params
 
 COLLIDER_SHAPES = ("plane", "sphere", "box", "torus")
@@ -42,7 +43,8 @@ class ObjectSpec:
     vertices: (N, 3) float64 (hair: the strand points), triangles: (F, 3) int64 or None,
     tets: (T, 4) int64 or None, pin_indices: (P,) int64, pin_weights: (P,) float64 in (0, 1],
     matrix_world: (4, 4) float64 at frame_start, shape: primitive collider description or None,
-    raw: the original scene object (for solver-specific keys such as hair ``strand_offsets``).
+    maps: painted factors {param: (N,) float64} (sim/maps.py), raw: the original scene object (for
+    solver-specific keys such as hair ``strand_offsets``).
     """
 
     id: str
@@ -56,6 +58,7 @@ class ObjectSpec:
     pin_indices: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     pin_weights: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     shape: dict | None = None
+    maps: dict[str, np.ndarray] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
 
 
@@ -249,8 +252,12 @@ def _parse_object(obj: Any, position: int) -> ObjectSpec:
             raise SceneError("strand_offsets must start at 0, end at len(points) and give every strand ≥ 2 points",
                              object=object_id)
         spec.pin_indices, spec.pin_weights = _parse_pins(obj.get("pins"), len(spec.vertices), object_id)
+        spec.maps = parse_maps(kind, obj.get("maps"), params, len(spec.vertices), object_id)
         return spec
 
+    if kind == "collider" and obj.get("maps") is not None:
+        raise SceneError("a collider takes no painted 'maps' (its friction and thickness are per object)",
+                         object=object_id)
     if kind == "collider" and "shape" in obj and obj["shape"] is not None:
         spec.shape = _parse_shape(obj["shape"], object_id)
         return spec
@@ -283,6 +290,7 @@ def _parse_object(obj: Any, position: int) -> ObjectSpec:
             raise SceneError("'tets' is empty", object=object_id)
     if kind != "collider":
         spec.pin_indices, spec.pin_weights = _parse_pins(obj.get("pins"), count, object_id)
+        spec.maps = parse_maps(kind, obj.get("maps"), params, count, object_id)
     return spec
 
 

@@ -20,7 +20,8 @@ class ObjectSlot:
     start/stop: particle range; embedding: None (outputs are the particles themselves) or a
     scipy.sparse (N_out, n_total) matrix; rest_output: (N_out, 3) rest positions of the output
     vertices (world space at frame_start); matrix_rest: (4, 4) matrix_world at frame_start;
-    surface_triangles: (F, 3) triangles over the OUTPUT vertices (cloth triangles, soft-body surface).
+    surface_triangles: (F, 3) triangles over the OUTPUT vertices (cloth triangles, soft-body surface);
+    output_maps: the object's painted factors {param: (N_out,)} over its OUTPUT vertices (sim/maps.py).
     """
 
     id: str
@@ -32,6 +33,7 @@ class ObjectSlot:
     animated: bool
     embedding: object = None
     surface_triangles: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    output_maps: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -42,7 +44,8 @@ class ParticleModel:
     triangles (F, 3) and tets (T, 4) in merged particle indices with the owning slot index in
     triangle_slot (F,) / tet_slot (T,); pin_indices (P,) merged particle indices, pin_weights (P,)
     in (0, 1], pin_slot (P,), pin_rest (P, 3) rest positions of the pinned points;
-    params: per-slot resolved parameter dicts.
+    params: per-slot resolved parameter dicts; painted: {param: (n,) factor per particle} for every
+    parameter some object paints (sim/maps.py; 1 on the particles of objects that do not paint it).
     """
 
     slots: list[ObjectSlot]
@@ -59,10 +62,15 @@ class ParticleModel:
     pin_weights: np.ndarray
     pin_slot: np.ndarray
     params: list[dict]
+    painted: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def particle_count(self) -> int:
         return len(self.rest)
+
+    def factors(self, name: str) -> np.ndarray | None:
+        """(n,) painted factors of parameter ``name`` per particle, or None where no object paints it."""
+        return self.painted.get(name)
 
     def slot(self, object_id: str) -> ObjectSlot:
         for slot in self.slots:

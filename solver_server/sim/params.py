@@ -41,11 +41,13 @@ class ParamSpec:
     high: float = math.inf
     low_open: bool = False
     choices: tuple = ()
+    paintable: bool = False     # an object's ``maps`` may scale it per point (sim/maps.py)
 
 
 def _common_simulated() -> tuple[ParamSpec, ...]:
     return (
-        ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ against colliders", low=0.0, high=10.0),
+        ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ against colliders", low=0.0, high=10.0,
+                  paintable=True),
         ParamSpec("thickness", 0.002, "m", "contact offset kept from collider surfaces", low=0.0, high=1.0),
         ParamSpec("damping", 0.1, "1/s", "velocity drag rate: v ← v / (1 + damping·h) per substep", low=0.0, high=1000.0),
         ParamSpec("pin_stiffness", 1.0e4, "N/m",
@@ -66,13 +68,14 @@ def _wind(applied: str) -> tuple[ParamSpec, ...]:
 
 
 CLOTH = _common_simulated() + (
-    ParamSpec("density", 0.2, "kg/m²", "areal density (mass per unit area)", low=0.0, high=1.0e4, low_open=True),
+    ParamSpec("density", 0.2, "kg/m²", "areal density (mass per unit area)", low=0.0, high=1.0e4, low_open=True,
+              paintable=True),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "membrane Young's modulus × thickness (edge springs)",
-              low=0.0, high=1.0e9, low_open=True),
+              low=0.0, high=1.0e9, low_open=True, paintable=True),
     ParamSpec("shear_stiffness", 0.0, "N/m", "membrane shear modulus (triangle strain); 0 disables",
-              low=0.0, high=1.0e9),
+              low=0.0, high=1.0e9, paintable=True),
     ParamSpec("bend_stiffness", 0.0, "N·m", "bending rigidity (mean-value Laplacian); 0 disables",
-              low=0.0, high=1.0e3),
+              low=0.0, high=1.0e3, paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "",
               "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1)",
               type="range2", low=0.0, high=10.0, low_open=True),
@@ -81,8 +84,9 @@ CLOTH = _common_simulated() + (
 )
 
 SOFTBODY = _common_simulated() + (
-    ParamSpec("density", 1000.0, "kg/m³", "volumetric density", low=0.0, high=1.0e5, low_open=True),
-    ParamSpec("young_modulus", 1.0e5, "Pa", "Young's modulus E", low=0.0, high=1.0e12, low_open=True),
+    ParamSpec("density", 1000.0, "kg/m³", "volumetric density", low=0.0, high=1.0e5, low_open=True, paintable=True),
+    ParamSpec("young_modulus", 1.0e5, "Pa", "Young's modulus E", low=0.0, high=1.0e12, low_open=True,
+              paintable=True),
     ParamSpec("poisson_ratio", 0.3, "", "Poisson ratio ν (volume preservation)", low=0.0, high=0.49),
     ParamSpec("strain_limits", (1.0, 1.0), "",
               "[σmin, σmax]: principal stretches of a tetrahedron that cost no energy",
@@ -102,9 +106,10 @@ HAIR = (
     ParamSpec("radius", 5.0e-5, "m", "strand radius", low=0.0, high=0.01, low_open=True),
     # density from foam to metal, moduli up to diamond's: a strand lighter than air and stiffer than steel is
     # ill-conditioned beyond any substep count (issue 20's sweep: featherweight stiff strands ran away)
-    ParamSpec("density", 1300.0, "kg/m³", "strand material density", low=10.0, high=1.0e5),
-    ParamSpec("young_modulus", 3.0e9, "Pa", "Young's modulus", low=0.0, high=1.0e12, low_open=True),
-    ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e12, low_open=True),
+    ParamSpec("density", 1300.0, "kg/m³", "strand material density", low=10.0, high=1.0e5, paintable=True),
+    ParamSpec("young_modulus", 3.0e9, "Pa", "Young's modulus", low=0.0, high=1.0e12, low_open=True, paintable=True),
+    ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e12, low_open=True,
+              paintable=True),
     ParamSpec("pin_stiffness", 1.0e4, "N/m", "stiffness of a pin with weight w < 1", low=0.0, high=1.0e12,
               low_open=True),
     ParamSpec("collide_with_other_hair", True, "",
@@ -116,8 +121,9 @@ HAIR = (
     ParamSpec("guide_count", 0, "", "simulate this many k-means guide strands, interpolate the rest (0: all)",
               type="int", low=0, high=10**7),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "neighbour spring k/m (particles)", low=0.0, high=1e9,
-              low_open=True),
-    ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²", "second-neighbour spring k/m (particles)", low=0.0, high=1e9),
+              low_open=True, paintable=True),
+    ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²", "second-neighbour spring k/m (particles)", low=0.0, high=1e9,
+              paintable=True),
     ParamSpec("particle_stretch_scale", 0.1, "", "strain where the quadratic stretch response equals the linear one",
               low=0.0, high=10.0, low_open=True),
     ParamSpec("particle_max_stretch", 1.1, "", "distance clamp: max segment length / rest length", low=1.0, high=10.0),
@@ -134,6 +140,13 @@ HAIR = (
     ParamSpec("interaction_stiffness", 2.0e-2, "N/m", "K of F = K·P_inner·dir", low=0.0, high=1e9),
     ParamSpec("interaction_damping", 2.0e-2, "N·s/m²", "D of F = −D·P_outer·Δv", low=0.0, high=1e9),
 )
+
+# The painted maps each hair model uses (the others would be silently ignored, so they are refused).
+HAIR_MODEL_PAINTABLE: dict[str, tuple[str, ...]] = {
+    "der": ("density", "young_modulus", "shear_modulus"),
+    "cosserat": ("density", "young_modulus", "shear_modulus"),
+    "particles": ("particle_stiffness", "particle_bend_stiffness"),
+}
 
 COLLIDER = (
     ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ (a contact uses the mean of both objects' μ)",

@@ -25,7 +25,7 @@ class CosseratHairGroup(StrandGroup):
     def make_solver(self, strands, object_id, scene, xp):
         settings = CosseratSettings.from_params(strands.params, object_id)
         rest, layout = strands.simulated
-        return CosseratSolver(rest, layout, settings, scene.gravity, xp)
+        return CosseratSolver(rest, layout, settings, scene.gravity, xp, painted=strands.simulated_maps)
 
     def control(self, strands, solver, inputs, colliders):
         xp = self.backend.xp

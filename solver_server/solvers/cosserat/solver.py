@@ -93,10 +93,13 @@ def _dot(a, b, xp):
 class CosseratSolver:
     """Force-transport Cosserat strands of one hair object.
 
-    rest_positions: (S, P, 3) padded rest points [m]; gravity (3,) [m/s²]; xp numpy or cupy.
+    rest_positions: (S, P, 3) padded rest points [m]; gravity (3,) [m/s²]; xp numpy or cupy; painted:
+    {param: (S, P) factor per point} scaling ``density`` (per segment: the mean of its two points),
+    ``young_modulus`` (bending) and ``shear_modulus`` (twist) of the joint at each interior point.
     """
 
-    def __init__(self, rest_positions, layout: StrandLayout, settings: CosseratSettings, gravity, xp=np):
+    def __init__(self, rest_positions, layout: StrandLayout, settings: CosseratSettings, gravity, xp=np,
+                 painted: dict | None = None):
         self.xp = xp
         self.layout = layout
         self.settings = settings
@@ -113,20 +116,28 @@ class CosseratSolver:
         joint_lengths = np.where(joint_valid, 0.5 * (lengths[:, :-1] + lengths[:, 1:]), 1.0)
         self.joint_valid = xp.asarray(joint_valid)
         self.joint_lengths = xp.asarray(joint_lengths)
-        self.stiffness = xp.asarray([settings.bend_stiffness, settings.bend_stiffness, settings.twist_stiffness])
+        painted = painted or {}
+        ones = np.ones(rest.shape[:2])
+        # joint j of the (S, M-1) joint arrays sits at point j + 1; a segment takes the mean of its two points
+        joint_young = painted.get("young_modulus", ones)[:, 1:-1]
+        joint_shear = painted.get("shear_modulus", ones)[:, 1:-1]
+        density = painted.get("density", ones)
+        segment_density = settings.density * 0.5 * (density[:, :-1] + density[:, 1:])
+        bend = settings.bend_stiffness * joint_young
+        self.stiffness = xp.asarray(np.stack([bend, bend, settings.twist_stiffness * joint_shear], axis=-1))  # (S, M-1, 3)
         self.rest_darboux = self._darboux(self.rest_orientations)                            # (S, M-1, 3)
-        self.mass = xp.asarray(settings.density * settings.area * np.where(segment_valid, lengths, 0.0))
+        segment_mass = segment_density * settings.area * np.where(segment_valid, lengths, 0.0)
+        self.mass = xp.asarray(segment_mass)
         node_mass = np.zeros(rest.shape[:2])
-        segment_mass = np.asarray(self.mass) if xp is np else settings.density * settings.area * lengths
         node_mass[:, 1:] += 0.5 * segment_mass
         node_mass[:, :-1] += 0.5 * segment_mass
         node_mass[:, :2] = 0.0                       # nodes of the clamped root segment
         self.node_mass = xp.asarray(node_mass)
         # joint i (i ≥ 1) sits between segments i−1 and i; stiffness of its own rotation, (S, M)
         joint_bend = np.zeros(lengths.shape)
-        joint_bend[:, 1:] = np.where(joint_valid, settings.bend_stiffness / joint_lengths, 0.0)
+        joint_bend[:, 1:] = np.where(joint_valid, settings.bend_stiffness * joint_young / joint_lengths, 0.0)
         joint_twist = np.zeros(lengths.shape)
-        joint_twist[:, 1:] = np.where(joint_valid, settings.twist_stiffness / joint_lengths, 0.0)
+        joint_twist[:, 1:] = np.where(joint_valid, settings.twist_stiffness * joint_shear / joint_lengths, 0.0)
         self.joint_bend_stiffness = xp.asarray(joint_bend)
         self.joint_twist_stiffness = xp.asarray(joint_twist)
         free = segment_valid.copy()

@@ -94,9 +94,10 @@ class _HairObject:
         offsets = np.asarray(spec.raw.get("strand_offsets", [0, len(points)]), np.int64)
         params = spec.params
         radius = spec.raw.get("radius", params["radius"])
-        material = DerMaterial(radius=np.asarray(radius, np.float64), young_modulus=float(params["young_modulus"]),
-                               shear_modulus=float(params["shear_modulus"]), density=float(params["density"]),
-                               damping=float(params["damping"]))
+        # painted maps scale the moduli and the density point by point (sim/maps.py)
+        painted = {name: float(params[name]) * spec.maps[name] if name in spec.maps else float(params[name])
+                   for name in ("young_modulus", "shear_modulus", "density")}
+        material = DerMaterial(radius=np.asarray(radius, np.float64), damping=float(params["damping"]), **painted)
         try:
             self.model = build_model(backend.xp, backend.from_host(points), backend.from_host(offsets), material)
         except DerInputError as error:

@@ -29,9 +29,9 @@ class DerInputError(ValueError):
 @dataclass
 class DerMaterial:
     radius: Any = 5e-5              # m, scalar or per vertex (N,)
-    young_modulus: float = 3e9       # Pa (human hair ~ 1-5 GPa)
-    shear_modulus: float = 1e9       # Pa
-    density: float = 1300.0          # kg/m³
+    young_modulus: Any = 3e9         # Pa (human hair ~ 1-5 GPa), scalar or per vertex (N,) (painted maps)
+    shear_modulus: Any = 1e9         # Pa, scalar or per vertex (N,)
+    density: Any = 1300.0            # kg/m³, scalar or per vertex (N,)
     damping: float = 0.0             # 1/s, mass-proportional (air drag like)
     bend_ratio: float = 1.0          # B2 / B1: anisotropy of the cross-section (1 = round)
 
@@ -147,21 +147,21 @@ def build_model(xp, points, strand_offsets, material: DerMaterial) -> DerModel:
     rest_u = space_parallel_frames(xp, tangents, edge_local, strand_first_edge)
     rest_v = xp.cross(tangents, rest_u)
 
-    radius = xp.broadcast_to(xp.asarray(material.radius, dtype=xp.float64), (n_vertices,))
-    if bool(xp.any(radius <= 0.0)):
-        raise DerInputError("radius must be positive")
-    for name in ("young_modulus", "shear_modulus", "density"):
-        if not getattr(material, name) > 0.0:
-            raise DerInputError(f"{name} must be positive, got {getattr(material, name)}")
+    per_edge = {}   # radius, moduli and density per vertex -> the mean of each edge's two vertices
+    for name in ("radius", "young_modulus", "shear_modulus", "density"):
+        values = xp.broadcast_to(xp.asarray(getattr(material, name), dtype=xp.float64), (n_vertices,))
+        if not bool(xp.all(values > 0.0)):
+            raise DerInputError(f"{name} must be positive (got {float(xp.min(values))})")
+        per_edge[name] = 0.5 * (values[edge_vertex] + values[edge_vertex + 1])
     if material.damping < 0.0:
         raise DerInputError(f"damping must be >= 0, got {material.damping}")
-    edge_radius = 0.5 * (radius[edge_vertex] + radius[edge_vertex + 1])
+    edge_radius = per_edge["radius"]
     area = xp.pi * edge_radius ** 2
     second_moment = 0.25 * xp.pi * edge_radius ** 4
-    stretch_stiffness = material.young_modulus * area
-    bend_stiffness = material.young_modulus * second_moment[:, None] * xp.asarray([1.0, material.bend_ratio])
-    twist_stiffness = material.shear_modulus * 2.0 * second_moment
-    edge_mass = material.density * area * rest_edge_length
+    stretch_stiffness = per_edge["young_modulus"] * area
+    bend_stiffness = (per_edge["young_modulus"] * second_moment)[:, None] * xp.asarray([1.0, material.bend_ratio])
+    twist_stiffness = per_edge["shear_modulus"] * 2.0 * second_moment
+    edge_mass = per_edge["density"] * area * rest_edge_length
     vertex_mass = xp.zeros(n_vertices)
     vertex_mass += xp.bincount(edge_vertex, weights=0.5 * edge_mass, minlength=n_vertices)
     vertex_mass += xp.bincount(edge_vertex + 1, weights=0.5 * edge_mass, minlength=n_vertices)

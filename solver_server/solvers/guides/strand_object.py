@@ -3,7 +3,7 @@ count and root binding. Shared by the particle and Cosserat solver groups."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,7 +20,8 @@ class StrandObject:
     """id; layout; rest (S, P, 3) padded rest points [m]; pinned: root points per strand that
     follow the root kinematically (1 or 2); binding: RootBinding; params: resolved hair params;
     interpolator: GuideInterpolator when only guide strands are simulated (params ``guide_count``
-    > 0, or the hair object's ``guides``: artist-chosen strand indices), else None."""
+    > 0, or the hair object's ``guides``: artist-chosen strand indices), else None; maps: painted factors
+    {param: (N,)} per point (sim/maps.py)."""
 
     id: str
     layout: StrandLayout
@@ -29,6 +30,7 @@ class StrandObject:
     binding: RootBinding
     params: dict
     interpolator: GuideInterpolator | None = None
+    maps: dict = field(default_factory=dict)
 
     @classmethod
     def from_spec(cls, spec, scene, model: str, xp=np) -> "StrandObject":
@@ -52,7 +54,7 @@ class StrandObject:
             guides = None
         if guides is not None:
             interpolator = GuideInterpolator(rest, layout, assign_guides(rest, layout, guides), xp)
-        return cls(spec.id, layout, rest, pinned, binding, params, interpolator)
+        return cls(spec.id, layout, rest, pinned, binding, params, interpolator, dict(spec.maps))
 
     @property
     def simulated(self) -> tuple[np.ndarray, StrandLayout]:
@@ -63,6 +65,15 @@ class StrandObject:
         layout = StrandLayout(offsets=np.zeros(1, np.int64), gather=self.layout.gather[guides],
                               valid=self.layout.valid[guides])
         return self.rest[guides], layout
+
+    @property
+    def simulated_maps(self) -> dict[str, np.ndarray]:
+        """Painted factors {param: (G, P)} padded like the simulated strands' rest points (host float64)."""
+        padded = {name: self.layout.pad(factors) for name, factors in self.maps.items()}
+        if self.interpolator is None:
+            return padded
+        guides = self.interpolator.assignment.guides
+        return {name: factors[guides] for name, factors in padded.items()}
 
     def output(self, simulated_points, poses, xp=np):
         """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are

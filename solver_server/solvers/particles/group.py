@@ -20,7 +20,7 @@ class ParticleHairGroup(StrandGroup):
         settings = ParticleHairSettings.from_params({**strands.params, "particle_pinned_points": strands.pinned},
                                                     object_id)
         rest, layout = strands.simulated
-        return ParticleHairSolver(rest, layout, settings, scene.gravity, xp)
+        return ParticleHairSolver(rest, layout, settings, scene.gravity, xp, painted=strands.simulated_maps)
 
     def control(self, strands, solver, inputs, colliders):
         return StrandControl(self.backend.xp.asarray(strands.root_targets(inputs.poses)), colliders)

@@ -88,10 +88,12 @@ class ParticleHairSolver:
     """Particle-spring hair of one object. Build from rest positions, step states.
 
     rest_positions: (S, P, 3) padded rest points [m] (layout.pad of the scene points);
-    gravity: (3,) [m/s²]; xp: numpy or cupy.
+    gravity: (3,) [m/s²]; xp: numpy or cupy; painted: {param: (S, P) factor per point} scaling
+    ``particle_stiffness`` and ``particle_bend_stiffness`` (a spring takes the mean of its two ends).
     """
 
-    def __init__(self, rest_positions, layout: StrandLayout, settings: ParticleHairSettings, gravity, xp=np):
+    def __init__(self, rest_positions, layout: StrandLayout, settings: ParticleHairSettings, gravity, xp=np,
+                 painted: dict | None = None):
         self.xp = xp
         self.layout = layout
         self.settings = settings
@@ -106,10 +108,25 @@ class ParticleHairSolver:
         self.rest_lengths = self._lengths(rest[:, 1:] - rest[:, :-1])
         self.rest_lengths2 = self._lengths(rest[:, 2:] - rest[:, :-2])
         self.max_lengths = self.rest_lengths * settings.max_stretch
-        stiffest = (settings.stiffness + settings.bend_stiffness) * max(
+        painted = painted or {}
+        # spring stiffness k/m [1/s²] of the (S, P-1) neighbour and (S, P-2) second-neighbour springs
+        self.spring_stiffness = {gap: xp.asarray(self._spring_factors(painted.get(name), gap) * value)
+                                 for gap, name, value in ((1, "particle_stiffness", settings.stiffness),
+                                                          (2, "particle_bend_stiffness", settings.bend_stiffness))}
+        largest = {name: float(np.max(factors)) if factors.size else 1.0 for name, factors in painted.items()}
+        stiffest = (settings.stiffness * largest.get("particle_stiffness", 1.0)
+                    + settings.bend_stiffness * largest.get("particle_bend_stiffness", 1.0)) * max(
             1.0, 2.0 * (settings.max_stretch - 1.0) / settings.stretch_scale)
         # symplectic Euler is stable for ω h < 2; keep ω_max h ≤ 1 with ω_max² ≤ 4 Σk (chain bound)
         self.max_substep = 1.0 / math.sqrt(4.0 * stiffest)
+
+    @staticmethod
+    def _spring_factors(factors, gap: int):
+        """Painted factors (S, P) -> (S, P - gap) mean of each spring's two ends (1.0 when unpainted)."""
+        if factors is None:
+            return 1.0
+        factors = np.asarray(factors, np.float64)
+        return 0.5 * (factors[:, gap:] + factors[:, :-gap])
 
     def _lengths(self, vectors):
         return self.xp.sqrt(self.xp.sum(vectors * vectors, axis=-1))
@@ -124,8 +141,9 @@ class ParticleHairSolver:
         xp = self.xp
         s = self.settings
         acceleration = xp.zeros_like(positions)
-        for gap, rest, k in ((1, self.rest_lengths, s.stiffness), (2, self.rest_lengths2, s.bend_stiffness)):
-            if k == 0.0 or positions.shape[1] <= gap:
+        for gap, rest, k in ((1, self.rest_lengths, self.spring_stiffness[1]),
+                             (2, self.rest_lengths2, self.spring_stiffness[2])):
+            if (s.stiffness if gap == 1 else s.bend_stiffness) == 0.0 or positions.shape[1] <= gap:
                 continue
             vector = positions[:, gap:] - positions[:, :-gap]
             length = self._lengths(vector)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse
+import scipy.spatial
 
 from ...sim.builder import ObjectSpec
 from ...sim.errors import SceneError
@@ -61,12 +62,28 @@ def surface_volume(vertices: np.ndarray, triangles: np.ndarray) -> float:
     return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
 
 
+def _particle_maps(spec: ObjectSpec, rest: np.ndarray, embedded: bool) -> dict[str, np.ndarray]:
+    """The object's painted factors per simulated particle: its own vertices, or for a soft body embedded
+    in a lattice each lattice node takes the factors of its nearest surface vertex."""
+    if not spec.maps or not embedded:
+        return dict(spec.maps)
+    _, nearest = scipy.spatial.cKDTree(spec.vertices).query(rest)
+    return {name: factors[nearest] for name, factors in spec.maps.items()}
+
+
+def _merged_maps(per_object: list[dict[str, np.ndarray]], counts: list[int]) -> dict[str, np.ndarray]:
+    """{param: (n,) factors} over the merged particles, 1 on objects that do not paint ``param``."""
+    names = sorted({name for maps in per_object for name in maps})
+    return {name: np.concatenate([maps.get(name, np.ones(count)) for maps, count in zip(per_object, counts)])
+            for name in names}
+
+
 def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
     """Merge cloth and soft-body objects into one ParticleModel with per-object slots."""
     slots, rests, masses, thick, fric, damp = [], [], [], [], [], []
     triangles, triangle_slot, tets, tet_slot = [], [], [], []
     pin_idx, pin_w, pin_slot, params = [], [], [], []
-    embeddings = []
+    embeddings, painted = [], []
     offset = 0
     for slot_index, spec in enumerate(specs):
         embedding = None
@@ -97,15 +114,19 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
         else:
             raise SceneError(f"kind {spec.kind!r} is not simulated by Projective Dynamics", object=spec.id)
         count = len(rest)
+        maps = _particle_maps(spec, rest, embedding is not None)
+        if "density" in maps:
+            mass = mass * maps["density"]     # lumped: the density painted at each particle
+        painted.append(maps)
         surface = spec.triangles if len(spec.triangles) else boundary_faces(local_tets)
         slots.append(ObjectSlot(id=spec.id, kind=spec.kind, start=offset, stop=offset + count,
                                 rest_output=spec.vertices, matrix_rest=spec.matrix_world, animated=spec.animated,
-                                surface_triangles=np.asarray(surface, np.int64)))
+                                surface_triangles=np.asarray(surface, np.int64), output_maps=dict(spec.maps)))
         embeddings.append(embedding)
         rests.append(rest)
         masses.append(mass)
         thick.append(np.full(count, spec.params["thickness"]))
-        fric.append(np.full(count, spec.params["friction"]))
+        fric.append(spec.params["friction"] * maps.get("friction", np.ones(count)))
         damp.append(np.full(count, spec.params["damping"]))
         pin_idx.append(local_pins + offset)
         pin_w.append(weights)
@@ -126,4 +147,5 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
         triangles=cat(triangles, (0, 3)).astype(np.int64), triangle_slot=cat(triangle_slot, (0,)).astype(np.int64),
         tets=cat(tets, (0, 4)).astype(np.int64), tet_slot=cat(tet_slot, (0,)).astype(np.int64),
         pin_indices=cat(pin_idx, (0,)).astype(np.int64), pin_weights=cat(pin_w, (0,)).astype(float),
-        pin_slot=cat(pin_slot, (0,)).astype(np.int64), params=params)
+        pin_slot=cat(pin_slot, (0,)).astype(np.int64), params=params,
+        painted=_merged_maps(painted, [len(rest) for rest in rests]))

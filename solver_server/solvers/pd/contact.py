@@ -51,7 +51,7 @@ class ContactPoints:
             self.row_offsets.append(rows_so_far)
             rows_so_far += block.shape[0]
             thickness.append(np.full(block.shape[0], params["thickness"]))
-            friction.append(np.full(block.shape[0], params["friction"]))
+            friction.append(params["friction"] * slot.output_maps.get("friction", np.ones(block.shape[0])))
         full = scipy.sparse.vstack(blocks).tocsr()
         movable = np.ones(n)
         movable[hard_indices] = 0.0

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse
 
 from ...collision import ColliderSet
+from ...sim.maps import element_factors
 from ...sim.model import ParticleModel
 from ...sim.state import Control, State
 from . import constraints as pdc
@@ -43,8 +44,17 @@ STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edg
 log = logging.getLogger(__name__)
 
 
+def _slot_values(model: ParticleModel, key: str) -> np.ndarray:
+    """(slots,) or (slots, 2) parameter ``key`` of every slot (0 on slots of a kind without it)."""
+    values = [params.get(key, 0.0) for params in model.params]
+    width = next((len(value) for value in values if isinstance(value, tuple)), None)
+    return np.array([value if width is None or isinstance(value, tuple) else (value,) * width for value in values],
+                    dtype=float)
+
+
 def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
-    """All constraint batches of a model (soft pins excluded), weights from slot params."""
+    """All constraint batches of a model (soft pins excluded), weights from slot params times the painted
+    factors (an element takes the mean factor of its vertices; bending is per vertex)."""
     batches: list[pdc.ConstraintBatch] = []
     rest = model.rest
     n = model.particle_count
@@ -53,10 +63,12 @@ def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
     if np.any(cloth_mask):
         triangles = model.triangles[cloth_mask]
         slot_of = model.triangle_slot[cloth_mask]
-        param = lambda key: np.array([model.params[s][key] for s in slot_of], dtype=float)  # noqa: E731
-        limits = np.array([model.params[s]["strain_limits"] for s in slot_of], dtype=float)
-        batches.append(pdc.edge_strain(rest, triangles, param("stretch_stiffness"), limits))
-        shear = param("shear_stiffness")
+        param = lambda key: _slot_values(model, key)[slot_of]  # noqa: E731
+        limits = param("strain_limits")
+        painted = lambda key: element_factors(model.factors(key), triangles)  # noqa: E731
+        stretch = param("stretch_stiffness") * painted("stretch_stiffness")
+        batches.append(pdc.edge_strain(rest, triangles, stretch, limits))
+        shear = param("shear_stiffness") * painted("shear_stiffness")
         if np.any(shear > 0):
             keep = shear > 0
             batches.append(pdc.triangle_strain(rest, triangles[keep], shear[keep], limits[keep]))
@@ -68,14 +80,17 @@ def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
             for slot_index in cloth_slots:
                 slot = model.slots[slot_index]
                 bend[slot.start:slot.stop] = bend_per_slot[slot_index]
+            if model.factors("bend_stiffness") is not None:
+                bend = bend * model.factors("bend_stiffness")
             batch = pdc.bending(rest, triangles, bend, vertex_areas, object_id=None)
             if batch is not None:
                 batches.append(batch)
     if len(model.tets):
         slot_of = model.tet_slot
-        young = np.array([model.params[s]["young_modulus"] for s in slot_of], dtype=float)
-        poisson = np.array([model.params[s]["poisson_ratio"] for s in slot_of], dtype=float)
-        limits = np.array([model.params[s]["strain_limits"] for s in slot_of], dtype=float)
+        param = lambda key: _slot_values(model, key)[slot_of]  # noqa: E731
+        young = param("young_modulus") * element_factors(model.factors("young_modulus"), model.tets)
+        poisson = param("poisson_ratio")
+        limits = param("strain_limits")
         batches.append(pdc.tet_strain(rest, model.tets, young, limits))
         volume = pdc.tet_volume(rest, model.tets, young, poisson)
         if volume is not None:
