@@ -19,6 +19,7 @@ import bpy
 import numpy as np
 
 from . import hair_io
+from .paint_io import painted_maps, vertex_group_weights
 from .core import scene_export
 from .core.bake_state import frame_of_shape_key, topology_hash
 from .core.transforms import to_local, to_world
@@ -104,17 +105,9 @@ def pin_weights(obj: bpy.types.Object, group_name: str) -> tuple[np.ndarray, np.
     """Indices (P,) and weights (P,) of the vertices in vertex group ``group_name`` with weight > 0."""
     if not group_name:
         return np.zeros(0, np.int32), np.zeros(0, np.float64)
-    group = obj.vertex_groups.get(group_name)
-    if group is None:
-        raise scene_export.ExportError(f"pin vertex group '{group_name}' does not exist", obj.name)
-    group_index = group.index
-    # bpy exposes vertex-group membership only per vertex; this runs once per bake, not per frame.
-    pairs = [(vertex.index, element.weight) for vertex in obj.data.vertices for element in vertex.groups
-             if element.group == group_index and element.weight > 0.0]
-    if not pairs:
-        return np.zeros(0, np.int32), np.zeros(0, np.float64)
-    indices, weights = zip(*pairs)
-    return np.asarray(indices, np.int32), np.asarray(weights, np.float64)
+    weights = vertex_group_weights(obj, group_name, "pin vertex group")
+    indices = np.flatnonzero(weights > 0.0)
+    return indices.astype(np.int32), weights[indices]
 
 
 @dataclass
@@ -158,8 +151,9 @@ def export_simulated_mesh(obj: bpy.types.Object, scene: bpy.types.Scene | None =
     kind, params = simulated_mesh_params(obj)
     if kind == "cloth" and scene is not None and obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}
+    settings, table = (obj.tangle.cloth, CLOTH_PARAMS) if kind == "cloth" else (obj.tangle.softbody, SOFTBODY_PARAMS)
     entry = scene_export.simulated_mesh_object(kind, obj.name, to_world(local, matrix_world), triangles, indices,
-                                               weights, params, moving)
+                                               weights, params, moving, painted_maps(obj, settings, table))
     target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
     return entry, target
 
@@ -225,8 +219,9 @@ def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tup
     params = _params(obj.tangle.hair, HAIR_PARAMS)
     if obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}
+    maps = painted_maps(obj, obj.tangle.hair, HAIR_PARAMS, params["model"])
     entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets, params, matrix_world,
-                                     is_animated(obj), roots)
+                                     is_animated(obj), roots, maps)
     return entry, hair_io.make_target(obj, strands, matrix_world)
 
 

@@ -16,6 +16,8 @@ from . import hair_io
 from .bake_io import (export_collider, export_hair, frame_range, marked_objects, matrix_array, mesh_arrays,
                       simulated_mesh_params, to_world)
 from .core import validation
+from .core.painted_maps import check_maps, map_settings
+from .core.param_table import CLOTH_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .core.rooted_inside import rooted_inside_warnings
 from .core.validation import Problem
 
@@ -44,6 +46,9 @@ def _mesh_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) -> 
         edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2).ravel()
         problems += validation.check_settings(obj.name, kind, params, edges,
                                               near_colliders=bool(marked_objects(scene, "COLLIDER")))
+        settings, table = (obj.tangle.cloth, CLOTH_PARAMS) if kind == "cloth" else (obj.tangle.softbody, SOFTBODY_PARAMS)
+        problems += check_maps(obj.name, map_settings(settings, table), table, params,
+                               [group.name for group in obj.vertex_groups])
     return problems
 
 
@@ -54,6 +59,12 @@ def _hair_problems(obj: bpy.types.Object, scene: bpy.types.Scene) -> list[Proble
         return [Problem(obj.name, "switch to Object Mode before baking")]
     strands = hair_io.read_strands(obj)
     problems = validation.check_hair(obj.name, strands.points, strands.strand_offsets)
+    hair = obj.tangle.hair
+    attributes = [attribute.name for attribute in obj.data.attributes] if obj.type == "CURVES" else []
+    problems += check_maps(obj.name, map_settings(hair, HAIR_PARAMS), HAIR_PARAMS,
+                           {spec.name: getattr(hair, spec.name) for spec in HAIR_PARAMS}, attributes, hair.model,
+                           what="attribute" if obj.type == "CURVES" else "attribute (a Curve object has none; "
+                                                                         "convert it to Curves)")
     if len(set(strands.spline_types)) > 1 and "BEZIER" in strands.spline_types:
         problems.append(Problem(obj.name, "the curve mixes Bezier and Poly/NURBS splines; convert them to one "
                                           "type (Curve > Set Spline Type)"))

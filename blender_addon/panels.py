@@ -4,6 +4,7 @@ import bpy
 
 from .bake_io import deforms, is_animated, wind_fields
 from .core.connection import is_local
+from .core.painted_maps import AT_ZERO_SUFFIX, MAP_SUFFIX, paintable
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .operators.bake import active_session
 from .operators.server import running_local_server
@@ -138,6 +139,40 @@ class TANGLE_PT_bake(_PhysicsTab, bpy.types.Panel):
                 box.label(text=f"{heading} ({len(listed)}):", icon=icon)
                 for problem in listed:
                     box.label(text=f"{problem.object_name}: {problem.message}")
+
+
+class TANGLE_PT_object_maps(_PhysicsTab, bpy.types.Panel):
+    """Painted maps: a vertex group (meshes) or a point/curve attribute (Curves hair) per paintable parameter."""
+
+    bl_label = "Painted Maps"
+    bl_parent_id = "TANGLE_PT_object"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        role = obj.tangle.role if obj is not None else "NONE"
+        return (role in {"CLOTH", "SOFTBODY"} and obj.type == "MESH") or (role == "HAIR" and obj.type == "CURVES")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        obj = context.object
+        settings = obj.tangle
+        if settings.role == "HAIR":
+            group, specs, owner, collection = settings.hair, paintable(HAIR_PARAMS, settings.hair.model), obj.data, \
+                "attributes"
+            layout.label(text="Float attributes: 1 full value, 0 the value × At Weight 0", icon="INFO")
+        else:
+            group, table = (settings.cloth, CLOTH_PARAMS) if settings.role == "CLOTH" \
+                else (settings.softbody, SOFTBODY_PARAMS)
+            specs, owner, collection = paintable(table), obj, "vertex_groups"
+            layout.label(text="Vertex groups: weight 1 full value, 0 the value × At Weight 0", icon="INFO")
+        for spec in specs:
+            column = layout.column(align=True)
+            column.prop_search(group, spec.name + MAP_SUFFIX, owner, collection)
+            if getattr(group, spec.name + MAP_SUFFIX):
+                column.prop(group, spec.name + AT_ZERO_SUFFIX)
 
 
 # ---- bake workflow: connection profile / local server, output route, resume and re-bake (engineer #2) ----

@@ -18,6 +18,7 @@ from bpy.props import (
 from bpy.types import PropertyGroup
 
 from .core.connection import LOCAL
+from .core.painted_maps import AT_ZERO_SUFFIX, DEFAULT_AT_ZERO, MAP_SUFFIX
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, ParamSpec
 
 DEFAULT_SERVER_ADDRESS = LOCAL   # start or reuse a solver on this machine at Bake
@@ -60,22 +61,43 @@ def _property_for(spec: ParamSpec):
     return FloatProperty(default=spec.default, precision=4, **bounds, **common)
 
 
-class TangleClothSettings(PropertyGroup):
-    """Cloth parameters (protocol names, SI units)."""
+def _map_properties(table: tuple[ParamSpec, ...], source: str) -> dict:
+    """For every paintable parameter: ``<name>_map`` (the vertex group or attribute painting it) and
+    ``<name>_map_zero`` (its factor at weight 0), see core.painted_maps."""
+    properties = {}
+    for spec in table:
+        if not spec.paintable:
+            continue
+        label = _label(spec.name)
+        properties[spec.name + MAP_SUFFIX] = StringProperty(
+            name=f"{label} Map",
+            description=f"{source} painting {label}: weight 1 gets the full value, weight 0 the value times the "
+                        "factor at weight 0; empty: the same value everywhere")
+        properties[spec.name + AT_ZERO_SUFFIX] = FloatProperty(
+            name="At Weight 0", default=DEFAULT_AT_ZERO, min=0.0, max=1.0, precision=3, subtype="FACTOR",
+            description=f"{label} at weight 0 of its map, as a fraction of the value set above")
+    return properties
 
-    __annotations__ = {spec.name: _property_for(spec) for spec in CLOTH_PARAMS}
+
+class TangleClothSettings(PropertyGroup):
+    """Cloth parameters (protocol names, SI units) and their painted maps (vertex groups)."""
+
+    __annotations__ = {spec.name: _property_for(spec) for spec in CLOTH_PARAMS} \
+        | _map_properties(CLOTH_PARAMS, "Vertex group")
 
 
 class TangleSoftBodySettings(PropertyGroup):
-    """Soft body parameters (protocol names, SI units)."""
+    """Soft body parameters (protocol names, SI units) and their painted maps (vertex groups)."""
 
-    __annotations__ = {spec.name: _property_for(spec) for spec in SOFTBODY_PARAMS}
+    __annotations__ = {spec.name: _property_for(spec) for spec in SOFTBODY_PARAMS} \
+        | _map_properties(SOFTBODY_PARAMS, "Vertex group")
 
 
 class TangleHairSettings(PropertyGroup):
-    """Hair parameters (protocol names, SI units)."""
+    """Hair parameters (protocol names, SI units) and their painted maps (Curves point or curve attributes)."""
 
-    __annotations__ = {spec.name: _property_for(spec) for spec in HAIR_PARAMS}
+    __annotations__ = {spec.name: _property_for(spec) for spec in HAIR_PARAMS} \
+        | _map_properties(HAIR_PARAMS, "Float attribute (point or curve domain) of the Curves")
 
 
 class TangleColliderSettings(PropertyGroup):

@@ -8,7 +8,7 @@ from .operators.connection import TANGLE_OT_test_connection
 from .operators.farm import TANGLE_OT_farm_bake
 from .operators.free import TANGLE_OT_free_bake
 from .operators.server import TANGLE_OT_start_local_server, TANGLE_OT_stop_local_server, stop_local_server
-from .panels import TANGLE_PT_bake, TANGLE_PT_bake_workflow, TANGLE_PT_object
+from .panels import TANGLE_PT_bake, TANGLE_PT_bake_workflow, TANGLE_PT_object, TANGLE_PT_object_maps
 
 classes = properties.classes + preferences.classes + checks.classes + presets.classes + (
     TANGLE_OT_bake,
@@ -21,6 +21,7 @@ classes = properties.classes + preferences.classes + checks.classes + presets.cl
     TANGLE_OT_farm_bake,
     TANGLE_OT_test_connection,
     TANGLE_PT_object,
+    TANGLE_PT_object_maps,
     TANGLE_PT_bake,
     TANGLE_PT_bake_workflow,
 )

@@ -23,6 +23,7 @@ class ParamSpec:
     minimum: float = 0.0
     maximum: float | None = None
     choices: tuple[tuple[str, str, str], ...] = ()
+    paintable: bool = False     # a vertex group (mesh) or attribute (Curves) may scale it per point
 
     @property
     def tooltip(self) -> str:
@@ -30,7 +31,7 @@ class ParamSpec:
 
 
 _SIMULATED_COMMON: tuple[ParamSpec, ...] = (
-    ParamSpec("friction", 0.3, "μ", "Coulomb friction coefficient against colliders", 0.0, 10.0),
+    ParamSpec("friction", 0.3, "μ", "Coulomb friction coefficient against colliders", 0.0, 10.0, paintable=True),
     ParamSpec("thickness", 0.002, "m", "Contact offset kept from collider surfaces", 0.0, 1.0),
     ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
     ParamSpec("pin_stiffness", 1.0e4, "N/m",
@@ -48,11 +49,13 @@ def _wind(applied: str) -> tuple[ParamSpec, ...]:
 
 
 CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
-    ParamSpec("density", 0.2, "kg/m²", "Mass per unit area of the cloth", 1e-6, 1.0e4),
+    ParamSpec("density", 0.2, "kg/m²", "Mass per unit area of the cloth", 1e-6, 1.0e4, paintable=True),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "Resistance to stretching (membrane Young's modulus × thickness)",
-              1e-6, 1.0e9),
-    ParamSpec("shear_stiffness", 0.0, "N/m", "Resistance to in-plane shearing of triangles; 0 disables", 0.0, 1.0e9),
-    ParamSpec("bend_stiffness", 0.0, "N·m", "Resistance to bending (bending rigidity); 0 disables", 0.0, 1.0e3),
+              1e-6, 1.0e9, paintable=True),
+    ParamSpec("shear_stiffness", 0.0, "N/m", "Resistance to in-plane shearing of triangles; 0 disables", 0.0, 1.0e9,
+              paintable=True),
+    ParamSpec("bend_stiffness", 0.0, "N·m", "Resistance to bending (bending rigidity); 0 disables", 0.0, 1.0e3,
+              paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
               "Stretch ratios (min ≤ 1 ≤ max) that cost no energy, relative to the rest length", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
@@ -61,9 +64,9 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
 
 SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("density", 1000.0, "kg/m³", "Mass per unit volume (water 1000, rubber 1100, gelatin 1050)",
-              1e-6, 1.0e5),
+              1e-6, 1.0e5, paintable=True),
     ParamSpec("young_modulus", 1.0e5, "Pa", "Stiffness of the material (Young's modulus E): jelly 1e3–1e4, "
-              "flesh 1e4–1e5, soft rubber 1e6", 1e-6, 1.0e12),
+              "flesh 1e4–1e5, soft rubber 1e6", 1e-6, 1.0e12, paintable=True),
     ParamSpec("poisson_ratio", 0.3, "ratio", "Volume preservation (Poisson ratio ν): 0 compressible, "
               "0.49 nearly incompressible", 0.0, 0.49),
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
@@ -86,10 +89,11 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
     ParamSpec("radius", 5.0e-5, "m", "Strand radius (a human hair is 2–6e-5 m; a guide wisp a few mm)",
               1e-9, 0.01),
-    ParamSpec("density", 1300.0, "kg/m³", "Strand material density (keratin 1300)", 10.0, 1.0e5),
+    ParamSpec("density", 1300.0, "kg/m³", "Strand material density (keratin 1300)", 10.0, 1.0e5, paintable=True),
     ParamSpec("young_modulus", 3.0e9, "Pa", "Bending stiffness of the material (Young's modulus; hair 1–5e9)",
-              1e-6, 1.0e12),
-    ParamSpec("shear_modulus", 1.0e9, "Pa", "Twisting stiffness of the material (shear modulus)", 1e-6, 1.0e12),
+              1e-6, 1.0e12, paintable=True),
+    ParamSpec("shear_modulus", 1.0e9, "Pa", "Twisting stiffness of the material (shear modulus)", 1e-6, 1.0e12,
+              paintable=True),
     ParamSpec("pin_stiffness", 1.0e4, "N/m",
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
     ParamSpec("collide_with_other_hair", True, "",
@@ -99,9 +103,10 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("gravity_scale", 1.0, "ratio", "Cosserat / Particles: multiplies the scene gravity", 0.0, 100.0),
     *_wind("every particle of the fast models, across the strand for DER"),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "Particles: neighbour spring stiffness per unit mass (k/m)",
-              1e-6, 1.0e9),
+              1e-6, 1.0e9, paintable=True),
     ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²",
-              "Particles: second-neighbour spring stiffness per unit mass (keeps chains straight)", 0.0, 1.0e9),
+              "Particles: second-neighbour spring stiffness per unit mass (keeps chains straight)", 0.0, 1.0e9,
+              paintable=True),
     ParamSpec("particle_stretch_scale", 0.1, "ratio",
               "Particles: strain where the quadratic stretch response equals the linear one", 1e-6, 10.0),
     ParamSpec("particle_max_stretch", 1.1, "ratio", "Particles: distance clamp, max segment length / rest length",
@@ -119,6 +124,13 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("interaction_stiffness", 2.0e-2, "N/m", "Cosserat: repulsion K of F = K·P_inner·dir", 0.0, 1.0e9),
     ParamSpec("interaction_damping", 2.0e-2, "N·s/m²", "Cosserat: viscous D of F = −D·P_outer·Δv", 0.0, 1.0e9),
 )
+
+# The painted maps each hair model uses (mirrors the server's HAIR_MODEL_PAINTABLE).
+HAIR_MODEL_PAINTABLE: dict[str, tuple[str, ...]] = {
+    "der": ("density", "young_modulus", "shear_modulus"),
+    "cosserat": ("density", "young_modulus", "shear_modulus"),
+    "particles": ("particle_stiffness", "particle_bend_stiffness"),
+}
 
 COLLIDER_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("friction", 0.3, "μ", "Coulomb friction coefficient of the collider surface", 0.0, 10.0),

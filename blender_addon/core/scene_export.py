@@ -77,6 +77,20 @@ def _pins(object_id: str, pin_indices, pin_weights, count: int) -> dict:
     return {"indices": indices.astype(INDEX), "weights": weights}
 
 
+def _maps(object_id: str, maps: Mapping[str, np.ndarray], count: int) -> dict:
+    """The wire ``maps`` {parameter: (count,) float32 factors} (core.painted_maps), checked for shape and
+    finiteness."""
+    entry = {}
+    for name, values in maps.items():
+        values = np.ascontiguousarray(values, dtype=FLOAT).reshape(-1)
+        if values.shape != (count,):
+            raise ExportError(f"the {name} map has {values.size} values for {count} points", object_id)
+        if not np.all(np.isfinite(values)):
+            raise ExportError(f"the {name} map holds NaN or infinite values", object_id)
+        entry[name] = values
+    return entry
+
+
 # What each simulated-mesh kind is called in error messages ("mesh has no faces to simulate as ...").
 SIMULATED_MESH_KINDS = {"cloth": "cloth", "softbody": "a soft body"}
 
@@ -90,6 +104,7 @@ def simulated_mesh_object(
     pin_weights: np.ndarray,
     params: Mapping[str, object],
     matrix_world: np.ndarray | None = None,
+    maps: Mapping[str, np.ndarray] | None = None,
 ) -> dict:
     """One cloth (``kind="cloth"``) or soft body (``kind="softbody"``: its closed surface, the server
     builds the tetrahedra) entry.
@@ -99,6 +114,7 @@ def simulated_mesh_object(
     pin_weights: (P,) float in (0, 1]. params: protocol cloth / softbody parameters.
     matrix_world: (4, 4) at frame_start for an object that moves (``"animated": true``; the drive then
     carries its matrix every frame and the pinned vertices follow it), else None (static, no matrix).
+    maps: painted factors {parameter: (N,)} (core.painted_maps), sent when not empty.
     """
     if kind not in SIMULATED_MESH_KINDS:
         raise ExportError(f"simulated mesh kind must be one of {sorted(SIMULATED_MESH_KINDS)}, not {kind!r}",
@@ -115,6 +131,8 @@ def simulated_mesh_object(
     }
     if matrix_world is not None:
         entry["matrix_world"] = _matrix(matrix_world, object_id)
+    if maps:
+        entry["maps"] = _maps(object_id, maps, len(vertices))
     return entry
 
 
@@ -130,6 +148,7 @@ def hair_object(
     matrix_world: np.ndarray,
     animated: bool,
     roots: dict | None = None,
+    maps: Mapping[str, np.ndarray] | None = None,
 ) -> dict:
     """One hair entry.
 
@@ -137,7 +156,7 @@ def hair_object(
     strand s is points[offsets[s]:offsets[s + 1]] (at least 2 points each). matrix_world: (4, 4) of the
     hair object; when ``animated`` the drive carries it every frame and the roots follow it (unless
     ``roots`` binds them to an emitter surface, see :func:`hair_roots`). No ``pins`` key: the first two
-    points of every strand are clamped to the root.
+    points of every strand are clamped to the root. maps: painted factors {parameter: (N,)} per point.
     """
     points = _float_array(points_world, (3,), "points", object_id)
     offsets = np.ascontiguousarray(strand_offsets, dtype=np.int64).reshape(-1)
@@ -159,6 +178,8 @@ def hair_object(
         if len(roots["triangles"]) != len(offsets) - 1:
             raise ExportError(f"{len(roots['triangles'])} root bindings for {len(offsets) - 1} strands", object_id)
         entry["roots"] = roots
+    if maps:
+        entry["maps"] = _maps(object_id, maps, len(points))
     return entry
 
 

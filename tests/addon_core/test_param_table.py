@@ -44,3 +44,15 @@ def test_every_tooltip_names_its_unit():
         for spec in table:
             if spec.unit:
                 assert spec.tooltip.endswith(f"[{spec.unit}]"), spec.name
+
+
+@pytest.mark.parametrize("kind, table", TABLES)
+def test_paintable_parameters_match_the_server(kind, table):
+    server = {spec.name for spec in server_params.PARAM_TABLES[kind] if spec.paintable}
+    assert {spec.name for spec in table if spec.paintable} == server
+
+
+def test_hair_model_maps_match_the_server():
+    from blender_addon.core.param_table import HAIR_MODEL_PAINTABLE
+
+    assert HAIR_MODEL_PAINTABLE == server_params.HAIR_MODEL_PAINTABLE

@@ -577,12 +577,68 @@ def scenario_panels(args: dict) -> dict:
             obj.tangle.hair.model = setting["model"]
         if "shape" in setting:
             obj.tangle.collider_shape = setting["shape"]
-        calls = draw_panels((panels.TANGLE_PT_object, panels.TANGLE_PT_bake), object=obj, scene=scene)
+        maps_panel = (panels.TANGLE_PT_object_maps,) if panels.TANGLE_PT_object_maps.poll(
+            type("Context", (), {"object": obj})()) else ()
+        calls = draw_panels((panels.TANGLE_PT_object, *maps_panel, panels.TANGLE_PT_bake), object=obj, scene=scene)
         report[case] = {"props": sorted(set(drawn(calls, "prop"))), "menus": drawn(calls, "menu"),
                         "operators": drawn(calls, "operator"), "missing": missing_from_rna(calls),
                         "labels": drawn(calls, "label")}
         obj.tangle.role = "NONE"
     return report
+
+
+def scenario_painted_maps(args: dict) -> dict:
+    """Painted maps from the panel's own properties: a cloth flap clamped along one edge with its bending
+    rigidity painted by a vertex group (weight 1 on one half, At Weight 0 = 0.1 elsewhere) is baked and its
+    halves' sag measured; Curves hair exports point- and curve-domain attributes as factors; Check Scene
+    flags a missing group and a map the hair model does not use."""
+    result = {"addon": load_addon("source", None)}
+    frames, n = args["frames"], 9
+    scene = bake_scene(frames, 4, args["address"])
+    flap = grid_object("Flap", n, 0.4, 1.0)          # vertex i*n + j: row i (y), column j (x)
+    rows, columns = np.divmod(np.arange(n * n), n)
+    flap.vertex_groups.new(name="clamp").add(np.flatnonzero(columns < 2).tolist(), 1.0, "REPLACE")
+    flap.vertex_groups.new(name="stiff").add(np.flatnonzero(rows < n // 2).tolist(), 1.0, "REPLACE")
+    flap.tangle.role, flap.tangle.pin_group = "CLOTH", "clamp"
+    cloth = flap.tangle.cloth
+    cloth.bend_stiffness, cloth.stretch_stiffness, cloth.damping = 2.0, 2000.0, 4.0
+    cloth.bend_stiffness_map, cloth.bend_stiffness_map_zero = "stiff", 0.1
+    head, hair, _, _ = make_head_and_hair(5, 0.1)
+    hair.tangle.role = "HAIR"
+    strands = len(hair.data.curves)
+    root_stiff = hair.data.attributes.new("root_stiff", "FLOAT", "POINT")
+    root_stiff.data.foreach_set("value", np.tile(np.linspace(1.0, 0.0, 5), strands).astype(np.float32))
+    heavy = hair.data.attributes.new("heavy", "FLOAT", "CURVE")
+    heavy.data.foreach_set("value", (np.arange(strands) % 2).astype(np.float32))
+    hair.tangle.hair.young_modulus_map, hair.tangle.hair.young_modulus_map_zero = "root_stiff", 0.2
+    hair.tangle.hair.density_map, hair.tangle.hair.density_map_zero = "heavy", 0.5
+    bake_io = importlib.import_module("blender_addon.bake_io")
+    checks = importlib.import_module("blender_addon.checks")
+    scene_dict, _, _ = bake_io.export_scene(scene)
+    entries = entries_by_id(scene_dict)
+    result["flap_maps"] = {name: np.asarray(values).tolist() for name, values in entries["Flap"]["maps"].items()}
+    result["hair_maps"] = {name: np.asarray(values).tolist() for name, values in entries["Hair"]["maps"].items()}
+    result["strands"] = strands
+    hair.tangle.role = "NONE"                          # bake the cloth alone
+    scene.frame_set(1)
+    rest = evaluated_world_positions(flap, 1)
+    result |= bake(scene)
+    final = evaluated_world_positions(flap, frames)
+    tips = np.flatnonzero(columns == n - 1)
+    sag = rest[tips, 2] - final[tips, 2]
+    result["stiff_sag"] = float(sag[rows[tips] < 3].mean())
+    result["soft_sag"] = float(sag[rows[tips] >= n - 3].mean())
+    hair.tangle.role = "HAIR"
+    cloth.bend_stiffness_map = "no such group"
+    hair.tangle.hair.model = "particles"
+    result["problems"] = [[problem.object, problem.message, problem.blocking] for problem in checks.check_scene(scene)]
+    hair.tangle.hair.particle_stiffness_map = "root_stiff"
+    hair.tangle.role = "NONE"
+    cloth.bend_stiffness_map = "stiff"
+    hair.tangle.role = "HAIR"
+    scene_dict, _, _ = bake_io.export_scene(scene)
+    result["particles_maps"] = sorted(entries_by_id(scene_dict)["Hair"]["maps"])
+    return result
 
 
 if __name__ == "__main__":

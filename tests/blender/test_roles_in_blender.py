@@ -217,3 +217,35 @@ def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scena
     assert "guide_count" not in report["hair_der"]["props"]
     assert {"cosserat_max_step", "interaction_outer_radius", "guide_count"} <= set(report["hair_cosserat"]["props"])
     assert not any(name.startswith("particle_") for name in report["hair_cosserat"]["props"])
+    # painted maps: a vertex group per paintable parameter on meshes, an attribute per parameter the model uses
+    assert {"bend_stiffness_map", "density_map", "friction_map", "vertex_groups"} <= set(report["cloth"]["props"])
+    assert {"young_modulus_map", "density_map"} <= set(report["softbody"]["props"])
+    assert {"young_modulus_map", "shear_modulus_map", "attributes"} <= set(report["hair_der"]["props"])
+    assert {"particle_stiffness_map"} <= set(report["hair_particles"]["props"])
+    assert "young_modulus_map" not in report["hair_particles"]["props"]
+    assert "young_modulus_map" not in report["legacy_curve"]["props"]         # a Curve has no attributes
+
+
+def test_painted_maps_change_the_drape_and_export_as_factors(run_scenario, solver_server_address):
+    """Issue 22 item 5: a bending rigidity painted by a vertex group (weight 1 on one half, 0.1 × elsewhere)
+    makes the unpainted half of a clamped flap sag several times further; Curves attributes on the point and
+    curve domains export as per-point factors; Check Scene blocks a missing group and warns about a map the
+    hair model does not use (which is then not sent)."""
+    frames, n = 36, 9
+    result = run_roles(run_scenario, "painted_maps", frames=frames, address=solver_server_address)
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    factors = np.asarray(result["flap_maps"]["bend_stiffness"]).reshape(n, n)     # (row y, column x)
+    np.testing.assert_allclose(factors[: n // 2], 1.0)
+    np.testing.assert_allclose(factors[n // 2:], 0.1, rtol=1e-6)
+    assert set(result["flap_maps"]) == {"bend_stiffness"}
+    assert result["soft_sag"] > 2.5 * result["stiff_sag"] > 0.0, (result["soft_sag"], result["stiff_sag"])
+    strands = result["strands"]
+    young = np.asarray(result["hair_maps"]["young_modulus"]).reshape(strands, 5)
+    np.testing.assert_allclose(young, np.tile(0.2 + 0.8 * np.linspace(1.0, 0.0, 5), (strands, 1)), rtol=1e-6)
+    density = np.asarray(result["hair_maps"]["density"]).reshape(strands, 5)
+    np.testing.assert_allclose(density, np.repeat(0.5 + 0.5 * (np.arange(strands) % 2), 5).reshape(strands, 5))
+    problems = [tuple(problem) for problem in result["problems"]]
+    assert ("Flap", "the bend stiffness map's vertex group 'no such group' does not exist", True) in problems
+    assert ("Hair", "the young modulus map 'root_stiff' is not used by the particles hair model and is not sent",
+            False) in problems
+    assert result["particles_maps"] == ["particle_stiffness"]
