@@ -107,6 +107,9 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²",
               "Particles: second-neighbour spring stiffness per unit mass (keeps chains straight)", 0.0, 1.0e9,
               paintable=True),
+    ParamSpec("particle_angle_stiffness", 5.0e4, "1/s²",
+              "Particles: turning-angle stiffness per unit mass at every particle (keeps strands from kinking)",
+              0.0, 1.0e9, paintable=True),
     ParamSpec("particle_stretch_scale", 0.1, "ratio",
               "Particles: strain where the quadratic stretch response equals the linear one", 1e-6, 10.0),
     ParamSpec("particle_max_stretch", 1.1, "ratio", "Particles: distance clamp, max segment length / rest length",
@@ -129,7 +132,7 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
 HAIR_MODEL_PAINTABLE: dict[str, tuple[str, ...]] = {
     "der": ("density", "young_modulus", "shear_modulus"),
     "cosserat": ("density", "young_modulus", "shear_modulus"),
-    "particles": ("particle_stiffness", "particle_bend_stiffness"),
+    "particles": ("particle_stiffness", "particle_bend_stiffness", "particle_angle_stiffness"),
 }
 
 COLLIDER_PARAMS: tuple[ParamSpec, ...] = (

@@ -124,6 +124,9 @@ HAIR = (
               low_open=True, paintable=True),
     ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²", "second-neighbour spring k/m (particles)", low=0.0, high=1e9,
               paintable=True),
+    ParamSpec("particle_angle_stiffness", 5.0e4, "1/s²",
+              "turning-angle spring k/m at every interior particle (particles; keeps strands from kinking)",
+              low=0.0, high=1e9, paintable=True),
     ParamSpec("particle_stretch_scale", 0.1, "", "strain where the quadratic stretch response equals the linear one",
               low=0.0, high=10.0, low_open=True),
     ParamSpec("particle_max_stretch", 1.1, "", "distance clamp: max segment length / rest length", low=1.0, high=10.0),
@@ -145,7 +148,7 @@ HAIR = (
 HAIR_MODEL_PAINTABLE: dict[str, tuple[str, ...]] = {
     "der": ("density", "young_modulus", "shear_modulus"),
     "cosserat": ("density", "young_modulus", "shear_modulus"),
-    "particles": ("particle_stiffness", "particle_bend_stiffness"),
+    "particles": ("particle_stiffness", "particle_bend_stiffness", "particle_angle_stiffness"),
 }
 
 COLLIDER = (

@@ -18,8 +18,8 @@ def test_weight_one_is_the_full_value_and_weight_zero_the_fraction():
 
 def test_hair_models_paint_only_what_they_use():
     assert {spec.name for spec in paintable(HAIR_PARAMS, "der")} == {"density", "young_modulus", "shear_modulus"}
-    assert {spec.name for spec in paintable(HAIR_PARAMS, "particles")} == {"particle_stiffness",
-                                                                           "particle_bend_stiffness"}
+    assert {spec.name for spec in paintable(HAIR_PARAMS, "particles")} == {
+        "particle_stiffness", "particle_bend_stiffness", "particle_angle_stiffness"}
     assert {spec.name for spec in paintable(CLOTH_PARAMS)} == {"friction", "density", "stretch_stiffness",
                                                                "shear_stiffness", "bend_stiffness"}
 

@@ -24,6 +24,10 @@ class ParticleHairSettings:
         k·Δx²/(stretch_scale·L) (seed 004's k·Δx², made dimensionally consistent: it equals the
         linear response at strain ``stretch_scale`` and grows quadratically beyond).
     bend_stiffness [1/s²]: second-neighbour spring k/m (same asymmetric law); keeps chains straight.
+    angle_stiffness [1/s²]: turning-angle spring per unit mass at every interior particle: energy per mass
+        ½ k L̄² (θ − θ̄)² (θ: angle between the particle's two segments, θ̄ at rest, L̄ their mean rest length).
+        Unlike the second-neighbour spring it is blind to stretch, so segments at the distance clamp cannot
+        fold into kinks at no cost (an addition to seed 004, issue 22 item 7).
     stretch_scale [-]: strain at which the quadratic stretch response equals the linear one.
     gravity_scale [-]: multiplies the scene gravity (seed 004 lowers g for game hair).
     damping [1/s]: v ← v·(1 − damping·h) per step (seed 004's γ per second).
@@ -38,6 +42,7 @@ class ParticleHairSettings:
 
     stiffness: float = 2.0e4
     bend_stiffness: float = 1.0e4
+    angle_stiffness: float = 5.0e4
     stretch_scale: float = 0.1
     gravity_scale: float = 1.0
     damping: float = 0.5
@@ -67,6 +72,7 @@ class ParticleHairSettings:
         checks = (
             ("particle_stiffness", self.stiffness, self.stiffness > 0, "> 0"),
             ("particle_bend_stiffness", self.bend_stiffness, self.bend_stiffness >= 0, ">= 0"),
+            ("particle_angle_stiffness", self.angle_stiffness, self.angle_stiffness >= 0, ">= 0"),
             ("particle_stretch_scale", self.stretch_scale, self.stretch_scale > 0, "> 0"),
             ("gravity_scale", self.gravity_scale, math.isfinite(self.gravity_scale), "finite"),
             ("damping", self.damping, self.damping >= 0, ">= 0"),

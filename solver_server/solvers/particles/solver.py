@@ -84,12 +84,18 @@ def scaled_segments(positions, target_lengths, xp, only_longer: bool):
     return segments * ratio[..., None]
 
 
+# ω² of the angle springs is at most this × k (Gershgorin over a particle's own and its neighbours' joints,
+# |∂θ/∂x| ≤ 2/L at the middle particle), added to the springs' bound in max_substep
+ANGLE_STIFFNESS_BOUND = 4.0
+
+
 class ParticleHairSolver:
     """Particle-spring hair of one object. Build from rest positions, step states.
 
     rest_positions: (S, P, 3) padded rest points [m] (layout.pad of the scene points);
     gravity: (3,) [m/s²]; xp: numpy or cupy; painted: {param: (S, P) factor per point} scaling
-    ``particle_stiffness`` and ``particle_bend_stiffness`` (a spring takes the mean of its two ends).
+    ``particle_stiffness`` and ``particle_bend_stiffness`` (a spring takes the mean of its two ends) and
+    ``particle_angle_stiffness`` (the turning angle at a particle takes that particle's factor).
     """
 
     def __init__(self, rest_positions, layout: StrandLayout, settings: ParticleHairSettings, gravity, xp=np,
@@ -113,10 +119,21 @@ class ParticleHairSolver:
         self.spring_stiffness = {gap: xp.asarray(self._spring_factors(painted.get(name), gap) * value)
                                  for gap, name, value in ((1, "particle_stiffness", settings.stiffness),
                                                           (2, "particle_bend_stiffness", settings.bend_stiffness))}
+        rest_host = np.asarray(rest_positions, np.float64)
+        rest_segments = np.linalg.norm(rest_host[:, 1:] - rest_host[:, :-1], axis=-1)
+        joint_valid = (rest_segments[:, :-1] > 0.0) & (rest_segments[:, 1:] > 0.0)
+        self.rest_angles = xp.asarray(np.where(joint_valid, self._turning_angles(np, rest_host), 0.0))  # (S, P-2)
+        angle_factors = painted.get("particle_angle_stiffness")
+        angle_factors = 1.0 if angle_factors is None else np.asarray(angle_factors, np.float64)[:, 1:-1]
+        mean_rest = 0.5 * (rest_segments[:, :-1] + rest_segments[:, 1:])
+        # k L̄² per joint (0 where a segment is padding): the angle spring's coefficient [m²/s²]
+        self.angle_coefficient = xp.asarray(np.where(joint_valid, settings.angle_stiffness * angle_factors
+                                                     * mean_rest ** 2, 0.0))
         largest = {name: float(np.max(factors)) if factors.size else 1.0 for name, factors in painted.items()}
         stiffest = (settings.stiffness * largest.get("particle_stiffness", 1.0)
                     + settings.bend_stiffness * largest.get("particle_bend_stiffness", 1.0)) * max(
-            1.0, 2.0 * (settings.max_stretch - 1.0) / settings.stretch_scale)
+            1.0, 2.0 * (settings.max_stretch - 1.0) / settings.stretch_scale) \
+            + ANGLE_STIFFNESS_BOUND * settings.angle_stiffness * largest.get("particle_angle_stiffness", 1.0)
         # symplectic Euler is stable for ω h < 2; keep ω_max h ≤ 1 with ω_max² ≤ 4 Σk (chain bound)
         self.max_substep = 1.0 / math.sqrt(4.0 * stiffest)
 
@@ -127,6 +144,42 @@ class ParticleHairSolver:
             return 1.0
         factors = np.asarray(factors, np.float64)
         return 0.5 * (factors[:, gap:] + factors[:, :-gap])
+
+    @staticmethod
+    def _turning_angles(xp, positions):
+        """(S, P-2) angle [rad] between the two segments at every interior particle (0: straight)."""
+        first = positions[:, 1:-1] - positions[:, :-2]
+        second = positions[:, 2:] - positions[:, 1:-1]
+        cross = xp.sqrt(xp.sum(xp.cross(first, second) ** 2, axis=-1))
+        return xp.arctan2(cross, xp.sum(first * second, axis=-1))
+
+    def angle_accelerations(self, positions):
+        """(S, P, 3) accelerations [m/s²] −∇ of Σ ½ k L̄² (θ − θ̄)² per unit mass (the turning-angle springs).
+
+        With t₁, t₂ the unit segments at particle i, ∂θ/∂x_{i−1} = (t₂ − cos θ t₁)/(l₁ sin θ) and
+        ∂θ/∂x_{i+1} = −(t₁ − cos θ t₂)/(l₂ sin θ); x_i takes minus their sum. (θ − θ̄)/sin θ stays finite
+        for a straight rest shape; a joint exactly straight with a curved rest angle gets no force there."""
+        xp = self.xp
+        acceleration = xp.zeros_like(positions)
+        if positions.shape[1] < 3:
+            return acceleration
+        first = positions[:, 1:-1] - positions[:, :-2]
+        second = positions[:, 2:] - positions[:, 1:-1]
+        first_length = xp.maximum(self._lengths(first), 1e-15)
+        second_length = xp.maximum(self._lengths(second), 1e-15)
+        t1 = first / first_length[..., None]
+        t2 = second / second_length[..., None]
+        cosine = xp.clip(xp.sum(t1 * t2, axis=-1), -1.0, 1.0)
+        sine = xp.sqrt(xp.sum(xp.cross(t1, t2) ** 2, axis=-1))
+        angle = xp.arctan2(sine, cosine)
+        bent = sine > 1e-12
+        scale = xp.where(bent, self.angle_coefficient * (angle - self.rest_angles) / xp.where(bent, sine, 1.0), 0.0)
+        on_previous = -scale[..., None] * (t2 - cosine[..., None] * t1) / first_length[..., None]
+        on_next = scale[..., None] * (t1 - cosine[..., None] * t2) / second_length[..., None]
+        acceleration[:, :-2] += on_previous
+        acceleration[:, 2:] += on_next
+        acceleration[:, 1:-1] -= on_previous + on_next
+        return acceleration
 
     def _lengths(self, vectors):
         return self.xp.sqrt(self.xp.sum(vectors * vectors, axis=-1))
@@ -185,7 +238,8 @@ class ParticleHairSolver:
             alpha = (sub + 1) / substeps
             root_now = root_start + alpha * (targets - root_start)
             wind = xp.asarray(s.wind.acceleration(time))
-            acceleration = self.spring_accelerations(positions) + self.gravity + wind
+            acceleration = self.spring_accelerations(positions) + self.angle_accelerations(positions) \
+                + self.gravity + wind
             velocities = (velocities + h * acceleration) * max(0.0, 1.0 - s.damping * h)
             moving = self._lengths(velocities) >= s.rest_speed
             velocities = xp.where(moving[..., None], velocities, 0.0)
