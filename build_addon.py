@@ -4,7 +4,10 @@
 Each zip holds the add-on (blender_addon/ at the zip root), the vendored ``protocol`` package
 (``protocol/``, imported relatively by ``blender_addon/_protocol.py``) and pyzmq + msgpack wheels for
 CPython 3.11 and 3.13 of that platform in ``wheels/``; the manifest inside the zip is rewritten to list
-them (``wheels = [...]``) and to name the platform (``platforms = [...]``).
+them (``wheels = [...]``) and to name the platform (``platforms = [...]``). The solver itself rides along
+as source in ``solver/`` (solver_server + protocol, and ``solver/requirements.txt`` from pyproject.toml):
+Preferences > Set Up Local Solver installs those requirements into a private environment and runs it
+(blender_addon/core/solver_setup.py).
 
     python build_addon.py                         # linux-x64, windows-x64, macos-arm64
     python build_addon.py --platform current      # only this machine's platform
@@ -31,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 ADDON_DIR = ROOT / "blender_addon"
 PROTOCOL_DIR = ROOT / "protocol"
+SOLVER_DIR = ROOT / "solver_server"
+PYPROJECT = ROOT / "pyproject.toml"
 MANIFEST = "blender_manifest.toml"
 
 PYTHON_VERSIONS = ("3.11", "3.13")
@@ -144,8 +149,22 @@ def build_zip(platform_name: str, out_dir: Path, cache_dir: Path, download: bool
             archive.write(path, f"protocol/{path.relative_to(PROTOCOL_DIR).as_posix()}")
         for wheel in wheels:
             archive.write(wheel, f"wheels/{wheel.name}")
+        for package in (SOLVER_DIR, PROTOCOL_DIR):        # the local solver's source (Set Up Local Solver)
+            for path in _source_files(package):
+                archive.write(path, f"solver/{package.name}/{path.relative_to(package).as_posix()}")
+        archive.writestr("solver/requirements.txt", _solver_requirements())
     validate_zip(archive_path, platform_name)
     return archive_path
+
+
+def _solver_requirements() -> str:
+    """``solver/requirements.txt``: the solver's runtime requirements (the CUDA extra prefixed ``gpu:``)."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        from blender_addon.core.solver_setup import requirements_text  # noqa: PLC0415
+    finally:
+        sys.path.remove(str(ROOT))
+    return requirements_text(PYPROJECT)
 
 
 def validate_zip(archive_path: Path, platform_name: str) -> None:
@@ -153,7 +172,8 @@ def validate_zip(archive_path: Path, platform_name: str) -> None:
     with zipfile.ZipFile(archive_path) as archive:
         names = set(archive.namelist())
         problems = [f"missing {required}" for required in
-                    (MANIFEST, "__init__.py", "_protocol.py", "protocol/__init__.py", "protocol/client.py")
+                    (MANIFEST, "__init__.py", "_protocol.py", "protocol/__init__.py", "protocol/client.py",
+                     "solver/requirements.txt", "solver/solver_server/__main__.py", "solver/protocol/wire.py")
                     if required not in names]
         if MANIFEST in names:
             manifest = tomllib.loads(archive.read(MANIFEST).decode("utf-8"))

@@ -54,6 +54,14 @@ class TanglePreferences(AddonPreferences):
     solver_path: StringProperty(
         name="Solver Folder", subtype="DIR_PATH",
         description="Folder containing the solver_server package, added to PYTHONPATH (empty: installed)")
+    wheel_folder: StringProperty(
+        name="Wheel Folder", subtype="DIR_PATH",
+        description="Set Up Local Solver installs the solver's packages from the wheels in this folder only, with "
+                    "no network (empty: download them from PyPI)")
+    setup_status: StringProperty(name="Set-Up Status", default="",
+                                 description="Outcome of the last Set Up Local Solver")
+    setup_log: StringProperty(name="Set-Up Log", default="",
+                              description="The failing step's last output lines of the last set-up, if it failed")
     local_device: EnumProperty(name="Device", default="cpu",
                                items=(("cpu", "CPU", "numpy/scipy"), ("cuda", "CUDA", "CuPy on the GPU")),
                                description="Backend of the local solver server")
@@ -76,8 +84,21 @@ class TanglePreferences(AddonPreferences):
             box.prop(profile, "client_secret_key_file")
         layout.separator()
         layout.label(text="Local Server")
+        from .operators.setup import setup_in_progress  # noqa: PLC0415 (operators import this module)
+
+        progress = setup_in_progress()
+        row = layout.row(align=True)
+        if progress is None:
+            row.operator("tangle.setup_local_solver", icon="IMPORT")
+            if self.setup_status:
+                layout.label(text=self.setup_status,
+                             icon="ERROR" if self.setup_status.startswith("Set-up failed") else "CHECKMARK")
+        else:
+            row.progress(factor=progress.fraction, type="BAR", text=progress.text or "Setting up...")
+            row.operator("tangle.cancel_solver_setup", text="", icon="CANCEL")
         column = layout.column()
         column.use_property_split = True
+        column.prop(self, "wheel_folder")
         column.prop(self, "python_path")
         column.prop(self, "solver_path")
         column.prop(self, "local_device")

@@ -3,6 +3,7 @@
 import bpy
 
 from . import checks, preferences, presets, properties
+from .operators import setup
 from .operators.bake import TANGLE_OT_bake, TANGLE_OT_cancel_bake, TANGLE_OT_rebake_from_frame, TANGLE_OT_resume_bake
 from .operators.connection import TANGLE_OT_test_connection
 from .operators.farm import TANGLE_OT_farm_bake
@@ -10,7 +11,7 @@ from .operators.free import TANGLE_OT_free_bake
 from .operators.server import TANGLE_OT_start_local_server, TANGLE_OT_stop_local_server, stop_local_server
 from .panels import TANGLE_PT_bake, TANGLE_PT_bake_workflow, TANGLE_PT_object, TANGLE_PT_object_maps
 
-classes = properties.classes + preferences.classes + checks.classes + presets.classes + (
+classes = properties.classes + preferences.classes + checks.classes + presets.classes + setup.classes + (
     TANGLE_OT_bake,
     TANGLE_OT_resume_bake,
     TANGLE_OT_rebake_from_frame,
@@ -48,6 +49,7 @@ def unregister() -> None:
     if clear_session_state in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(clear_session_state)
     stop_local_server()
+    setup.cancel_running_setup()
     properties.detach()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -4,6 +4,7 @@
 port and yields its address (``tcp://127.0.0.1:PORT``); the process is killed at teardown.
 ``start_solver_server``: a callable ``(*extra_cli_args) -> ServerProcess`` (``.address``,
 ``.process``, ``.stderr_lines``) for tests that need the process itself; all are killed at teardown.
+``solver_wheelhouse``: a folder of wheels of everything the solver needs (tests/solver_wheelhouse.py).
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def start_solver_server():
 @pytest.fixture
 def solver_server_address(start_solver_server):
     return start_solver_server().address
+
+
+@pytest.fixture(scope="session")
+def solver_wheelhouse():
+    from tests.solver_wheelhouse import solver_wheelhouse as download  # noqa: PLC0415
+
+    try:
+        return download()
+    except RuntimeError as error:
+        pytest.skip(f"no wheels for a clean solver environment (offline?): {error}")

@@ -19,10 +19,15 @@ _LISTENING = re.compile(r"tangle-solver listening on (\S+)")
 class ServerProcess:
     """A solver server subprocess; ``address`` is known once it printed its listening line."""
 
-    def __init__(self, *extra_args: str, startup_timeout: float = 30.0):
+    def __init__(self, *extra_args: str, startup_timeout: float = 30.0, command: tuple[str, ...] | None = None,
+                 cwd: Path = REPO_ROOT, env: dict | None = None):
+        """command: how to run the server (default: this Python's ``-m solver_server`` from the checkout);
+        cwd / env: its working folder and environment (default: the repository, this environment)."""
+        command = command or (sys.executable, "-m", "solver_server")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--log-level", "INFO", *extra_args],
-            cwd=REPO_ROOT,
+            [*command, "--bind", "tcp://127.0.0.1:*", "--log-level", "INFO", *extra_args],
+            cwd=cwd,
+            env=env,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
