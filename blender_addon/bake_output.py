@@ -28,7 +28,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import bake_io
+from . import bake_io, hair_io
 from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
 from .shape_keys import remove_shape_keys, shape_key_fcurve
@@ -92,15 +92,14 @@ class ShapeKeyOutput:
         self.target, self.frame_start = target, frame_start
 
     def check(self, keep_before: int | None) -> None:
-        obj = bpy.data.objects[self.target.object_name]
-        if keep_before is not None and obj.type == "CURVES":
-            raise BakeRefused(f"object '{obj.name}': resume and re-bake from a frame keep shape keys only; "
-                              "Curves hair is baked from the start")
+        """Nothing to refuse: shape keys and Curves keyframes of the kept frames stay where they are."""
 
     def begin(self, keep_before: int | None) -> None:
         obj = bpy.data.objects[self.target.object_name]
         if keep_before is None:
             free_outputs(obj)
+        elif obj.type == "CURVES":
+            hair_io.remove_curves_frames_from(obj, keep_before)     # continued: later keys are appended
         else:
             remove_shape_keys_from(obj, keep_before)
 

@@ -201,3 +201,23 @@ def test_pinned_lattice_soft_body_follows_its_animated_pins():
         np.testing.assert_allclose(positions["Jelly"][top], vertices[top] + [0.02 * (frame - 1), 0, 0], atol=1e-6)
     final = frames[-1][1]["Jelly"]
     assert final[:, 2].min() < vertices[:, 2].min() - 1e-3  # the unpinned part sags
+
+
+def test_a_soft_body_with_inward_normals_drops_like_the_outward_one():
+    """A closed surface whose normals all point inward (a mesh flipped as a whole; Check Scene only sees
+    inconsistent normals) encloses the same volume: it must get the same positive masses and fall the same
+    way (it made every lattice mass negative, the system indefinite, and the body NaN by frame 8)."""
+    vertices, _, triangles, _ = box_tets((1, 1, 1), (0.2, 0.2, 0.2), origin=(-0.1, -0.1, 0.4))
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane"}}
+    ends = {}
+    for name, surface in (("outward", triangles[:, ::-1]), ("inward", triangles)):
+        body = {"id": "Jelly", "kind": "softbody", "vertices": vertices, "triangles": surface,
+                "params": {"tet_resolution": 3}}
+        frames = run(Simulation(scene([body, floor], frame_end=12, substeps=2), BACKEND))
+        ends[name] = frames[-1][1]["Jelly"]
+    from solver_server.solvers.pd.assemble import surface_volume
+
+    assert surface_volume(vertices, triangles[:, ::-1]) > 0 > surface_volume(vertices, triangles)
+    assert np.all(np.isfinite(ends["inward"]))
+    np.testing.assert_allclose(ends["inward"], ends["outward"], atol=1e-9)
+    assert ends["inward"][:, 2].min() < 0.4 - 0.1                   # it fell onto the floor

@@ -107,8 +107,10 @@ def build_particle_model(specs: list[ObjectSpec]) -> ParticleModel:
                 local_pins, weights = lattice.pins_for(spec.pin_indices, spec.pin_weights)
             mass = _tet_masses(rest, local_tets, spec.params["density"], spec.id)
             if embedding is not None:
-                # the lattice covers more than the surface: keep the true mass density × enclosed volume
-                mass *= surface_volume(spec.vertices, spec.triangles) * spec.params["density"] / mass.sum()
+                # the lattice covers more than the surface: keep the true mass density × enclosed volume (its
+                # size: a closed surface whose normals all point inward encloses the same volume, negatively
+                # signed, which made every mass negative and the system indefinite)
+                mass *= abs(surface_volume(spec.vertices, spec.triangles)) * spec.params["density"] / mass.sum()
             tets.append(local_tets + offset)
             tet_slot.append(np.full(len(local_tets), slot_index))
         else:
