@@ -220,8 +220,11 @@ def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tup
     if obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}
     maps = painted_maps(obj, obj.tangle.hair, HAIR_PARAMS, params["model"])
+    # "animated": the object's transform moves, so its roots follow per-frame matrices. Modifiers do not
+    # count: the groom is read without them, and the bake itself adds (Tangle Hair Cache) or mutes (Surface
+    # Deform) modifiers, which must not change the scene a resume rebuilds from its checkpoint.
     entry = scene_export.hair_object(obj.name, points_world, strands.strand_offsets, params, matrix_world,
-                                     is_animated(obj), roots, maps)
+                                     transform_moves(obj), roots, maps)
     return entry, hair_io.make_target(obj, strands, matrix_world)
 
 
@@ -324,11 +327,24 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
 
 # ---- writing results ----------------------------------------------------------------------------
 
-def _target_object(target) -> bpy.types.Object:
+def target_object(target) -> bpy.types.Object:
     obj = bpy.data.objects.get(target.object_name)
     if obj is None:
         raise scene_export.ExportError("object was deleted or renamed during the bake", target.object_name)
     return obj
+
+
+def checked_local_positions(target, frame: int, positions_world: np.ndarray) -> np.ndarray:
+    """A frame's positions (N, 3) [m] in the target object's local space at ``frame``, after checking
+    their shape against the target (a wrong count names the object and frame)."""
+    positions = np.asarray(positions_world)
+    if positions.shape != (target.vertex_count, 3):
+        count = target.vertex_count
+        expected = f"the hair has {count} points" if isinstance(target, hair_io.HairTarget) else \
+            f"mesh has {count} vertices"
+        raise scene_export.ExportError(
+            f"frame {frame}: server sent positions of shape {positions.shape}, {expected}", target.object_name)
+    return to_local(positions, target.matrix_at(frame))
 
 
 def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarray) -> None:
@@ -339,16 +355,9 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
     on the neighbouring frames (LINEAR), so playback is exact at integer frames; the previous frame's
     key gets its 0 at ``frame`` now, so the last baked frame holds after a cancelled bake.
     """
-    obj = _target_object(target)
-    positions = np.asarray(positions_world)
-    is_hair = isinstance(target, hair_io.HairTarget)
-    if positions.shape != (target.vertex_count, 3):
-        count = target.vertex_count
-        expected = f"the hair has {count} points" if is_hair else f"mesh has {count} vertices"
-        raise scene_export.ExportError(
-            f"frame {frame}: server sent positions of shape {positions.shape}, {expected}", target.object_name)
-    local = to_local(positions, target.matrix_at(frame))
-    if is_hair:
+    obj = target_object(target)
+    local = checked_local_positions(target, frame, positions_world)
+    if isinstance(target, hair_io.HairTarget):
         hair_io.write_frame(obj, target, frame, first_frame, local)
     else:
         write_shape_key(obj, frame, first_frame, local)
@@ -359,7 +368,7 @@ def flush_frames(target) -> None:
     """Write what ``write_frame`` still holds: the queued keys of a Curves hair object (``hair_io``
     keys Curves frames in batches); nothing for other targets, whose frames are written at once."""
     if isinstance(target, hair_io.HairTarget) and target.pending.frames:
-        hair_io.flush_curves_keys(_target_object(target), target)
+        hair_io.flush_curves_keys(target_object(target), target)
 
 
 def free_bake(obj: bpy.types.Object) -> int:

@@ -1,6 +1,6 @@
 """Where baked frames go, and the bake record stored with the scene (bpy side).
 
-Two output routes per scene (``Scene.tangle.output_route``):
+Two output routes for meshes per scene (``Scene.tangle.output_route``):
 
 - ``SHAPE_KEYS``: one shape key per frame (``bake_io.write_frame``), everything inside the .blend.
 - ``PC2``: one PC2 file per object in ``<blend folder>/<blend name>_tangle/<scene>/<object>.pc2``,
@@ -9,7 +9,8 @@ Two output routes per scene (``Scene.tangle.output_route``):
   *writes* under the current .blend's own cache folder (re-baking in a Save-As copy first copies the
   kept frames there), so two .blend files never overwrite each other's cache.
 
-Both routes can continue a bake: ``begin(keep_before)`` removes only frames >= ``keep_before`` and
+Curves hair goes to keyframes or, with ``Scene.tangle.hair_cache`` = ``GEOMETRY_NODES``, to a Geometry
+Nodes bake packed in the .blend (``hair_cache``). Every route can continue a bake: ``begin(keep_before)`` removes only frames >= ``keep_before`` and
 leaves the earlier ones untouched (bit-identical).
 
 The bake record (:class:`core.bake_state.BakeRecord`: range, route, topology per object, last baked
@@ -28,8 +29,8 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import bake_io, hair_io
-from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name
+from . import bake_io, hair_cache, hair_io
+from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name, split_route
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
 from .shape_keys import remove_shape_keys, shape_key_fcurve
 
@@ -92,7 +93,7 @@ class ShapeKeyOutput:
         self.target, self.frame_start = target, frame_start
 
     def check(self, keep_before: int | None) -> None:
-        """Nothing to refuse: shape keys and Curves keyframes of the kept frames stay where they are."""
+        """Nothing to refuse: the kept frames stay where they are (read back, for the hair cache)."""
 
     def begin(self, keep_before: int | None) -> None:
         obj = bpy.data.objects[self.target.object_name]
@@ -109,6 +110,27 @@ class ShapeKeyOutput:
     def flush(self) -> None:
         """Write the frames still queued (Curves hair keys are written in batches)."""
         bake_io.flush_frames(self.target)
+
+
+class GeometryNodesHairOutput(ShapeKeyOutput):
+    """Frames of one Curves hair object as a Geometry Nodes bake packed in the .blend (``hair_cache``)."""
+
+    route = "GEOMETRY_NODES"
+
+    def begin(self, keep_before: int | None) -> None:
+        obj = bpy.data.objects[self.target.object_name]
+        hair_cache.begin_bake(obj, keep_before)
+        obj.tangle.baked_topology = self.target.topology
+
+    def write(self, frame: int, positions_world: np.ndarray) -> None:
+        hair_cache.stage_frame(bake_io.target_object(self.target), frame,
+                               bake_io.checked_local_positions(self.target, frame, positions_world))
+
+    def flush(self) -> None:
+        """Pack the staged frames (at the end of a bake, however it ended)."""
+        obj = bpy.data.objects.get(self.target.object_name)
+        if obj is not None:
+            hair_cache.pack_staged(obj)
 
 
 # ---- PC2 + Mesh Cache -------------------------------------------------------------------------
@@ -203,15 +225,24 @@ OUTPUTS = {"SHAPE_KEYS": ShapeKeyOutput, "PC2": Pc2Output}
 
 
 def output_for(route: str, scene: bpy.types.Scene, target, frame_start: int):
-    """The output of one bake target: the scene's route for meshes; hair always as keyframes."""
-    is_mesh = bpy.data.objects[target.object_name].type == "MESH"
-    return OUTPUTS[route if is_mesh else "SHAPE_KEYS"](scene, target, frame_start)
+    """The output of one bake target (route: ``core.bake_state.bake_route``): the mesh route for meshes;
+    Curves hair as keyframes or a Geometry Nodes bake; legacy Curve hair as shape keys."""
+    mesh_route, hair_cache = split_route(route)
+    kind = bpy.data.objects[target.object_name].type
+    if kind == "MESH":
+        return OUTPUTS[mesh_route](scene, target, frame_start)
+    if kind == "CURVES" and hair_cache == "GEOMETRY_NODES":
+        return GeometryNodesHairOutput(scene, target, frame_start)
+    return ShapeKeyOutput(scene, target, frame_start)
 
 
 def free_outputs(obj: bpy.types.Object, delete_files: bool = True) -> int:
-    """Remove every baked output of ``obj`` (shape keys, Tangle Mesh Cache modifier and, when it lies in
-    the current .blend's own cache folder, its PC2 file); returns how many frames were removed."""
+    """Remove every baked output of ``obj`` (shape keys, hair keyframes, the Tangle Hair Cache modifier,
+    the Tangle Mesh Cache modifier and, when it lies in the current .blend's own cache folder, its PC2
+    file); returns how many frames were removed."""
     removed = bake_io.free_bake(obj)
+    if obj.type == "CURVES":
+        removed += hair_cache.free_hair_cache(obj)
     modifier = mesh_cache_modifier(obj)
     if modifier is not None:
         path = Path(bpy.path.abspath(modifier.filepath))

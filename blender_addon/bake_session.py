@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import bpy
 
 from . import bake_io, bake_output
-from .core.bake_state import BakeProgress, BakeRecord, BakeRefused, outcome_status, plan_continuation, stats_line
+from .core.bake_state import (BakeProgress, BakeRecord, BakeRefused, bake_route, outcome_status, plan_continuation,
+                              stats_line)
 from .core.checkpoints import CheckpointError, decode_checkpoint, encode_checkpoint
 from .core.connection import ConnectionSettingsError, ServerConnection
 from .core.pc2 import Pc2Error
@@ -96,7 +97,7 @@ class BakeSession:
         connection.validate()
         scene_dict, drive, self.targets = bake_io.export_scene(scene)
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
-        route = settings.output_route
+        route = bake_route(settings.output_route, settings.hair_cache)
         resume = None
         first_streamed = first
         if self.from_frame is not None:

@@ -209,7 +209,7 @@ def surface_deform_modifiers(obj: bpy.types.Object) -> list[bpy.types.Modifier]:
             and any(node.bl_idname == SURFACE_DEFORM_NODE for node in modifier.node_group.nodes)]
 
 
-def _mute_surface_deform(obj: bpy.types.Object) -> None:
+def mute_surface_deform(obj: bpy.types.Object) -> None:
     muted = surface_deform_modifiers(obj)
     for modifier in muted:
         modifier.show_viewport = modifier.show_render = False
@@ -217,7 +217,7 @@ def _mute_surface_deform(obj: bpy.types.Object) -> None:
         obj[MUTED_PROPERTY] = "\n".join(modifier.name for modifier in muted)
 
 
-def _restore_surface_deform(obj: bpy.types.Object) -> None:
+def restore_surface_deform(obj: bpy.types.Object) -> None:
     names = obj.get(MUTED_PROPERTY)
     if names is None:
         return
@@ -234,7 +234,7 @@ def _write_curves_frame(obj: bpy.types.Object, target: HairTarget, frame: int, l
     about twice over a whole bake, and by ``flush_curves_keys`` when the bake ends."""
     curves = obj.data
     if REST_ATTRIBUTE not in curves.attributes:
-        _mute_surface_deform(obj)
+        mute_surface_deform(obj)
         rest = curves.attributes.new(REST_ATTRIBUTE, "FLOAT_VECTOR", "POINT")
         rest.data.foreach_set("vector", target.rest.points.astype(np.float32).ravel())
     pose = np.ascontiguousarray(local, np.float32)
@@ -360,6 +360,6 @@ def free_curves_bake(obj: bpy.types.Object) -> int:
         curves.attributes.remove(rest)
         curves.position_data.foreach_set("vector", values)
         curves.update_tag()
-    _restore_surface_deform(obj)
+    restore_surface_deform(obj)
     obj.tangle.baked_topology = ""
     return frames

@@ -201,6 +201,7 @@ class TANGLE_PT_bake_workflow(_PhysicsTab, bpy.types.Panel):
             row.label(text=f"Local server: {server.address}", icon="CHECKMARK")
             row.operator("tangle.stop_local_server", text="", icon="X")
         layout.prop(settings, "output_route")
+        layout.prop(settings, "hair_cache")
         layout.prop(settings, "checkpoint_every")
         record = bake_output.load_record(context.scene)
         if record is not None:

@@ -188,6 +188,13 @@ class TangleSceneSettings(PropertyGroup):
                ("PC2", "PC2 Cache", "One PC2 file per object next to the .blend (folder <blend name>_tangle), "
                                     "played by a Mesh Cache modifier: for heavy meshes")),
         description="Where baked frames go")
+    hair_cache: EnumProperty(
+        name="Hair Cache", default="GEOMETRY_NODES",
+        items=(("GEOMETRY_NODES", "Geometry Nodes Bake",
+                "Curves hair baked into a Geometry Nodes bake packed in the .blend (a 'Tangle Hair Cache' modifier): "
+                "small files, fast playback, unpack to disk or export to Alembic from Blender"),
+               ("KEYFRAMES", "Keyframes", "Curves hair keyframed point by point (one F-curve per point coordinate)")),
+        description="Where baked frames of Curves hair go")
     checkpoint_every: IntProperty(
         name="Checkpoint Every", default=5, min=1, soft_max=100,
         description="Store the solver state every N frames with the bake (and the last frame), so Resume and "

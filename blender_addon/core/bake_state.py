@@ -162,6 +162,27 @@ def server_line(welcome: Mapping[str, object]) -> str:
 OUTPUT_ROUTES = ("SHAPE_KEYS", "PC2")
 
 
+MESH_ROUTE_NAMES = {"SHAPE_KEYS": "shape keys", "PC2": "a PC2 cache"}
+HAIR_CACHE_NAMES = {"KEYFRAMES": "keyframed hair", "GEOMETRY_NODES": "hair in a Geometry Nodes bake"}
+
+
+def bake_route(output_route: str, hair_cache: str = "KEYFRAMES") -> str:
+    """The route a bake is recorded under: the mesh output (``SHAPE_KEYS`` / ``PC2``), followed by
+    ``+GEOMETRY_NODES`` when Curves hair goes into a Geometry Nodes bake instead of keyframes."""
+    return output_route if hair_cache == "KEYFRAMES" else f"{output_route}+{hair_cache}"
+
+
+def split_route(route: str) -> tuple[str, str]:
+    """(mesh output, hair cache) of a recorded route (records older than the hair cache: keyframes)."""
+    mesh_route, _, hair_cache = route.partition("+")
+    return mesh_route, hair_cache or "KEYFRAMES"
+
+
+def describe_route(route: str) -> str:
+    mesh_route, hair_cache = split_route(route)
+    return f"{MESH_ROUTE_NAMES.get(mesh_route, mesh_route)} and {HAIR_CACHE_NAMES.get(hair_cache, hair_cache)}"
+
+
 class BakeRefused(Exception):
     """A resume / re-bake request that cannot keep the existing frames; nothing was sent."""
 
@@ -170,7 +191,8 @@ class BakeRefused(Exception):
 class BakeRecord:
     """The bake stored with a scene (an ID property of the Scene, saved in the .blend).
 
-    frame_start / frame_end: the bake range. route: "SHAPE_KEYS" or "PC2". objects: {object name:
+    frame_start / frame_end: the bake range. route: ``bake_route`` ("SHAPE_KEYS", "PC2", either
+    + "+GEOMETRY_NODES" for hair in a Geometry Nodes bake). objects: {object name:
     topology hash at bake time}. last_frame: last frame of the unbroken run of baked frames from
     frame_start (None before any). checkpoints: {frame: encoded checkpoint bytes} (core.checkpoints).
     """
@@ -254,8 +276,8 @@ def plan_continuation(record: BakeRecord | None, first_new_frame: int, frame_sta
         raise BakeRefused(f"the bake starts at frame {record.frame_start} but the bake range now starts at "
                           f"{frame_start}; bake from the start")
     if record.route != route:
-        raise BakeRefused(f"the bake was written as {record.route}, the output is now {route}; switch the output "
-                          "back or bake from the start")
+        raise BakeRefused(f"the bake was written as {describe_route(record.route)}, the output is now "
+                          f"{describe_route(route)}; switch the output back or bake from the start")
     for name in sorted(set(record.objects) - set(topologies)):
         raise BakeRefused(f"object '{name}' was baked but is no longer simulated (deleted, renamed or its role "
                           "changed); bake from the start")

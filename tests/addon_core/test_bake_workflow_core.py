@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from blender_addon.core import bake_state, checkpoints, pc2
-from blender_addon.core.bake_state import BakeRecord, BakeRefused, plan_continuation
+from blender_addon.core.bake_state import (BakeRecord, BakeRefused, bake_route, describe_route, plan_continuation,
+                                           split_route)
 from blender_addon.core.connection import ConnectionSettingsError, ServerConnection
 from blender_addon.core.local_server import LocalServerError, check_interpreter
 
@@ -133,7 +134,8 @@ def test_extending_the_range_resumes_a_complete_bake():
     (dict(topologies={"Sheet": "CHANGED", "Shirt": "def"}), ["'Sheet'", "topology changed"]),
     (dict(topologies={"Sheet": "abc"}), ["'Shirt'", "no longer simulated"]),
     (dict(topologies={**TOPOLOGY, "Cape": "x"}), ["'Cape'", "not part of the bake"]),
-    (dict(route="PC2"), ["SHAPE_KEYS", "PC2"]),
+    (dict(route="PC2"), ["written as shape keys", "now a PC2 cache"]),
+    (dict(route="SHAPE_KEYS+GEOMETRY_NODES"), ["keyframed hair", "now shape keys and hair in a Geometry Nodes bake"]),
     (dict(frame_start=2), ["starts at frame 1", "2"]),
     (dict(first_new_frame=22), ["frame 22", "1..20"]),
     (dict(first_new_frame=1), ["frame 1"]),
@@ -242,3 +244,11 @@ def test_the_local_address_names_no_port_and_is_described_as_local():
     connection = ServerConnection("tcp://127.0.0.1:40123", local=True)
     connection.validate()
     assert connection.describe() == "tcp://127.0.0.1:40123 (local solver)"
+
+
+def test_bake_routes_carry_the_hair_cache_and_old_records_read_as_keyframes():
+    assert bake_route("PC2") == "PC2" and bake_route("PC2", "KEYFRAMES") == "PC2"
+    assert bake_route("SHAPE_KEYS", "GEOMETRY_NODES") == "SHAPE_KEYS+GEOMETRY_NODES"
+    assert split_route("SHAPE_KEYS+GEOMETRY_NODES") == ("SHAPE_KEYS", "GEOMETRY_NODES")
+    assert split_route("PC2") == ("PC2", "KEYFRAMES")
+    assert describe_route("PC2+GEOMETRY_NODES") == "a PC2 cache and hair in a Geometry Nodes bake"

@@ -165,20 +165,13 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     head.location.x += 0.2
     head.keyframe_insert("location", frame=frames)
     scene.frame_set(1)
+    scene.tangle.hair_cache = "KEYFRAMES"  # this scenario checks the keyframes (the Geometry Nodes cache: below)
     hair.tangle.role = "HAIR"
     hair.tangle.hair.model = args["model"]
     bpy.context.view_layer.objects.active = hair
     # Blender's hair objects carry a Surface Deform modifier (Deform Curves on Surface node); the bake
     # switches it off (the baked points already follow the surface) and Free Bake switches it back on.
-    group = bpy.data.node_groups.new("Surface Deform", "GeometryNodeTree")
-    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
-    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    group_input, group_output = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
-    deform = group.nodes.new("GeometryNodeDeformCurvesOnSurface")
-    group.links.new(group_input.outputs[0], deform.inputs[0])
-    group.links.new(deform.outputs[0], group_output.inputs[0])
-    surface_deform = hair.modifiers.new("Surface Deform", "NODES")
-    surface_deform.node_group = group
+    surface_deform = surface_deform_modifier(hair)
     result["preset"] = call(lambda: bpy.ops.tangle.apply_preset(preset="Straight Coarse"))
     hair.tangle.hair.radius = 1.0e-3  # soft wisp-like strands so they bend visibly within a few frames
     hair.tangle.hair.young_modulus = 1.0e6
@@ -247,36 +240,62 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     return result
 
 
-def scenario_curves_keys_match_solver_frames(args: dict) -> dict:
-    """Curves hair baked through a real server: every frame the solver sent (captured on its way to the
-    output) plays back from the keys (LINEAR, keyed in batches); then a bake cancelled mid-way keeps
-    exactly the frames it reported, each equal to what the solver sent."""
-    import time
-
-    result = {"addon": load_addon("source", None)}
-    frames, strands, points = args["frames"], args["strands"], args["points"]
-    scene = bake_scene(frames, 2, args["address"])
+def sagging_hair(strands: int, points: int) -> bpy.types.Object:
+    """A Curves object "Hair" of soft horizontal DER strands (along +x, side by side along y) that sag under
+    gravity from the first frame; moved off the origin (results come back in world space, outputs hold
+    them in local space)."""
     curves = bpy.data.hair_curves.new("Hair")
     curves.add_curves([points] * strands)
     grid = np.stack(np.meshgrid(np.linspace(-0.2, 0.2, strands), np.linspace(0.0, 0.1, points), indexing="ij"), -1)
-    # horizontal strands (along +x, side by side along y), so they sag under gravity from the first frame
     rest = np.column_stack([grid[..., 1].ravel(), grid[..., 0].ravel(), np.ones(strands * points)])
     curves.position_data.foreach_set("vector", rest.astype(np.float32).ravel())
     hair = linked_object("Hair", curves)
-    hair.location.x = 0.3  # results come back in world space: the keys hold them in local space
+    hair.location.x = 0.3
     hair.tangle.role, hair.tangle.bind_to_surface = "HAIR", False
     hair.tangle.hair.model = "der"
-    hair.tangle.hair.radius, hair.tangle.hair.young_modulus = 1.0e-3, 1.0e6  # soft strands that sag visibly
+    hair.tangle.hair.radius, hair.tangle.hair.young_modulus = 1.0e-3, 1.0e6
+    return hair
 
-    bake_output = importlib.import_module("blender_addon.bake_output")
+
+def capture_writes(output_class) -> dict:
+    """{frame: world positions} of every frame the bake hands to ``output_class.write`` from now on (the
+    frames as the solver sent them); the output still writes them."""
     sent = {}
-    write = bake_output.ShapeKeyOutput.write
+    write = output_class.write
 
     def capture(output, frame, positions_world):
         sent[frame] = np.array(positions_world, np.float64)
         write(output, frame, positions_world)
 
-    bake_output.ShapeKeyOutput.write = capture
+    output_class.write = capture
+    return sent
+
+
+def bake_cancelled_after(scene, frames: int):
+    """A bake of ``scene`` driven the way the modal timer drives it, cancelled once ``frames`` frames are
+    baked; the finished session."""
+    import time
+
+    session = importlib.import_module("blender_addon.bake_session").BakeSession(scene).start()
+    deadline = time.monotonic() + 60
+    while not session.finished and time.monotonic() < deadline:
+        time.sleep(0.02)
+        session.handle_pending()
+        if session.progress.frames_done >= frames:
+            session.cancel()
+    return session
+
+
+def scenario_curves_keys_match_solver_frames(args: dict) -> dict:
+    """Curves hair baked through a real server: every frame the solver sent (captured on its way to the
+    output) plays back from the keys (LINEAR, keyed in batches); then a bake cancelled mid-way keeps
+    exactly the frames it reported, each equal to what the solver sent."""
+    result = {"addon": load_addon("source", None)}
+    frames, strands, points = args["frames"], args["strands"], args["points"]
+    scene = bake_scene(frames, 2, args["address"])
+    scene.tangle.hair_cache = "KEYFRAMES"
+    hair = sagging_hair(strands, points)
+    sent = capture_writes(importlib.import_module("blender_addon.bake_output").ShapeKeyOutput)
 
     def compare(frame_numbers):
         action = hair.data.animation_data.action
@@ -293,14 +312,7 @@ def scenario_curves_keys_match_solver_frames(args: dict) -> dict:
     # Cancel mid-bake, driven the way the modal timer drives the session.
     sent.clear()
     scene.frame_end = args["long_frames"]
-    bake_session = importlib.import_module("blender_addon.bake_session")
-    session = bake_session.BakeSession(scene).start()
-    deadline = time.monotonic() + 60
-    while not session.finished and time.monotonic() < deadline:
-        time.sleep(0.02)
-        session.handle_pending()
-        if session.progress.frames_done >= args["cancel_after"]:
-            session.cancel()
+    session = bake_cancelled_after(scene, args["cancel_after"])
     baked = session.outcome.frames_baked
     result["cancelled"] = {"state": session.outcome.state, "frames_baked": baked,
                            "sent_frames": sorted(sent)} | compare(range(1, baked + 1))
@@ -638,6 +650,106 @@ def scenario_painted_maps(args: dict) -> dict:
     hair.tangle.role = "HAIR"
     scene_dict, _, _ = bake_io.export_scene(scene)
     result["particles_maps"] = sorted(entries_by_id(scene_dict)["Hair"]["maps"])
+    return result
+
+
+
+def surface_deform_modifier(hair) -> bpy.types.Modifier:
+    """A geometry-nodes modifier with Blender's Deform Curves on Surface node, as hair tools add one."""
+    group = bpy.data.node_groups.new("Surface Deform", "GeometryNodeTree")
+    group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    group_input, group_output = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    deform = group.nodes.new("GeometryNodeDeformCurvesOnSurface")
+    group.links.new(group_input.outputs[0], deform.inputs[0])
+    group.links.new(deform.outputs[0], group_output.inputs[0])
+    modifier = hair.modifiers.new("Surface Deform", "NODES")
+    modifier.node_group = group
+    return modifier
+
+
+def scenario_curves_hair_cache(args: dict) -> dict:
+    """Curves hair baked into the Geometry Nodes cache (the default Hair Cache) through a real server: every
+    frame the solver sent plays back from the packed bake; re-bake from a frame and a cancelled bake
+    resumed keep the earlier frames bit for bit; the file plays without the add-on; Free Bake restores
+    the groom and the modifiers exactly."""
+    result = {"addon": load_addon("source", None)}
+    hair_cache = importlib.import_module("blender_addon.hair_cache")
+    bake_output = importlib.import_module("blender_addon.bake_output")
+    frames, strands, points = args["frames"], args["strands"], args["points"]
+    scene = bake_scene(frames, 2, args["address"])
+    result["default_cache"] = scene.tangle.hair_cache
+    hair = sagging_hair(strands, points)
+    surface_deform = surface_deform_modifier(hair)
+    later = hair.modifiers.new("Later", "NODES")  # a modifier after the simulation (e.g. children); empty here
+    rest_local = curves_positions(hair, 1, world=False)
+    bake_io = importlib.import_module("blender_addon.bake_io")
+
+    def hair_animated_on_the_wire():  # must not change when the bake adds / mutes modifiers (resume rebuilds it)
+        return entries_by_id(bake_io.export_scene(scene)[0])["Hair"]["animated"]
+
+    result["animated_before"] = hair_animated_on_the_wire()
+
+    sent = capture_writes(bake_output.GeometryNodesHairOutput)
+
+    def state(frame_numbers):
+        return {"max_error": max(float(np.abs(curves_positions(hair, f) - sent[f]).max()) for f in frame_numbers),
+                "baked_range": list(hair_cache.baked_range(hair) or []),
+                "staging_left": hair_cache.staged_frames(hair.data),
+                "modifiers": [m.name for m in hair.modifiers],
+                "surface_deform": [surface_deform.show_viewport, surface_deform.show_render],
+                "has_action": hair.data.animation_data is not None and hair.data.animation_data.action is not None,
+                "status": scene.tangle.status}
+
+    result |= bake(scene)
+    result["animated_after"] = hair_animated_on_the_wire()
+    result["sent_frames"] = sorted(sent)
+    result["full"] = state(range(1, frames + 1))
+    result["moved"] = float(np.abs(sent[frames] - sent[1]).max())
+    result["groom_untouched"] = float(np.abs(np.array([v for p in hair.data.points for v in p.position])
+                                             .reshape(-1, 3) - rest_local).max())
+    mid = curves_positions(hair, 3, 0.5, world=False)
+    ends = [curves_positions(hair, frame, world=False) for frame in (3, 4)]
+    result["subframe_error"] = float(np.abs(mid - 0.5 * (ends[0] + ends[1])).max())
+    before = {f: curves_positions(hair, f) for f in range(1, frames + 1)}
+
+    # re-bake from frame 6: frames 1-5 read back from the packed bake and kept bit for bit
+    sent.clear()
+    scene.frame_set(6)
+    result["rebake"] = call(bpy.ops.tangle.rebake_from_frame)
+    result["rebake_sent"] = sorted(sent)
+    result["rebake_kept_error"] = max(float(np.abs(curves_positions(hair, f) - before[f]).max()) for f in range(1, 6))
+    result["rebake_state"] = state(range(6, frames + 1))
+
+    # a longer bake cancelled part way keeps the frames it reported (packed); Resume completes it
+    sent.clear()
+    scene.frame_end = args["long_frames"]
+    session = bake_cancelled_after(scene, args["cancel_after"])
+    baked = session.outcome.frames_baked
+    all_sent = dict(sent)
+    result["cancelled"] = {"state": session.outcome.state, "frames_baked": baked} | state(range(1, baked + 1))
+    scene.frame_end = baked + 4
+    result["resume"] = call(bpy.ops.tangle.resume_bake)
+    all_sent |= sent
+    sent.clear()
+    sent.update(all_sent)
+    result["resumed"] = state(range(1, baked + 5))
+    result["record"] = {"route": bake_output.load_record(scene).route, "last": bake_output.load_record(scene).last_frame}
+
+    path = args["save"]
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    result["saved_positions"] = {str(f): curves_positions(hair, f).tolist() for f in (1, baked + 4)}
+    hair.select_set(True)
+    bpy.context.view_layer.objects.active = hair
+    result["alembic"] = call(lambda: bpy.ops.wm.alembic_export(filepath=args["alembic"], start=1, end=baked + 4,
+                                                               selected=True))
+
+    result["free"] = call(bpy.ops.tangle.free_bake)
+    result["after_free"] = {"modifiers": [m.name for m in hair.modifiers],
+                            "surface_deform": [surface_deform.show_viewport, surface_deform.show_render],
+                            "attributes": sorted(a.name for a in hair.data.attributes if a.name.startswith("tangle")),
+                            "rest_error": float(np.abs(curves_positions(hair, 5, world=False) - rest_local).max()),
+                            "later_kept": later.name in hair.modifiers}
     return result
 
 

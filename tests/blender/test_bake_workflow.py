@@ -169,7 +169,7 @@ def test_preferences_draw_profiles_and_local_server_settings(run_workflow):
     result = run_workflow("preferences")
     assert result["add"]["result"] == ["FINISHED"] and result["names"] == ["Server 1", "Server 2"]
     assert result["missing"] == [] and result["lists"] == ["TANGLE_UL_server_profiles"] and result["list_registered"]
-    assert result["operators"] == ["tangle.profile_add", "tangle.profile_remove"]
+    assert result["operators"] == ["tangle.profile_add", "tangle.profile_remove", "tangle.setup_local_solver"]
     assert {"address", "server_public_key_file", "client_secret_key_file", "python_path", "solver_path",
-            "local_device"} <= set(result["props"])
+            "local_device", "wheel_folder"} <= set(result["props"])
     assert result["remove"]["result"] == ["FINISHED"] and result["names_after_remove"] == ["Server 1"]

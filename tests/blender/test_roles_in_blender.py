@@ -131,6 +131,51 @@ def test_curves_hair_keys_play_back_the_solver_frames(run_scenario, solver_serve
     assert cancelled["keys"] == [cancelled["frames_baked"]] and cancelled["max_error"] < 1e-6
 
 
+def test_curves_hair_cache_is_a_packed_geometry_nodes_bake(run_scenario, solver_server_address, tmp_path):
+    """The default Hair Cache: a Geometry Nodes bake packed in the .blend. Every frame the solver sent plays
+    back within 1e-6 m; re-bake from a frame and cancel + Resume keep the earlier frames bit for bit; the
+    file plays without the add-on and exports to Alembic; Free Bake restores groom and modifiers."""
+    frames, strands, points = 12, 8, 5
+    saved, alembic = tmp_path / "cache.blend", tmp_path / "cache.abc"
+    result = run_roles(run_scenario, "curves_hair_cache", frames=frames, strands=strands, points=points,
+                       long_frames=400, cancel_after=6, address=solver_server_address, save=str(saved),
+                       alembic=str(alembic))
+    assert result["default_cache"] == "GEOMETRY_NODES"
+    assert result["animated_before"] is False and result["animated_after"] is False  # modifiers do not move it
+    assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
+    assert result["sent_frames"] == list(range(1, frames + 1)) and result["moved"] > 0.01
+    full = result["full"]
+    assert full["max_error"] < 1e-6 and full["baked_range"] == [1, frames] and full["staging_left"] == []
+    assert full["modifiers"] == ["Tangle Hair Cache", "Surface Deform", "Later"]  # the cache comes first
+    assert full["surface_deform"] == [False, False] and full["has_action"] is False
+    assert result["groom_untouched"] == 0.0  # the cache modifier moves the points; the groom stays as it was
+    assert result["subframe_error"] < 1e-6   # between frames: the midpoint, as with LINEAR keys
+
+    assert result["rebake"]["result"] == ["FINISHED"] and result["rebake_sent"] == list(range(6, frames + 1))
+    assert result["rebake_kept_error"] == 0.0
+    assert result["rebake_state"]["max_error"] < 1e-6 and result["rebake_state"]["baked_range"] == [1, frames]
+    assert "(7 replaced)" in result["rebake_state"]["status"]
+
+    cancelled = result["cancelled"]
+    assert cancelled["state"] == "cancelled" and 6 <= cancelled["frames_baked"] < 400
+    assert cancelled["baked_range"] == [1, cancelled["frames_baked"]] and cancelled["max_error"] < 1e-6
+    assert result["resume"]["result"] == ["FINISHED"], result["resume"]
+    resumed = result["resumed"]
+    last = cancelled["frames_baked"] + 4
+    assert resumed["baked_range"] == [1, last] and resumed["max_error"] < 1e-6 and resumed["staging_left"] == []
+    assert result["record"] == {"route": "SHAPE_KEYS+GEOMETRY_NODES", "last": last}
+
+    assert result["alembic"]["result"] == ["FINISHED"] and alembic.stat().st_size > 0
+    played = run_roles(run_scenario, "play_saved_hair", path=str(saved), frames=last)
+    for frame in ("1", str(last)):
+        np.testing.assert_allclose(played[frame], result["saved_positions"][frame], atol=1e-6)
+
+    assert result["free"]["result"] == ["FINISHED"]
+    after = result["after_free"]
+    assert after["modifiers"] == ["Surface Deform", "Later"] and after["surface_deform"] == [True, True]
+    assert after["attributes"] == [] and after["rest_error"] == 0.0 and after["later_kept"]
+
+
 @pytest.mark.parametrize("spline", ["POLY", "NURBS", "BEZIER"])
 def test_legacy_curve_hair_bakes_to_shape_keys(run_scenario, solver_server_address, spline):
     frames = 6
