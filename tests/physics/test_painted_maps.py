@@ -15,13 +15,10 @@ from solver_server.backend import get_backend
 from solver_server.sim.builder import parse_scene
 from solver_server.sim.errors import SceneError
 from solver_server.simulation import Simulation
-from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
-from solver_server.solvers.der.wind import StrandWind
 from solver_server.solvers.pd.assemble import build_particle_model
-from solver_server.solvers.wind import WindSettings
 
-from tests.physics_der.helpers import make, straight
+from tests.physics_der.helpers import clamped_rod_in_wind
 from tests.physics.scenes import box_tets, cloth_object, grid, run, scene
 
 BACKEND = get_backend("cpu")
@@ -212,15 +209,7 @@ def test_a_painted_der_rod_bends_like_the_cantilever_with_that_piecewise_stiffne
     for factor in (0.5, 2.0):
         young = np.where(x <= 0.1 + 1e-9, 2e9 * factor, 2e9)
         material = DerMaterial(radius=1e-3, young_modulus=young, shear_modulus=1e9, density=1000.0)
-        model, solver, state = make(straight(count, length), [0, count], material,
-                                    NewtonSettings(max_iterations=300, tolerance=1e-12))
-        wind = StrandWind.of_objects(np, [WindSettings(direction=(0.0, 0.0, -1.0), strength=9.81)], [count],
-                                     model.edge_vertex)
-        for _ in range(6):                                   # huge implicit steps: static equilibrium
-            out = state.copy()
-            solver.step(state, out, None, None, 10.0, gravity=np.zeros(3),
-                        acceleration=wind.acceleration(state.tangents, 0.0))
-            state = out
+        _, state = clamped_rod_in_wind(material, count, length)          # load 9.81 m/s² along -z
         segment = length / (count - 1)
         bending_length = length - 0.5 * segment              # as in test_dynamics' cantilever
         painted = 0.1                                        # the edge across x = 0.1 takes the mean: its middle

@@ -9,6 +9,8 @@ from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.solver import DerSolver
 from solver_server.solvers.der.state import rest_state
+from solver_server.solvers.der.wind import StrandWind
+from solver_server.solvers.wind import WindSettings
 
 BACKEND = get_backend("cpu")
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -44,6 +46,22 @@ def total_energy(model, state, gravity=GRAVITY):
 
 def straight(n, length, direction=(1.0, 0.0, 0.0), origin=(0.0, 0.0, 0.0)):
     return np.asarray(origin) + np.linspace(0.0, length, n)[:, None] * np.asarray(direction)
+
+
+def clamped_rod_in_wind(material, count, length, direction=(0.0, 0.0, -1.0), strength=9.81):
+    """A straight rod of ``count`` points along +x, clamped at its first edge, at static equilibrium in a
+    uniform wind (``strength`` [m/s²] along ``direction``, no gravity), reached by huge implicit steps;
+    (model, state)."""
+    model, solver, state = make(straight(count, length), [0, count], material,
+                                NewtonSettings(max_iterations=300, tolerance=1e-12))
+    wind = StrandWind.of_objects(np, [WindSettings(direction=tuple(direction), strength=strength)], [count],
+                                 model.edge_vertex)
+    for _ in range(6):
+        out = state.copy()
+        solver.step(state, out, None, None, 10.0, gravity=np.zeros(3),
+                    acceleration=wind.acceleration(state.tangents, 0.0))
+        state = out
+    return model, state
 
 
 HAIR = DerMaterial(radius=1e-4, young_modulus=3e9, shear_modulus=1e9, density=1300.0)

@@ -10,30 +10,18 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
-from solver_server.solvers.der.integrator import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
-from solver_server.solvers.der.wind import StrandWind
-from solver_server.solvers.wind import WindSettings
 from tests.physics.scenes import run as run_frames
 from tests.physics.scenes import scene
 
-from .helpers import make, straight
+from .helpers import clamped_rod_in_wind
 
 MATERIAL = DerMaterial(radius=1e-3, young_modulus=2e9, shear_modulus=1e9, density=1000.0)
 N, LENGTH = 21, 0.2
 
 
 def _rod_in_wind(direction, strength=9.81):
-    model, solver, state = make(straight(N, LENGTH), [0, N], MATERIAL,
-                                NewtonSettings(max_iterations=300, tolerance=1e-12))
-    wind = StrandWind.of_objects(np, [WindSettings(direction=tuple(direction), strength=strength)], [N],
-                                 model.edge_vertex)
-    for _ in range(6):                                   # huge implicit steps: static equilibrium
-        out = state.copy()
-        solver.step(state, out, None, None, 10.0, gravity=np.zeros(3),
-                    acceleration=wind.acceleration(state.tangents, 0.0))
-        state = out
-    return model, state
+    return clamped_rod_in_wind(MATERIAL, N, LENGTH, direction, strength)
 
 
 def test_a_wind_across_a_clamped_rod_bends_it_like_the_cantilever_under_that_load():
