@@ -119,6 +119,8 @@ class GeometryNodesHairOutput(ShapeKeyOutput):
 
     def begin(self, keep_before: int | None) -> None:
         obj = bpy.data.objects[self.target.object_name]
+        if keep_before is None:
+            free_outputs(obj)       # keyframes or a cache of an earlier bake, whichever it has
         hair_cache.begin_bake(obj, keep_before)
         obj.tangle.baked_topology = self.target.topology
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from . import bake_io, hair_io
+from . import hair_io
 
 MODIFIER_NAME = "Tangle Hair Cache"
 NODE_GROUP_NAME = "Tangle Hair Cache"
@@ -183,11 +183,9 @@ def _unpack_to_staging(obj: bpy.types.Object, keep_before: int) -> None:
 def free_hair_cache(obj: bpy.types.Object) -> int:
     """Remove the cache modifier (packed bake included) and any staging attributes; returns how many
     frames were removed."""
-    removed = len(staged_frames(obj.data))
-    _remove_staged(obj.data, staged_frames(obj.data))
-    frames, modifier = baked_range(obj), cache_modifier(obj)
-    if frames is not None:
-        removed = max(removed, frames[1] - frames[0] + 1)
+    staged, frames, modifier = staged_frames(obj.data), baked_range(obj), cache_modifier(obj)
+    _remove_staged(obj.data, staged)
+    removed = max(len(staged), 0 if frames is None else frames[1] - frames[0] + 1)
     if BAKED_RANGE_PROPERTY in obj:
         del obj[BAKED_RANGE_PROPERTY]
     if modifier is not None:
@@ -197,12 +195,9 @@ def free_hair_cache(obj: bpy.types.Object) -> int:
 
 
 def begin_bake(obj: bpy.types.Object, keep_before: int | None) -> None:
-    """Get ``obj`` ready to receive frames: a bake from the start removes every earlier output (keyframes
-    included); a continuation reads the frames < ``keep_before`` back into staging and drops later ones."""
-    if keep_before is None:
-        bake_io.free_bake(obj)          # keyframes of an earlier bake, if any
-        free_hair_cache(obj)
-    else:
+    """Get ``obj`` ready to receive frames (a bake from the start: after its earlier outputs were freed);
+    a continuation reads the frames < ``keep_before`` back into staging and drops later ones."""
+    if keep_before is not None:
         _unpack_to_staging(obj, keep_before)
         _remove_staged(obj.data, [frame for frame in staged_frames(obj.data) if frame >= keep_before])
     hair_io.mute_surface_deform(obj)

@@ -130,7 +130,6 @@ class Canvas:
         bpy.ops.wm.read_factory_settings(use_empty=True)
         self.scene = bpy.context.scene
         self.font = bpy.data.fonts.load(font_path) if font_path else None
-        self.depth = 0.0
 
     def rect(self, x, y, width, height, colour, z=0.0):
         mesh = bpy.data.meshes.new("rect")
@@ -175,12 +174,12 @@ class Canvas:
         bpy.ops.render.render(write_still=True)
 
 
-def _height(item: Item, split: bool) -> float:
+def _height(item: Item) -> float:
     if item.kind in ("column", "box"):
-        inner = sum(_height(child, split) for child in item.children)
+        inner = sum(_height(child) for child in item.children)
         return inner + (0.2 if item.kind == "box" and item.children else 0.0)
     if item.kind == "row":
-        return max((_height(child, split) for child in item.children), default=0.0)
+        return max((_height(child) for child in item.children), default=0.0)
     return LINE
 
 
@@ -190,7 +189,7 @@ def _draw(canvas: Canvas, item: Item, x: float, y: float, width: float) -> float
     if item.kind in ("column", "box"):
         top = y
         if item.kind == "box":
-            canvas.rect(x, y, width, _height(item, True), THEME["box"], z=0.01)
+            canvas.rect(x, y, width, _height(item), THEME["box"], z=0.01)
             x, y, width = x + 0.1, y - 0.1, width - 0.2
         for child in item.children:
             y -= _draw(canvas, child, x, y, width)
@@ -231,7 +230,7 @@ def render_panels(panels: list[tuple[str, Item]], path: Path, width: float = 13.
         canvas.rect(0.2, y, width - 0.4, LINE, THEME["header"], z=0.01)
         canvas.text(0.35, y, f"v  {title}")
         y -= LINE
-        height = _height(tree, True) + 0.2
+        height = _height(tree) + 0.2
         canvas.rect(0.2, y, width - 0.4, height, THEME["panel"], z=0.0)
         _draw(canvas, tree, 0.3, y - 0.1, width - 0.6)
         y -= height + 0.15

@@ -8,8 +8,8 @@ import importlib
 import bpy
 import numpy as np
 
-from scenario_helpers import (bake, bake_scene, call, draw_panels, drawn, entries_by_id, evaluated_world_positions,
-                              grid_object, linked_object, load_addon, mesh_object, missing_from_rna,
+from scenario_helpers import (bake, bake_cancelled_after, bake_scene, call, draw_panels, drawn, entries_by_id,
+                              evaluated_world_positions, grid_object, linked_object, load_addon, mesh_object, missing_from_rna,
                               run_from_command_line, shape_key_summary)
 
 
@@ -269,21 +269,6 @@ def capture_writes(output_class) -> dict:
 
     output_class.write = capture
     return sent
-
-
-def bake_cancelled_after(scene, frames: int):
-    """A bake of ``scene`` driven the way the modal timer drives it, cancelled once ``frames`` frames are
-    baked; the finished session."""
-    import time
-
-    session = importlib.import_module("blender_addon.bake_session").BakeSession(scene).start()
-    deadline = time.monotonic() + 60
-    while not session.finished and time.monotonic() < deadline:
-        time.sleep(0.02)
-        session.handle_pending()
-        if session.progress.frames_done >= frames:
-            session.cancel()
-    return session
 
 
 def scenario_curves_keys_match_solver_frames(args: dict) -> dict:

@@ -74,6 +74,23 @@ def bake_scene(frames: int, substeps: int, address: str | None = None) -> bpy.ty
     return scene
 
 
+def bake_cancelled_after(scene: bpy.types.Scene, frames: int, package: str = "blender_addon",
+                         timeout_s: float = 60.0):
+    """A bake of ``scene`` driven the way the modal timer drives it (``BakeSession.handle_pending`` every
+    20 ms), cancelled once ``frames`` frames are baked; the finished session (``package``: where the add-on
+    is imported from, e.g. an installed extension)."""
+    import time
+
+    session = importlib.import_module(f"{package}.bake_session").BakeSession(scene).start()
+    deadline = time.monotonic() + timeout_s
+    while not session.finished and time.monotonic() < deadline:
+        time.sleep(0.02)
+        session.handle_pending()
+        if session.progress.frames_done >= frames and session.worker is not None:
+            session.cancel()
+    return session
+
+
 def bake(scene: bpy.types.Scene) -> dict:
     """Run the bake operator: {"bake_result": call(...), "last_error": the scene's last error}."""
     return {"bake_result": call(bpy.ops.tangle.bake), "last_error": scene.tangle.last_error}

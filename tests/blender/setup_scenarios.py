@@ -4,14 +4,13 @@ user folder sets up its private solver environment from a folder of wheels (no n
 default 'local' connection starts the solver from that environment."""
 
 import importlib
-import time
 from pathlib import Path
 
 import bpy
 import numpy as np
 
 from roles_scenarios import curves_positions, make_head_and_hair
-from scenario_helpers import bake, bake_scene, call, evaluated_world_positions, grid_object, load_addon, \
+from scenario_helpers import bake, bake_cancelled_after, bake_scene, call, evaluated_world_positions, grid_object, load_addon, \
     mesh_object, run_from_command_line
 
 PACKAGE = "bl_ext.user_default.tangle"
@@ -99,14 +98,7 @@ def scenario_artist_day(args: dict) -> dict:
     server_module = importlib.import_module(f"{PACKAGE}.operators.server")
     result["full"]["server_python"] = server_module.running_local_server().python
 
-    bake_session = importlib.import_module(f"{PACKAGE}.bake_session")
-    session = bake_session.BakeSession(scene).start()             # driven as the modal timer drives it
-    deadline = time.monotonic() + 120
-    while not session.finished and time.monotonic() < deadline:
-        time.sleep(0.02)
-        session.handle_pending()
-        if session.progress.frames_done >= args["cancel_after"] and session.worker is not None:
-            session.cancel()
+    bake_cancelled_after(scene, args["cancel_after"], PACKAGE, timeout_s=120.0)
     result["cancelled"] = {"status": scene.tangle.status,
                            "last_frame": importlib.import_module(f"{PACKAGE}.bake_output").load_record(scene).last_frame}
     bpy.ops.wm.save_mainfile()

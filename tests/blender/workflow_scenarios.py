@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import bpy
 import numpy as np
 
-from scenario_helpers import (LayoutRecorder, bake_scene, call, draw_panels, drawn, enable_addon,
+from scenario_helpers import (LayoutRecorder, bake_cancelled_after, bake_scene, call, draw_panels, drawn, enable_addon,
                               evaluated_world_positions, grid_object, missing_from_rna, run_from_command_line)
 
 
@@ -124,7 +124,6 @@ def scenario_continuation(args: dict) -> dict:
     """Uninterrupted bake vs cancel-at-k + resume; re-bake from frame k keeps frames < k bit-identical;
     a changed topology is refused; the stored checkpoints survive save and reload."""
     enable_addon()
-    bake_session = importlib.import_module("blender_addon.bake_session")
     bake_output = importlib.import_module("blender_addon.bake_output")
     frames = args["frames"]
     scene = bake_scene(frames, 2, args["address"])
@@ -137,13 +136,7 @@ def scenario_continuation(args: dict) -> dict:
     result["checkpoint_frames"] = sorted(record.checkpoints)
 
     # Cancel after k frames (driven the way the modal timer drives the session), then Resume.
-    session = bake_session.BakeSession(scene).start()
-    deadline = time.monotonic() + 60
-    while not session.finished and time.monotonic() < deadline:
-        time.sleep(0.02)
-        session.handle_pending()
-        if session.progress.frames_done >= args["cancel_after"] and session.worker is not None:
-            session.cancel()
+    session = bake_cancelled_after(scene, args["cancel_after"])
     record = bake_output.load_record(scene)
     result["cancelled"] = {"state": session.outcome.state, "frames": session.outcome.frames_baked,
                            "status": scene.tangle.status,
