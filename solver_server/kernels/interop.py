@@ -18,6 +18,7 @@ import contextlib
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import warp as wp
@@ -142,17 +143,61 @@ def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_af
     launch(kernel, threads, inputs=[*inputs_before, chunk, *inputs_after], device=device)
 
 
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def cpu_kernel_threads() -> int:
+    """How many CPU threads ``launch_split`` uses: ``$TANGLE_KERNEL_THREADS`` when set, else the cores this
+    process may run on."""
+    configured = os.environ.get("TANGLE_KERNEL_THREADS")
+    if configured:
+        return max(1, int(configured))
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def _thread_pool(threads: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < threads:
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tangle-kernel")
+        return _pool
+
+
+def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_after: list,
+                 threads: int | None = None) -> None:
+    """``kernel`` over ``count`` independent items whose parameter list has an ``int`` ``first`` between
+    ``inputs_before`` and ``inputs_after``; thread t of a launch handles item first + t. On CUDA one launch
+    (first = 0). On the CPU the items are cut into ``threads`` (default ``cpu_kernel_threads()``) contiguous
+    ranges launched at once from a pool of Python threads: Warp's CPU backend runs a launch on one core and
+    releases the GIL while it runs. Items must not write each other's data (each range gives the same
+    numbers as one launch)."""
+    if count == 0:
+        return
+    threads = min(count, cpu_kernel_threads() if threads is None else threads) if device == "cpu" else 1
+    if threads <= 1:
+        launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device)
+        return
+    bounds = [count * part // threads for part in range(threads + 1)]
+    pool = _thread_pool(threads)
+    futures = [pool.submit(wp.launch, kernel, dim=high - low, inputs=[*inputs_before, low, *inputs_after],
+                           device=device) for low, high in zip(bounds[:-1], bounds[1:]) if high > low]
+    for future in futures:
+        future.result()
+
+
 def warm_kernels(device: str = "cpu") -> dict:
     """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
     from ..collision import mesh_kernels, primitive_kernels, surface_kernels  # noqa: PLC0415
+    from ..solvers.particles import kernels as particle_kernels  # noqa: PLC0415
     from ..solvers.pd import limit_kernels, limit_sweep_kernels, local_kernels  # noqa: PLC0415
     from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
     modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
-               limit_sweep_kernels, local_kernels]
+               limit_sweep_kernels, local_kernels, particle_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

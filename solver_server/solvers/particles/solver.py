@@ -1,4 +1,4 @@
-"""Game-style particle hair (seed 004): spring chains integrated explicitly, vectorized over strands.
+"""Game-style particle hair (seed 004): spring chains integrated explicitly, one Warp kernel per substep.
 
 Per step of length dt (split into stable internal substeps h):
 
@@ -20,6 +20,9 @@ Per step of length dt (split into stable internal substeps h):
    tips at 4 m/s and chains folding over their root in a plain drop test).
 5. Colliders (plane / sphere / capsule): points pushed out, inward velocity removed, friction.
 
+Steps 2–4 of a substep are one launch of ``kernels.substep`` (a thread per strand walking its particles in
+order); step 5 projects onto the colliders with the shared collider code, and only when there are colliders.
+
 Arrays are padded (strands S, points P, 3) [m], [m/s]; see guides.layout.StrandLayout.
 """
 
@@ -29,8 +32,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import warp as wp
 
+from ...kernels import launch, launch_split, warp_device_of, warp_view
 from ..guides.layout import StrandLayout
+from . import kernels
 from .colliders import ColliderSet
 from .settings import ParticleHairSettings
 
@@ -57,33 +63,6 @@ class StrandControl:
     colliders: ColliderSet | None = None
 
 
-def rebuild_chain(positions, segments, first_free: int, xp):
-    """Chain positions from fixed points [0, first_free) and new segment vectors.
-
-    positions: (S, P, 3); segments: (S, P-1, 3) new vectors from point k to k+1. Points k ≥
-    first_free are recomputed as the last fixed point plus the cumulative sum of the segments
-    after it (a vectorized reverse of "follow the leader").
-    """
-    anchor = positions[:, first_free - 1:first_free]
-    rebuilt = anchor + xp.cumsum(segments[:, first_free - 1:], axis=1)
-    return xp.concatenate([positions[:, :first_free], rebuilt], axis=1)
-
-
-def scaled_segments(positions, target_lengths, xp, only_longer: bool):
-    """Segment vectors of ``positions`` rescaled to ``target_lengths`` (S, P-1).
-
-    only_longer: scale down segments longer than the target only (distance clamp); otherwise
-    every segment gets exactly the target length (rigid constraint). Zero-length segments stay.
-    """
-    segments = positions[:, 1:] - positions[:, :-1]
-    length = xp.sqrt(xp.sum(segments * segments, axis=-1))
-    ratio = target_lengths / xp.maximum(length, 1e-15)
-    if only_longer:
-        ratio = xp.minimum(ratio, 1.0)
-    ratio = xp.where(length > 1e-15, ratio, 1.0)
-    return segments * ratio[..., None]
-
-
 # ω² of the angle springs is at most this × k (Gershgorin over a particle's own and its neighbours' joints,
 # |∂θ/∂x| ≤ 2/L at the middle particle), added to the springs' bound in max_substep
 ANGLE_STIFFNESS_BOUND = 4.0
@@ -103,22 +82,26 @@ class ParticleHairSolver:
         self.xp = xp
         self.layout = layout
         self.settings = settings
-        self.gravity = xp.asarray(np.asarray(gravity, np.float64) * settings.gravity_scale)
+        self.gravity_host = np.asarray(gravity, np.float64) * settings.gravity_scale
+        self.gravity = xp.asarray(self.gravity_host)
         rest = xp.asarray(rest_positions, dtype=xp.float64)
         self.rest_positions = rest
-        valid = xp.asarray(layout.valid)
-        self.free = valid.copy()
-        self.free[:, :settings.pinned_points] = False
-        self.valid = valid
-        self.tip_index = xp.asarray(layout.valid.sum(axis=1) - 1)
+        free = np.array(layout.valid, dtype=bool)
+        free[:, :settings.pinned_points] = False
+        self.free = xp.asarray(free)                                              # (S, P): integrated particles
+        self.tip_index = xp.asarray((layout.valid.sum(axis=1) - 1).astype(np.int32))
+        self.device = warp_device_of(self.rest_positions)
         self.rest_lengths = self._lengths(rest[:, 1:] - rest[:, :-1])
         self.rest_lengths2 = self._lengths(rest[:, 2:] - rest[:, :-2])
-        self.max_lengths = self.rest_lengths * settings.max_stretch
         painted = painted or {}
         # spring stiffness k/m [1/s²] of the (S, P-1) neighbour and (S, P-2) second-neighbour springs
-        self.spring_stiffness = {gap: xp.asarray(self._spring_factors(painted.get(name), gap) * value)
+        self.spring_stiffness = {gap: xp.asarray(np.broadcast_to(self._spring_factors(painted.get(name), gap) * value,
+                                                                 (rest.shape[0], max(rest.shape[1] - gap, 0))).copy())
                                  for gap, name, value in ((1, "particle_stiffness", settings.stiffness),
                                                           (2, "particle_bend_stiffness", settings.bend_stiffness))}
+        # k' = k / (stretch_scale · L): the stretched springs' k'·Δx² (0 for padding springs of zero rest length)
+        self.stretch_stiffness = {gap: self.spring_stiffness[gap] / xp.maximum(settings.stretch_scale * rest_length, 1e-15)
+                                  for gap, rest_length in ((1, self.rest_lengths), (2, self.rest_lengths2))}
         rest_host = np.asarray(rest_positions, np.float64)
         rest_segments = np.linalg.norm(rest_host[:, 1:] - rest_host[:, :-1], axis=-1)
         joint_valid = (rest_segments[:, :-1] > 0.0) & (rest_segments[:, 1:] > 0.0)
@@ -136,6 +119,14 @@ class ParticleHairSolver:
             + ANGLE_STIFFNESS_BOUND * settings.angle_stiffness * largest.get("particle_angle_stiffness", 1.0)
         # symplectic Euler is stable for ω h < 2; keep ω_max h ≤ 1 with ω_max² ≤ 4 Σk (chain bound)
         self.max_substep = 1.0 / math.sqrt(4.0 * stiffest)
+        self._views = {"tip_index": warp_view(self.tip_index, wp.int32), "rest_lengths": warp_view(self.rest_lengths, wp.float64),
+                       "rest_lengths2": warp_view(self.rest_lengths2, wp.float64),
+                       "spring1": warp_view(self.spring_stiffness[1], wp.float64),
+                       "spring2": warp_view(self.spring_stiffness[2], wp.float64),
+                       "stretch1": warp_view(self.stretch_stiffness[1], wp.float64),
+                       "stretch2": warp_view(self.stretch_stiffness[2], wp.float64),
+                       "rest_angles": warp_view(self.rest_angles, wp.float64),
+                       "angle_coefficient": warp_view(self.angle_coefficient, wp.float64)}
 
     @staticmethod
     def _spring_factors(factors, gap: int):
@@ -158,27 +149,31 @@ class ParticleHairSolver:
 
         With t₁, t₂ the unit segments at particle i, ∂θ/∂x_{i−1} = (t₂ − cos θ t₁)/(l₁ sin θ) and
         ∂θ/∂x_{i+1} = −(t₁ − cos θ t₂)/(l₂ sin θ); x_i takes minus their sum. (θ − θ̄)/sin θ stays finite
-        for a straight rest shape; a joint exactly straight with a curved rest angle gets no force there."""
+        for a straight rest shape; a joint exactly straight with a curved rest angle gets no force there.
+        Computed by the substep's own kernel code (kernels.add_angle_springs)."""
+        return self._internal_accelerations(positions, springs=False, angles=True)
+
+    def spring_accelerations(self, positions):
+        """(S, P, 3) accelerations [m/s²] of the neighbour and second-neighbour springs (kernels.spring_force:
+        k·Δx compressed, k·Δx²/(stretch_scale·L) stretched, per unit mass)."""
+        return self._internal_accelerations(positions, springs=True, angles=False)
+
+    def _internal_accelerations(self, positions, springs: bool, angles: bool):
         xp = self.xp
+        positions = xp.ascontiguousarray(xp.asarray(positions, dtype=xp.float64))
         acceleration = xp.zeros_like(positions)
-        if positions.shape[1] < 3:
-            return acceleration
-        first = positions[:, 1:-1] - positions[:, :-2]
-        second = positions[:, 2:] - positions[:, 1:-1]
-        first_length = xp.maximum(self._lengths(first), 1e-15)
-        second_length = xp.maximum(self._lengths(second), 1e-15)
-        t1 = first / first_length[..., None]
-        t2 = second / second_length[..., None]
-        cosine = xp.clip(xp.sum(t1 * t2, axis=-1), -1.0, 1.0)
-        sine = xp.sqrt(xp.sum(xp.cross(t1, t2) ** 2, axis=-1))
-        angle = xp.arctan2(sine, cosine)
-        bent = sine > 1e-12
-        scale = xp.where(bent, self.angle_coefficient * (angle - self.rest_angles) / xp.where(bent, sine, 1.0), 0.0)
-        on_previous = -scale[..., None] * (t2 - cosine[..., None] * t1) / first_length[..., None]
-        on_next = scale[..., None] * (t1 - cosine[..., None] * t2) / second_length[..., None]
-        acceleration[:, :-2] += on_previous
-        acceleration[:, 2:] += on_next
-        acceleration[:, 1:-1] -= on_previous + on_next
+        stiffness = [self.spring_stiffness[1], self.stretch_stiffness[1], self.spring_stiffness[2],
+                     self.stretch_stiffness[2]]
+        if not springs:
+            stiffness = [xp.zeros_like(array) for array in stiffness]
+        angle_k = self.angle_coefficient if angles else xp.zeros_like(self.angle_coefficient)
+        launch(kernels.internal_accelerations, positions.shape[0], [
+            warp_view(positions.reshape(-1, 3), wp.vec3d), positions.shape[1],
+            warp_view(self.rest_lengths, wp.float64), warp_view(stiffness[0], wp.float64),
+            warp_view(stiffness[1], wp.float64), warp_view(self.rest_lengths2, wp.float64),
+            warp_view(stiffness[2], wp.float64), warp_view(stiffness[3], wp.float64),
+            warp_view(self.rest_angles, wp.float64), warp_view(angle_k, wp.float64),
+            warp_view(acceleration.reshape(-1, 3), wp.vec3d)], self.device)
         return acceleration
 
     def _lengths(self, vectors):
@@ -189,97 +184,74 @@ class ParticleHairSolver:
         strands = self.rest_positions.shape[0]
         return ParticleState(self.rest_positions.copy(), xp.zeros_like(self.rest_positions), xp.zeros(strands), 0.0)
 
-    def spring_accelerations(self, positions):
-        """(S, P, 3) accelerations [m/s²] of the neighbour and second-neighbour springs."""
-        xp = self.xp
-        s = self.settings
-        acceleration = xp.zeros_like(positions)
-        for gap, rest, k in ((1, self.rest_lengths, self.spring_stiffness[1]),
-                             (2, self.rest_lengths2, self.spring_stiffness[2])):
-            if (s.stiffness if gap == 1 else s.bend_stiffness) == 0.0 or positions.shape[1] <= gap:
-                continue
-            vector = positions[:, gap:] - positions[:, :-gap]
-            length = self._lengths(vector)
-            extension = length - rest
-            magnitude = xp.where(extension <= 0.0, k * extension,
-                                 k * extension * extension / xp.maximum(s.stretch_scale * rest, 1e-15))
-            magnitude = xp.where(rest > 0.0, magnitude, 0.0)
-            force = vector * (magnitude / xp.maximum(length, 1e-15))[..., None]
-            acceleration[:, :-gap] += force
-            acceleration[:, gap:] -= force
-        return acceleration
-
     def step(self, state_in: ParticleState, state_out: ParticleState, control: StrandControl,
              contacts=None, dt: float = 1.0 / 96.0) -> dict:
-        """Advance ``state_in`` by dt [s] into ``state_out``; returns stats."""
+        """Advance ``state_in`` by dt [s] into ``state_out``; returns stats. Each substep is one kernel launch
+        (kernels.substep, a thread per strand) plus the colliders' projection when there are colliders."""
         xp = self.xp
         s = self.settings
         pinned = s.pinned_points
+        strands, points = self.rest_positions.shape[:2]
         targets = xp.asarray(control.root_targets, dtype=xp.float64)
         colliders = control.colliders.to_device(xp) if control.colliders is not None else ColliderSet()
-        positions = xp.array(state_in.positions)
-        velocities = xp.array(state_in.velocities)
-        rigidity = xp.array(state_in.rigidity)
+        positions = xp.array(state_in.positions, dtype=xp.float64, order="C")
+        velocities = xp.array(state_in.velocities, dtype=xp.float64, order="C")
+        rigidity = xp.array(state_in.rigidity, dtype=xp.float64)
 
-        root_start = positions[:, :pinned]
-        displacement = targets[:, 0] - root_start[:, 0]                          # (S, 3)
+        displacement = targets[:, 0] - positions[:, 0]                              # (S, 3)
         root_speed = self._lengths(displacement) / dt
         teleport = root_speed > s.teleport_speed
-        positions = positions + xp.where(teleport[:, None, None], displacement[:, None, :], 0.0)
-        root_start = positions[:, :pinned]
+        shift = xp.ascontiguousarray(xp.where(teleport[:, None], displacement, 0.0))
+        root_start = positions[:, :pinned] + shift[:, None, :]
         rigidity = xp.where(teleport, 1.0, rigidity)
+        largest_rigidity = float(xp.max(rigidity)) if strands else 0.0
 
         substeps = max(1, math.ceil(dt / self.max_substep - 1e-9))
         h = dt / substeps
-        free = self.free[..., None]
+        decay = math.exp(-h / s.teleport_recovery)
+        views = self._views
+        corrected = xp.empty_like(positions)
+        max_stretch = xp.zeros(strands)
+        finite = xp.zeros(strands, dtype=xp.int32)
         contact_count = 0
         time = state_in.time
+        shared = {"shift": warp_view(shift, wp.vec3d), "rigidity": warp_view(rigidity, wp.float64),
+                  "max_stretch": warp_view(max_stretch, wp.float64), "finite": warp_view(finite, wp.int32)}
         for sub in range(substeps):
             alpha = (sub + 1) / substeps
-            root_now = root_start + alpha * (targets - root_start)
-            wind = xp.asarray(s.wind.acceleration(time))
-            acceleration = self.spring_accelerations(positions) + self.angle_accelerations(positions) \
-                + self.gravity + wind
-            velocities = (velocities + h * acceleration) * max(0.0, 1.0 - s.damping * h)
-            moving = self._lengths(velocities) >= s.rest_speed
-            velocities = xp.where(moving[..., None], velocities, 0.0)
-            predicted = xp.where(free, positions + h * velocities, positions)
-            predicted[:, :pinned] = root_now
-            velocities[:, :pinned] = (root_now - positions[:, :pinned]) / h
-
-            corrected = predicted
-            if float(xp.max(rigidity)) > 1e-6:
-                rigid = rebuild_chain(predicted, scaled_segments(predicted, self.rest_lengths, xp, False), pinned, xp)
-                corrected = predicted + rigidity[:, None, None] * (rigid - predicted)
-            segments = corrected[:, 1:] - corrected[:, :-1]
-            clamped = scaled_segments(corrected, self.max_lengths, xp, True)
-            corrected = rebuild_chain(corrected, clamped, pinned, xp)
-            # velocity: each point takes only its own segment's correction (the translation inherited
-            # from shortened segments nearer the root is not turned into velocity, which would whip the tip)
-            local = xp.concatenate([xp.zeros_like(segments[:, :1]), clamped - segments], axis=1)
-            velocities = velocities + xp.where(free, local / h, 0.0)
-            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
-                                                                     start=positions)
-            contact_count += count
-            positions = xp.where(free, collided, corrected)
-            velocities = xp.where(free, collided_velocities, velocities)
-            rigidity = rigidity * math.exp(-h / s.teleport_recovery)
+            root_now = xp.ascontiguousarray(root_start + alpha * (targets - root_start))
+            field = np.asarray(self.gravity_host + s.wind.acceleration(time), np.float64)
+            finishing = sub == substeps - 1 and not colliders.count
+            launch_split(kernels.substep, strands, self.device, [], [
+                warp_view(positions.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
+                points, pinned, shared["shift"], int(sub == 0), warp_view(root_now.reshape(-1, 3), wp.vec3d),
+                views["tip_index"], wp.vec3d(*field.tolist()), h, max(0.0, 1.0 - s.damping * h), float(s.rest_speed),
+                views["rest_lengths"], views["spring1"], views["stretch1"], views["rest_lengths2"], views["spring2"],
+                views["stretch2"], views["rest_angles"], views["angle_coefficient"], shared["rigidity"],
+                int(largest_rigidity > 1e-6), decay, float(s.max_stretch), warp_view(corrected.reshape(-1, 3), wp.vec3d),
+                int(finishing), shared["max_stretch"], shared["finite"]])
+            largest_rigidity *= decay
+            if colliders.count:
+                collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
+                                                                         start=positions)
+                contact_count += count
+                free = self.free[..., None]
+                corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
+                velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
+            positions, corrected = corrected, positions
             time += h
-
-        tips = positions[xp.arange(positions.shape[0]), self.tip_index]
-        positions = xp.where(self.valid[..., None], positions, tips[:, None, :])
-        velocities = xp.where(self.valid[..., None], velocities, 0.0)
-        if not bool(xp.all(xp.isfinite(positions))):
+        if colliders.count:
+            launch_split(kernels.finish, strands, self.device, [], [
+                warp_view(positions.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d), points,
+                views["tip_index"], views["rest_lengths"], shared["max_stretch"], shared["finite"]])
+        if not bool(xp.all(finite != 0)):
             raise FloatingPointError("particle hair produced NaN/Inf positions")
         state_out.positions, state_out.velocities, state_out.rigidity, state_out.time = (
             positions, velocities, rigidity, time)
-        segment = self._lengths(positions[:, 1:] - positions[:, :-1])
-        stretch = segment / xp.maximum(self.rest_lengths, 1e-15)
-        valid_segments = self.rest_lengths > 0.0
         return {
             "substeps": substeps,
             "contacts": contact_count,
             "teleported_strands": int(xp.count_nonzero(teleport)),
-            "max_stretch": float(xp.max(xp.where(valid_segments, stretch, 0.0))),
+            "max_stretch": float(xp.max(max_stretch)) if strands else 0.0,
             "ignored_colliders": list(colliders.ignored),
         }

@@ -1,0 +1,301 @@
+"""Warp kernels of the particle hair substep (solver.py): one thread per strand, looping over its particles.
+
+A strand's substep is a chain of sequential passes (accelerations scattered from springs and joints, the
+symplectic Euler update, the rigid-length blend and the distance clamp rebuilt from the root), so a
+thread owns one strand and walks it in order: no atomics, the same sums in the same order on the CPU and
+on CUDA. Point arrays are flat (S·P, 3) views of the solver's (S, P, 3) arrays (point p of strand s at
+s·P + p); per-spring and per-joint arrays are 2-d (S, P−1), (S, P−2).
+
+The arithmetic follows the vectorized formulas documented in ``solver.py`` operation for operation
+(cumulative sums are summed first and then added to their anchor, as ``rebuild_chain`` does).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken, half the compile time
+
+TINY = wp.constant(1e-15)          # lengths at or below this count as zero (not rescaled, no division by them)
+STRAIGHT = wp.constant(1e-12)      # sin θ below this: a straight joint takes no angle force
+
+
+@wp.func
+def inverse_length(length: wp.float64) -> wp.float64:
+    return wp.float64(1.0) / wp.max(length, wp.float64(TINY))
+
+
+@wp.func
+def spring_acceleration(vector: wp.vec3d, length: wp.float64, inverse: wp.float64, rest: wp.float64,
+                        stiffness: wp.float64, stretch_stiffness: wp.float64) -> wp.vec3d:
+    """Acceleration [m/s²] a spring along ``vector`` (from its first particle to its second, of ``length``
+    and ``inverse`` = 1 / max(length, TINY)) applies to its first particle (the second takes minus it):
+    k·Δx when compressed, k'·Δx² when stretched (``stretch_stiffness`` k' = k / (stretch_scale·L),
+    precomputed); zero for a zero rest length (padding)."""
+    zero = wp.float64(0.0)
+    if rest <= zero:
+        return wp.vec3d(zero, zero, zero)
+    extension = length - rest
+    magnitude = stiffness * extension
+    if extension > zero:
+        magnitude = stretch_stiffness * extension * extension
+    return vector * (magnitude * inverse)
+
+
+@wp.func
+def joint_accelerations(t1: wp.vec3d, t2: wp.vec3d, inverse1: wp.float64, inverse2: wp.float64,
+                        coefficient: wp.float64, rest_angle: wp.float64):
+    """Accelerations [m/s²] of the turning-angle spring of one joint on its previous and next particle (the
+    middle particle takes minus their sum); t1, t2 the unit segments, inverse1, inverse2 their inverse
+    lengths (see ``ParticleHairSolver.angle_accelerations`` for the formulas)."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    nothing = wp.vec3d(zero, zero, zero)
+    if coefficient == zero:
+        return nothing, nothing
+    cosine = wp.clamp(wp.dot(t1, t2), -one, one)
+    sine = wp.length(wp.cross(t1, t2))
+    if sine <= wp.float64(STRAIGHT):
+        return nothing, nothing
+    scale = coefficient * (wp.atan2(sine, cosine) - rest_angle) / sine
+    return -scale * inverse1 * (t2 - cosine * t1), scale * inverse2 * (t1 - cosine * t2)
+
+
+@wp.func
+def rest_length_segment(segment: wp.vec3d, target: wp.float64) -> wp.vec3d:
+    """``segment`` rescaled to length ``target``; a zero-length segment stays."""
+    length = wp.length(segment)
+    if length <= wp.float64(TINY):
+        return segment
+    return segment * (target / length)
+
+
+@wp.func
+def clamped_segment(segment: wp.vec3d, limit: wp.float64) -> wp.vec3d:
+    """``segment`` shortened to length ``limit`` when longer, else unchanged."""
+    length_sq = wp.dot(segment, segment)
+    if length_sq <= limit * limit or length_sq <= wp.float64(TINY) * wp.float64(TINY):
+        return segment
+    return segment * (limit / wp.sqrt(length_sq))
+
+
+@wp.func
+def checked_point(x: wp.vec3d, v: wp.vec3d, previous: wp.vec3d, rest: wp.float64, largest_sq: wp.float64,
+                  total: wp.float64):
+    """Fold one particle into a strand's end-of-step figures: the largest (segment length / rest length)²
+    over segments with a positive rest length (from ``previous`` to x) and the sum of every coordinate (not
+    finite when any value is not, or when they overflow)."""
+    total = total + (x[0] + x[1] + x[2]) + (v[0] + v[1] + v[2])
+    segment = x - previous
+    length_sq = wp.dot(segment, segment)
+    if rest > wp.float64(0.0) and length_sq > largest_sq * rest * rest:
+        largest_sq = length_sq / (rest * rest)
+    return largest_sq, total
+
+
+@wp.kernel
+def internal_accelerations(positions: wp.array(dtype=wp.vec3d), points: int,
+                           rest_lengths: wp.array2d(dtype=wp.float64), spring_stiffness: wp.array2d(dtype=wp.float64),
+                           spring_stretch: wp.array2d(dtype=wp.float64), rest_lengths2: wp.array2d(dtype=wp.float64),
+                           bend_stiffness: wp.array2d(dtype=wp.float64), bend_stretch: wp.array2d(dtype=wp.float64),
+                           rest_angles: wp.array2d(dtype=wp.float64), angle_coefficient: wp.array2d(dtype=wp.float64),
+                           acceleration: wp.array(dtype=wp.vec3d)):
+    """acceleration (S·P, 3) [m/s²] of the neighbour, second-neighbour and angle springs (zero stiffness
+    arrays switch a kind off) added to the values ``acceleration`` holds: element by element with the
+    substep's own functions (the substep visits the same elements in a sliding window)."""
+    strand = wp.tid()
+    base = strand * points
+    for gap in range(1, 3):
+        for k in range(points - gap):
+            vector = positions[base + k + gap] - positions[base + k]
+            length = wp.length(vector)
+            rest = rest_lengths[strand, k]
+            stiffness = spring_stiffness[strand, k]
+            stretch = spring_stretch[strand, k]
+            if gap == 2:
+                rest = rest_lengths2[strand, k]
+                stiffness = bend_stiffness[strand, k]
+                stretch = bend_stretch[strand, k]
+            force = spring_acceleration(vector, length, inverse_length(length), rest, stiffness, stretch)
+            acceleration[base + k] = acceleration[base + k] + force
+            acceleration[base + k + gap] = acceleration[base + k + gap] - force
+    for j in range(points - 2):
+        first = positions[base + j + 1] - positions[base + j]
+        second = positions[base + j + 2] - positions[base + j + 1]
+        inverse1 = inverse_length(wp.length(first))
+        inverse2 = inverse_length(wp.length(second))
+        on_previous, on_next = joint_accelerations(first * inverse1, second * inverse2, inverse1, inverse2,
+                                                   angle_coefficient[strand, j], rest_angles[strand, j])
+        acceleration[base + j] = acceleration[base + j] + on_previous
+        acceleration[base + j + 2] = acceleration[base + j + 2] + on_next
+        acceleration[base + j + 1] = acceleration[base + j + 1] - (on_previous + on_next)
+
+
+@wp.kernel
+def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
+            points: int, pinned: int, shift: wp.array(dtype=wp.vec3d), shifted: int,
+            root_now: wp.array(dtype=wp.vec3d), tip_index: wp.array(dtype=wp.int32), field: wp.vec3d, h: wp.float64,
+            velocity_keep: wp.float64, rest_speed: wp.float64,
+            rest_lengths: wp.array2d(dtype=wp.float64), spring_stiffness: wp.array2d(dtype=wp.float64),
+            spring_stretch: wp.array2d(dtype=wp.float64), rest_lengths2: wp.array2d(dtype=wp.float64),
+            bend_stiffness: wp.array2d(dtype=wp.float64), bend_stretch: wp.array2d(dtype=wp.float64),
+            rest_angles: wp.array2d(dtype=wp.float64),
+            angle_coefficient: wp.array2d(dtype=wp.float64), rigidity: wp.array(dtype=wp.float64), rigid_on: int,
+            rigidity_decay: wp.float64, max_stretch: wp.float64, corrected: wp.array(dtype=wp.vec3d), finishing: int,
+            largest_stretch: wp.array(dtype=wp.float64), finite: wp.array(dtype=wp.int32)):
+    """One substep of strand ``first_strand + tid`` (solver.py steps 2–4) in one sweep from root to tip.
+
+    A window holds particles k, k+1, k+2 and their partial accelerations: at particle k the elements whose
+    last particle is k+2 are added (the spring k+1 → k+2, the second-neighbour spring k → k+2, the joint at
+    k+1), which completes particle k's acceleration; it is integrated, blended towards the rigid chain and
+    its segment from k−1 clamped, all while its neighbours are still in registers.
+
+    ``positions`` are the substep's start; when ``shifted`` (teleported strands) they first move by
+    ``shift`` (S, 3) and are written back so. ``corrected`` receives the clamped chain; ``velocities`` are
+    updated in place; root particles k < pinned go to ``root_now`` (S·pinned, 3), particles after the tip
+    (``tip_index``, padding) are not integrated; segments are clamped to ``max_stretch`` × rest length;
+    ``rigidity`` (S,) decays by ``rigidity_decay`` (the rigid blend applies when ``rigid_on``). With
+    ``finishing`` (the step's last substep, no colliders after it) the sweep also does :func:`finish`'s work."""
+    strand = wp.tid() + first_strand
+    base = strand * points
+    zero = wp.float64(0.0)
+    nothing = wp.vec3d(zero, zero, zero)
+    offset = nothing
+    if shifted != 0:
+        offset = shift[strand]
+    x0 = positions[base] + offset
+    x1 = x0
+    if points > 1:
+        x1 = positions[base + 1] + offset
+    d0 = x1 - x0
+    length0 = wp.length(d0)
+    inverse0 = inverse_length(length0)
+    a0 = nothing
+    a1 = nothing
+    if points > 1:
+        a0 = spring_acceleration(d0, length0, inverse0, rest_lengths[strand, 0], spring_stiffness[strand, 0],
+                                 spring_stretch[strand, 0])
+        a1 = -a0
+    weight = rigidity[strand]
+    tip = tip_index[strand]
+    tip_final = nothing
+    previous_final = nothing
+    largest_sq = zero
+    total = zero
+    inverse_h = wp.float64(1.0) / h
+    rest_speed_sq = rest_speed * rest_speed
+    previous_predicted = nothing
+    previous_current = nothing
+    anchor = nothing
+    rigid_total = nothing
+    clamp_total = nothing
+    for k in range(points):
+        x2 = x1
+        d1 = d0
+        inverse1 = inverse0
+        a2 = nothing
+        if k + 2 < points:
+            x2 = positions[base + k + 2] + offset
+            d1 = x2 - x1
+            length1 = wp.length(d1)
+            inverse1 = inverse_length(length1)
+            force = spring_acceleration(d1, length1, inverse1, rest_lengths[strand, k + 1],
+                                        spring_stiffness[strand, k + 1], spring_stretch[strand, k + 1])
+            a1 = a1 + force
+            a2 = -force
+            skip = x2 - x0
+            skip_length = wp.length(skip)
+            force = spring_acceleration(skip, skip_length, inverse_length(skip_length), rest_lengths2[strand, k],
+                                        bend_stiffness[strand, k], bend_stretch[strand, k])
+            a0 = a0 + force
+            a2 = a2 - force
+            on_previous, on_next = joint_accelerations(d0 * inverse0, d1 * inverse1, inverse0, inverse1,
+                                                       angle_coefficient[strand, k], rest_angles[strand, k])
+            a0 = a0 + on_previous
+            a1 = a1 - (on_previous + on_next)
+            a2 = a2 + on_next
+
+        # particle k is complete: symplectic Euler with damping and rest; kinematic roots
+        v = (velocities[base + k] + h * (a0 + field)) * velocity_keep
+        if wp.dot(v, v) < rest_speed_sq:
+            v = nothing
+        is_free = k >= pinned and k <= tip
+        predicted = x0
+        if is_free:
+            predicted = x0 + h * v
+        if k < pinned:
+            predicted = root_now[strand * pinned + k]
+            v = (predicted - x0) * inverse_h
+        # rigid length constraint blended by rigidity (rest-length segments summed from the last root particle)
+        current = predicted
+        if rigid_on != 0 and k >= pinned:
+            rigid_total = rigid_total + rest_length_segment(predicted - previous_predicted, rest_lengths[strand, k - 1])
+            current = predicted + weight * ((anchor + rigid_total) - predicted)
+        # distance clamp: the chain rebuilt from the last root particle; the velocity takes its own segment's change
+        final = current
+        if k >= 1:
+            segment = current - previous_current
+            clamped = clamped_segment(segment, max_stretch * rest_lengths[strand, k - 1])
+            if is_free:
+                v = v + (clamped - segment) * inverse_h
+            if k >= pinned:
+                clamp_total = clamp_total + clamped
+                final = anchor + clamp_total
+        if k == pinned - 1:
+            anchor = current
+        if shifted != 0:
+            positions[base + k] = x0
+        if finishing != 0:
+            if k == tip:
+                tip_final = final
+            if k > tip:
+                final = tip_final
+                v = nothing
+            rest = zero
+            if k >= 1:
+                rest = rest_lengths[strand, k - 1]
+            largest_sq, total = checked_point(final, v, previous_final, rest, largest_sq, total)
+            previous_final = final
+        velocities[base + k] = v
+        corrected[base + k] = final
+        previous_predicted = predicted
+        previous_current = current
+        x0 = x1
+        x1 = x2
+        d0 = d1
+        inverse0 = inverse1
+        a0 = a1
+        a1 = a2
+    rigidity[strand] = weight * rigidity_decay
+    if finishing != 0:
+        largest_stretch[strand] = wp.sqrt(largest_sq)
+        finite[strand] = int(wp.isfinite(total))
+
+
+@wp.kernel
+def finish(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
+           points: int, tip_index: wp.array(dtype=wp.int32), rest_lengths: wp.array2d(dtype=wp.float64),
+           largest_stretch: wp.array(dtype=wp.float64), finite: wp.array(dtype=wp.int32)):
+    """End of a step for strand ``first_strand + tid``: padding particles after the tip sit on the tip at
+    rest; the largest segment length / rest length over its real segments (0 for none) and whether every
+    value is finite (a sum of the coordinates overflowing counts as not finite)."""
+    strand = wp.tid() + first_strand
+    base = strand * points
+    zero = wp.float64(0.0)
+    tip = tip_index[strand]
+    tip_position = positions[base + tip]
+    for k in range(tip + 1, points):
+        positions[base + k] = tip_position
+        velocities[base + k] = wp.vec3d(zero, zero, zero)
+    total = zero
+    largest_sq = zero
+    previous = positions[base]
+    for k in range(points):
+        x = positions[base + k]
+        rest = zero
+        if k >= 1:
+            rest = rest_lengths[strand, k - 1]
+        largest_sq, total = checked_point(x, velocities[base + k], previous, rest, largest_sq, total)
+        previous = x
+    largest_stretch[strand] = wp.sqrt(largest_sq)
+    finite[strand] = int(wp.isfinite(total))

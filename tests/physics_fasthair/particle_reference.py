@@ -1,0 +1,112 @@
+"""The particle hair step written as whole-array numpy, operation by operation from the formulas in
+``solver_server/solvers/particles/solver.py``: the reference the one-sweep Warp kernel is compared with.
+(It was the solver's implementation before the kernel; test-only now.)"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _lengths(vectors):
+    return np.sqrt(np.sum(vectors * vectors, axis=-1))
+
+
+def _rebuild_chain(positions, segments, first_free: int):
+    anchor = positions[:, first_free - 1:first_free]
+    rebuilt = anchor + np.cumsum(segments[:, first_free - 1:], axis=1)
+    return np.concatenate([positions[:, :first_free], rebuilt], axis=1)
+
+
+def _scaled_segments(positions, target_lengths, only_longer: bool):
+    segments = positions[:, 1:] - positions[:, :-1]
+    length = _lengths(segments)
+    ratio = target_lengths / np.maximum(length, 1e-15)
+    if only_longer:
+        ratio = np.minimum(ratio, 1.0)
+    ratio = np.where(length > 1e-15, ratio, 1.0)
+    return segments * ratio[..., None]
+
+
+def spring_accelerations(solver, positions):
+    s = solver.settings
+    acceleration = np.zeros_like(positions)
+    for gap, rest, k in ((1, solver.rest_lengths, solver.spring_stiffness[1]),
+                         (2, solver.rest_lengths2, solver.spring_stiffness[2])):
+        if positions.shape[1] <= gap:
+            continue
+        vector = positions[:, gap:] - positions[:, :-gap]
+        length = _lengths(vector)
+        extension = length - rest
+        magnitude = np.where(extension <= 0.0, k * extension,
+                             k * extension * extension / np.maximum(s.stretch_scale * rest, 1e-15))
+        magnitude = np.where(rest > 0.0, magnitude, 0.0)
+        force = vector * (magnitude / np.maximum(length, 1e-15))[..., None]
+        acceleration[:, :-gap] += force
+        acceleration[:, gap:] -= force
+    return acceleration
+
+
+def angle_accelerations(solver, positions):
+    acceleration = np.zeros_like(positions)
+    first = positions[:, 1:-1] - positions[:, :-2]
+    second = positions[:, 2:] - positions[:, 1:-1]
+    first_length = np.maximum(_lengths(first), 1e-15)
+    second_length = np.maximum(_lengths(second), 1e-15)
+    t1 = first / first_length[..., None]
+    t2 = second / second_length[..., None]
+    cosine = np.clip(np.sum(t1 * t2, axis=-1), -1.0, 1.0)
+    sine = _lengths(np.cross(t1, t2))
+    bent = sine > 1e-12
+    scale = np.where(bent, solver.angle_coefficient * (np.arctan2(sine, cosine) - solver.rest_angles)
+                     / np.where(bent, sine, 1.0), 0.0)
+    on_previous = -scale[..., None] * (t2 - cosine[..., None] * t1) / first_length[..., None]
+    on_next = scale[..., None] * (t1 - cosine[..., None] * t2) / second_length[..., None]
+    acceleration[:, :-2] += on_previous
+    acceleration[:, 2:] += on_next
+    acceleration[:, 1:-1] -= on_previous + on_next
+    return acceleration
+
+
+def reference_step(solver, positions, velocities, rigidity, time, root_targets, colliders, dt):
+    """(positions, velocities, rigidity, time) after one step of dt [s]; colliders: particles.ColliderSet."""
+    s = solver.settings
+    pinned = s.pinned_points
+    valid = solver.layout.valid
+    free = solver.free[..., None]
+    positions, velocities, rigidity = positions.copy(), velocities.copy(), rigidity.copy()
+    displacement = root_targets[:, 0] - positions[:, 0]
+    teleport = _lengths(displacement) / dt > s.teleport_speed
+    positions = positions + np.where(teleport[:, None, None], displacement[:, None, :], 0.0)
+    root_start = positions[:, :pinned]
+    rigidity = np.where(teleport, 1.0, rigidity)
+    substeps = max(1, math.ceil(dt / solver.max_substep - 1e-9))
+    h = dt / substeps
+    for sub in range(substeps):
+        root_now = root_start + (sub + 1) / substeps * (root_targets - root_start)
+        acceleration = spring_accelerations(solver, positions) + angle_accelerations(solver, positions) \
+            + solver.gravity_host + s.wind.acceleration(time)
+        velocities = (velocities + h * acceleration) * max(0.0, 1.0 - s.damping * h)
+        velocities = np.where((_lengths(velocities) >= s.rest_speed)[..., None], velocities, 0.0)
+        predicted = np.where(free, positions + h * velocities, positions)
+        predicted[:, :pinned] = root_now
+        velocities[:, :pinned] = (root_now - positions[:, :pinned]) / h
+        corrected = predicted
+        if float(np.max(rigidity)) > 1e-6:
+            rigid = _rebuild_chain(predicted, _scaled_segments(predicted, solver.rest_lengths, False), pinned)
+            corrected = predicted + rigidity[:, None, None] * (rigid - predicted)
+        segments = corrected[:, 1:] - corrected[:, :-1]
+        clamped = _scaled_segments(corrected, solver.rest_lengths * s.max_stretch, True)
+        corrected = _rebuild_chain(corrected, clamped, pinned)
+        local = np.concatenate([np.zeros_like(segments[:, :1]), clamped - segments], axis=1)
+        velocities = velocities + np.where(free, local / h, 0.0)
+        collided, collided_velocities, _ = colliders.resolve(corrected, velocities, s.radius, np)
+        positions = np.where(free, collided, corrected)
+        velocities = np.where(free, collided_velocities, velocities)
+        rigidity = rigidity * math.exp(-h / s.teleport_recovery)
+        time += h
+    tips = positions[np.arange(positions.shape[0]), valid.sum(axis=1) - 1]
+    positions = np.where(valid[..., None], positions, tips[:, None, :])
+    velocities = np.where(valid[..., None], velocities, 0.0)
+    return positions, velocities, rigidity, time
