@@ -59,34 +59,37 @@ def warp_device_of(array) -> str:
     return f"cuda:{int(device.id)}"
 
 
-_SCALAR_OF = {wp.vec3d: np.float64, wp.vec3f: np.float32, wp.vec3i: np.int32, wp.float64: np.float64,
-              wp.float32: np.float32, wp.int32: np.int32, wp.uint8: np.uint8}
-_WIDTH_OF = {wp.vec3d: 3, wp.vec3f: 3, wp.vec3i: 3}
+_SCALAR_OF = {wp.vec3d: np.float64, wp.vec3f: np.float32, wp.vec3i: np.int32, wp.vec4d: np.float64,
+              wp.mat33d: np.float64, wp.float64: np.float64, wp.float32: np.float32, wp.int32: np.int32,
+              wp.uint8: np.uint8}
+_ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,), wp.mat33d: (3, 3)}
 
 
 def warp_view(array, dtype):
-    """A Warp array of ``dtype`` (``wp.vec3d`` for (n, 3) float64, ``wp.float64`` for (n,), ``wp.int32`` for
-    int32 of any shape, e.g. (T, 3) element indices as a 2-d Warp array) over the
-    memory of ``array`` without a copy. The array must already be C-contiguous with the matching scalar
-    type (ValueError otherwise: a silent conversion would be a copy the kernel's writes never reach)."""
+    """A Warp array of ``dtype`` over the memory of ``array`` without a copy: ``wp.vec3d`` for (n, 3) float64,
+    ``wp.vec4d`` for (n, 4), ``wp.mat33d`` for (n, 3, 3) (1-d Warp arrays of n items); ``wp.float64`` and
+    ``wp.int32`` keep the array's shape (e.g. (T, 3) element indices as a 2-d Warp array). The array must
+    already be C-contiguous with the matching scalar type (ValueError otherwise: a silent conversion would
+    be a copy the kernel's writes never reach)."""
     _ensure_initialized()
     scalar = np.dtype(_SCALAR_OF[dtype])
-    width = _WIDTH_OF.get(dtype)
+    item_shape = _ITEM_SHAPE_OF.get(dtype)
+    itemized = item_shape is not None
     shape = tuple(array.shape)
-    if array.dtype != scalar or (width is not None and (len(shape) != 2 or shape[1] != width)):
-        raise ValueError(f"warp_view: expected {scalar} of shape (n{', %d' % width if width else ''}), "
+    if array.dtype != scalar or (itemized and (len(shape) != 1 + len(item_shape) or shape[1:] != item_shape)):
+        raise ValueError(f"warp_view: expected {scalar} of shape (n{''.join(', %d' % n for n in item_shape or ())}), "
                          f"got {array.dtype} {shape}")
     if isinstance(array, np.ndarray):
         if not array.flags.c_contiguous:
             raise ValueError("warp_view: array is not C-contiguous")
-        view_shape = (shape[0],) if width is not None else shape
+        view_shape = (shape[0],) if itemized else shape
         if array.size == 0:
             return wp.empty(view_shape, dtype=dtype, device="cpu")
         view = wp.array(ptr=array.ctypes.data, dtype=dtype, shape=view_shape, device="cpu", copy=False)
         view._tangle_owner = array   # the view does not own the memory: keep the array alive with it
         return view
     view = wp.from_dlpack(array)
-    if width is not None:
+    if itemized:
         view = wp.array(ptr=view.ptr, dtype=dtype, shape=(shape[0],), device=view.device, copy=False)
     view._tangle_owner = array   # keep the producer alive as long as the view
     return view
@@ -191,13 +194,14 @@ def warm_kernels(device: str = "cpu") -> dict:
     Returns {"seconds": float, "cache": str, "modules": [names]}."""
     _ensure_initialized()
     from ..collision import mesh_kernels, primitive_kernels, surface_kernels  # noqa: PLC0415
+    from ..solvers.cosserat import kernels as cosserat_kernels  # noqa: PLC0415
     from ..solvers.particles import kernels as particle_kernels  # noqa: PLC0415
     from ..solvers.pd import limit_kernels, limit_sweep_kernels, local_kernels  # noqa: PLC0415
     from . import bounds, geometry  # noqa: PLC0415
 
     tick = time.perf_counter()
     modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
-               limit_sweep_kernels, local_kernels, particle_kernels]
+               limit_sweep_kernels, local_kernels, particle_kernels, cosserat_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

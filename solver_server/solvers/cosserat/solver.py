@@ -1,4 +1,4 @@
-"""Force-transport Cosserat strands (seed 002, chapter 3 and appendix), vectorized over strands.
+"""Force-transport Cosserat strands (seed 002, chapter 3 and appendix), on Warp kernels (a thread per strand).
 
 State in reduced coordinates: per segment an orientation quaternion q_i (material frame
 d1, d2, d3 = R(q_i) e1, e2, e3). Strands are inextensible: node k+1 = node k + l_k d3_k, so
@@ -17,7 +17,7 @@ segments i−1 and i) has a world-frame relative angular velocity w_i, Ω_i = Ω
    vectors û come from the rest shape, so curls are preserved. Joint i's moment Q_i acts on segment i
    and its reaction on segment i−1.
 3. Force transport tip → root with the inertia carried along: the articulated-body algorithm
-   (articulated.py; Featherstone), the exact form of eqs. 3.9–3.15. A ball joint passes the whole
+   (kernels.py; Featherstone), the exact form of eqs. 3.9–3.15. A ball joint passes the whole
    force (tangential and normal) to the proximal segment and only the stiffness moment as a moment
    (the seed's neutralization), and the distal part's inertia comes with it, so a tip load no longer
    accelerates a root segment as if the chain beyond had no mass (the earlier per-joint inertia
@@ -40,11 +40,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import warp as wp
 
+from ...kernels import launch_split, warp_device_of, warp_view
 from ..guides.layout import StrandLayout
 from ..particles.colliders import ColliderSet
 from . import quaternion as quat
-from .articulated import ArticulatedChains, joint_stiffness_matrices
+from . import kernels
 from .interaction import SweptSphereInteraction
 from .settings import CosseratSettings
 
@@ -103,7 +105,9 @@ class CosseratSolver:
         self.xp = xp
         self.layout = layout
         self.settings = settings
-        self.gravity = xp.asarray(np.asarray(gravity, np.float64) * settings.gravity_scale)
+        self.gravity = np.asarray(gravity, np.float64) * settings.gravity_scale
+        self.device = warp_device_of(xp.zeros(1))
+        self._work = None
         rest = np.asarray(rest_positions, np.float64)
         vectors = rest[:, 1:] - rest[:, :-1]
         lengths = np.linalg.norm(vectors, axis=-1)
@@ -143,11 +147,31 @@ class CosseratSolver:
         free = segment_valid.copy()
         free[:, 0] = False
         self.free_joint = xp.asarray(free)
+        as_int = {"free": self.free_joint, "joint_valid": self.joint_valid}
+        as_float = {"lengths": self.lengths, "mass": self.mass, "node_mass": self.node_mass,
+                    "joint_lengths": self.joint_lengths, "joint_bend": self.joint_bend_stiffness,
+                    "joint_twist": self.joint_twist_stiffness}
+        self._views = {name: warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)
+                       for name, array in as_int.items()}
+        self._views.update({name: warp_view(xp.ascontiguousarray(array, dtype=xp.float64), wp.float64)
+                            for name, array in as_float.items()})
+        self._views.update({name: warp_view(xp.ascontiguousarray(array, dtype=xp.float64).reshape(-1, 3), wp.vec3d)
+                            for name, array in (("stiffness", self.stiffness), ("rest_darboux", self.rest_darboux))})
         self.interaction = None
         if settings.interaction_outer_radius > 0.0:
             self.interaction = SweptSphereInteraction(
                 settings.interaction_inner_radius, settings.interaction_outer_radius,
                 settings.interaction_stiffness, settings.interaction_damping, segment_valid, xp)
+
+    @property
+    def gravity(self):
+        """(3,) scaled gravity [m/s²] on the solver's device (set it with host or device values)."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value):
+        self.gravity_host = np.asarray(value.get() if hasattr(value, "get") else value, np.float64).reshape(3)
+        self._gravity = self.xp.asarray(self.gravity_host)
 
     # ----------------------------------------------------------------- set-up helpers
     @staticmethod
@@ -269,88 +293,127 @@ class CosseratSolver:
         end_pos = xp.asarray(control.root_positions, dtype=xp.float64)
         end_rot = quat.normalize(xp.asarray(control.root_rotations, dtype=xp.float64), xp)
         end_rot = xp.where(_dot(end_rot, start_rot, xp) < 0.0, -end_rot, end_rot)
-        state = CosseratState(xp.array(state_in.orientations), xp.array(state_in.joint_velocities),
+        state = CosseratState(xp.array(state_in.orientations, dtype=xp.float64, order="C"),
+                              xp.array(state_in.joint_velocities, dtype=xp.float64, order="C"),
                               start_pos, start_rot, state_in.root_velocities, state_in.root_angular_velocities,
                               state_in.time)
-        contact_count = substeps = 0
+        contact_count = substeps = corrected = 0
         elapsed = 0.0
         while dt - elapsed > 1e-12 * dt:
-            h = self._step_length(state, dt - elapsed)
+            # the start velocities (and, when forces need them, node positions and velocities) of this step
+            nodes = self._kinematics(state, with_nodes=colliders.count > 0 or self.interaction is not None)
+            h = self._step_length(nodes["fastest"], dt - elapsed)
             elapsed = min(dt, elapsed + h)
             alpha = elapsed / dt
             root_pos = start_pos + alpha * (end_pos - start_pos)
             root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-            contact_count += self._substep(state, root_pos, root_rot, colliders, control.extra_forces, h)
+            corrector = h * nodes["fastest"] > CORRECTOR_TURN
+            contact_count += self._substep(state, nodes, root_pos, root_rot, colliders, control.extra_forces, h,
+                                           corrector)
             substeps += 1
+            corrected += corrector
         if not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time"):
             setattr(state_out, name, getattr(state, name))
-        return {"substeps": substeps, "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
-                "ignored_colliders": list(colliders.ignored)}
+        return {"substeps": substeps, "corrected_substeps": corrected, "contacts": contact_count,
+                "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
 
-    def _step_length(self, state: CosseratState, remaining: float) -> float:
+    def _step_length(self, fastest: float, remaining: float) -> float:
         """Length [s] of the next step: ``remaining`` split evenly into steps ≤ max_step that turn the
-        fastest segment by ≤ MAX_TURN_PER_STEP [rad] (floor max_step / MAX_REFINEMENT)."""
-        xp = self.xp
-        omega = self._angular_velocities(state.root_angular_velocities, state.joint_velocities)
-        fastest = float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1))))
+        fastest segment (``fastest`` [rad/s]) by ≤ MAX_TURN_PER_STEP [rad] (floor max_step / MAX_REFINEMENT)."""
         limit = self.settings.max_step
         if fastest * limit > MAX_TURN_PER_STEP:
             limit = max(MAX_TURN_PER_STEP / fastest, self.settings.max_step / MAX_REFINEMENT)
         return remaining / max(1, math.ceil(remaining / limit - 1e-9))
 
-    def _substep(self, state: CosseratState, root_pos, root_rot, colliders, extra_forces, h) -> int:
-        """Semi-implicit Euler step of length h [s]: joint accelerations from the configuration and
-        velocities at the start (root frame as stored in ``state``), then w, Ω and q; the root frame
-        moves to (root_pos, root_rot) whose finite differences give its velocity and acceleration."""
+    def _kinematics(self, state: CosseratState, with_nodes: bool) -> dict:
+        """Segment angular velocities (S, M, 3) of ``state`` into the work array ``omega``, the largest |Ω|
+        ("fastest" [rad/s], one read back) and, with_nodes, new (S, P, 3) node "positions" and "velocities"
+        (kernels.kinematics, a thread per strand)."""
+        xp = self.xp
+        work = self._work_arrays()
+        strands, segments = self.lengths.shape
+        nodes = {}
+        if with_nodes:
+            nodes = {"positions": xp.empty((strands, segments + 1, 3)), "velocities": xp.empty((strands, segments + 1, 3))}
+        point_views = [warp_view(nodes[name].reshape(-1, 3), wp.vec3d) if with_nodes else work["views"]["no_nodes"]
+                       for name in ("positions", "velocities")]
+        launch_split(kernels.kinematics, strands, self.device, [], [
+            segments, warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
+            warp_view(state.joint_velocities.reshape(-1, 3), wp.vec3d), self._views["lengths"], self._views["free"],
+            warp_view(xp.ascontiguousarray(state.root_positions), wp.vec3d),
+            warp_view(xp.ascontiguousarray(state.root_velocities), wp.vec3d),
+            warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d), int(with_nodes),
+            work["views"]["omega"], *point_views, work["views"]["fastest_sq"]])
+        nodes["fastest"] = math.sqrt(float(xp.max(work["fastest_sq"]))) if strands else 0.0
+        return nodes
+
+    def _work_arrays(self) -> dict:
+        """The kernels' per-segment work arrays (allocated once per solver, on the solver's device)."""
+        if self._work is None:
+            xp = self.xp
+            strands, segments = self.lengths.shape
+            count = strands * segments
+            arrays = {"omega": xp.zeros((count, 3)), "fastest_sq": xp.zeros(strands),
+                      "inverse_d": xp.zeros((count, 3, 3)), "coupling_top": xp.zeros((count, 3, 3)),
+                      "coupling_bottom": xp.zeros((count, 3, 3)), "reduced_torque": xp.zeros((count, 3)),
+                      "acceleration": xp.zeros((count, 3)), "no_nodes": xp.zeros((0, 3))}
+            kinds = {"fastest_sq": wp.float64, "inverse_d": wp.mat33d, "coupling_top": wp.mat33d,
+                     "coupling_bottom": wp.mat33d}
+            arrays["views"] = {name: warp_view(array, kinds.get(name, wp.vec3d)) for name, array in list(arrays.items())}
+            self._work = arrays
+        return self._work
+
+    def _substep(self, state: CosseratState, nodes: dict, root_pos, root_rot, colliders, extra_forces, h,
+                 corrector: bool) -> int:
+        """Semi-implicit Euler step of length h [s] (kernels.articulated_step, a thread per strand): joint
+        accelerations from the configuration and the start velocities (``nodes``: this state's kinematics),
+        then w, Ω and q; the root frame moves to (root_pos, root_rot) whose finite differences give its
+        velocity and acceleration. Collider, interaction and extra forces are summed here (xp) when present.
+        corrector: take the velocity-product terms at the step's mid velocity, by a second articulated pass on
+        the same configuration (step() asks for it when some segment turns by more than CORRECTOR_TURN: their
+        error grows with (h·Ω)²)."""
         xp = self.xp
         s = self.settings
-        q, w = state.orientations, state.joint_velocities
+        strands, segments = self.lengths.shape
         root_velocity = (root_pos - state.root_positions) / h
         root_acceleration = (root_velocity - state.root_velocities) / h
         turn = quat.multiply(root_rot, quat.conjugate(state.root_rotations, xp), xp)
         root_omega = 2.0 * turn[:, 1:] * xp.sign(turn[:, :1] + 1e-300) / h
         root_alpha = (root_omega - state.root_angular_velocities) / h
 
-        d3 = quat.axis(q, 2, xp)
-        positions = self._positions(state.root_positions, d3)
-        omega = self._angular_velocities(state.root_angular_velocities, w)
-        node_velocity = self._node_velocities(state.root_velocities, omega, d3)
-        wind = xp.asarray(s.wind.acceleration(state.time))
-        forces = self.node_mass[..., None] * (self.gravity + wind)
+        count = 0
+        external = None
         if extra_forces is not None:
-            forces = forces + xp.asarray(extra_forces)
-        contact_forces, count = self._collider_forces(positions, node_velocity, colliders, h)
-        forces = forces + contact_forces
+            external = xp.asarray(extra_forces, dtype=xp.float64)
+        if colliders.count:
+            contact_forces, count = self._collider_forces(nodes["positions"], nodes["velocities"], colliders, h)
+            external = contact_forces if external is None else external + contact_forces
         if self.interaction is not None:
-            interaction, pairs = self.interaction.forces(positions, node_velocity)
-            forces = forces + interaction
+            interaction, pairs = self.interaction.forces(nodes["positions"], nodes["velocities"])
+            external = interaction if external is None else external + interaction
             state.interaction_pairs = pairs
-
-        _, holding = self.stiffness_torques(q, with_joint=True)
-        stiffness = joint_stiffness_matrices(d3, self.joint_bend_stiffness, self.joint_twist_stiffness, xp)
-        chains = ArticulatedChains(self.lengths[..., None] * d3, self.mass, s.radius, stiffness, h, self.free_joint, xp)
-
-        def accelerations(angular_velocities):
-            return chains.joint_accelerations(angular_velocities, forces, holding, w, root_alpha, root_acceleration)
-
-        # predictor–corrector on the velocity-product terms (centripetal, gyroscopic): evaluated at the
-        # step's mid velocity; taken at the start velocity, whipping floppy strands gained energy. Their
-        # error grows with (h·Ω)², so slow steps skip the corrector.
-        acceleration = accelerations(omega)
-        if h * float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))) > CORRECTOR_TURN:
-            predicted = w + h * acceleration
-            acceleration = accelerations(self._angular_velocities(
-                0.5 * (state.root_angular_velocities + root_omega), 0.5 * (w + predicted)))
-        # damping: every velocity relative to the root frame decays at s.damping [1/s] (implicit)
-        w = xp.where(self.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
-        omega = self._angular_velocities(root_omega, w)
-        q = quat.normalize(q + 0.5 * h * quat.multiply(quat.pure(omega, xp), q, xp), xp)
-        q[:, 0] = quat.multiply(root_rot, self.rest_orientations[:, 0], xp)
-
-        state.orientations, state.joint_velocities = q, w
+        work = self._work_arrays()
+        views = work["views"]
+        wind = np.asarray(s.wind.acceleration(state.time), np.float64)
+        field = self.gravity_host + wind
+        root_orientation = xp.ascontiguousarray(quat.multiply(root_rot, self.rest_orientations[:, 0], xp))
+        external_view = views["no_nodes"] if external is None else \
+            warp_view(xp.ascontiguousarray(external).reshape(-1, 3), wp.vec3d)
+        launch_split(kernels.articulated_step, strands, self.device, [], [
+            segments, h, float(s.radius), float(s.damping), warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
+            warp_view(state.joint_velocities.reshape(-1, 3), wp.vec3d), views["omega"], self._views["lengths"],
+            self._views["mass"], self._views["node_mass"], wp.vec3d(*field.tolist()), external_view,
+            int(external is not None), self._views["stiffness"], self._views["rest_darboux"],
+            self._views["joint_lengths"], self._views["joint_valid"], self._views["joint_bend"],
+            self._views["joint_twist"], self._views["free"], warp_view(xp.ascontiguousarray(root_alpha), wp.vec3d),
+            warp_view(xp.ascontiguousarray(root_acceleration), wp.vec3d),
+            warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d),
+            warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation, wp.vec4d),
+            int(corrector), views["inverse_d"], views["coupling_top"], views["coupling_bottom"],
+            views["reduced_torque"], views["acceleration"]])
         state.root_positions, state.root_rotations = root_pos, root_rot
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h

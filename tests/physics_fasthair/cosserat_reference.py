@@ -1,4 +1,8 @@
-"""Articulated-body joint accelerations of rod chains with ball joints (Featherstone's ABA), vectorized
+"""The Cosserat step written as whole-array xp code: the reference the Warp kernels
+(solver_server/solvers/cosserat/kernels.py) are compared with (it was the solver's implementation before
+them; test-only now). ``reference_substep`` is solver._substep's former body.
+
+Articulated-body joint accelerations of rod chains with ball joints (Featherstone's ABA), vectorized
 over strands with a loop over the segment index only.
 
 A strand is a chain of rigid rods: segment i runs from node i to node i+1 (vector e_i = l_i d3_i,
@@ -29,6 +33,9 @@ and u = Q − h K w − Sᵀ p^A.
 from __future__ import annotations
 
 import numpy as np
+
+from solver_server.solvers.cosserat import quaternion as quat
+from solver_server.solvers.cosserat.solver import CORRECTOR_TURN
 
 
 def skew(v, xp=np):
@@ -183,3 +190,90 @@ class ArticulatedChains:
 def _front(array, xp):
     """Segment axis first, contiguous: (S, M, ...) -> (M, S, ...) so the loops take contiguous slices."""
     return xp.ascontiguousarray(xp.moveaxis(array, 1, 0))
+
+
+def reference_step_length(solver, state, remaining: float) -> float:
+    """solver._step_length's former form (Ω from the state)."""
+    xp = solver.xp
+    omega = solver._angular_velocities(state.root_angular_velocities, state.joint_velocities)
+    return solver._step_length(float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))), remaining)
+
+
+def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h) -> int:
+    """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body)."""
+    xp = solver.xp
+    s = solver.settings
+    q, w = state.orientations, state.joint_velocities
+    root_velocity = (root_pos - state.root_positions) / h
+    root_acceleration = (root_velocity - state.root_velocities) / h
+    turn = quat.multiply(root_rot, quat.conjugate(state.root_rotations, xp), xp)
+    root_omega = 2.0 * turn[:, 1:] * xp.sign(turn[:, :1] + 1e-300) / h
+    root_alpha = (root_omega - state.root_angular_velocities) / h
+
+    d3 = quat.axis(q, 2, xp)
+    positions = solver._positions(state.root_positions, d3)
+    omega = solver._angular_velocities(state.root_angular_velocities, w)
+    node_velocity = solver._node_velocities(state.root_velocities, omega, d3)
+    wind = xp.asarray(s.wind.acceleration(state.time))
+    forces = solver.node_mass[..., None] * (solver.gravity + wind)
+    if extra_forces is not None:
+        forces = forces + xp.asarray(extra_forces)
+    contact_forces, count = solver._collider_forces(positions, node_velocity, colliders, h)
+    forces = forces + contact_forces
+    if solver.interaction is not None:
+        interaction, pairs = solver.interaction.forces(positions, node_velocity)
+        forces = forces + interaction
+        state.interaction_pairs = pairs
+
+    _, holding = solver.stiffness_torques(q, with_joint=True)
+    stiffness = joint_stiffness_matrices(d3, solver.joint_bend_stiffness, solver.joint_twist_stiffness, xp)
+    chains = ArticulatedChains(solver.lengths[..., None] * d3, solver.mass, s.radius, stiffness, h, solver.free_joint,
+                               xp)
+
+    def accelerations(angular_velocities):
+        return chains.joint_accelerations(angular_velocities, forces, holding, w, root_alpha, root_acceleration)
+
+    acceleration = accelerations(omega)
+    if h * float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))) > CORRECTOR_TURN:
+        predicted = w + h * acceleration
+        acceleration = accelerations(solver._angular_velocities(
+            0.5 * (state.root_angular_velocities + root_omega), 0.5 * (w + predicted)))
+    w = xp.where(solver.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
+    omega = solver._angular_velocities(root_omega, w)
+    q = quat.normalize(q + 0.5 * h * quat.multiply(quat.pure(omega, xp), q, xp), xp)
+    q[:, 0] = quat.multiply(root_rot, solver.rest_orientations[:, 0], xp)
+
+    state.orientations, state.joint_velocities = q, w
+    state.root_positions, state.root_rotations = root_pos, root_rot
+    state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
+    state.time += h
+    return count
+
+
+def reference_step(solver, state, control, dt: float) -> dict:
+    """solver.step's former loop with ``reference_substep`` (``state`` advanced in place)."""
+    from solver_server.solvers.cosserat.solver import CosseratState  # noqa: PLC0415
+    from solver_server.solvers.particles.colliders import ColliderSet  # noqa: PLC0415
+
+    xp = solver.xp
+    colliders = control.colliders if control.colliders is not None else ColliderSet()
+    start_pos, start_rot = state.root_positions, state.root_rotations
+    end_pos = xp.asarray(control.root_positions, dtype=xp.float64)
+    end_rot = quat.normalize(xp.asarray(control.root_rotations, dtype=xp.float64), xp)
+    end_rot = xp.where(xp.sum(end_rot * start_rot, axis=-1, keepdims=True) < 0.0, -end_rot, end_rot)
+    work = CosseratState(xp.array(state.orientations), xp.array(state.joint_velocities), start_pos, start_rot,
+                         state.root_velocities, state.root_angular_velocities, state.time)
+    contacts = substeps = 0
+    elapsed = 0.0
+    while dt - elapsed > 1e-12 * dt:
+        h = reference_step_length(solver, work, dt - elapsed)
+        elapsed = min(dt, elapsed + h)
+        alpha = elapsed / dt
+        root_pos = start_pos + alpha * (end_pos - start_pos)
+        root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
+        contacts += reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces, h)
+        substeps += 1
+    for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
+                 "root_angular_velocities", "time"):
+        setattr(state, name, getattr(work, name))
+    return {"substeps": substeps, "contacts": contacts, "interaction_pairs": work.interaction_pairs}

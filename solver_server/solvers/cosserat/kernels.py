@@ -1,0 +1,347 @@
+"""Warp kernels of the force-transport Cosserat step (solver.py): one thread per strand, looping over its
+segments inside the kernel (issue 21 item 3).
+
+``kinematics`` walks a strand root → tip: segment angular velocities Ω_i = Ω_root + Σ_{j≤i} w_j and, when
+asked, node positions and velocities (cumulative sums of l d3 and l Ω × d3), plus the strand's largest |Ω|²
+for the step-length and corrector decisions.
+
+``articulated_step`` is the rest of a semi-implicit step for one strand: the joint accelerations by the
+articulated-body algorithm below, the predictor–corrector on the velocity-product terms (a second pass at
+the step's mid velocity, on the same configuration), damping, and the quaternion update.
+
+Articulated-body joint accelerations of a rod chain with ball joints (Featherstone's ABA). A strand is a
+chain of rigid rods: segment i runs from node i to node i+1 (vector e_i = l_i d3_i, mass m_i, radius r);
+joint i (i ≥ 1) is a ball joint at node i between segments i−1 and i. Segment 0 moves with the root frame
+(kinematic). The joint coordinates are the world-frame relative angular velocities w_i (Ω_i = Ω_{i−1} + w_i),
+so the joint acceleration is ẅ_i = α_i − α_{i−1} exactly.
+
+Classical 6-vectors about a point p of a body: motion (α, a_p) (angular acceleration, acceleration of the
+body point at p), force (n_p, f) (moment about p, force). Every body uses its proximal node as p.
+
+* Rigid rod about its proximal node, with c = e/2:  n = I_p α + m c × a_p + Ω × I_p Ω,
+  f = m (a_p + α × c + Ω × (Ω × c)), I_p = m (l²/3 + r²/4)(1 − d dᵀ) + m r²/2 d dᵀ.
+* Parent → child (r = e_{i−1}): α_i = α_{i−1} + ẅ_i, a_i = a_{i−1} + α_{i−1} × r + κ_i with the
+  velocity-product term κ_i = Ω_{i−1} × (Ω_{i−1} × r).
+* Tip → root pass (the exact form of the seed's force transport, eqs. 3.9–3.15: the child hands its parent
+  the load at their shared node together with the inertia that comes with it): the subtree from segment i
+  on needs the wrench I^A_i (α_i, a_i) + p^A_i from its parent. The ball joint carries every force but only
+  the joint's own moment Q_i (the CORDE stiffness moment); eliminating ẅ_i from the moment rows leaves the
+  reduced inertia I^A − U D⁻¹ Uᵀ (U = I^A S, S = [1; 0]) and bias that are shifted to the parent's node
+  with Xᵀ = [[1, [r]×], [0, 1]].
+* Root → tip pass: ẅ_i = D⁻¹ (u_i − Uᵀ (X a_{i−1} + κ_i)).
+
+Implicit joint stiffness (backward Euler in the joint's own coordinates, where the elastic energy is block
+diagonal): the joint moment Q − K h (w + h ẅ) makes D = Sᵀ I^A S + h² K (a joint "armature") and
+u = Q − h K w − Sᵀ p^A.
+
+The symmetric 6 × 6 inertias are kept as blocks [[A, B], [Bᵀ, D]]; the tip → root pass keeps the child's
+reduced inertia and wrench in registers and stores per joint only what the root → tip pass needs (D⁻¹, U
+and u). tests/physics_fasthair/cosserat_reference.py holds the same step as whole-array xp code (the
+solver's implementation before these kernels), which the kernels are tested against.
+
+Quaternions are (w, x, y, z) ``vec4d`` (quaternion.py's order, not Warp's quat layout). Per-segment arrays
+are flat (S·M, ·) views of (S, M, ·) arrays (segment i of strand s at s·M + i); nodes (S·P, 3) with P = M + 1;
+per-joint (S, M − 1, 3) arrays at s·(M − 1) + j; scalars per segment are 2-d (S, M).
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken
+
+
+@wp.func
+def quat_multiply(a: wp.vec4d, b: wp.vec4d) -> wp.vec4d:
+    """Hamilton product a ⊗ b in (w, x, y, z) order."""
+    return wp.vec4d(a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+                    a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+                    a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+                    a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0])
+
+
+@wp.func
+def quat_conjugate(q: wp.vec4d) -> wp.vec4d:
+    return wp.vec4d(q[0], -q[1], -q[2], -q[3])
+
+
+@wp.func
+def quat_vector(q: wp.vec4d) -> wp.vec3d:
+    return wp.vec3d(q[1], q[2], q[3])
+
+
+@wp.func
+def pure(v: wp.vec3d) -> wp.vec4d:
+    return wp.vec4d(wp.float64(0.0), v[0], v[1], v[2])
+
+
+@wp.func
+def director(q: wp.vec4d) -> wp.vec3d:
+    """d3 = R(q) e3 (quaternion.rotate: v + w t + u × t with t = 2 u × v)."""
+    zero = wp.float64(0.0)
+    u = quat_vector(q)
+    e3 = wp.vec3d(zero, zero, wp.float64(1.0))
+    t = wp.float64(2.0) * wp.cross(u, e3)
+    return e3 + q[0] * t + wp.cross(u, t)
+
+
+@wp.func
+def skew(v: wp.vec3d) -> wp.mat33d:
+    """[v]× (so [v]× u = v × u)."""
+    zero = wp.float64(0.0)
+    return wp.mat33d(zero, -v[2], v[1], v[2], zero, -v[0], -v[1], v[0], zero)
+
+
+@wp.func
+def times_skew(m: wp.mat33d, v: wp.vec3d) -> wp.mat33d:
+    """m [v]× by rows (row k of m [v]× is m_k × v): 18 flops instead of a 3 × 3 product."""
+    return wp.matrix_from_rows(wp.cross(m[0], v), wp.cross(m[1], v), wp.cross(m[2], v))
+
+
+@wp.func
+def skew_times(v: wp.vec3d, m: wp.mat33d) -> wp.mat33d:
+    """[v]× m by columns (column j is v × m_j)."""
+    t = wp.transpose(m)
+    return wp.matrix_from_cols(wp.cross(v, t[0]), wp.cross(v, t[1]), wp.cross(v, t[2]))
+
+
+@wp.func
+def inverse_symmetric(m: wp.mat33d) -> wp.mat33d:
+    """Inverse of a symmetric 3 × 3 matrix by the adjugate of its upper triangle."""
+    a = m[0, 0]
+    b = m[0, 1]
+    c = m[0, 2]
+    e = m[1, 1]
+    f = m[1, 2]
+    i = m[2, 2]
+    co_a = e * i - f * f
+    co_b = c * f - b * i
+    co_c = b * f - c * e
+    co_e = a * i - c * c
+    co_f = b * c - a * f
+    co_i = a * e - b * b
+    inverse_determinant = wp.float64(1.0) / (a * co_a + b * co_b + c * co_c)
+    return wp.mat33d(co_a, co_b, co_c, co_b, co_e, co_f, co_c, co_f, co_i) * inverse_determinant
+
+
+@wp.func
+def holding_moment(previous: wp.vec4d, current: wp.vec4d, stiffness: wp.vec3d, rest_darboux: wp.vec3d,
+                   joint_length: wp.float64, valid: int) -> wp.vec3d:
+    """World moment [N·m] the joint between two segments (orientations previous, current) applies to the
+    distal one: the CORDE moment K (u − û) with u = (2/l̄) Im(q̄_prev ⊗ q_cur), mapped to the world as
+    −Im(q_prev ⊗ (0, m) ⊗ q̄_cur) (solver.stiffness_torques); zero for an invalid joint."""
+    zero = wp.float64(0.0)
+    if valid == 0:
+        return wp.vec3d(zero, zero, zero)
+    darboux = wp.float64(2.0) * quat_vector(quat_multiply(quat_conjugate(previous), current)) / joint_length
+    moment = wp.cw_mul(stiffness, darboux - rest_darboux)
+    return -quat_vector(quat_multiply(quat_multiply(previous, pure(moment)), quat_conjugate(current)))
+
+
+@wp.kernel
+def kinematics(first_strand: int, segments: int, orientations: wp.array(dtype=wp.vec4d),
+               joint_velocities: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
+               free: wp.array2d(dtype=wp.int32), root_positions: wp.array(dtype=wp.vec3d),
+               root_velocities: wp.array(dtype=wp.vec3d), root_omega: wp.array(dtype=wp.vec3d), with_nodes: int,
+               omega: wp.array(dtype=wp.vec3d), positions: wp.array(dtype=wp.vec3d),
+               node_velocities: wp.array(dtype=wp.vec3d), fastest_sq: wp.array(dtype=wp.float64)):
+    """omega (S·M, 3) [rad/s] and the strand's largest |Ω|²; with ``with_nodes`` also node positions and
+    velocities (S·P, 3) [m], [m/s] (sums from the root, then the root added, as the xp cumulative sums)."""
+    strand = wp.tid() + first_strand
+    base = strand * segments
+    node = strand * (segments + 1)
+    zero = wp.float64(0.0)
+    spin = wp.vec3d(zero, zero, zero)
+    reach = wp.vec3d(zero, zero, zero)
+    sweep = wp.vec3d(zero, zero, zero)
+    root_x = root_positions[strand]
+    root_v = root_velocities[strand]
+    root_w = root_omega[strand]
+    if with_nodes != 0:
+        positions[node] = root_x
+        node_velocities[node] = root_v
+    largest = zero
+    for i in range(segments):
+        if free[strand, i] != 0:
+            spin = spin + joint_velocities[base + i]
+        current = root_w + spin
+        omega[base + i] = current
+        largest = wp.max(largest, wp.dot(current, current))
+        if with_nodes != 0:
+            d3 = director(orientations[base + i])
+            length = lengths[strand, i]
+            reach = reach + length * d3
+            sweep = sweep + length * wp.cross(current, d3)
+            positions[node + i + 1] = root_x + reach
+            node_velocities[node + i + 1] = root_v + sweep
+    fastest_sq[strand] = largest
+
+
+@wp.func
+def articulated_pass(strand: int, segments: int, h: wp.float64, radius: wp.float64,
+                     orientations: wp.array(dtype=wp.vec4d), joint_velocities: wp.array(dtype=wp.vec3d),
+                     omega: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
+                     masses: wp.array2d(dtype=wp.float64), node_masses: wp.array2d(dtype=wp.float64),
+                     field: wp.vec3d, external: wp.array(dtype=wp.vec3d), has_external: int,
+                     stiffness: wp.array(dtype=wp.vec3d), rest_darboux: wp.array(dtype=wp.vec3d),
+                     joint_lengths: wp.array2d(dtype=wp.float64), joint_valid: wp.array2d(dtype=wp.int32),
+                     bend: wp.array2d(dtype=wp.float64), twist: wp.array2d(dtype=wp.float64),
+                     free: wp.array2d(dtype=wp.int32), root_alpha: wp.vec3d, root_acceleration: wp.vec3d,
+                     inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
+                     coupling_bottom: wp.array(dtype=wp.mat33d), reduced_torque: wp.array(dtype=wp.vec3d),
+                     acceleration: wp.array(dtype=wp.vec3d)):
+    """Joint accelerations ẅ (S·M, 3) [rad/s²] of one strand for the segment angular velocities in ``omega``
+    (the module's articulated-body algorithm; joint i between segments i − 1 and i, entry 0 zero). Node k's
+    force is node_mass_k · field (+ external_k) and acts on segment k − 1 at its distal node."""
+    base = strand * segments
+    node = strand * (segments + 1)
+    joint_base = strand * (segments - 1)
+    zero = wp.float64(0.0)
+    half = wp.float64(0.5)
+    nothing = wp.vec3d(zero, zero, zero)
+    identity = wp.identity(n=3, dtype=wp.float64)
+    child_a = wp.mat33d()
+    child_b = wp.mat33d()
+    child_d = wp.mat33d()
+    child_n = nothing
+    child_f = nothing
+    radius_sq = radius * radius
+    q = orientations[base + segments - 1]
+    d3 = director(q)
+    for step in range(segments - 1):
+        i = segments - 1 - step
+        q_parent = orientations[base + i - 1]
+        d3_parent = director(q_parent)
+        length = lengths[strand, i]
+        e = length * d3
+        mass = masses[strand, i]
+        # the rod's spatial inertia about its proximal node: [[I_p, m [c]×], [m [c]×ᵀ, m 1]], c = e/2
+        length_sq = wp.dot(e, e)
+        direction = e / wp.sqrt(wp.max(length_sq, wp.float64(1e-300)))
+        along = wp.outer(direction, direction)
+        inertia_p = (mass * (length_sq / wp.float64(3.0) + radius_sq / wp.float64(4.0))) * (identity - along) \
+            + (mass * radius_sq * half) * along
+        block_a = inertia_p
+        block_b = mass * skew(half * e)
+        block_d = mass * identity
+        if step > 0:
+            # the child's reduced inertia shifted to this node: Xᵀ I X with r = e_i (products with [r]× as crosses)
+            lower = wp.transpose(child_b) - times_skew(child_d, e)
+            block_a = block_a + (child_a - times_skew(child_b, e) + skew_times(e, lower))
+            block_b = block_b + (child_b + skew_times(e, child_d))
+            block_d = block_d + child_d
+        along_d3 = wp.outer(d3, d3)
+        joint_stiffness = bend[strand, i] * (identity - along_d3) + twist[strand, i] * along_d3
+        # bias wrench of the rod: velocity products and the load at its distal node, plus the child's wrench
+        spin = omega[base + i]
+        force = node_masses[strand, i + 1] * field
+        if has_external != 0:
+            force = force + external[node + i + 1]
+        pending_n = wp.cross(spin, inertia_p * spin) - wp.cross(e, force)
+        pending_f = mass * wp.cross(spin, wp.cross(spin, half * e)) - force
+        if step > 0:
+            pending_n = pending_n + (child_n + wp.cross(e, child_f))
+            pending_f = pending_f + child_f
+        spin_parent = omega[base + i - 1]
+        kappa = wp.cross(spin_parent, wp.cross(spin_parent, lengths[strand, i - 1] * d3_parent))
+        if free[strand, i] != 0:
+            # the ball joint: D = Sᵀ I^A S + h² K, U = I^A S = [A; Bᵀ]; reduced inertia I^A − U D⁻¹ Uᵀ
+            d_inverse = inverse_symmetric(block_a + (h * h) * joint_stiffness)
+            u_top = block_a
+            u_bottom = wp.transpose(block_b)
+            ci_top = u_top * d_inverse
+            ci_bottom = u_bottom * d_inverse
+            holding = holding_moment(q_parent, q, stiffness[joint_base + i - 1], rest_darboux[joint_base + i - 1],
+                                     joint_lengths[strand, i - 1], joint_valid[strand, i - 1])
+            u = holding - h * (joint_stiffness * joint_velocities[base + i]) - pending_n
+            child_a = block_a - ci_top * wp.transpose(u_top)
+            child_b = block_b - ci_top * wp.transpose(u_bottom)
+            child_d = block_d - ci_bottom * wp.transpose(u_bottom)
+            child_n = pending_n + child_b * kappa + ci_top * u
+            child_f = pending_f + child_d * kappa + ci_bottom * u
+        else:
+            # a fixed joint (padding, zero-length segment) welds the rod to its parent
+            d_inverse = identity
+            u_top = wp.mat33d()
+            u_bottom = wp.mat33d()
+            u = nothing
+            child_a = block_a
+            child_b = block_b
+            child_d = block_d
+            child_n = pending_n + child_b * kappa
+            child_f = pending_f + child_d * kappa
+        inverse_d[base + i] = d_inverse
+        coupling_top[base + i] = u_top
+        coupling_bottom[base + i] = u_bottom
+        reduced_torque[base + i] = u
+        q = q_parent
+        d3 = d3_parent
+    # root → tip: ẅ_i = D⁻¹ (u_i − Uᵀ (X a_{i−1} + κ_i))
+    alpha = root_alpha
+    linear = root_acceleration
+    acceleration[base] = nothing
+    for i in range(1, segments):
+        spin_parent = omega[base + i - 1]
+        e_parent = lengths[strand, i - 1] * director(orientations[base + i - 1])
+        kappa = wp.cross(spin_parent, wp.cross(spin_parent, e_parent))
+        linear = linear - wp.cross(e_parent, alpha) + kappa
+        joint = inverse_d[base + i] * (reduced_torque[base + i] - (wp.transpose(coupling_top[base + i]) * alpha
+                                                                   + wp.transpose(coupling_bottom[base + i]) * linear))
+        acceleration[base + i] = joint
+        alpha = alpha + joint
+
+
+@wp.kernel
+def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp.float64, damping: wp.float64,
+                     orientations: wp.array(dtype=wp.vec4d), joint_velocities: wp.array(dtype=wp.vec3d),
+                     omega: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
+                     masses: wp.array2d(dtype=wp.float64), node_masses: wp.array2d(dtype=wp.float64),
+                     field: wp.vec3d, external: wp.array(dtype=wp.vec3d), has_external: int,
+                     stiffness: wp.array(dtype=wp.vec3d), rest_darboux: wp.array(dtype=wp.vec3d),
+                     joint_lengths: wp.array2d(dtype=wp.float64), joint_valid: wp.array2d(dtype=wp.int32),
+                     bend: wp.array2d(dtype=wp.float64), twist: wp.array2d(dtype=wp.float64),
+                     free: wp.array2d(dtype=wp.int32), root_alpha: wp.array(dtype=wp.vec3d),
+                     root_acceleration: wp.array(dtype=wp.vec3d), root_omega_start: wp.array(dtype=wp.vec3d),
+                     root_omega_end: wp.array(dtype=wp.vec3d), root_orientation: wp.array(dtype=wp.vec4d),
+                     corrector: int, inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
+                     coupling_bottom: wp.array(dtype=wp.mat33d), reduced_torque: wp.array(dtype=wp.vec3d),
+                     acceleration: wp.array(dtype=wp.vec3d)):
+    """One semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the
+    forces): joint accelerations at ``omega`` (the start velocities, from ``kinematics``), with ``corrector``
+    again at the step's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
+    on free joints, Ω from the end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment set
+    to ``root_orientation``. ``orientations`` and ``joint_velocities`` are updated in place."""
+    strand = wp.tid() + first_strand
+    base = strand * segments
+    zero = wp.float64(0.0)
+    half = wp.float64(0.5)
+    articulated_pass(strand, segments, h, radius, orientations, joint_velocities, omega, lengths, masses,
+                     node_masses, field, external, has_external, stiffness, rest_darboux, joint_lengths, joint_valid,
+                     bend, twist, free, root_alpha[strand], root_acceleration[strand], inverse_d, coupling_top,
+                     coupling_bottom, reduced_torque, acceleration)
+    if corrector != 0:
+        # mid velocity: w + h ẅ / 2 on free joints (the mean of w and the predicted w + h ẅ)
+        mid_root = half * (root_omega_start[strand] + root_omega_end[strand])
+        total = wp.vec3d(zero, zero, zero)
+        for i in range(segments):
+            if free[strand, i] != 0:
+                w = joint_velocities[base + i]
+                total = total + half * (w + (w + h * acceleration[base + i]))
+            omega[base + i] = mid_root + total
+        articulated_pass(strand, segments, h, radius, orientations, joint_velocities, omega, lengths, masses,
+                         node_masses, field, external, has_external, stiffness, rest_darboux, joint_lengths,
+                         joint_valid, bend, twist, free, root_alpha[strand], root_acceleration[strand], inverse_d,
+                         coupling_top, coupling_bottom, reduced_torque, acceleration)
+    keep = wp.float64(1.0) / (wp.float64(1.0) + h * damping)
+    root_end = root_omega_end[strand]
+    total = wp.vec3d(zero, zero, zero)
+    for i in range(segments):
+        w = wp.vec3d(zero, zero, zero)
+        if free[strand, i] != 0:
+            w = (joint_velocities[base + i] + h * acceleration[base + i]) * keep
+            total = total + w
+        joint_velocities[base + i] = w
+        q = orientations[base + i]
+        turned = q + (half * h) * quat_multiply(pure(root_end + total), q)
+        orientations[base + i] = turned / wp.length(turned)
+    orientations[base] = root_orientation[strand]
