@@ -87,3 +87,26 @@ def test_strict_device_backend_equals_numpy_and_copies_nothing_inside_the_pass()
         np.testing.assert_allclose(backend.to_host(forces), expected, rtol=1e-12, atol=1e-18)
         # scalar reads: the reuse decision and the pair count; a rebuild adds the segment lengths and a mask
         assert SYNCS[where] <= (2 if step == 1 else 6)
+
+
+def test_grid_candidates_are_the_kdtree_pairs_without_neighbours_along_a_strand():
+    """The kernel broad phase lists exactly the pairs a k-d tree finds within reach, less the neighbours
+    along one strand, on strands whose reach spans many of their own segments."""
+    from solver_server.collision.broad_phase import kdtree_neighbour_pairs
+
+    rng = np.random.default_rng(3)
+    strands, points = 12, 60
+    positions = np.cumsum(rng.normal(scale=0.0008, size=(strands, points, 3)) + [0.0, 0.0, -0.0005], axis=1)
+    positions += (rng.uniform(-0.004, 0.004, size=(strands, 1, 3)))
+    valid = np.ones((strands, points - 1), bool)
+    valid[5, 40:] = False
+    swept = SweptSphereInteraction(0.001, 0.002, 1.0, 0.1, valid)
+    strand_of, segment_of = np.nonzero(valid)
+    midpoints = 0.5 * (positions[strand_of, segment_of] + positions[strand_of, segment_of + 1])
+    reach, along = 0.006, 7
+    pairs = swept._grid_candidates(np.ascontiguousarray(midpoints), reach, along)
+    expected = kdtree_neighbour_pairs(midpoints, reach)
+    i, j = expected[:, 0], expected[:, 1]
+    expected = expected[~((strand_of[i] == strand_of[j]) & (np.abs(segment_of[i] - segment_of[j]) <= along))]
+    assert len(expected) > 100 and len(pairs) == len(expected)
+    assert set(map(tuple, pairs.tolist())) == set(map(tuple, expected.tolist()))
