@@ -234,10 +234,13 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
         return chains.joint_accelerations(angular_velocities, forces, holding, w, root_alpha, root_acceleration)
 
     acceleration = accelerations(omega)
-    if h * float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))) > CORRECTOR_TURN:
+    # per strand: a strand in which some segment turns by more than CORRECTOR_TURN takes the mid velocity
+    turning = h * xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1), axis=1)) > CORRECTOR_TURN
+    if bool(xp.any(turning)):
         predicted = w + h * acceleration
-        acceleration = accelerations(solver._angular_velocities(
+        corrected = accelerations(solver._angular_velocities(
             0.5 * (state.root_angular_velocities + root_omega), 0.5 * (w + predicted)))
+        acceleration = xp.where(turning[:, None, None], corrected, acceleration)
     w = xp.where(solver.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
     omega = solver._angular_velocities(root_omega, w)
     q = quat.normalize(q + 0.5 * h * quat.multiply(quat.pure(omega, xp), q, xp), xp)

@@ -64,8 +64,8 @@ def test_kernel_steps_equal_the_whole_array_reference():
                                    rtol=0, atol=1e-9, err_msg=f"step {step}")
         np.testing.assert_allclose(kernel_state.joint_velocities, reference_state.joint_velocities, rtol=0,
                                    atol=1e-7 * max(1.0, np.abs(reference_state.joint_velocities).max()))
-        corrected += stats["corrected_substeps"]
-        plain += stats["substeps"] - stats["corrected_substeps"]
+        corrected += stats["corrected_strands"]
+        plain += 3 * stats["substeps"] - stats["corrected_strands"]
         contacts += stats["contacts"]
         pairs += stats["interaction_pairs"]
         refined += stats["substeps"] > 6

@@ -303,12 +303,13 @@ def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp
                      free: wp.array2d(dtype=wp.int32), root_alpha: wp.array(dtype=wp.vec3d),
                      root_acceleration: wp.array(dtype=wp.vec3d), root_omega_start: wp.array(dtype=wp.vec3d),
                      root_omega_end: wp.array(dtype=wp.vec3d), root_orientation: wp.array(dtype=wp.vec4d),
-                     corrector: int, inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
+                     fastest_sq: wp.array(dtype=wp.float64), corrector_turn: wp.float64, inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
                      coupling_bottom: wp.array(dtype=wp.mat33d), reduced_torque: wp.array(dtype=wp.vec3d),
                      acceleration: wp.array(dtype=wp.vec3d)):
     """One semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the
-    forces): joint accelerations at ``omega`` (the start velocities, from ``kinematics``), with ``corrector``
-    again at the step's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
+    forces): joint accelerations at ``omega`` (the start velocities, from ``kinematics``), and when some segment
+    of the strand turns by more than ``corrector_turn`` [rad] in the step (h·max|Ω| from ``fastest_sq``) again
+    at the step's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
     on free joints, Ω from the end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment set
     to ``root_orientation``. ``orientations`` and ``joint_velocities`` are updated in place."""
     strand = wp.tid() + first_strand
@@ -319,7 +320,7 @@ def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp
                      node_masses, field, external, has_external, stiffness, rest_darboux, joint_lengths, joint_valid,
                      bend, twist, free, root_alpha[strand], root_acceleration[strand], inverse_d, coupling_top,
                      coupling_bottom, reduced_torque, acceleration)
-    if corrector != 0:
+    if h * h * fastest_sq[strand] > corrector_turn * corrector_turn:
         # mid velocity: w + h ẅ / 2 on free joints (the mean of w and the predicted w + h ẅ)
         mid_root = half * (root_omega_start[strand] + root_omega_end[strand])
         total = wp.vec3d(zero, zero, zero)

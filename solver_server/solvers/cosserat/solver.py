@@ -307,17 +307,15 @@ class CosseratSolver:
             alpha = elapsed / dt
             root_pos = start_pos + alpha * (end_pos - start_pos)
             root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-            corrector = h * nodes["fastest"] > CORRECTOR_TURN
-            contact_count += self._substep(state, nodes, root_pos, root_rot, colliders, control.extra_forces, h,
-                                           corrector)
+            contact_count += self._substep(state, nodes, root_pos, root_rot, colliders, control.extra_forces, h)
             substeps += 1
-            corrected += corrector
+            corrected += int(xp.count_nonzero(h * h * self._work["fastest_sq"] > CORRECTOR_TURN ** 2))
         if not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time"):
             setattr(state_out, name, getattr(state, name))
-        return {"substeps": substeps, "corrected_substeps": corrected, "contacts": contact_count,
+        return {"substeps": substeps, "corrected_strands": corrected, "contacts": contact_count,
                 "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
 
     def _step_length(self, fastest: float, remaining: float) -> float:
@@ -366,15 +364,14 @@ class CosseratSolver:
             self._work = arrays
         return self._work
 
-    def _substep(self, state: CosseratState, nodes: dict, root_pos, root_rot, colliders, extra_forces, h,
-                 corrector: bool) -> int:
+    def _substep(self, state: CosseratState, nodes: dict, root_pos, root_rot, colliders, extra_forces, h) -> int:
         """Semi-implicit Euler step of length h [s] (kernels.articulated_step, a thread per strand): joint
         accelerations from the configuration and the start velocities (``nodes``: this state's kinematics),
         then w, Ω and q; the root frame moves to (root_pos, root_rot) whose finite differences give its
         velocity and acceleration. Collider, interaction and extra forces are summed here (xp) when present.
-        corrector: take the velocity-product terms at the step's mid velocity, by a second articulated pass on
-        the same configuration (step() asks for it when some segment turns by more than CORRECTOR_TURN: their
-        error grows with (h·Ω)²)."""
+        A strand in which some segment turns by more than CORRECTOR_TURN takes the velocity-product terms at the
+        step's mid velocity, by a second articulated pass on the same configuration (their error grows with
+        (h·Ω)²; the strands are independent in this pass, so each decides for itself)."""
         xp = self.xp
         s = self.settings
         strands, segments = self.lengths.shape
@@ -412,7 +409,7 @@ class CosseratSolver:
             warp_view(xp.ascontiguousarray(root_acceleration), wp.vec3d),
             warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d),
             warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation, wp.vec4d),
-            int(corrector), views["inverse_d"], views["coupling_top"], views["coupling_bottom"],
+            views["fastest_sq"], CORRECTOR_TURN, views["inverse_d"], views["coupling_top"], views["coupling_bottom"],
             views["reduced_torque"], views["acceleration"]])
         state.root_positions, state.root_rotations = root_pos, root_rot
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
