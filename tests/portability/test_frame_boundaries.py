@@ -44,7 +44,8 @@ def test_no_device_to_host_copy_inside_a_substep(name):
 def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
     """Mutation check: the pre-grid broad phase (k-d tree on downloaded points, still selectable with
     TANGLE_BROAD_PHASE=kdtree) copies to the host inside the substep, and the guarded run fails. (DER's
-    strand and collider CCD still use the xp broad phase; PD contact runs in Warp kernels over wp.Bvh.)"""
+    vertex–mesh collider CCD still uses the xp broad phase; DER strand–strand contact and the Cosserat
+    interaction use the Warp hash grid of kernels.pairs; PD contact runs in Warp kernels over wp.Bvh.)"""
     monkeypatch.setattr(backend_module, "BROAD_PHASE", "kdtree")
     _guarded_frames("colliders_der", get_backend("cpu"))                  # numpy: no device, runs
     with pytest.raises(PortabilityError, match="inside a substep"):

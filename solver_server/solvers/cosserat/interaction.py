@@ -10,7 +10,7 @@ strands (or of the same strand more than two segments apart) at closest distance
 dir the unit vector from the other segment's closest point, Δv the relative velocity of the
 closest points. The forces are split onto the segment end nodes by the closest-point parameter.
 The force pass runs on the backend's arrays (``xp``: numpy or cupy); nothing is copied to the host.
-Broad phase: a Warp hash grid over segment midpoints (interaction_kernels: counted, then filled, with
+Broad phase: a Warp hash grid over segment midpoints (kernels.pairs: counted, then filled, with
 neighbours along a strand skipped inside the query), with a Verlet list: candidate pairs are gathered
 with a margin and reused until some node has moved more than half the margin. Per step the reuse decision
 is one scalar read back; a rebuild adds three (the longest/shortest segment, the number of pairs).
@@ -23,16 +23,8 @@ Closest points of two segments: Ericson, Real-Time Collision Detection §5.1.9, 
 from __future__ import annotations
 
 import numpy as np
-import warp as wp
 
-from ...kernels import launch_split, on_device_stream, warp_device_of, warp_view
-from . import interaction_kernels
-
-GRID_CELLS = 64
-"""Cells per axis of the broad phase's hash grid (points hash into it modulo this)."""
-CELL_PER_REACH = 2.0
-"""Cell width / reach: a query then visits 2 × 2 × 2 cells (measured on the 100 × 1000 head of hair: 19 ms per
-pass at 2×, 26 ms at 1×, 88 ms at ½×)."""
+from ...kernels.pairs import ChainSpherePairs
 
 
 def closest_points_between_segments(p1, q1, p2, q2, xp=np):
@@ -78,9 +70,7 @@ class SweptSphereInteraction:
         self.segment_valid = xp.asarray(valid)
         self.inner, self.outer = xp.asarray(inner), xp.asarray(outer)
         self.strand_of, self.segment_of = xp.asarray(strand_of), xp.asarray(segment_of)
-        self._strand_view = warp_view(xp.asarray(strand_of.astype(np.int32)), wp.int32)
-        self._segment_view = warp_view(xp.asarray(segment_of.astype(np.int32)), wp.int32)
-        self._grid = None
+        self._pair_finder = ChainSpherePairs(xp.asarray(strand_of), xp.asarray(segment_of), xp)
         self._pairs = None
         self._anchor = None
 
@@ -99,30 +89,12 @@ class SweptSphereInteraction:
         return pairs
 
     def _grid_candidates(self, midpoints, reach: float, along: int):
-        """(n, 2) int64 pairs (i < j) of valid segments whose midpoints (n, 3) are within ``reach`` [m] and that
-        are not neighbours along one strand (``along`` segments or fewer apart): interaction_kernels, counted
-        then filled (one read-back: the total)."""
+        """(n, 2) int64 pairs (i < j, sorted) of valid segments whose midpoints (n, 3) are within ``reach`` [m]
+        and that are not neighbours along one strand (``along`` segments or fewer apart): kernels.pairs with
+        spheres of radius reach / 2 around the midpoints."""
         xp = self.xp
-        count = midpoints.shape[0]
-        if count == 0:
-            return xp.zeros((0, 2), dtype=xp.int64)
-        device = warp_device_of(midpoints)
-        if self._grid is None:
-            with on_device_stream(device):
-                self._grid = wp.HashGrid(GRID_CELLS, GRID_CELLS, GRID_CELLS, device=device, dtype=wp.float64)
-        midpoint_view = warp_view(midpoints, wp.vec3d)
-        with on_device_stream(device):
-            self._grid.build(midpoint_view, CELL_PER_REACH * reach)
-        shared = [self._grid.id, midpoint_view, reach, self._strand_view, self._segment_view, along]
-        counts = xp.zeros(count, dtype=xp.int32)
-        launch_split(interaction_kernels.count_candidates, count, device, [], [*shared, warp_view(counts, wp.int32)])
-        offsets = xp.cumsum(counts, dtype=xp.int32) - counts
-        total = int(offsets[-1] + counts[-1])
-        pairs = xp.zeros((total, 2), dtype=xp.int32)
-        if total:
-            launch_split(interaction_kernels.fill_candidates, count, device, [],
-                         [*shared, warp_view(xp.ascontiguousarray(offsets), wp.int32), warp_view(pairs, wp.int32)])
-        return pairs.astype(xp.int64)
+        radius = 0.5 * reach
+        return self._pair_finder.pairs(midpoints, xp.full(midpoints.shape[0], radius), radius, along)
 
     def forces(self, positions, velocities):
         """Node forces (S, P, 3) [N] and the number of interacting segment pairs.

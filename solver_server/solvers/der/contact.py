@@ -3,8 +3,8 @@
 After the first global (quasi-)Newton step of a time step, continuous collision detection between the
 start positions x_t and the predicted end positions x_t + h v¹ builds the contact set:
 
-* edge–edge contacts between rod edges that do not share a vertex (broad phase: backend.neighbour_pairs,
-  a k-d tree on numpy and a hash grid on a device, over the swept bounding spheres of the edges; narrow
+* edge–edge contacts between rod edges that do not share a vertex (broad phase: kernels.pairs, a Warp
+  hash grid on every device, over the swept bounding spheres of the edges; narrow
   phase: coplanarity times of seed eq. 4.1 plus the end points of the step, segment–segment distance
   below r_a + r_b + thickness);
 * vertex–collider contacts: continuous collision detection along each vertex's path (collider_ccd.py), and
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import neighbour_pairs, repeat_each
+from ...backend import repeat_each
+from ...kernels.pairs import ChainSpherePairs
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3, row_lengths
@@ -96,6 +97,8 @@ class ContactSolver:
         self.colliders = [adapt_collider(collider) for collider in colliders]
         self.settings = settings
         self._warm = None   # (sorted keys, impulses (n, 3), step length) of the last finished step
+        # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
+        self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
         if settings.response not in ("rigid_rod", "delassus"):
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         if settings.local_solver not in ("jacobi", "gauss_seidel"):
@@ -244,7 +247,7 @@ class StepContacts:
         self.n_collider_contacts = n - self.n_edge_contacts
 
     def _candidate_pairs(self, x0, x1):
-        """Edge pairs whose swept bounding spheres overlap (backend broad phase), no shared vertex."""
+        """Edge pairs whose swept bounding spheres overlap, no shared vertex (kernels.pairs, sorted by (i, j))."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         ev = model.edge_vertex
         a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
@@ -252,13 +255,11 @@ class StepContacts:
         reach = (0.5 * xp.maximum(row_lengths(xp, a1 - a0), row_lengths(xp, b1 - b0))
                  + 0.5 * xp.maximum(row_lengths(xp, b0 - a0), row_lengths(xp, b1 - a1))
                  + model.edge_radius + 0.5 * settings.thickness)
-        pairs = neighbour_pairs(xp, centre, 2.0 * reach.max())
+        # overlapping spheres of edges whose first vertices are more than 1 apart (no shared vertex)
+        pairs = self.solver.edge_pairs.pairs(centre, reach, float(reach.max()), along=1)
         if pairs.shape[0] == 0:
             return None
-        i, j = pairs[:, 0], pairs[:, 1]
-        close = row_lengths(xp, centre[i] - centre[j]) <= reach[i] + reach[j]
-        keep = close & (xp.abs(ev[i] - ev[j]) > 1)
-        return i[keep], j[keep]
+        return pairs[:, 0], pairs[:, 1]
 
     def _detect_edges(self, x0, x1):
         xp, model, settings = self.xp, self.model, self.solver.settings
