@@ -16,6 +16,8 @@ from solver_server.backend import get_backend
 from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
                                        build_model, rest_state)
 
+from benchmarks.kernel_warmup import print_kernel_warmup
+
 SEED_MS_PER_STEP = 609.22
 SEED_ADONIS_MS_PER_STEP = 8930.93
 SEED_CONTACTS_PER_STEP = 5500
@@ -87,6 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="gauss_seidel",
                         help="contact local step: seed Jacobi, or Gauss-Seidel sweeps with the exact Delassus operator")
     args = parser.parse_args(argv)
+    print_kernel_warmup()
 
     backend = get_backend("cpu")
     sphere_radius, length, period = 0.1, 0.12, 5.0

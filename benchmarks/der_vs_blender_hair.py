@@ -21,6 +21,7 @@ import sys
 import time
 
 import numpy as np
+from benchmarks.kernel_warmup import print_kernel_warmup
 
 SPHERE_RADIUS = 0.1      # m
 HAIR_LENGTH = 0.12       # m
@@ -158,6 +159,7 @@ def main(argv=None) -> int:
                              "the artist's machine, Tangle on a GPU server without bpy); the ratio is then printed "
                              "as a cross-machine one")
     args = parser.parse_args(argv)
+    print_kernel_warmup("cpu" if args.device == "cpu" else "cuda:0")
 
     print(f"scene: {args.strands} strands x {args.segments} segments on a {SPHERE_RADIUS * 100:g} cm sphere turning "
           f"once in {PERIOD:g} s, {args.frames} frames at {FPS} fps")

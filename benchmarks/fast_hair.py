@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from solver_server.backend import get_backend
-from solver_server.kernels import cpu_kernel_threads, warm_kernels
+from benchmarks.kernel_warmup import print_kernel_warmup
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
 from solver_server.solvers.guides.interpolation import GuideInterpolator
 from solver_server.solvers.guides.layout import StrandLayout
@@ -223,9 +223,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-der", action="store_true", help="stability table without the DER column")
     args = parser.parse_args(argv)
     backend = get_backend(args.device)
-    warmed = warm_kernels(backend.warp_device)
-    print(f"kernels ready on {backend.warp_device} in {warmed['seconds']:.2f} s (cache {warmed['cache']}; a fresh cache"
-          f" compiles here); CPU kernel threads: {cpu_kernel_threads()}")
+    print_kernel_warmup(backend.warp_device)
     repeats = 2 if args.quick else 5
     if args.only in (None, "steps"):
         guide_step_benchmark(backend, 100, 1000, repeats)

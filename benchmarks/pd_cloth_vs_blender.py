@@ -18,6 +18,7 @@ import argparse
 import time
 
 import numpy as np
+from benchmarks.kernel_warmup import print_kernel_warmup
 
 
 def grid_cloth(resolution: int, size_m: float, height_m: float):
@@ -132,6 +133,7 @@ def main(argv=None) -> None:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--quality", type=int, default=5)
     args = parser.parse_args(argv)
+    print_kernel_warmup()
 
     print(f"scene: {args.resolution}x{args.resolution} cloth ({args.resolution ** 2} vertices), sphere collider, "
           f"{args.frames} frames at 24 fps")

@@ -15,6 +15,7 @@ import argparse
 import time
 
 import numpy as np
+from benchmarks.kernel_warmup import print_kernel_warmup
 
 
 def bumpy_blob(rings: int = 32, segments: int = 64, radius_m: float = 0.5):
@@ -47,6 +48,7 @@ def main(argv=None) -> None:
     parser.add_argument("--substeps", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=10)
     args = parser.parse_args(argv)
+    print_kernel_warmup()
 
     vertices, triangles = bumpy_blob()
     vertices[:, 2] += 0.3 + 0.5 * 1.3  # lowest point about 0.3 m above the floor

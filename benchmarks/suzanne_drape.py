@@ -22,6 +22,8 @@ from tests.physics.character_scenes import cloth_on_suzanne, turn_and_slide
 from tests.physics.contact_metrics import (edge_stretch, edges_through_surface, intersecting_triangle_pairs,
                                            winding_numbers)
 
+from benchmarks.kernel_warmup import print_kernel_warmup
+
 SETTLED_FRAME = 24
 
 
@@ -159,6 +161,7 @@ def main(argv=None) -> None:
     parser.add_argument("--render", default=None, help="folder for the last-frame images")
     parser.add_argument("--skip-blender", action="store_true")
     args = parser.parse_args(argv)
+    print_kernel_warmup()
 
     print(f"scene: {args.resolution}x{args.resolution} cloth, 2 pinned corners, self-collision, on Suzanne turning "
           f"60 deg and sliding 0.3 m, {args.frames} frames at 24 fps{' (head flipped)' if args.flipped else ''}")
