@@ -234,8 +234,9 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
 
 
 def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
-    """On numpy a colour step's product is a dense array for small colours and CSR otherwise
+    """On numpy the xp loop's colour step product is a dense array for small colours and CSR otherwise
     (DENSE_COLOUR_EXTRA_ENTRIES): both give the same Gauss–Seidel impulses."""
+    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
     n = vertices.shape[0]
     results = []
@@ -247,3 +248,24 @@ def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
                                              np.full(n, 1e-12)))
     assert results[0][1] == results[1][1]
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-15)
+
+
+@pytest.mark.parametrize("max_colours, tolerance", [(3, 1e-12), (24, 1e-12), (3, 1e-4)])
+def test_the_sweep_kernel_gives_the_xp_loops_sweeps(monkeypatch, max_colours, tolerance):
+    """contact_kernels.colour_sweeps (all sweeps in one CPU launch) against the xp loop: the same number of
+    sweeps, the same largest change and impulses to rounding, with shared and unshared colours, run to
+    convergence and stopped early by a loose tolerance."""
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
+    n = vertices.shape[0]
+    start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))       # a warm start, partly outside the cones
+    results = []
+    for kernel in (True, False):
+        monkeypatch.setattr(contact_space, "SWEEP_KERNEL", kernel)
+        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=max_colours)
+        assert (operator._kernel_sweeps is not None) == kernel
+        results.append(operator.gauss_seidel(relative, start, target, np.full(n, 0.4), 300, np.full(n, tolerance)))
+    (kernel_impulse, kernel_sweeps, kernel_change), (loop_impulse, loop_sweeps, loop_change) = results
+    assert kernel_sweeps == loop_sweeps and kernel_sweeps > 1
+    assert kernel_change == pytest.approx(loop_change, rel=1e-6, abs=1e-9)
+    np.testing.assert_allclose(kernel_impulse, loop_impulse, rtol=1e-9, atol=1e-12 * np.abs(loop_impulse).max())
+    assert np.abs(loop_impulse).max() > 0.0

@@ -27,9 +27,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse
+import warp as wp
 
 from ...backend import repeat_each
+from ...kernels import launch, warp_device_of, warp_view
+from . import contact_kernels
 
+# on the CPU (numpy and the strict backend) the sweeps run in one Warp launch (contact_kernels.colour_sweeps);
+# off: the xp loop below (CUDA always runs it)
+SWEEP_KERNEL = True
 # numpy: a colour step's velocity change as one matrix product, CSR or dense (tests of the device path switch
 # it off to compare the two backends' arithmetic, which then sums in the same order)
 SPARSE_COLOUR_PRODUCTS = True
@@ -107,17 +113,26 @@ class DelassusOperator:
         counts = xp.bincount(self.colour, minlength=colours)
         pair_colour = self.colour[self.pair_second]
         self.sweep_colours = []
-        start = 0
+        self._kernel_sweeps = None
+        pieces = {"rows": [], "pair_row": [], "pair_column": [], "blocks": [], "row_count": [], "pair_count": []}
+        start = rows_before = 0
         for colour in range(colours):
             stop = start + int(counts[colour])
             members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
             own_pieces = local_step[members]
-            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs],
-                                                    self.rank[self.pair_second[pairs]] - start, rows,
+            column = self.rank[self.pair_second[pairs]]
+            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start, rows,
                                                     row_slot.reshape(-1), own_pieces))
+            for name, value in (("rows", rows), ("pair_row", row_slot.reshape(-1) + rows_before),
+                                ("pair_column", column), ("blocks", local_blocks[pairs]),
+                                ("row_count", rows.shape[0]), ("pair_count", pairs.shape[0])):
+                pieces[name].append(value)
+            rows_before += rows.shape[0]
             start = stop
+        if SWEEP_KERNEL and n and warp_device_of(local_blocks) == "cpu":
+            self._kernel_sweeps = _SweepArrays(xp, counts, pieces, local_step[self.order])
 
     @property
     def colours(self) -> int:
@@ -150,6 +165,9 @@ class DelassusOperator:
         # target relative velocity in the contact frames: the normal target, no sliding
         target = xp.zeros((self.n, 3))
         target[:, 0] = target_normal
+        if self._kernel_sweeps is not None:
+            done, largest = self._kernel_sweeps.run(sweeps, target, mu, inverse_tolerance, lam, u)
+            return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
         steps = [(colour, target[colour.members], mu[colour.members],
                   inverse_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
         largest = 0.0
@@ -176,6 +194,45 @@ class DelassusOperator:
         for colour in self.sweep_colours:
             result[colour.rows] += colour.effect(self.xp, lam[colour.members])
         return result
+
+
+class _SweepArrays:
+    """The colour-ordered blocks of DelassusOperator flattened for contact_kernels.colour_sweeps (one launch of
+    one CPU thread for all sweeps; on CUDA the xp loop runs: a single thread there would be slow)."""
+
+    def __init__(self, xp, counts, pieces, step_maps):
+        def starts(sizes):
+            return xp.ascontiguousarray(xp.concatenate([xp.zeros(1, dtype=xp.int64),
+                                                        xp.cumsum(xp.asarray(sizes, dtype=xp.int64))]).astype(xp.int32))
+
+        self.xp = xp
+        self.colours = int(counts.shape[0])
+        self.arrays = {"member_start": starts(counts), "row_start": starts(pieces["row_count"]),
+                       "pair_start": starts(pieces["pair_count"])}
+        for name in ("rows", "pair_row", "pair_column"):
+            self.arrays[name] = xp.ascontiguousarray(xp.concatenate(pieces[name]).astype(xp.int32))
+        self.arrays["blocks"] = xp.ascontiguousarray(xp.concatenate(pieces["blocks"]), dtype=xp.float64)
+        self.arrays["step_maps"] = xp.ascontiguousarray(step_maps, dtype=xp.float64)
+        self.total_rows = int(self.arrays["rows"].shape[0])
+        kinds = {"blocks": wp.mat33d, "step_maps": wp.mat33d}
+        self.views = [warp_view(self.arrays[name], kinds.get(name, wp.int32))
+                      for name in ("member_start", "row_start", "pair_start", "rows", "pair_row", "pair_column",
+                                   "blocks", "step_maps")]
+
+    def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
+        """All sweeps in one launch; lam, u (n, 3) colour order, updated in place. Returns (sweeps done,
+        largest colour-step change relative to the tolerance) (one read-back)."""
+        xp = self.xp
+        n = lam.shape[0]
+        outcome = xp.zeros(2)
+        launch(contact_kernels.colour_sweeps, 1, [
+            int(sweeps), self.colours, *self.views, warp_view(xp.ascontiguousarray(target), wp.vec3d),
+            warp_view(xp.ascontiguousarray(mu, dtype=xp.float64), wp.float64),
+            warp_view(xp.ascontiguousarray(inverse_tolerance, dtype=xp.float64), wp.float64),
+            warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d), warp_view(xp.zeros((n, 3)), wp.vec3d),
+            warp_view(xp.zeros((self.total_rows, 3)), wp.vec3d), warp_view(outcome, wp.float64)], "cpu")
+        done, largest = (float(value) for value in outcome)
+        return int(done), largest
 
 
 class _ColourBlocks:
