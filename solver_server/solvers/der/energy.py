@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import warp as wp
+
+from ...kernels import launch_split, warp_device_of, warp_view
+from . import stretch_kernels
 from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset
@@ -92,16 +96,13 @@ def strand_energy_and_gradient(xp, model: DerModel, config: Configuration, subse
     gradient entries are then 0 (config must still be full size)."""
     n = model.n_dofs
     x = config.positions
-    edges = None if subset is None else subset.edges
     bends = None if subset is None else subset.bends
 
     def pick(array, index):
         return array if index is None else array[index]
 
-    s_grad, _, stretch = _stretch_blocks(xp, model, x, False, False, edges)
-    energy = xp.bincount(pick(model.edge_strand, edges), weights=stretch, minlength=model.n_strands)
     grad = xp.zeros(n, dtype=x.dtype)
-    _scatter_gradient(xp, n, model.vertex_dof[pick(model.edge_vertex, edges)], s_grad, grad)
+    energy = add_stretch(xp, model, x, grad, None, False, subset)
     if model.bend_vertex.shape[0]:
         e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config, bends)
         weights, rest = pick(model.bend_weight, bends).reshape(-1, 4), pick(model.rest_bend, bends).reshape(-1, 4)
@@ -122,32 +123,27 @@ def elastic_energy(xp, model: DerModel, config: Configuration):
     return float(xp.sum(strand_elastic_energy(xp, model, config)))
 
 
-def _stretch_blocks(xp, model: DerModel, positions, with_hessian: bool, project: bool, subset=None):
-    """Gradient (E, 7) and Hessian (E, 7, 7) over [x_v, θ, x_{v+1}] for every edge (or the edges `subset`),
-    and the stretch energy of each (E,) [J]."""
-    edge_vertex = model.edge_vertex if subset is None else model.edge_vertex[subset]
-    edges = positions[edge_vertex + 1] - positions[edge_vertex]
-    length = row_lengths(xp, edges)
-    t = edges / length[:, None]
-    k = model.stretch_stiffness if subset is None else model.stretch_stiffness[subset]
-    rest = model.rest_edge_length if subset is None else model.rest_edge_length[subset]
-    force = k * (length / rest - 1.0)
-    grad = xp.zeros((edges.shape[0], 7), dtype=edges.dtype)
-    grad[:, 0:3] = -force[:, None] * t
-    grad[:, 4:7] = force[:, None] * t
-    if not with_hessian:
-        return grad, None, 0.5 * force * (length / rest - 1.0) * rest
-    lateral = k * (1.0 / rest - 1.0 / length)
-    if project:
-        lateral = xp.maximum(lateral, 0.0)
-    tt = t[:, :, None] * t[:, None, :]
-    block = (k / rest)[:, None, None] * tt + lateral[:, None, None] * (xp.eye(3, dtype=edges.dtype)[None] - tt)
-    hess = xp.zeros((edges.shape[0], 7, 7), dtype=edges.dtype)
-    hess[:, 0:3, 0:3] = block
-    hess[:, 4:7, 4:7] = block
-    hess[:, 0:3, 4:7] = -block
-    hess[:, 4:7, 0:3] = -block
-    return grad, hess, 0.5 * force * (length / rest - 1.0) * rest
+def add_stretch(xp, model: DerModel, positions, grad, band, project: bool, subset: ElementSubset | None = None):
+    """Add the stretching energy's gradient into grad (n_dofs,) and, if band is not None, its Hessian into the
+    lower band (11, n_dofs), for every strand (or subset.strands); returns the energy of every strand (S,) [J]
+    (0 outside the subset). One Warp launch, a thread per strand (stretch_kernels.stretch_terms)."""
+    strands = xp.arange(model.n_strands) if subset is None else subset.strands
+    energy = xp.zeros(model.n_strands, dtype=positions.dtype)
+    count = int(strands.shape[0])
+    device = warp_device_of(positions)
+    no_band = band is None
+    if no_band:
+        band = xp.zeros((BAND_WIDTH, 0), dtype=positions.dtype)
+    launch_split(stretch_kernels.stretch_terms, count, device, [], [
+        warp_view(xp.ascontiguousarray(strands.astype(xp.int32)), wp.int32),
+        warp_view(xp.ascontiguousarray(model.strand_offsets.astype(xp.int32)), wp.int32),
+        warp_view(xp.ascontiguousarray(model.vertex_dof.astype(xp.int32)), wp.int32),
+        warp_view(xp.ascontiguousarray(positions, dtype=xp.float64), wp.vec3d),
+        warp_view(xp.ascontiguousarray(model.stretch_stiffness, dtype=xp.float64), wp.float64),
+        warp_view(xp.ascontiguousarray(model.rest_edge_length, dtype=xp.float64), wp.float64),
+        int(not no_band), int(project), warp_view(energy, wp.float64), warp_view(grad, wp.float64),
+        warp_view(band, wp.float64)])
+    return energy
 
 
 def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool,
@@ -236,17 +232,11 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
     if unknown:
         raise ValueError(f"unknown elastic energy part(s) {sorted(unknown)}; choose from {ELASTIC_PARTS}")
     n = model.n_dofs
-    edges = None if subset is None else subset.edges
     bends = None if subset is None else subset.bends
     grad = xp.zeros(n, dtype=config.positions.dtype)
     band = xp.zeros((BAND_WIDTH, n), dtype=config.positions.dtype) if with_hessian else None
     if "stretch" in parts:
-        s_grad, s_hess, _ = _stretch_blocks(xp, model, config.positions, with_hessian, project or gauss_newton,
-                                            edges)
-        stretch_start = model.vertex_dof[model.edge_vertex if edges is None else model.edge_vertex[edges]]
-        _scatter_gradient(xp, n, stretch_start, s_grad, grad)
-        if with_hessian:
-            scatter_band(xp, n, stretch_start, s_hess, band)
+        add_stretch(xp, model, config.positions, grad, band, project or gauss_newton, subset)
     bend_start = model.bend_dof if bends is None else model.bend_dof[bends]
     if "bend_twist" in parts and bend_start.shape[0]:
         b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton, bends)

@@ -86,15 +86,18 @@ class DerModel:
 
 @dataclass
 class ElementSubset:
-    """The stretch elements (edges) and bend/twist elements of a set of strands: index arrays (e,), (b,)."""
+    """The stretch elements (edges) and bend/twist elements of a set of strands, and those strands: index
+    arrays (e,), (b,), (s,)."""
     edges: Any
     bends: Any
+    strands: Any
 
 
 def element_subset(xp, model: DerModel, strands) -> ElementSubset:
     """Elements of the strands marked in the bool mask strands (S,) (every element lies in one strand)."""
     return ElementSubset(edges=xp.nonzero(strands[model.edge_strand])[0],
-                         bends=xp.nonzero(strands[model.vertex_strand[model.bend_vertex]])[0])
+                         bends=xp.nonzero(strands[model.vertex_strand[model.bend_vertex]])[0],
+                         strands=xp.nonzero(strands)[0])
 
 
 def _validate(xp, points, strand_offsets):
