@@ -104,3 +104,32 @@ def test_elastic_parts_are_the_named_energies(deformed, gauss_newton):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     with pytest.raises(ValueError, match="unknown elastic energy part"):
         elastic_gradient_hessian(np, model, config, parts=("shear",))
+
+
+@pytest.mark.parametrize("subset", [False, True])
+def test_line_search_energy_and_gradient_kernels_equal_the_xp_terms(deformed, subset):
+    """strand_energy_and_gradient (Warp kernels, a thread per strand: the line search's objective) gives the
+    per-strand energies of strand_elastic_energy and the gradient of elastic_gradient_hessian (xp closed form,
+    checked against finite differences above), for all strands and for a subset (others zero); and its own
+    energy's finite differences."""
+    from solver_server.solvers.der.energy import strand_elastic_energy, strand_energy_and_gradient
+    from solver_server.solvers.der.model import element_subset
+
+    model, base, q0 = deformed
+    config = transported_configuration(np, model, base, model.gather_positions(q0), model.gather_theta(q0))
+    chosen = np.array([False, True]) if subset else np.ones(model.n_strands, bool)
+    part = element_subset(np, model, chosen) if subset else None
+    energy, grad = strand_energy_and_gradient(np, model, config, part)
+    expected_grad, _ = elastic_gradient_hessian(np, model, config, with_hessian=False, subset=part)
+    expected_energy = np.where(chosen, strand_elastic_energy(np, model, config), 0.0)
+    assert np.abs(expected_grad).max() > 1e-3 and np.all(expected_energy[chosen] > 0.0)
+    np.testing.assert_allclose(energy, expected_energy, rtol=1e-12)
+    np.testing.assert_allclose(grad, expected_grad, rtol=0, atol=1e-11 * np.abs(expected_grad).max())
+
+    def total(q):
+        moved = transported_configuration(np, model, base, model.gather_positions(q), model.gather_theta(q))
+        return float(strand_energy_and_gradient(np, model, moved, part)[0].sum())
+
+    eps = 1e-6
+    fd = np.array([(total(q0 + eps * e) - total(q0 - eps * e)) / (2 * eps) for e in np.eye(model.n_dofs)])
+    assert np.linalg.norm(fd - grad) / np.linalg.norm(grad) < 1e-5

@@ -21,7 +21,7 @@ from typing import Any
 import warp as wp
 
 from ...kernels import launch_split, warp_device_of, warp_view
-from . import stretch_kernels
+from . import bend_twist_kernels, stretch_kernels
 from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset
@@ -90,32 +90,37 @@ def strand_elastic_energy(xp, model: DerModel, config: Configuration):
 
 def strand_energy_and_gradient(xp, model: DerModel, config: Configuration, subset: ElementSubset | None = None):
     """Elastic energy of every strand (S,) [J] and the gradient (n_dofs,) [N or N·m] of the total, from one
-    pass over the elements (strains, directors and the reference twist are shared by both).
+    pass over the elements (two Warp launches, a thread per strand: stretching, bend and twist).
 
     subset: only the elements of some strands (model.element_subset); the other strands' energies and
     gradient entries are then 0 (config must still be full size)."""
-    n = model.n_dofs
     x = config.positions
-    bends = None if subset is None else subset.bends
-
-    def pick(array, index):
-        return array if index is None else array[index]
-
-    grad = xp.zeros(n, dtype=x.dtype)
+    grad = xp.zeros(model.n_dofs, dtype=x.dtype)
     energy = add_stretch(xp, model, x, grad, None, False, subset)
     if model.bend_vertex.shape[0]:
-        e0, e1, frame0, frame1, rest_product = _bend_inputs(xp, model, config, bends)
-        weights, rest = pick(model.bend_weight, bends).reshape(-1, 4), pick(model.rest_bend, bends).reshape(-1, 4)
-        twist_weight = pick(model.twist_weight, bends)
-        tau = frame1[2] - frame0[2] + pick(config.reference_twist, bends) - pick(model.rest_twist, bends)
-        grad8, omega = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
-                                                twist_weight * tau)
-        bend = xp.sum(weights * (omega - rest) ** 2, axis=1)
-        twist = 0.5 * twist_weight * tau * tau
-        energy = energy + xp.bincount(model.vertex_strand[pick(model.bend_vertex, bends)], weights=bend + twist,
-                                      minlength=model.n_strands)
-        _scatter_gradient(xp, n, pick(model.bend_dof, bends), grad8 @ _local_to_element(xp, x.dtype), grad)
+        add_bend_twist(xp, model, config, grad, energy, subset)
     return energy, grad
+
+
+def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, subset: ElementSubset | None = None):
+    """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J] and its gradient
+    into grad (n_dofs,): one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the
+    closed form of strains.weighted_strain_gradient)."""
+    strands = xp.arange(model.n_strands) if subset is None else subset.strands
+
+    def floats(array, width=None):
+        array = xp.ascontiguousarray(array, dtype=xp.float64)
+        return warp_view(array.reshape(-1, width) if width == 4 else array, wp.float64 if width != 3 else wp.vec3d)
+
+    def integers(array):
+        return warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)
+
+    launch_split(bend_twist_kernels.bend_twist_terms, int(strands.shape[0]), warp_device_of(config.positions), [], [
+        integers(strands), integers(model.strand_offsets), integers(model.bend_vertex), integers(model.bend_edges),
+        integers(model.bend_dof), floats(config.positions, 3), floats(config.theta), floats(config.reference_u, 3),
+        floats(config.reference_twist), floats(model.rest_edge_length), floats(model.bend_weight, 4),
+        floats(model.rest_bend, 4), floats(model.twist_weight), floats(model.rest_twist),
+        warp_view(energy, wp.float64), warp_view(grad, wp.float64)])
 
 
 def elastic_energy(xp, model: DerModel, config: Configuration):

@@ -1,0 +1,91 @@
+"""Warp kernel of the DER bend and twist energy and its gradient (energy.strand_energy_and_gradient: the
+line search's objective), per strand, added straight into the gradient (issue 21 item 2).
+
+At an interior vertex i with edges e⁰ = x_i − x_{i−1}, e¹ = x_{i+1} − x_i, reference directors u^j, v^j = t^j × u^j
+and twist angles θ^j: material directors m₁ = cos θ u + sin θ v, m₂ = −sin θ u + cos θ v, curvature binormal
+κb = 2 e⁰ × e¹ / (|ē⁰||ē¹| + e⁰·e¹), curvatures ω^j_c = κb · m^j_c, bend energy Σ w (ω − ω̄)², twist energy
+½ k τ² with τ = θ¹ − θ⁰ + r − r̄. The gradient is strains.weighted_strain_gradient's closed form (with
+a = 2 w (ω − ω̄): Σ a (2 e¹ × m − ω e¹)/D as two cross products; the reference twist's ∂r/∂e = κb̂/(2|e|)),
+mapped from the local variables [e⁰, e¹, θ⁰, θ¹] onto the element's 11 DOFs [x_{i−1}, θ⁰, x_i, θ¹, x_{i+1}].
+A thread owns a strand: its elements are consecutive and share DOFs only with each other.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken
+
+
+@wp.func
+def directors(u: wp.vec3d, v: wp.vec3d, theta: wp.float64):
+    """(m₁, m₂) = (cos θ u + sin θ v, −sin θ u + cos θ v) (frames.material_directors)."""
+    c = wp.cos(theta)
+    s = wp.sin(theta)
+    return c * u + s * v, -s * u + c * v
+
+
+@wp.kernel
+def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
+                     bend_vertex: wp.array(dtype=wp.int32), bend_edges: wp.array2d(dtype=wp.int32),
+                     bend_dof: wp.array(dtype=wp.int32), positions: wp.array(dtype=wp.vec3d),
+                     theta: wp.array(dtype=wp.float64), reference_u: wp.array(dtype=wp.vec3d),
+                     reference_twist: wp.array(dtype=wp.float64), rest_edge_length: wp.array(dtype=wp.float64),
+                     bend_weight: wp.array2d(dtype=wp.float64), rest_bend: wp.array2d(dtype=wp.float64),
+                     twist_weight: wp.array(dtype=wp.float64), rest_twist: wp.array(dtype=wp.float64),
+                     energy: wp.array(dtype=wp.float64), gradient: wp.array(dtype=wp.float64)):
+    """Adds strand s = strands[first + tid]'s bend + twist energy [J] to energy[s] and its gradient into
+    ``gradient`` (n_dofs,). bend_weight, rest_bend (B, 4) in the order [(j=0, m₁), (0, m₂), (1, m₁), (1, m₂)]."""
+    strand = strands[wp.tid() + first]
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    two = wp.float64(2.0)
+    total = zero
+    # a strand of n vertices has n − 2 interior vertices: its elements start at offset − 2·strand
+    for element in range(strand_offsets[strand] - 2 * strand, strand_offsets[strand + 1] - 2 * strand - 2):
+        vertex = bend_vertex[element]
+        previous_edge = bend_edges[element, 0]
+        next_edge = bend_edges[element, 1]
+        e0 = positions[vertex] - positions[vertex - 1]
+        e1 = positions[vertex + 1] - positions[vertex]
+        length0 = wp.length(e0)
+        length1 = wp.length(e1)
+        t0 = e0 / length0
+        t1 = e1 / length1
+        u0 = reference_u[previous_edge]
+        u1 = reference_u[next_edge]
+        theta0 = theta[previous_edge]
+        theta1 = theta[next_edge]
+        denominator = rest_edge_length[previous_edge] * rest_edge_length[next_edge] + wp.dot(e0, e1)
+        kb = two * wp.cross(e0, e1) / denominator
+        weighted_director = wp.vec3d(zero, zero, zero)
+        weighted_omega = zero
+        m01, m02 = directors(u0, wp.cross(t0, u0), theta0)
+        m11, m12 = directors(u1, wp.cross(t1, u1), theta1)
+        omega = wp.vec4d(wp.dot(kb, m01), wp.dot(kb, m02), wp.dot(kb, m11), wp.dot(kb, m12))
+        bend = zero
+        a = wp.vec4d(zero, zero, zero, zero)
+        for r in range(4):
+            difference = omega[r] - rest_bend[element, r]
+            bend = bend + bend_weight[element, r] * difference * difference
+            a[r] = two * bend_weight[element, r] * difference
+        weighted_director = a[0] * m01 + a[1] * m02 + a[2] * m11 + a[3] * m12
+        weighted_omega = a[0] * omega[0] + a[1] * omega[1] + a[2] * omega[2] + a[3] * omega[3]
+        tau = theta1 - theta0 + reference_twist[element] - rest_twist[element]
+        twist_coefficient = twist_weight[element] * tau
+        total = total + bend + wp.float64(0.5) * twist_weight[element] * tau * tau
+        kb_unit = two * wp.cross(t0, t1) / (one + wp.dot(e0, e1) / (length0 * length1))
+        g_e0 = (two * wp.cross(e1, weighted_director) - weighted_omega * e1) / denominator \
+            + (twist_coefficient / (two * length0)) * kb_unit
+        g_e1 = (-two * wp.cross(e0, weighted_director) - weighted_omega * e0) / denominator \
+            + (twist_coefficient / (two * length1)) * kb_unit
+        g_theta0 = a[0] * omega[1] - a[1] * omega[0] - twist_coefficient
+        g_theta1 = a[2] * omega[3] - a[3] * omega[2] + twist_coefficient
+        dof = bend_dof[element]
+        for axis in range(3):
+            gradient[dof + axis] = gradient[dof + axis] - g_e0[axis]
+            gradient[dof + 4 + axis] = gradient[dof + 4 + axis] + (g_e0[axis] - g_e1[axis])
+            gradient[dof + 8 + axis] = gradient[dof + 8 + axis] + g_e1[axis]
+        gradient[dof + 3] = gradient[dof + 3] + g_theta0
+        gradient[dof + 7] = gradient[dof + 7] + g_theta1
+    energy[strand] = energy[strand] + total
