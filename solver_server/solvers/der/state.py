@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import warp as wp
+
+from ...kernels import launch_split, warp_device_of, warp_view
+from . import frame_kernels
 from .energy import Configuration
-from .frames import normalize_rows, reference_twist_value, shortest_turn, time_parallel_reference
+from .frames import normalize_rows
 from .model import DerModel, ElementSubset
 
 
@@ -36,32 +40,28 @@ def rest_state(xp, model: DerModel) -> DerState:
 
 def transported_configuration(xp, model: DerModel, base: DerState, positions, theta, subset: ElementSubset | None = None,
                               fill: Configuration | None = None) -> Configuration:
-    """Configuration at (positions, theta) with reference frames transported in time from `base`.
+    """Configuration at (positions, theta) with reference frames transported in time from `base`
+    (frame_kernels.transport_frames: one Warp launch, a thread per strand).
 
     subset (with fill): transport only the frames of those elements; the other entries of reference_u and
     reference_twist are copied from the configuration `fill`."""
-    edge_vertex = model.edge_vertex if subset is None else model.edge_vertex[subset.edges]
-    edges = positions[edge_vertex + 1] - positions[edge_vertex]
-    tangents = normalize_rows(xp, edges)
-    base_tangents, base_u = base.tangents, base.reference_u
-    if subset is not None:
-        base_tangents, base_u = base_tangents[subset.edges], base_u[subset.edges]
-    moved_u = time_parallel_reference(xp, base_tangents, base_u, tangents)
     if subset is None:
-        u, all_tangents = moved_u, tangents
-        bend_edges, base_twist = model.bend_edges, base.reference_twist
+        strands = xp.arange(model.n_strands)
+        u, twist = xp.empty((model.n_edges, 3)), xp.empty(model.bend_vertex.shape[0])
     else:
-        u, all_tangents = fill.reference_u.copy(), xp.zeros_like(fill.reference_u)
-        u[subset.edges] = moved_u
-        all_tangents[subset.edges] = tangents
-        bend_edges, base_twist = model.bend_edges[subset.bends], base.reference_twist[subset.bends]
-    prev_edge, next_edge = bend_edges[:, 0], bend_edges[:, 1]
-    raw = reference_twist_value(xp, all_tangents[prev_edge], all_tangents[next_edge], u[prev_edge], u[next_edge])
-    twist = base_twist + shortest_turn(xp, raw - base_twist)
-    if subset is not None:
-        full = fill.reference_twist.copy()
-        full[subset.bends] = twist
-        twist = full
+        strands = subset.strands
+        u, twist = xp.array(fill.reference_u, dtype=xp.float64, order="C"), xp.array(fill.reference_twist,
+                                                                                    dtype=xp.float64, order="C")
+
+    def vectors(array):
+        return warp_view(xp.ascontiguousarray(array, dtype=xp.float64), wp.vec3d)
+
+    launch_split(frame_kernels.transport_frames, int(strands.shape[0]), warp_device_of(positions), [], [
+        warp_view(xp.ascontiguousarray(strands.astype(xp.int32)), wp.int32),
+        warp_view(xp.ascontiguousarray(model.strand_offsets.astype(xp.int32)), wp.int32), vectors(positions),
+        vectors(base.tangents), vectors(base.reference_u),
+        warp_view(xp.ascontiguousarray(base.reference_twist, dtype=xp.float64), wp.float64),
+        warp_view(u, wp.vec3d), warp_view(twist, wp.float64)])
     return Configuration(positions=positions, theta=theta, reference_u=u, reference_twist=twist)
 
 
