@@ -22,6 +22,10 @@ strands (those that carry contact impulses keep the straight path of seed Algori
 
 from __future__ import annotations
 
+import warp as wp
+
+from ...kernels import launch_split, warp_device_of, warp_view
+from . import retraction_kernels
 from .frames import row_lengths
 
 # the predicted length of an edge is kept at least this fraction of its current length (a very long
@@ -50,11 +54,9 @@ class LengthPreservingPath:
         self.vertex_fixed = vertex_fixed                                # (N,)
         # an edge between two kinematic vertices keeps its prescribed motion exactly
         self.edge_kinematic = vertex_fixed[model.edge_vertex] & vertex_fixed[model.edge_vertex + 1]
-        not_root = xp.nonzero(local > 0)[0]
-        self.not_root = not_root                                        # vertices rebuilt from their root
-        self.incoming_edge = not_root - 1 - strand[not_root]            # edge ending at each of them
-        self.root_of = first[strand[not_root]]
-        self.first_edge = first - xp.arange(model.n_strands)            # (S,)
+        self._views = {name: _int_view(xp, array) for name, array in (
+            ("eligible", self.strand_eligible), ("strand_offsets", model.strand_offsets),
+            ("vertex_dof", model.vertex_dof), ("vertex_fixed", vertex_fixed), ("edge_kinematic", self.edge_kinematic))}
 
     def edges_at(self, v_current):
         """The edges (E, 3) [m] and their lengths (E,) at velocities v_current: the point a line search
@@ -66,28 +68,26 @@ class LengthPreservingPath:
     def bend(self, v_trial, current, strands=None):
         """Trial velocities (n_dofs,) moved onto the path from the point `current` (edges_at of the search's
         start velocities); strands (S,) bool limits it to those strands (None: every eligible strand).  Twist
-        rates and kinematic vertices are returned unchanged."""
+        rates and kinematic vertices are returned unchanged. One Warp launch, a thread per strand
+        (retraction_kernels.bend_path: the edges summed from each strand's root)."""
         xp, model, h = self.xp, self.model, self.h
         eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
         if not bool(eligible.any()):
             return v_trial
-        trial = self.x_t + h * model.gather_positions(v_trial)
-        edges = trial[model.edge_vertex + 1] - trial[model.edge_vertex]
         current_edges, current_length = current
-        predicted = current_length + xp.sum(current_edges * (edges - current_edges), axis=1) / current_length
-        predicted = xp.maximum(predicted, SHORTEST_EDGE_FRACTION * current_length)
-        scale = xp.where(self.edge_kinematic, 1.0, predicted / row_lengths(xp, edges))
-        edges = edges * scale[:, None]
-        summed = xp.cumsum(edges, axis=0)
-        before_strand = xp.where((self.first_edge > 0)[:, None], summed[xp.maximum(self.first_edge - 1, 0)], 0.0)
-        rebuilt = trial.copy()
-        strand = model.vertex_strand[self.not_root]
-        rebuilt[self.not_root] = trial[self.root_of] + summed[self.incoming_edge] - before_strand[strand]
-        moved = eligible[model.vertex_strand] & ~self.vertex_fixed
-        out = v_trial.copy()
-        out[model.position_dofs] = xp.where(moved[:, None], (rebuilt - self.x_t) / h,
-                                            model.gather_positions(v_trial))
+        out = xp.array(v_trial, dtype=xp.float64, order="C")
+        launch_split(retraction_kernels.bend_path, model.n_strands, warp_device_of(out), [], [
+            self._views["eligible"] if strands is None else _int_view(xp, eligible), self._views["strand_offsets"],
+            self._views["vertex_dof"], self._views["vertex_fixed"], self._views["edge_kinematic"],
+            warp_view(xp.ascontiguousarray(self.x_t, dtype=xp.float64), wp.vec3d), float(h),
+            warp_view(xp.ascontiguousarray(current_edges, dtype=xp.float64), wp.vec3d),
+            warp_view(xp.ascontiguousarray(current_length, dtype=xp.float64), wp.float64),
+            SHORTEST_EDGE_FRACTION, warp_view(xp.ascontiguousarray(v_trial, dtype=xp.float64), wp.float64),
+            warp_view(out, wp.float64)])
         return out
 
+
+def _int_view(xp, array):
+    return warp_view(xp.ascontiguousarray(xp.asarray(array).astype(xp.int32)), wp.int32)
 
 __all__ = ["LengthPreservingPath", "SHORTEST_EDGE_FRACTION"]
