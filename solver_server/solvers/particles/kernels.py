@@ -7,7 +7,8 @@ on CUDA. Point arrays are flat (S·P, 3) views of the solver's (S, P, 3) arrays 
 s·P + p); per-spring and per-joint arrays are 2-d (S, P−1), (S, P−2).
 
 The arithmetic follows the vectorized formulas documented in ``solver.py`` operation for operation
-(cumulative sums are summed first and then added to their anchor, as ``rebuild_chain`` does).
+(cumulative sums are summed first and then added to their anchor, as the whole-array reference does:
+tests/physics_fasthair/particle_reference.py).
 """
 
 from __future__ import annotations
