@@ -7,8 +7,8 @@
 A solver's own kernels live beside it (``collision/mesh_kernels.py``, ``solvers/<name>/kernels.py``).
 """
 
-from .interop import (cpu_kernel_threads, kernel_cache_dir, launch, launch_items, launch_split, on_device_stream,
-                      warm_kernels, warp_device_of, warp_view)
+from .interop import (cpu_kernel_threads, int32_view, kernel_cache_dir, launch, launch_items, launch_split,
+                      on_device_stream, warm_kernels, warp_device_of, warp_view)
 
-__all__ = ["cpu_kernel_threads", "kernel_cache_dir", "launch", "launch_items", "launch_split", "on_device_stream",
+__all__ = ["cpu_kernel_threads", "int32_view", "kernel_cache_dir", "launch", "launch_items", "launch_split", "on_device_stream",
            "warm_kernels", "warp_device_of", "warp_view"]

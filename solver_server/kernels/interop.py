@@ -95,6 +95,12 @@ def warp_view(array, dtype):
     return view
 
 
+def int32_view(xp, array):
+    """A Warp int32 view of an integer array of ``xp`` converted to a contiguous int32 copy (index arrays handed to
+    kernels; the copy is the kernel's input, nothing is written back)."""
+    return warp_view(xp.ascontiguousarray(xp.asarray(array).astype(xp.int32)), wp.int32)
+
+
 _external_streams: dict[tuple[str, int], object] = {}
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from .interop import launch_split, on_device_stream, warp_device_of, warp_view
+from .interop import int32_view, launch_split, on_device_stream, warp_device_of, warp_view
 
 wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken
 
@@ -81,8 +81,8 @@ class ChainSpherePairs:
 
     def __init__(self, chain_of, order_of, xp):
         self.xp = xp
-        self._chain_view = warp_view(xp.ascontiguousarray(xp.asarray(chain_of).astype(xp.int32)), wp.int32)
-        self._order_view = warp_view(xp.ascontiguousarray(xp.asarray(order_of).astype(xp.int32)), wp.int32)
+        self._chain_view = int32_view(xp, chain_of)
+        self._order_view = int32_view(xp, order_of)
         self._grid = None
 
     def pairs(self, centres, radii, largest_radius: float, along: int):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from ...kernels import launch_split, warp_device_of, warp_view
+from ...kernels import int32_view, launch_split, warp_device_of, warp_view
 from ..guides.layout import StrandLayout
 from ..particles.colliders import ColliderSet
 from . import quaternion as quat
@@ -151,8 +151,7 @@ class CosseratSolver:
         as_float = {"lengths": self.lengths, "mass": self.mass, "node_mass": self.node_mass,
                     "joint_lengths": self.joint_lengths, "joint_bend": self.joint_bend_stiffness,
                     "joint_twist": self.joint_twist_stiffness}
-        self._views = {name: warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)
-                       for name, array in as_int.items()}
+        self._views = {name: int32_view(xp, array) for name, array in as_int.items()}
         self._views.update({name: warp_view(xp.ascontiguousarray(array, dtype=xp.float64), wp.float64)
                             for name, array in as_float.items()})
         self._views.update({name: warp_view(xp.ascontiguousarray(array, dtype=xp.float64).reshape(-1, 3), wp.vec3d)

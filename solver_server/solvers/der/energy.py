@@ -24,7 +24,7 @@ from ...kernels import launch_split, warp_device_of, warp_view
 from . import bend_twist_kernels, stretch_kernels
 from .frames import normalize_rows, row_lengths
 from .jet import cross3
-from .model import BAND_WIDTH, DerModel, ElementSubset
+from .model import BAND_WIDTH, DerModel, ElementSubset, index_view, strands_view
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
                       twist_strain_jet, weighted_strain_gradient)
 
@@ -106,18 +106,14 @@ def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, sub
     """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J] and its gradient
     into grad (n_dofs,): one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the
     closed form of strains.weighted_strain_gradient)."""
-    strands = xp.arange(model.n_strands) if subset is None else subset.strands
-
     def floats(array, width=None):
         array = xp.ascontiguousarray(array, dtype=xp.float64)
         return warp_view(array.reshape(-1, width) if width == 4 else array, wp.float64 if width != 3 else wp.vec3d)
 
-    def integers(array):
-        return warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)
-
-    launch_split(bend_twist_kernels.bend_twist_terms, int(strands.shape[0]), warp_device_of(config.positions), [], [
-        integers(strands), integers(model.strand_offsets), integers(model.bend_vertex), integers(model.bend_edges),
-        integers(model.bend_dof), floats(config.positions, 3), floats(config.theta), floats(config.reference_u, 3),
+    strands = strands_view(model, subset)
+    launch_split(bend_twist_kernels.bend_twist_terms, strands.shape[0], warp_device_of(config.positions), [], [
+        strands, index_view(model, "strand_offsets"), index_view(model, "bend_vertex"),
+        index_view(model, "bend_edges"), index_view(model, "bend_dof"), floats(config.positions, 3), floats(config.theta), floats(config.reference_u, 3),
         floats(config.reference_twist), floats(model.rest_edge_length), floats(model.bend_weight, 4),
         floats(model.rest_bend, 4), floats(model.twist_weight), floats(model.rest_twist),
         warp_view(energy, wp.float64), warp_view(grad, wp.float64)])
@@ -132,17 +128,15 @@ def add_stretch(xp, model: DerModel, positions, grad, band, project: bool, subse
     """Add the stretching energy's gradient into grad (n_dofs,) and, if band is not None, its Hessian into the
     lower band (11, n_dofs), for every strand (or subset.strands); returns the energy of every strand (S,) [J]
     (0 outside the subset). One Warp launch, a thread per strand (stretch_kernels.stretch_terms)."""
-    strands = xp.arange(model.n_strands) if subset is None else subset.strands
+    strands = strands_view(model, subset)
     energy = xp.zeros(model.n_strands, dtype=positions.dtype)
-    count = int(strands.shape[0])
+    count = strands.shape[0]
     device = warp_device_of(positions)
     no_band = band is None
     if no_band:
         band = xp.zeros((BAND_WIDTH, 0), dtype=positions.dtype)
     launch_split(stretch_kernels.stretch_terms, count, device, [], [
-        warp_view(xp.ascontiguousarray(strands.astype(xp.int32)), wp.int32),
-        warp_view(xp.ascontiguousarray(model.strand_offsets.astype(xp.int32)), wp.int32),
-        warp_view(xp.ascontiguousarray(model.vertex_dof.astype(xp.int32)), wp.int32),
+        strands, index_view(model, "strand_offsets"), index_view(model, "vertex_dof"),
         warp_view(xp.ascontiguousarray(positions, dtype=xp.float64), wp.vec3d),
         warp_view(xp.ascontiguousarray(model.stretch_stiffness, dtype=xp.float64), wp.float64),
         warp_view(xp.ascontiguousarray(model.rest_edge_length, dtype=xp.float64), wp.float64),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...backend import repeat_each
+from ...kernels import int32_view
 from .frames import reference_twist_value, space_parallel_frames
 from .strains import bend_strain_values
 
@@ -91,6 +92,21 @@ class ElementSubset:
     edges: Any
     bends: Any
     strands: Any
+
+
+def index_view(model: DerModel, name: str):
+    """Warp int32 view of the model's integer array ``name`` (strand_offsets, vertex_dof, bend_edges, ...), made
+    once per model: the element kernels read these on every call. "strands" is every strand's index."""
+    cache = model.__dict__.setdefault("_index_views", {})
+    if name not in cache:
+        xp = model.xp
+        cache[name] = int32_view(xp, xp.arange(model.n_strands) if name == "strands" else getattr(model, name))
+    return cache[name]
+
+
+def strands_view(model: DerModel, subset: ElementSubset | None):
+    """Warp int32 view of the strands a kernel visits: every strand, or subset.strands."""
+    return index_view(model, "strands") if subset is None else int32_view(model.xp, subset.strands)
 
 
 def element_subset(xp, model: DerModel, strands) -> ElementSubset:

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import warp as wp
 
-from ...kernels import launch_split, warp_device_of, warp_view
+from ...kernels import int32_view, launch_split, warp_device_of, warp_view
 from . import retraction_kernels
 from .frames import row_lengths
+from .model import index_view
 
 # the predicted length of an edge is kept at least this fraction of its current length (a very long
 # trial step, far outside the linear model, would otherwise ask for a negative length)
@@ -54,9 +55,8 @@ class LengthPreservingPath:
         self.vertex_fixed = vertex_fixed                                # (N,)
         # an edge between two kinematic vertices keeps its prescribed motion exactly
         self.edge_kinematic = vertex_fixed[model.edge_vertex] & vertex_fixed[model.edge_vertex + 1]
-        self._views = {name: _int_view(xp, array) for name, array in (
-            ("eligible", self.strand_eligible), ("strand_offsets", model.strand_offsets),
-            ("vertex_dof", model.vertex_dof), ("vertex_fixed", vertex_fixed), ("edge_kinematic", self.edge_kinematic))}
+        self._views = {"eligible": int32_view(xp, self.strand_eligible), "vertex_fixed": int32_view(xp, vertex_fixed),
+                       "edge_kinematic": int32_view(xp, self.edge_kinematic)}
 
     def edges_at(self, v_current):
         """The edges (E, 3) [m] and their lengths (E,) at velocities v_current: the point a line search
@@ -77,17 +77,13 @@ class LengthPreservingPath:
         current_edges, current_length = current
         out = xp.array(v_trial, dtype=xp.float64, order="C")
         launch_split(retraction_kernels.bend_path, model.n_strands, warp_device_of(out), [], [
-            self._views["eligible"] if strands is None else _int_view(xp, eligible), self._views["strand_offsets"],
-            self._views["vertex_dof"], self._views["vertex_fixed"], self._views["edge_kinematic"],
+            self._views["eligible"] if strands is None else int32_view(xp, eligible), index_view(model, "strand_offsets"),
+            index_view(model, "vertex_dof"), self._views["vertex_fixed"], self._views["edge_kinematic"],
             warp_view(xp.ascontiguousarray(self.x_t, dtype=xp.float64), wp.vec3d), float(h),
             warp_view(xp.ascontiguousarray(current_edges, dtype=xp.float64), wp.vec3d),
             warp_view(xp.ascontiguousarray(current_length, dtype=xp.float64), wp.float64),
             SHORTEST_EDGE_FRACTION, warp_view(xp.ascontiguousarray(v_trial, dtype=xp.float64), wp.float64),
             warp_view(out, wp.float64)])
         return out
-
-
-def _int_view(xp, array):
-    return warp_view(xp.ascontiguousarray(xp.asarray(array).astype(xp.int32)), wp.int32)
 
 __all__ = ["LengthPreservingPath", "SHORTEST_EDGE_FRACTION"]

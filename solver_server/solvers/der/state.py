@@ -11,7 +11,7 @@ from ...kernels import launch_split, warp_device_of, warp_view
 from . import frame_kernels
 from .energy import Configuration
 from .frames import normalize_rows
-from .model import DerModel, ElementSubset
+from .model import DerModel, ElementSubset, index_view, strands_view
 
 
 @dataclass
@@ -46,19 +46,17 @@ def transported_configuration(xp, model: DerModel, base: DerState, positions, th
     subset (with fill): transport only the frames of those elements; the other entries of reference_u and
     reference_twist are copied from the configuration `fill`."""
     if subset is None:
-        strands = xp.arange(model.n_strands)
         u, twist = xp.empty((model.n_edges, 3)), xp.empty(model.bend_vertex.shape[0])
     else:
-        strands = subset.strands
         u, twist = xp.array(fill.reference_u, dtype=xp.float64, order="C"), xp.array(fill.reference_twist,
                                                                                     dtype=xp.float64, order="C")
 
     def vectors(array):
         return warp_view(xp.ascontiguousarray(array, dtype=xp.float64), wp.vec3d)
 
-    launch_split(frame_kernels.transport_frames, int(strands.shape[0]), warp_device_of(positions), [], [
-        warp_view(xp.ascontiguousarray(strands.astype(xp.int32)), wp.int32),
-        warp_view(xp.ascontiguousarray(model.strand_offsets.astype(xp.int32)), wp.int32), vectors(positions),
+    strands = strands_view(model, subset)
+    launch_split(frame_kernels.transport_frames, strands.shape[0], warp_device_of(positions), [], [
+        strands, index_view(model, "strand_offsets"), vectors(positions),
         vectors(base.tangents), vectors(base.reference_u),
         warp_view(xp.ascontiguousarray(base.reference_twist, dtype=xp.float64), wp.float64),
         warp_view(u, wp.vec3d), warp_view(twist, wp.float64)])
