@@ -109,9 +109,8 @@ def test_elastic_parts_are_the_named_energies(deformed, gauss_newton):
 @pytest.mark.parametrize("subset", [False, True])
 def test_line_search_energy_and_gradient_kernels_equal_the_xp_terms(deformed, subset):
     """strand_energy_and_gradient (Warp kernels, a thread per strand: the line search's objective) gives the
-    per-strand energies of strand_elastic_energy and the gradient of elastic_gradient_hessian (xp closed form,
-    checked against finite differences above), for all strands and for a subset (others zero); and its own
-    energy's finite differences."""
+    per-strand energies of strand_elastic_energy and the gradient of the jets (elastic_gradient_hessian with the
+    exact Hessian), for all strands and for a subset (others zero); and its own energy's finite differences."""
     from solver_server.solvers.der.energy import strand_elastic_energy, strand_energy_and_gradient
     from solver_server.solvers.der.model import element_subset
 
@@ -120,7 +119,7 @@ def test_line_search_energy_and_gradient_kernels_equal_the_xp_terms(deformed, su
     chosen = np.array([False, True]) if subset else np.ones(model.n_strands, bool)
     part = element_subset(np, model, chosen) if subset else None
     energy, grad = strand_energy_and_gradient(np, model, config, part)
-    expected_grad, _ = elastic_gradient_hessian(np, model, config, with_hessian=False, subset=part)
+    expected_grad, _ = elastic_gradient_hessian(np, model, config, with_hessian=True, subset=part)
     expected_energy = np.where(chosen, strand_elastic_energy(np, model, config), 0.0)
     assert np.abs(expected_grad).max() > 1e-3 and np.all(expected_energy[chosen] > 0.0)
     np.testing.assert_allclose(energy, expected_energy, rtol=1e-12)

@@ -4,8 +4,9 @@ line search's objective), per strand, added straight into the gradient (issue 21
 At an interior vertex i with edges e⁰ = x_i − x_{i−1}, e¹ = x_{i+1} − x_i, reference directors u^j, v^j = t^j × u^j
 and twist angles θ^j: material directors m₁ = cos θ u + sin θ v, m₂ = −sin θ u + cos θ v, curvature binormal
 κb = 2 e⁰ × e¹ / (|ē⁰||ē¹| + e⁰·e¹), curvatures ω^j_c = κb · m^j_c, bend energy Σ w (ω − ω̄)², twist energy
-½ k τ² with τ = θ¹ − θ⁰ + r − r̄. The gradient is strains.weighted_strain_gradient's closed form (with
-a = 2 w (ω − ω̄): Σ a (2 e¹ × m − ω e¹)/D as two cross products; the reference twist's ∂r/∂e = κb̂/(2|e|)),
+½ k τ² with τ = θ¹ − θ⁰ + r − r̄. The gradient in closed form (strains.bend_twist_gradients' derivatives,
+summed without forming them: with a = 2 w (ω − ω̄), Σ a (2 e¹ × m − ω e¹)/D = (2 e¹ × Σ a m − (Σ a ω) e¹)/D,
+two cross products instead of eight; the reference twist's ∂r/∂e = κb̂/(2|e|)),
 mapped from the local variables [e⁰, e¹, θ⁰, θ¹] onto the element's 11 DOFs [x_{i−1}, θ⁰, x_i, θ¹, x_{i+1}].
 A thread owns a strand: its elements are consecutive and share DOFs only with each other.
 """

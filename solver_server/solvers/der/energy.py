@@ -26,7 +26,7 @@ from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset, index_view, strands_view
 from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
-                      twist_strain_jet, weighted_strain_gradient)
+                      twist_strain_jet)
 
 
 @dataclass
@@ -105,7 +105,7 @@ def strand_energy_and_gradient(xp, model: DerModel, config: Configuration, subse
 def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, subset: ElementSubset | None = None):
     """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J] and its gradient
     into grad (n_dofs,): one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the
-    closed form of strains.weighted_strain_gradient)."""
+    closed form of the gradient)."""
     def floats(array, width=None):
         array = xp.ascontiguousarray(array, dtype=xp.float64)
         return warp_view(array.reshape(-1, width) if width == 4 else array, wp.float64 if width != 3 else wp.vec3d)
@@ -145,10 +145,11 @@ def add_stretch(xp, model: DerModel, positions, grad, band, project: bool, subse
     return energy
 
 
-def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian: bool, project: bool,
-                       gauss_newton: bool = False, bends=None):
-    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (Hessian: jets;
-    gradient only: closed form); bends: only those elements (index array; None: all)."""
+def _bend_twist_blocks(xp, model: DerModel, config: Configuration, project: bool, gauss_newton: bool = False,
+                       bends=None):
+    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (jets, or closed-form strain
+    gradients for Gauss–Newton); bends: only those elements (index array; None: all). The gradient alone is
+    add_bend_twist's kernel."""
 
     def pick(array):
         return array if bends is None else array[bends]
@@ -162,10 +163,6 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, with_hessian:
     theta0, theta1 = frame0[2], frame1[2]
     tau_value = theta1 - theta0 + reference_twist
     a = _local_to_element(xp, e0.dtype)
-    if not with_hessian:
-        grad8, _ = weighted_strain_gradient(xp, e0, e1, rest_product, frame0, frame1, weights, rest,
-                                            twist_weight * (tau_value - rest_twist))
-        return grad8 @ a, None
     if gauss_newton:
         omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
         grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
@@ -237,11 +234,13 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
     if "stretch" in parts:
         add_stretch(xp, model, config.positions, grad, band, project or gauss_newton, subset)
     bend_start = model.bend_dof if bends is None else model.bend_dof[bends]
-    if "bend_twist" in parts and bend_start.shape[0]:
-        b_grad, b_hess = _bend_twist_blocks(xp, model, config, with_hessian, project, gauss_newton, bends)
+    if "bend_twist" in parts and bend_start.shape[0] and not with_hessian:
+        # the closed-form gradient: the line search's kernel (its energies are not needed here)
+        add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset)
+    elif "bend_twist" in parts and bend_start.shape[0]:
+        b_grad, b_hess = _bend_twist_blocks(xp, model, config, project, gauss_newton, bends)
         _scatter_gradient(xp, n, bend_start, b_grad, grad)
-        if with_hessian:
-            scatter_band(xp, n, bend_start, b_hess, band)
+        scatter_band(xp, n, bend_start, b_hess, band)
     return grad, band
 
 
