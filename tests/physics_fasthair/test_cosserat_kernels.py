@@ -10,22 +10,15 @@ import numpy as np
 from solver_server.kernels import interop
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
 from solver_server.solvers.cosserat import quaternion as quat
-from solver_server.solvers.guides.layout import StrandLayout
 from solver_server.solvers.particles import ColliderSet, WindSettings
+from tests.physics_fasthair.strands import curly_strands
 from tests.physics_fasthair.cosserat_reference import reference_step
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
 def _curly_strands(counts=(14, 9, 17)):
-    rng = np.random.default_rng(8)
-    flat = []
-    for index, count in enumerate(counts):
-        t = np.cumsum(rng.uniform(0.6, 1.4, count)) * 0.45
-        flat.append(np.stack([0.015 * np.cos(t) + 0.03 * index, 0.015 * np.sin(t), -0.02 * t], axis=-1))
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    layout = StrandLayout.from_offsets(offsets, int(offsets[-1]))
-    return layout.pad(np.concatenate(flat)), layout
+    return curly_strands(counts, seed=8, steps=(0.6, 1.4, 0.45), radius=0.015, spacing=0.03, drop=0.02)
 
 
 def _pair():

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from solver_server.kernels import interop
-from solver_server.solvers.guides.layout import StrandLayout
 from solver_server.solvers.particles import (ColliderSet, ParticleHairSettings, ParticleHairSolver, StrandControl,
                                              WindSettings)
+from tests.physics_fasthair.strands import curly_strands
 from tests.physics_fasthair.particle_reference import (angle_accelerations, reference_step,
                                                        spring_accelerations)
 
@@ -18,15 +18,7 @@ GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
 def _curly_strands(counts=(9, 5, 12, 3)):
-    """Padded rest positions and layout of helical strands with uneven segments, one per count."""
-    rng = np.random.default_rng(4)
-    flat = []
-    for index, count in enumerate(counts):
-        t = np.cumsum(rng.uniform(0.5, 1.5, count)) * 0.5
-        flat.append(np.stack([0.02 * np.cos(t) + 0.1 * index, 0.02 * np.sin(t), -0.012 * t], axis=-1))
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    layout = StrandLayout.from_offsets(offsets, int(offsets[-1]))
-    return layout.pad(np.concatenate(flat)), layout
+    return curly_strands(counts, seed=4, steps=(0.5, 1.5, 0.5), radius=0.02, spacing=0.1, drop=0.012)
 
 
 def _solver(pinned, **settings):
