@@ -11,8 +11,8 @@ from solver_server.kernels import interop
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
 from solver_server.solvers.cosserat import quaternion as quat
 from solver_server.solvers.particles import ColliderSet, WindSettings
-from tests.physics_fasthair.strands import curly_strands
 from tests.physics_fasthair.cosserat_reference import reference_step
+from tests.physics_fasthair.strands import curly_strands
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 

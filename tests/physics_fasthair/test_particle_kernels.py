@@ -10,9 +10,9 @@ import pytest
 from solver_server.kernels import interop
 from solver_server.solvers.particles import (ColliderSet, ParticleHairSettings, ParticleHairSolver, StrandControl,
                                              WindSettings)
-from tests.physics_fasthair.strands import curly_strands
 from tests.physics_fasthair.particle_reference import (angle_accelerations, reference_step,
                                                        spring_accelerations)
+from tests.physics_fasthair.strands import curly_strands
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 

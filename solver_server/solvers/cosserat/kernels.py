@@ -177,22 +177,56 @@ def kinematics(first_strand: int, segments: int, orientations: wp.array(dtype=wp
     fastest_sq[strand] = largest
 
 
+@wp.struct
+class Chains:
+    """The solver's constant strand data: segments M per strand, radius [m]; per segment (S, M) lengths [m],
+    masses [kg], joint bend and twist stiffness [N·m/rad] of the joint at its proximal node, free (1: the joint
+    moves); node masses (S, M + 1) [kg]; per joint (S·(M − 1), 3) CORDE stiffness and rest Darboux vectors,
+    (S, M − 1) joint lengths [m] and validity."""
+    segments: int
+    radius: wp.float64
+    lengths: wp.array2d(dtype=wp.float64)
+    masses: wp.array2d(dtype=wp.float64)
+    node_masses: wp.array2d(dtype=wp.float64)
+    stiffness: wp.array(dtype=wp.vec3d)
+    rest_darboux: wp.array(dtype=wp.vec3d)
+    joint_lengths: wp.array2d(dtype=wp.float64)
+    joint_valid: wp.array2d(dtype=wp.int32)
+    bend: wp.array2d(dtype=wp.float64)
+    twist: wp.array2d(dtype=wp.float64)
+    free: wp.array2d(dtype=wp.int32)
+
+
+@wp.struct
+class JointWork:
+    """Per-joint work arrays (S·M, ·) of the articulated passes: D⁻¹, U = [A; Bᵀ] (two 3 × 3 blocks), the
+    reduced torque u, and the joint accelerations ẅ."""
+    inverse_d: wp.array(dtype=wp.mat33d)
+    coupling_top: wp.array(dtype=wp.mat33d)
+    coupling_bottom: wp.array(dtype=wp.mat33d)
+    reduced_torque: wp.array(dtype=wp.vec3d)
+    acceleration: wp.array(dtype=wp.vec3d)
+
+
 @wp.func
-def articulated_pass(strand: int, segments: int, h: wp.float64, radius: wp.float64,
-                     orientations: wp.array(dtype=wp.vec4d), joint_velocities: wp.array(dtype=wp.vec3d),
-                     omega: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
-                     masses: wp.array2d(dtype=wp.float64), node_masses: wp.array2d(dtype=wp.float64),
-                     field: wp.vec3d, external: wp.array(dtype=wp.vec3d), has_external: int,
-                     stiffness: wp.array(dtype=wp.vec3d), rest_darboux: wp.array(dtype=wp.vec3d),
-                     joint_lengths: wp.array2d(dtype=wp.float64), joint_valid: wp.array2d(dtype=wp.int32),
-                     bend: wp.array2d(dtype=wp.float64), twist: wp.array2d(dtype=wp.float64),
-                     free: wp.array2d(dtype=wp.int32), root_alpha: wp.vec3d, root_acceleration: wp.vec3d,
-                     inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
-                     coupling_bottom: wp.array(dtype=wp.mat33d), reduced_torque: wp.array(dtype=wp.vec3d),
-                     acceleration: wp.array(dtype=wp.vec3d)):
-    """Joint accelerations ẅ (S·M, 3) [rad/s²] of one strand for the segment angular velocities in ``omega``
-    (the module's articulated-body algorithm; joint i between segments i − 1 and i, entry 0 zero). Node k's
-    force is node_mass_k · field (+ external_k) and acts on segment k − 1 at its distal node."""
+def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: wp.array(dtype=wp.vec4d),
+                     joint_velocities: wp.array(dtype=wp.vec3d), omega: wp.array(dtype=wp.vec3d), field: wp.vec3d,
+                     external: wp.array(dtype=wp.vec3d), has_external: int, root_alpha: wp.vec3d,
+                     root_acceleration: wp.vec3d, work: JointWork):
+    """Joint accelerations ẅ (work.acceleration, S·M × 3) [rad/s²] of one strand for the segment angular
+    velocities in ``omega`` (the module's articulated-body algorithm; joint i between segments i − 1 and i,
+    entry 0 zero). Node k's force is node_mass_k · field (+ external_k) and acts on segment k − 1 at its distal
+    node."""
+    segments = chains.segments
+    radius = chains.radius
+    lengths = chains.lengths
+    masses = chains.masses
+    free = chains.free
+    inverse_d = work.inverse_d
+    coupling_top = work.coupling_top
+    coupling_bottom = work.coupling_bottom
+    reduced_torque = work.reduced_torque
+    acceleration = work.acceleration
     base = strand * segments
     node = strand * (segments + 1)
     joint_base = strand * (segments - 1)
@@ -231,10 +265,10 @@ def articulated_pass(strand: int, segments: int, h: wp.float64, radius: wp.float
             block_b = block_b + (child_b + skew_times(e, child_d))
             block_d = block_d + child_d
         along_d3 = wp.outer(d3, d3)
-        joint_stiffness = bend[strand, i] * (identity - along_d3) + twist[strand, i] * along_d3
+        joint_stiffness = chains.bend[strand, i] * (identity - along_d3) + chains.twist[strand, i] * along_d3
         # bias wrench of the rod: velocity products and the load at its distal node, plus the child's wrench
         spin = omega[base + i]
-        force = node_masses[strand, i + 1] * field
+        force = chains.node_masses[strand, i + 1] * field
         if has_external != 0:
             force = force + external[node + i + 1]
         pending_n = wp.cross(spin, inertia_p * spin) - wp.cross(e, force)
@@ -251,8 +285,9 @@ def articulated_pass(strand: int, segments: int, h: wp.float64, radius: wp.float
             u_bottom = wp.transpose(block_b)
             ci_top = u_top * d_inverse
             ci_bottom = u_bottom * d_inverse
-            holding = holding_moment(q_parent, q, stiffness[joint_base + i - 1], rest_darboux[joint_base + i - 1],
-                                     joint_lengths[strand, i - 1], joint_valid[strand, i - 1])
+            holding = holding_moment(q_parent, q, chains.stiffness[joint_base + i - 1],
+                                     chains.rest_darboux[joint_base + i - 1], chains.joint_lengths[strand, i - 1],
+                                     chains.joint_valid[strand, i - 1])
             u = holding - h * (joint_stiffness * joint_velocities[base + i]) - pending_n
             child_a = block_a - ci_top * wp.transpose(u_top)
             child_b = block_b - ci_top * wp.transpose(u_bottom)
@@ -292,20 +327,13 @@ def articulated_pass(strand: int, segments: int, h: wp.float64, radius: wp.float
 
 
 @wp.kernel
-def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp.float64, damping: wp.float64,
+def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: wp.float64,
                      orientations: wp.array(dtype=wp.vec4d), joint_velocities: wp.array(dtype=wp.vec3d),
-                     omega: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
-                     masses: wp.array2d(dtype=wp.float64), node_masses: wp.array2d(dtype=wp.float64),
-                     field: wp.vec3d, external: wp.array(dtype=wp.vec3d), has_external: int,
-                     stiffness: wp.array(dtype=wp.vec3d), rest_darboux: wp.array(dtype=wp.vec3d),
-                     joint_lengths: wp.array2d(dtype=wp.float64), joint_valid: wp.array2d(dtype=wp.int32),
-                     bend: wp.array2d(dtype=wp.float64), twist: wp.array2d(dtype=wp.float64),
-                     free: wp.array2d(dtype=wp.int32), root_alpha: wp.array(dtype=wp.vec3d),
+                     omega: wp.array(dtype=wp.vec3d), field: wp.vec3d, external: wp.array(dtype=wp.vec3d),
+                     has_external: int, root_alpha: wp.array(dtype=wp.vec3d),
                      root_acceleration: wp.array(dtype=wp.vec3d), root_omega_start: wp.array(dtype=wp.vec3d),
                      root_omega_end: wp.array(dtype=wp.vec3d), root_orientation: wp.array(dtype=wp.vec4d),
-                     fastest_sq: wp.array(dtype=wp.float64), corrector_turn: wp.float64, inverse_d: wp.array(dtype=wp.mat33d), coupling_top: wp.array(dtype=wp.mat33d),
-                     coupling_bottom: wp.array(dtype=wp.mat33d), reduced_torque: wp.array(dtype=wp.vec3d),
-                     acceleration: wp.array(dtype=wp.vec3d)):
+                     fastest_sq: wp.array(dtype=wp.float64), corrector_turn: wp.float64, work: JointWork):
     """One semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the
     forces): joint accelerations at ``omega`` (the start velocities, from ``kinematics``), and when some segment
     of the strand turns by more than ``corrector_turn`` [rad] in the step (h·max|Ω| from ``fastest_sq``) again
@@ -313,13 +341,14 @@ def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp
     on free joints, Ω from the end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment set
     to ``root_orientation``. ``orientations`` and ``joint_velocities`` are updated in place."""
     strand = wp.tid() + first_strand
+    segments = chains.segments
+    free = chains.free
+    acceleration = work.acceleration
     base = strand * segments
     zero = wp.float64(0.0)
     half = wp.float64(0.5)
-    articulated_pass(strand, segments, h, radius, orientations, joint_velocities, omega, lengths, masses,
-                     node_masses, field, external, has_external, stiffness, rest_darboux, joint_lengths, joint_valid,
-                     bend, twist, free, root_alpha[strand], root_acceleration[strand], inverse_d, coupling_top,
-                     coupling_bottom, reduced_torque, acceleration)
+    articulated_pass(strand, chains, h, orientations, joint_velocities, omega, field, external, has_external,
+                     root_alpha[strand], root_acceleration[strand], work)
     if h * h * fastest_sq[strand] > corrector_turn * corrector_turn:
         # mid velocity: w + h ẅ / 2 on free joints (the mean of w and the predicted w + h ẅ)
         mid_root = half * (root_omega_start[strand] + root_omega_end[strand])
@@ -329,10 +358,8 @@ def articulated_step(first_strand: int, segments: int, h: wp.float64, radius: wp
                 w = joint_velocities[base + i]
                 total = total + half * (w + (w + h * acceleration[base + i]))
             omega[base + i] = mid_root + total
-        articulated_pass(strand, segments, h, radius, orientations, joint_velocities, omega, lengths, masses,
-                         node_masses, field, external, has_external, stiffness, rest_darboux, joint_lengths,
-                         joint_valid, bend, twist, free, root_alpha[strand], root_acceleration[strand], inverse_d,
-                         coupling_top, coupling_bottom, reduced_torque, acceleration)
+        articulated_pass(strand, chains, h, orientations, joint_velocities, omega, field, external, has_external,
+                         root_alpha[strand], root_acceleration[strand], work)
     keep = wp.float64(1.0) / (wp.float64(1.0) + h * damping)
     root_end = root_omega_end[strand]
     total = wp.vec3d(zero, zero, zero)

@@ -156,6 +156,14 @@ class CosseratSolver:
                             for name, array in as_float.items()})
         self._views.update({name: warp_view(xp.ascontiguousarray(array, dtype=xp.float64).reshape(-1, 3), wp.vec3d)
                             for name, array in (("stiffness", self.stiffness), ("rest_darboux", self.rest_darboux))})
+        self._chains = kernels.Chains()
+        self._chains.segments = int(self.lengths.shape[1])
+        self._chains.radius = float(settings.radius)
+        for field_name, view in (("lengths", "lengths"), ("masses", "mass"), ("node_masses", "node_mass"),
+                                 ("stiffness", "stiffness"), ("rest_darboux", "rest_darboux"),
+                                 ("joint_lengths", "joint_lengths"), ("joint_valid", "joint_valid"),
+                                 ("bend", "joint_bend"), ("twist", "joint_twist"), ("free", "free")):
+            setattr(self._chains, field_name, self._views[view])
         self.interaction = None
         if settings.interaction_outer_radius > 0.0:
             self.interaction = SweptSphereInteraction(
@@ -360,6 +368,9 @@ class CosseratSolver:
             kinds = {"fastest_sq": wp.float64, "inverse_d": wp.mat33d, "coupling_top": wp.mat33d,
                      "coupling_bottom": wp.mat33d}
             arrays["views"] = {name: warp_view(array, kinds.get(name, wp.vec3d)) for name, array in list(arrays.items())}
+            arrays["joints"] = kernels.JointWork()
+            for name in ("inverse_d", "coupling_top", "coupling_bottom", "reduced_torque", "acceleration"):
+                setattr(arrays["joints"], name, arrays["views"][name])
             self._work = arrays
         return self._work
 
@@ -373,7 +384,7 @@ class CosseratSolver:
         (h·Ω)²; the strands are independent in this pass, so each decides for itself)."""
         xp = self.xp
         s = self.settings
-        strands, segments = self.lengths.shape
+        strands = self.lengths.shape[0]
         root_velocity = (root_pos - state.root_positions) / h
         root_acceleration = (root_velocity - state.root_velocities) / h
         turn = quat.multiply(root_rot, quat.conjugate(state.root_rotations, xp), xp)
@@ -399,17 +410,13 @@ class CosseratSolver:
         external_view = views["no_nodes"] if external is None else \
             warp_view(xp.ascontiguousarray(external).reshape(-1, 3), wp.vec3d)
         launch_split(kernels.articulated_step, strands, self.device, [], [
-            segments, h, float(s.radius), float(s.damping), warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
-            warp_view(state.joint_velocities.reshape(-1, 3), wp.vec3d), views["omega"], self._views["lengths"],
-            self._views["mass"], self._views["node_mass"], wp.vec3d(*field.tolist()), external_view,
-            int(external is not None), self._views["stiffness"], self._views["rest_darboux"],
-            self._views["joint_lengths"], self._views["joint_valid"], self._views["joint_bend"],
-            self._views["joint_twist"], self._views["free"], warp_view(xp.ascontiguousarray(root_alpha), wp.vec3d),
+            self._chains, h, float(s.damping), warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
+            warp_view(state.joint_velocities.reshape(-1, 3), wp.vec3d), views["omega"], wp.vec3d(*field.tolist()),
+            external_view, int(external is not None), warp_view(xp.ascontiguousarray(root_alpha), wp.vec3d),
             warp_view(xp.ascontiguousarray(root_acceleration), wp.vec3d),
             warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d),
             warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation, wp.vec4d),
-            views["fastest_sq"], CORRECTOR_TURN, views["inverse_d"], views["coupling_top"], views["coupling_bottom"],
-            views["reduced_torque"], views["acceleration"]])
+            views["fastest_sq"], CORRECTOR_TURN, work["joints"]])
         state.root_positions, state.root_rotations = root_pos, root_rot
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h
