@@ -172,7 +172,7 @@ class ColliderSet:
                 rows = self._run_parameters(xp, number)
                 launch_items(primitive_kernels.project_on_primitives, n, device,
                              [warp_view(rows, wp.float64), warp_view(thickness, wp.float64),
-                              warp_view(friction, wp.float64)], outputs)
+                              warp_view(friction, wp.float64)], outputs, split=True)
                 continue
             collider = run[0]
             pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(

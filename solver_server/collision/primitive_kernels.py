@@ -125,15 +125,17 @@ def primitive_distance(params: wp.array2d(dtype=wp.float64), row: int, point: wp
 
 @wp.kernel
 def project_on_primitives(params: wp.array2d(dtype=wp.float64), thickness: wp.array(dtype=wp.float64),
-                          friction: wp.array(dtype=wp.float64), chunk: int, points: wp.array(dtype=wp.vec3d),
+                          friction: wp.array(dtype=wp.float64), first: int, chunk: int,
+                          points: wp.array(dtype=wp.vec3d),
                           depth: wp.array(dtype=wp.float64), normal: wp.array(dtype=wp.vec3d),
                           motion: wp.array(dtype=wp.vec3d), mu: wp.array(dtype=wp.float64),
                           touched: wp.array(dtype=wp.int32)):
-    """Points [t·chunk, (t + 1)·chunk) pushed out of every collider row in order, closer than their reach
-    (thickness + the collider's): ``points`` moved in place; ``depth`` adds the push; ``normal``, ``motion``
-    (the touched surface material's displacement over the substep, 0 for a still collider), ``mu`` (mean
-    of the point's and the collider's friction) and ``touched`` (1) are set where a collider pushed."""
-    first = wp.tid() * chunk
+    """Points [first + t·chunk, first + (t + 1)·chunk) pushed out of every collider row in order, closer
+    than their reach (thickness + the collider's): ``points`` moved in place; ``depth`` adds the push;
+    ``normal``, ``motion`` (the touched surface material's displacement over the substep, 0 for a still
+    collider), ``mu`` (mean of the point's and the collider's friction) and ``touched`` (1) are set where a
+    collider pushed."""
+    first = first + wp.tid() * chunk
     last = wp.min(first + chunk, points.shape[0])
     for index in range(first, last):
         point = points[index]

@@ -165,13 +165,14 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
 
 
 @wp.kernel
-def join_zones(pairs: wp.array(dtype=wp.int32, ndim=2), chunk: int, label: wp.array(dtype=wp.int32),
+def join_zones(pairs: wp.array(dtype=wp.int32, ndim=2), first: int, chunk: int, label: wp.array(dtype=wp.int32),
                changed: wp.array(dtype=wp.int32)):
-    """One round of minimum-label propagation over the pairs [t·chunk, (t + 1)·chunk) (four points each):
-    every point of a pair takes the smallest label among the pair's points; changed[0] counts lowerings.
-    Repeated until nothing changes, the labels name the connected components (impact zones): each zone
-    ends labelled by its smallest point index, on any device and in any order of the rounds' updates."""
-    first = wp.tid() * chunk
+    """One round of minimum-label propagation over the pairs [first + t·chunk, first + (t + 1)·chunk) (four
+    points each): every point of a pair takes the smallest label among the pair's points; changed[0]
+    counts lowerings. Repeated until nothing changes, the labels name the connected components (impact
+    zones): each zone ends labelled by its smallest point index, on any device and in any order of the
+    rounds' updates."""
+    first = first + wp.tid() * chunk
     last = wp.min(first + chunk, pairs.shape[0])
     for row in range(first, last):
         smallest = wp.min(wp.min(label[pairs[row, 0]], label[pairs[row, 1]]),

@@ -137,19 +137,33 @@ def launch(kernel, dim: int, inputs: list, device: str) -> None:
     wp.launch(kernel, dim=dim, inputs=inputs, device=device, stream=_stream_for(device))
 
 
+SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
+
+
 def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_after: list,
-                 per_item: bool | None = None) -> None:
-    """``kernel`` over ``count`` items whose parameter list has an ``int`` chunk between ``inputs_before`` and
-    ``inputs_after``; thread t handles items [t·chunk, (t + 1)·chunk). On CUDA one thread per item
-    (chunk = 1); on the CPU one thread loops over all of them (Warp's CPU backend runs threads one after
-    another at ~20 ns each: a loop in one thread costs a few ns per item). One source, same arithmetic.
+                 per_item: bool | None = None, split: bool = False) -> None:
+    """``kernel`` over ``count`` items whose parameter list has two ``int``s, ``first`` and ``chunk``, between
+    ``inputs_before`` and ``inputs_after``; thread t handles items [first + t·chunk, first + (t + 1)·chunk),
+    clipped to the items. On CUDA one thread per item (first = 0, chunk = 1); on the CPU one thread loops over
+    all of them (Warp's CPU backend runs threads one after another at ~20 ns each: a loop in one thread costs
+    a few ns per item). One source, same arithmetic.
+    split: the items write only their own outputs (no atomics, no shared counters): on the CPU the items are
+    cut into up to ``cpu_kernel_threads()`` contiguous ranges (at least SPLIT_MIN_ITEMS each), one launch per
+    range at once from the thread pool (as ``launch_split``); each range gives the numbers one launch gives.
     per_item: force the layout (tests run the CUDA layout on the CPU to compare the two)."""
     if count == 0:
         return
     if per_item is None:
         per_item = device != "cpu"
-    threads, chunk = (count, 1) if per_item else (1, count)
-    launch(kernel, threads, inputs=[*inputs_before, chunk, *inputs_after], device=device)
+    if per_item:
+        launch(kernel, count, inputs=[*inputs_before, 0, 1, *inputs_after], device=device)
+        return
+    threads = min(cpu_kernel_threads(), count // SPLIT_MIN_ITEMS) if split else 1
+    if threads <= 1:
+        launch(kernel, 1, inputs=[*inputs_before, 0, count, *inputs_after], device=device)
+        return
+    _launch_ranges(kernel, count, threads, device,
+                   lambda low, high: (1, [*inputs_before, low, high - low, *inputs_after]))
 
 
 _pool_lock = threading.Lock()
@@ -157,8 +171,8 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def cpu_kernel_threads() -> int:
-    """How many CPU threads ``launch_split`` uses: ``$TANGLE_KERNEL_THREADS`` when set, else the cores this
-    process may run on."""
+    """How many CPU threads ``launch_split`` and ``launch_items(split=True)`` use: ``$TANGLE_KERNEL_THREADS``
+    when set, else the cores this process may run on."""
     configured = os.environ.get("TANGLE_KERNEL_THREADS")
     if configured:
         return max(1, int(configured))
@@ -187,10 +201,20 @@ def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_af
     if threads <= 1:
         launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device)
         return
+    _launch_ranges(kernel, count, threads, device,
+                   lambda low, high: (high - low, [*inputs_before, low, *inputs_after]))
+
+
+def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs) -> None:
+    """Items [0, count) cut into ``threads`` contiguous ranges, each launched at once from the thread pool
+    with ``dim_and_inputs(low, high) -> (dim, inputs)``; returns when all have run."""
     bounds = [count * part // threads for part in range(threads + 1)]
     pool = _thread_pool(threads)
-    futures = [pool.submit(wp.launch, kernel, dim=high - low, inputs=[*inputs_before, low, *inputs_after],
-                           device=device) for low, high in zip(bounds[:-1], bounds[1:]) if high > low]
+    futures = []
+    for low, high in zip(bounds[:-1], bounds[1:]):
+        if high > low:
+            dim, inputs = dim_and_inputs(low, high)
+            futures.append(pool.submit(wp.launch, kernel, dim=dim, inputs=inputs, device=device))
     for future in futures:
         future.result()
 

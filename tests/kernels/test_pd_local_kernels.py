@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver_server.backend import get_backend
+from solver_server.kernels import interop
 from solver_server.solvers.pd import constraints as pdc
 from solver_server.solvers.pd.local_kernels import EdgeStrainLocal
 from tests.physics.scenes import grid
@@ -51,3 +52,24 @@ def test_one_thread_and_thread_per_particle_layouts_agree_bit_for_bit():
         local.add_rhs(np.ascontiguousarray(positions), rhs)
         results.append(rhs)
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_items_cut_over_cpu_threads_give_the_same_bits(monkeypatch):
+    """launch_items(split=True): the edges and particles cut over 1, 2 and 3 CPU threads (ranges of at least
+    SPLIT_MIN_ITEMS) give the one-launch right-hand side bit for bit."""
+    vertices, triangles, _ = grid(80, 80, size=1.0)
+    rng = np.random.default_rng(3)
+    batch = pdc.edge_strain(vertices, triangles, rng.uniform(200.0, 2000.0, len(triangles)),
+                            np.tile([0.95, 1.05], (len(triangles), 1)))
+    positions = np.ascontiguousarray(vertices * [1.1, 0.95, 1.0] + rng.normal(scale=0.005, size=vertices.shape))
+    assert batch.count >= 2 * interop.SPLIT_MIN_ITEMS
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("TANGLE_KERNEL_THREADS", threads)
+        local = EdgeStrainLocal(BACKEND, batch.edges, batch.limits[:, 0] * batch.rest_length,
+                                batch.limits[:, 1] * batch.rest_length, batch.weights, len(positions))
+        rhs = np.zeros_like(positions)
+        local.add_rhs(positions, rhs)
+        results.append(rhs)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])

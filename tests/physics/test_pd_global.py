@@ -18,7 +18,7 @@ BACKEND = get_backend("cpu")
 def _cloth_system():
     vertices, triangles, index = grid(12, 12)
     sim = Simulation(scene([cloth_object(vertices, triangles, pins=[index[0, -1], index[-1, -1]])]), BACKEND)
-    return sim.groups[0].solver.system_free
+    return sim.groups[0].solver.system_matrix
 
 
 @pytest.mark.parametrize("order, iterations", [(1, 600), (2, 300), (3, 200)])

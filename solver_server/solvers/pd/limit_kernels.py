@@ -8,9 +8,9 @@ spreads a correction over the neighbourhood; a Gauss–Seidel sweep in colour or
 concentrates a region's stretch at its last edges (a cloth stretched 8 % everywhere: worst edge 29 % after
 16 sweeps, 12 % after 16 Jacobi passes), which the collider pushes after it then add to.
 
-Every kernel takes ``chunk``: thread t handles items [t·chunk, (t + 1)·chunk) (``kernels.launch_items``:
-one thread looping over all items on the CPU, a thread per item on CUDA). Same source, same arithmetic,
-same order of sums.
+Every kernel takes ``first`` and ``chunk``: thread t handles items [first + t·chunk, first + (t + 1)·chunk)
+(``kernels.launch_items``: one thread looping over all items on the CPU, a thread per item on CUDA). Same
+source, same arithmetic, same order of sums.
 """
 
 from __future__ import annotations
@@ -107,10 +107,10 @@ def planes_of(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dt
 @wp.kernel
 def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
                max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
-               q: wp.array(dtype=wp.vec3d), chunk: int, step: wp.array(dtype=wp.vec3d),
+               q: wp.array(dtype=wp.vec3d), first: int, chunk: int, step: wp.array(dtype=wp.vec3d),
                active: wp.array(dtype=wp.int32), result: wp.array(dtype=wp.int32)):
-    """Corrections of the edges chosen[t·chunk : (t + 1)·chunk]; result[0] counts the active ones."""
-    first = wp.tid() * chunk
+    """Corrections of the edges chosen[first + t·chunk : first + (t + 1)·chunk]; result[0] counts the active ones."""
+    first = first + wp.tid() * chunk
     found = edge_steps_of(chosen, edges, max_length, inverse_mass, q, first, wp.min(first + chunk, chosen.shape[0]),
                           step, active)
     if found > 0:
@@ -121,18 +121,18 @@ def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32,
 def apply_steps(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dtype=wp.int32),
                 incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
                 inverse_mass: wp.array(dtype=wp.float64), relaxation: wp.float64, step: wp.array(dtype=wp.vec3d),
-                active: wp.array(dtype=wp.int32), chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """``apply_steps_of`` for particles[t·chunk : (t + 1)·chunk]."""
-    first = wp.tid() * chunk
+                active: wp.array(dtype=wp.int32), first: int, chunk: int, q: wp.array(dtype=wp.vec3d)):
+    """``apply_steps_of`` for particles[first + t·chunk : first + (t + 1)·chunk]."""
+    first = first + wp.tid() * chunk
     apply_steps_of(particles, incident_start, incident_edge, incident_sign, inverse_mass, relaxation, step, active,
                    first, wp.min(first + chunk, particles.shape[0]), q)
 
 
 @wp.kernel
 def planes(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dtype=wp.vec3d),
-           plane_normal: wp.array(dtype=wp.vec3d), chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """``planes_of`` for items [t·chunk, (t + 1)·chunk)."""
-    first = wp.tid() * chunk
+           plane_normal: wp.array(dtype=wp.vec3d), first: int, chunk: int, q: wp.array(dtype=wp.vec3d)):
+    """``planes_of`` for items [first + t·chunk, first + (t + 1)·chunk)."""
+    first = first + wp.tid() * chunk
     planes_of(plane_particle, plane_point, plane_normal, first, wp.min(first + chunk, plane_particle.shape[0]), q)
 
 
@@ -191,12 +191,12 @@ def neighbourhood_sequential(edges: wp.array(dtype=wp.int32, ndim=2), overshoot:
 
 @wp.kernel
 def edge_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
-                   fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), chunk: int,
+                   fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), first: int, chunk: int,
                    overshoot: wp.array(dtype=wp.vec3d), result: wp.array(dtype=wp.int32)):
     """overshoot[e] = the part of edge e's vector beyond its limit (0 within it, or within tolerance), for
-    edges [t·chunk, (t + 1)·chunk); result[0] counts edges beyond it, result[1] those beyond
+    edges [first + t·chunk, first + (t + 1)·chunk); result[0] counts edges beyond it, result[1] those beyond
     ``fault_ratio`` × it (a numerical fault)."""
-    first = wp.tid() * chunk
+    first = first + wp.tid() * chunk
     last = wp.min(first + chunk, edges.shape[0])
     too_long = int(0)
     faulty = int(0)

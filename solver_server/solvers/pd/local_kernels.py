@@ -19,10 +19,10 @@ from .incidence import incidence
 @wp.kernel
 def edge_projections(edges: wp.array(dtype=wp.int32, ndim=2), min_length: wp.array(dtype=wp.float64),
                      max_length: wp.array(dtype=wp.float64), weight: wp.array(dtype=wp.float64),
-                     q: wp.array(dtype=wp.vec3d), chunk: int, weighted: wp.array(dtype=wp.vec3d)):
+                     q: wp.array(dtype=wp.vec3d), first: int, chunk: int, weighted: wp.array(dtype=wp.vec3d)):
     """weighted[e] = ω_e p_e: edge e's vector clamped to [min_length, max_length] (the local step), times its
-    weight, for edges [t·chunk, (t + 1)·chunk)."""
-    first = wp.tid() * chunk
+    weight, for edges [first + t·chunk, first + (t + 1)·chunk)."""
+    first = first + wp.tid() * chunk
     last = wp.min(first + chunk, edges.shape[0])
     for edge in range(first, last):
         vector = q[edges[edge, 0]] - q[edges[edge, 1]]
@@ -33,11 +33,11 @@ def edge_projections(edges: wp.array(dtype=wp.int32, ndim=2), min_length: wp.arr
 
 @wp.kernel
 def gather_rhs(incident_start: wp.array(dtype=wp.int32), incident_edge: wp.array(dtype=wp.int32),
-               incident_sign: wp.array(dtype=wp.float64), weighted: wp.array(dtype=wp.vec3d), chunk: int,
+               incident_sign: wp.array(dtype=wp.float64), weighted: wp.array(dtype=wp.vec3d), first: int, chunk: int,
                rhs: wp.array(dtype=wp.vec3d)):
     """rhs[p] += Σ_e s ω_e p_e over particle p's edges (s = +1 at the edge's first end, −1 at its second: the
-    rows of Aᵀ W with A_e = e_i − e_j), for particles [t·chunk, (t + 1)·chunk)."""
-    first = wp.tid() * chunk
+    rows of Aᵀ W with A_e = e_i − e_j), for particles [first + t·chunk, first + (t + 1)·chunk)."""
+    first = first + wp.tid() * chunk
     last = wp.min(first + chunk, incident_start.shape[0] - 1)
     for particle in range(first, last):
         total = rhs[particle]
@@ -74,6 +74,6 @@ class EdgeStrainLocal:
         """rhs (n, 3) += Aᵀ W p(q) for positions q (n, 3) [m]; both C-contiguous float64 on the device."""
         edge_views, incidence_views = self._views[:4], self._views[4:]
         launch_items(edge_projections, len(self.weighted), self.device, [*edge_views, warp_view(q, wp.vec3d)],
-                     [self._weighted_view], per_item=self.per_item)
+                     [self._weighted_view], per_item=self.per_item, split=True)
         launch_items(gather_rhs, self.count, self.device, [*incidence_views, self._weighted_view],
-                     [warp_view(rhs, wp.vec3d)], per_item=self.per_item)
+                     [warp_view(rhs, wp.vec3d)], per_item=self.per_item, split=True)

@@ -125,6 +125,27 @@ def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
     edges.weights = edges.weights * np.maximum(1.0, rings / edge_hops)
 
 
+def pinned_system(system: scipy.sparse.csr_matrix, pinned: np.ndarray):
+    """The global system with exactly pinned particles eliminated in place: (K', C).
+
+    system: K (n, n) = M/h² + Σ ω AᵀA; pinned: (P,) particle indices. K' (n, n) is K with the pinned rows
+    and columns replaced by the identity's, C (n, P) the pinned columns of K with the pinned rows zeroed.
+    Solving K' x = b − C q_P with b_P replaced by q_P gives the free particles' K_FF x_F = b_F − K_FP q_P and
+    x_P = q_P: the pins leave the solve without gathering the free rows out of every right-hand side and
+    scattering the solution back (0.3 ms each on 20 000 particles, as long as a third of the solve itself).
+    """
+    n = system.shape[0]
+    keep = np.ones(n)
+    keep[pinned] = 0.0
+    free = scipy.sparse.diags(keep)
+    held = scipy.sparse.diags(1.0 - keep)
+    matrix = (free @ system @ free + held).tocsr()
+    matrix.eliminate_zeros()
+    coupling = (free @ system[:, pinned]).tocsr()
+    coupling.eliminate_zeros()
+    return matrix, coupling
+
+
 class PDSolver:
     """Newton-style solver: built from a Model, ``step(state_in, state_out, control, contacts, dt)``.
 
@@ -155,28 +176,22 @@ class PDSolver:
             self.soft_pins = None
         inertia = scipy.sparse.diags(model.mass / self.dt**2)
         system = inertia + sum((batch.normal_matrix() for batch in self.batches), scipy.sparse.csr_matrix((n, n)))
-        system = system.tocsr()
-        free = np.ones(n, bool)
-        free[self.hard_indices] = False
-        self.free = np.nonzero(free)[0]
-        self.system_free = system[self.free][:, self.free].tocsc()
-        self.system_coupling = system[self.free][:, self.hard_indices].tocsr()
+        self.system_matrix, coupling = pinned_system(system.tocsr(), self.hard_indices)
 
         to_device = (lambda m: backend.sparse.csr_matrix(m)) if backend.name != "cpu" else (lambda m: m.tocsr())
         self.selectors = [to_device(batch.selector) for batch in self.batches]
         self.scatters = [to_device(batch.weighted_transpose()) for batch in self.batches]
-        self.coupling = to_device(self.system_coupling)
+        self.coupling = to_device(coupling)
         self.inertia_over_h2 = xp.asarray(model.mass / self.dt**2)[:, None]
-        self.free_device = xp.asarray(self.free)
         self.hard_device = xp.asarray(self.hard_indices)
         self.contact = ContactPoints(model, backend, model.mass / self.dt**2, self.hard_indices)
         self.damping = xp.asarray(model.damping)
-        self.cholesky = CholeskySolve(backend, self.system_free)
+        self.cholesky = CholeskySolve(backend, self.system_matrix)
         mode = settings["global"]
         self.global_solver = self.cholesky
         if mode in ("jacobi", "a_jacobi"):
             self.global_solver = JacobiSolve(
-                backend, self.system_free.tocsr(), order=settings["order"],
+                backend, self.system_matrix, order=settings["order"],
                 iterations=settings["jacobi_iterations"], chebyshev_start=settings["chebyshev_start"],
                 gamma=settings["gamma"], rho=settings["rho"])
         self.fell_back = False
@@ -218,14 +233,19 @@ class PDSolver:
         so a stretched region contracts as a whole; pinned particles stay (Δq_P = 0).
         """
         rhs = -(self.edge_scatter @ overshoot)
-        delta, _ = self.cholesky.solve(rhs[self.free_device])
-        q[self.free_device] += delta
+        if len(self.hard_indices):
+            rhs[self.hard_device] = 0.0
+        delta, _ = self.cholesky.solve(rhs)
+        q += delta
         return q
 
-    def _global(self, rhs_full, pinned_targets, initial):
-        rhs = rhs_full[self.free_device]
-        if len(self.hard_indices):
-            rhs = rhs - self.coupling @ pinned_targets
+    def _global(self, rhs, pinned_targets, initial):
+        """Positions (n, 3) [m] solving the global step for ``rhs`` (n, 3) (overwritten), the hard pins at
+        ``pinned_targets`` (P, 3) [m] (None without hard pins); ``initial`` (n, 3): the iterative solvers'
+        start. Returns (positions, SolveReport)."""
+        if pinned_targets is not None:
+            rhs -= self.coupling @ pinned_targets
+            rhs[self.hard_device] = pinned_targets
         solution, report = self.global_solver.solve(rhs, initial)
         if report.diverged and self.global_solver is not self.cholesky:
             log.warning("PD %s global solve diverged (residual %.3g); falling back to Cholesky",
@@ -424,8 +444,7 @@ class PDSolver:
             if particle_force is not None:
                 rhs += particle_force
             mid = time.perf_counter()
-            solution, report = self._global(rhs, hard_targets, q[self.free_device])
-            q[self.free_device] = solution
+            q, report = self._global(rhs, hard_targets, q)
             if hard_targets is not None:
                 q[self.hard_device] = hard_targets
             timings["local_ms"] += (mid - tick) * 1e3
