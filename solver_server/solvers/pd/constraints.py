@@ -213,6 +213,9 @@ def tet_strain(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, limits: np
 
     batch = ConstraintBatch("tet_strain", _selector(stencil, tets, n), weights, 3, project)
     batch.volume = volume
+    batch.tets = tets
+    batch.rest_inverse = dm_inv
+    batch.limits = np.stack([low, high], axis=1)
     return batch
 
 
@@ -223,11 +226,12 @@ def tet_volume(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, poisson: n
 
     Linearised, ‖F − P(F)‖² ≈ ε_vol²/3, so ω = 3·K_extra·V with K_extra = E/3 · 2ν/(1 − 2ν) [Pa]
     brings the bulk modulus of the tet strain energy (E/3) up to E/(3(1 − 2ν)).
-    Returns None when every ν is 0.
+    Returns None when every ν is 0; ``elements`` holds the indices of the given tets that have the constraint.
     """
     keep = poisson > 0
     if not np.any(keep):
         return None
+    elements = np.nonzero(keep)[0]
     tets, young, poisson = tets[keep], young[keep], poisson[keep]
     n = len(rest)
     dm, volume = tet_rest_frames(rest, tets)
@@ -241,7 +245,9 @@ def tet_volume(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, poisson: n
     def project(xp, state, positions):
         return xp.swapaxes(project_volume_3d(xp, xp.swapaxes(state, 1, 2)), 1, 2)
 
-    return ConstraintBatch("tet_volume", _selector(stencil, tets, n), weights, 3, project)
+    batch = ConstraintBatch("tet_volume", _selector(stencil, tets, n), weights, 3, project)
+    batch.elements = elements          # rows of the given tets that have the constraint
+    return batch
 
 
 # ----------------------------------------------------------------------------- bending

@@ -33,6 +33,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
+from .tet_kernels import TetLocal
 from .wind import ClothWind
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
@@ -101,6 +102,20 @@ def build_constraints(model: ParticleModel) -> list[pdc.ConstraintBatch]:
 def edge_strain_batch(batches: list[pdc.ConstraintBatch]) -> pdc.ConstraintBatch | None:
     """The cloth edge-strain batch among ``batches`` (None without cloth)."""
     return next((batch for batch in batches if batch.name == "edge_strain"), None)
+
+
+def tet_local_step(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple[TetLocal | None, list]:
+    """The tet strain and volume batches' local step in kernels (tet_kernels.TetLocal) and the batches it
+    covers; (None, []) without tets."""
+    strain = next((batch for batch in batches if batch.name == "tet_strain"), None)
+    if strain is None:
+        return None, []
+    volume = next((batch for batch in batches if batch.name == "tet_volume"), None)
+    volume_weight = np.zeros(strain.count)
+    if volume is not None:
+        volume_weight[volume.elements] = volume.weights
+    local = TetLocal(backend, strain.tets, strain.rest_inverse, strain.limits, strain.weights, volume_weight, n)
+    return local, [batch for batch in (strain, volume) if batch is not None]
 
 
 def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
@@ -202,14 +217,17 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
-        # the edge batch's local step runs in kernels (local_kernels); the others through their selectors
+        # the edge and tet batches' local steps run in kernels (local_kernels, tet_kernels); the others through
+        # their selectors
         self.edge_local = None
         if edges is not None:
             self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
                                               edges.limits[:, 1] * edges.rest_length, edges.weights, n)
+        self.tet_local, tet_batches = tet_local_step(backend, self.batches, n)
+        in_kernels = {id(batch) for batch in [edges, *tet_batches]}
         self.selector_batches = [(batch, selector, scatter)
                                  for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters)
-                                 if batch is not edges]
+                                 if id(batch) not in in_kernels]
 
     def _build_strain_limit(self, backend, model, settings) -> EdgeStrainLimit | None:
         """Hard σmax pass on the cloth edges (strain_limit.py), or None without cloth / when disabled."""
@@ -437,6 +455,8 @@ class PDSolver:
             rhs = base_rhs.copy()
             if self.edge_local is not None:
                 self.edge_local.add_rhs(q, rhs)
+            if self.tet_local is not None:
+                self.tet_local.add_rhs(q, rhs)
             for batch, selector, scatter in self.selector_batches:
                 state = (selector @ q).reshape(batch.count, batch.rows, 3)
                 projected = batch.project(xp, state, q)
