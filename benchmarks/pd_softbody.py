@@ -1,12 +1,13 @@
-"""A ~50 000-tet soft body falling onto the floor: ms per substep, split local / global / collision.
+"""Soft bodies of ~50 000 and ~170 000 tets falling onto the floor: ms per substep, split local / global / collision.
 
 The body is a generated "blob" (a closed sphere-like surface with radial bumps, the kind of shape a
 bunny or armadillo stand-in gives: concave regions, varying thickness), tetrahedralized by the solver's
-own lattice embedding (`tet_resolution` cells along the longest axis), dropped from 0.3 m onto a plane
-collider. There is no same-scene anchor in Blender (its Soft Body modifier has no tetrahedral model),
-so this prints absolute figures only.
+own lattice embedding (`tet_resolution` cells along the longest axis: 29 gives 49 212 tets, the size of seed
+001's Armadillo, 49k; 45 gives 171 348, the size of its Dragon, 168k), dropped from 0.3 m onto a plane
+collider. Issue 19's bar: the 50k-tet body at ≤ 100 ms per substep on the CPU. There is no same-scene anchor
+in Blender (its Soft Body modifier has no tetrahedral model), so this prints absolute figures only.
 
-    .venv/bin/python -m benchmarks.pd_softbody [--resolution 29] [--frames 12] [--substeps 2]
+    .venv/bin/python -m benchmarks.pd_softbody [--resolution 29 45] [--frames 12] [--substeps 2]
 """
 
 from __future__ import annotations
@@ -38,27 +39,20 @@ def bumpy_blob(rings: int = 32, segments: int = 64, radius_m: float = 0.5):
     return vertices, np.concatenate([top, bands, bottom]).astype(np.int32)
 
 
-def main(argv=None) -> None:
+def run(resolution: int, frames: int, substeps: int, iterations: int) -> None:
+    """Drop the blob embedded at ``resolution`` cells; prints its size and the per-substep split."""
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--resolution", type=int, default=29, help="lattice cells along the longest axis")
-    parser.add_argument("--frames", type=int, default=12)
-    parser.add_argument("--substeps", type=int, default=2)
-    parser.add_argument("--iterations", type=int, default=10)
-    args = parser.parse_args(argv)
-    print_kernel_warmup()
 
     vertices, triangles = bumpy_blob()
     vertices[:, 2] += 0.3 + 0.5 * 1.3  # lowest point about 0.3 m above the floor
     scene = {
         "gravity": [0.0, 0.0, -9.81],
-        "time": {"fps": 24, "frame_start": 1, "frame_end": 1 + args.frames, "substeps": args.substeps},
-        "solver": {"pd": {"iterations": args.iterations}},
+        "time": {"fps": 24, "frame_start": 1, "frame_end": 1 + frames, "substeps": substeps},
+        "solver": {"pd": {"iterations": iterations}},
         "objects": [
             {"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
-             "params": {"tet_resolution": args.resolution, "young_modulus": 2e5, "poisson_ratio": 0.3}},
+             "params": {"tet_resolution": resolution, "young_modulus": 2e5, "poisson_ratio": 0.3}},
             {"id": "Floor", "kind": "collider", "shape": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]},
              "params": {}},
         ],
@@ -73,18 +67,31 @@ def main(argv=None) -> None:
 
     simulation.initial_frame()
     totals = {"step_ms": 0.0, "local_ms": 0.0, "global_ms": 0.0, "collision_ms": 0.0}
-    substeps = 0
+    substeps_run = 0
     lowest = np.inf
-    for _ in range(args.frames):
+    for _ in range(frames):
         _, positions, stats = simulation.advance(None)
         lowest = min(lowest, float(positions["Blob"][:, 2].min()))
         for key in totals:
             totals[key] += float(stats.get(key, 0.0))  # step_ms: mean per substep; the rest: sums per frame
-        substeps += int(stats["substeps"])
-    per_substep = {key: value / (substeps if key != "step_ms" else args.frames) for key, value in totals.items()}
-    print(f"per substep: {per_substep['step_ms']:.0f} ms  (local {per_substep['local_ms']:.0f} ms, "
+        substeps_run += int(stats["substeps"])
+    per_substep = {key: value / (substeps_run if key != "step_ms" else frames) for key, value in totals.items()}
+    print(f"  per substep: {per_substep['step_ms']:.0f} ms  (local {per_substep['local_ms']:.0f} ms, "
           f"global {per_substep['global_ms']:.0f} ms, collision {per_substep['collision_ms']:.0f} ms) "
-          f"over {substeps} substeps; lowest surface point {lowest * 1e3:.1f} mm above the floor")
+          f"over {substeps_run} substeps; lowest surface point {lowest * 1e3:.1f} mm above the floor")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--resolution", type=int, nargs="+", default=[29, 45],
+                        help="lattice cells along the longest axis, one body per value")
+    parser.add_argument("--frames", type=int, default=12)
+    parser.add_argument("--substeps", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=10)
+    args = parser.parse_args(argv)
+    print_kernel_warmup()
+    for resolution in args.resolution:
+        run(resolution, args.frames, args.substeps, args.iterations)
 
 
 if __name__ == "__main__":
