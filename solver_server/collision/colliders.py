@@ -189,6 +189,24 @@ class ColliderSet:
             points, depth, normal, motion, mu = (array.astype(dtype) for array in (points, depth, normal, motion, mu))
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=touched > 0)
 
+    def primitive_contact_forces(self, xp, candidates, q, q_start, previous, gain, thickness, friction, movable):
+        """The PD contact local step on the ``candidates`` (m,) int32 of points that are their own particles, in
+        one launch (``primitive_kernels.contact_forces``); every collider must be a primitive (no meshes).
+
+        q, q_start: (n, 3) [m] now and at the substep start; previous: (m, 3) [N·m/s²·…] the candidates' forces
+        of the last iteration (as k·Δy); gain, thickness, friction, movable: (n,) per point. Returns (forces
+        (m, 3), particle forces (n, 3): the candidates' forces on their movable particles, 0 elsewhere)."""
+        force = xp.empty((len(candidates), 3), dtype=xp.float64)
+        particle_force = xp.zeros((len(q), 3), dtype=xp.float64)
+        device = warp_device_of(q)
+        rows = self._run_parameters(xp, 0)
+        inputs = [warp_view(rows, wp.float64), warp_view(candidates, wp.int32), warp_view(q, wp.vec3d),
+                  warp_view(q_start, wp.vec3d), warp_view(previous, wp.vec3d),
+                  *(warp_view(values, wp.float64) for values in (gain, thickness, friction, movable))]
+        launch_items(primitive_kernels.contact_forces, len(candidates), device, inputs,
+                     [warp_view(force, wp.vec3d), warp_view(particle_force, wp.vec3d)], split=True)
+        return force, particle_force
+
     @property
     def has_meshes(self) -> bool:
         return any(collider.is_mesh for collider in self.colliders)

@@ -123,6 +123,34 @@ def primitive_distance(params: wp.array2d(dtype=wp.float64), row: int, point: wp
     return tube_length - sizes[1], rotation * tube_normal
 
 
+@wp.func
+def push_out(params: wp.array2d(dtype=wp.float64), point: wp.vec3d, thickness: wp.float64,
+             friction: wp.float64):
+    """``point`` pushed out of every collider row in order, closer than its reach (``thickness`` + the
+    collider's). Returns (point, summed push depth [m], normal, motion (the touched surface material's
+    displacement over the substep, 0 for a still collider), μ (mean of ``friction`` and the collider's), 1 if a
+    collider pushed else 0); normal, motion and μ are the last pushing collider's."""
+    zero = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    depth = wp.float64(0.0)
+    normal = zero
+    motion = zero
+    mu = wp.float64(0.0)
+    touched = int(0)
+    for row in range(params.shape[0]):
+        distance, surface_normal = primitive_distance(params, row, point)
+        push = thickness + params[row, THICKNESS] - distance
+        if push > wp.float64(0.0):
+            point = point + push * surface_normal
+            depth = depth + push
+            normal = surface_normal
+            motion = zero
+            if params[row, MOVING] != wp.float64(0.0):
+                motion = point - (_matrix3(params, row, BACK) * point + _column3(params, row, BACK_SHIFT))
+            mu = wp.float64(0.5) * (friction + params[row, FRICTION])
+            touched = 1
+    return point, depth, normal, motion, mu, touched
+
+
 @wp.kernel
 def project_on_primitives(params: wp.array2d(dtype=wp.float64), thickness: wp.array(dtype=wp.float64),
                           friction: wp.array(dtype=wp.float64), first: int, chunk: int,
@@ -130,26 +158,50 @@ def project_on_primitives(params: wp.array2d(dtype=wp.float64), thickness: wp.ar
                           depth: wp.array(dtype=wp.float64), normal: wp.array(dtype=wp.vec3d),
                           motion: wp.array(dtype=wp.vec3d), mu: wp.array(dtype=wp.float64),
                           touched: wp.array(dtype=wp.int32)):
-    """Points [first + t·chunk, first + (t + 1)·chunk) pushed out of every collider row in order, closer
-    than their reach (thickness + the collider's): ``points`` moved in place; ``depth`` adds the push;
-    ``normal``, ``motion`` (the touched surface material's displacement over the substep, 0 for a still
-    collider), ``mu`` (mean of the point's and the collider's friction) and ``touched`` (1) are set where a
-    collider pushed."""
-    first = first + wp.tid() * chunk
-    last = wp.min(first + chunk, points.shape[0])
-    for index in range(first, last):
-        point = points[index]
-        for row in range(params.shape[0]):
-            distance, surface_normal = primitive_distance(params, row, point)
-            push = thickness[index] + params[row, THICKNESS] - distance
-            if push > wp.float64(0.0):
-                point = point + push * surface_normal
-                depth[index] = depth[index] + push
-                normal[index] = surface_normal
-                surface_motion = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
-                if params[row, MOVING] != wp.float64(0.0):
-                    surface_motion = point - (_matrix3(params, row, BACK) * point + _column3(params, row, BACK_SHIFT))
-                motion[index] = surface_motion
-                mu[index] = wp.float64(0.5) * (friction[index] + params[row, FRICTION])
-                touched[index] = 1
+    """Points [first + t·chunk, first + (t + 1)·chunk) through ``push_out``: ``points`` moved in place;
+    ``depth`` adds the push; ``normal``, ``motion``, ``mu`` and ``touched`` (1) are set where a collider
+    pushed."""
+    start = first + wp.tid() * chunk
+    for index in range(start, wp.min(start + chunk, points.shape[0])):
+        point, push, surface_normal, surface_motion, point_mu, pushed = push_out(params, points[index],
+                                                                                 thickness[index], friction[index])
         points[index] = point
+        if pushed == 1:
+            depth[index] = depth[index] + push
+            normal[index] = surface_normal
+            motion[index] = surface_motion
+            mu[index] = point_mu
+            touched[index] = 1
+
+
+@wp.kernel
+def contact_forces(params: wp.array2d(dtype=wp.float64), candidates: wp.array(dtype=wp.int32),
+                   q: wp.array(dtype=wp.vec3d), q_start: wp.array(dtype=wp.vec3d),
+                   previous: wp.array(dtype=wp.vec3d), gain: wp.array(dtype=wp.float64),
+                   thickness: wp.array(dtype=wp.float64), friction: wp.array(dtype=wp.float64),
+                   movable: wp.array(dtype=wp.float64), first: int, chunk: int, force: wp.array(dtype=wp.vec3d),
+                   particle_force: wp.array(dtype=wp.vec3d)):
+    """One PD contact local step (``solvers.pd.contact.ContactPoints.forces``) for the candidate points
+    [first + t·chunk, first + (t + 1)·chunk), each its own particle: the point freed of its previous force,
+    y = q − f_prev / k, is pushed out by ``push_out``; the normal force k (y* − y) and the Coulomb friction
+    force against the slip since the substep start (relative to the touched surface), at most μ times the
+    normal force, give force[k]; particle_force[c] = force[k] × movable[c] (unset for other particles)."""
+    start = first + wp.tid() * chunk
+    for k in range(start, wp.min(start + chunk, candidates.shape[0])):
+        c = candidates[k]
+        stiffness = gain[c]
+        free = q[c] - previous[k] / stiffness
+        projected, depth, normal, motion, mu, pushed = push_out(params, free, thickness[c], friction[c])
+        result = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+        if pushed == 1:
+            normal_force = stiffness * (projected - free)
+            slip = projected - q_start[c] - motion
+            slip = slip - wp.dot(slip, normal) * normal
+            wanted = stiffness * wp.length(slip)
+            limit = mu * wp.length(normal_force)
+            scale = wp.float64(1.0)
+            if wanted > limit:
+                scale = limit / wp.max(wanted, wp.float64(1e-300))
+            result = normal_force - (scale * stiffness) * slip
+        force[k] = result
+        particle_force[c] = result * movable[c]

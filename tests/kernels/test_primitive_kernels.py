@@ -93,3 +93,46 @@ def test_cpu_and_cuda_layouts_agree_bit_for_bit():
         results.append(arrays)
     for first, second in zip(*results):
         np.testing.assert_array_equal(first, second)
+
+
+def test_pd_contact_forces_kernel_equals_the_array_path():
+    """ContactPoints.forces for cloth against primitives (one kernel, ColliderSet.primitive_contact_forces)
+    against its array path through ColliderSet.project: every kind, moving, sticking and sliding contacts,
+    three iterations each fed the previous forces; pinned particles take no force."""
+    from solver_server.backend import get_backend  # noqa: PLC0415
+    from solver_server.simulation import Simulation  # noqa: PLC0415
+    from tests.physics.scenes import grid  # noqa: PLC0415
+
+    vertices, triangles, index = grid(40, 40, size=2.0)
+    vertices = vertices - [1.0, 1.0, 0.0]
+    objects = [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
+                "pins": {"indices": [int(index[0, 0])], "weights": [1.0]}, "params": {"friction": 0.4}}]
+    objects += [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
+                 "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
+    scene = {"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}}
+    simulation = Simulation(scene, get_backend("cpu"))
+    solver = simulation.groups[0].solver
+    colliders = simulation.colliders
+    colliders.set_poses({collider.id: (_pose((0.01, 0.02, -0.01)), None) for collider in colliders.colliders})
+    rng = np.random.default_rng(4)
+    q_start = np.ascontiguousarray(vertices + rng.normal(scale=0.3, size=vertices.shape))
+    q = np.ascontiguousarray(q_start + rng.normal(scale=0.02, size=vertices.shape))
+    contact = solver.contact
+    candidates = contact.candidates(colliders, q, q_start)
+    assert 50 < len(candidates) < len(q)
+    results = {}
+    for kernel in (True, False):
+        contact.force_kernel = kernel
+        point_force = np.zeros((len(candidates), 3))
+        steps = []
+        for iteration in range(3):
+            moved = np.ascontiguousarray(q + 0.005 * iteration)
+            point_force, particle_force = contact.forces(colliders, moved, point_force, q_start, candidates)
+            steps.append((point_force, particle_force))
+        results[kernel] = steps
+    for (kernel_point, kernel_particle), (array_point, array_particle) in zip(results[True], results[False]):
+        scale = np.abs(array_point).max()
+        assert scale > 0
+        np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
+        np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)
+        assert not kernel_particle[solver.hard_indices].any()

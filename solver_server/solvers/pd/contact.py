@@ -91,6 +91,8 @@ class ContactPoints:
         # cloth only (every point is its own particle): the maps are the identity restricted to the movable
         # particles, applied as copies and masks instead of sparse products (~20 products per substep)
         self._movable = xp.asarray(movable)
+        self.force_kernel = True        # forces() in one kernel where it applies (tests compare the array path)
+        self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
 
     def points(self, q):
         """Contact point positions (n_c, 3) [m] of particle positions q (n, 3): a new array."""
@@ -215,10 +217,23 @@ class ContactPoints:
         _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, self.points(q_start))
         return xp.nonzero(contacts.mask & self.keep)[0]
 
+    def _candidate_indices(self, candidates):
+        """``candidates`` as a contiguous int32 array (kernel input), converted once per substep."""
+        if self._candidates_int32 is None or self._candidates_int32[0] is not candidates:
+            self._candidates_int32 = (candidates, self.xp.ascontiguousarray(candidates, dtype=self.xp.int32))
+        return self._candidates_int32[1]
+
     def forces(self, colliders: ColliderSet, q, point_force, q_start, candidates):
         """One contact local step on the ``candidates`` points: returns (point forces (m, 3) for the
-        candidates, particle forces (n, 3) = Cᵀ f)."""
+        candidates, particle forces (n, 3) = Cᵀ f). Cloth (every point its own particle) against primitives
+        runs in one kernel (``ColliderSet.primitive_contact_forces``); embedded points or mesh colliders
+        through ``ColliderSet.project`` and array operations."""
         xp = self.xp
+        if self.force_kernel and self.identity and not colliders.has_meshes:
+            return colliders.primitive_contact_forces(
+                xp, self._candidate_indices(candidates), xp.ascontiguousarray(q, dtype=xp.float64),
+                xp.ascontiguousarray(q_start, dtype=xp.float64), xp.ascontiguousarray(point_force, dtype=xp.float64),
+                self.gain, self.thickness, self.friction, self._movable)
         points = self.points(q)[candidates]
         gain = self.gain[candidates][:, None]
         free = points - point_force / gain
