@@ -207,6 +207,18 @@ class ColliderSet:
                      [warp_view(force, wp.vec3d), warp_view(particle_force, wp.vec3d)], split=True)
         return force, particle_force
 
+    def primitive_contact_planes(self, xp, q, thickness, band: float, movable):
+        """Contact planes (``primitive_kernels.contact_planes``) of points q (n, 3) [m] that are their own
+        particles, every collider a primitive: (point (n, 3) [m], unit normal (n, 3), zero off contact)."""
+        point = xp.empty((len(q), 3), dtype=xp.float64)
+        normal = xp.empty((len(q), 3), dtype=xp.float64)
+        rows = self._run_parameters(xp, 0)
+        launch_items(primitive_kernels.contact_planes, len(q), warp_device_of(q),
+                     [warp_view(rows, wp.float64), warp_view(thickness, wp.float64), wp.float64(band),
+                      warp_view(movable, wp.float64), warp_view(q, wp.vec3d)],
+                     [warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d)], split=True)
+        return point, normal
+
     @property
     def has_meshes(self) -> bool:
         return any(collider.is_mesh for collider in self.colliders)

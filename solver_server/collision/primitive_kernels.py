@@ -205,3 +205,21 @@ def contact_forces(params: wp.array2d(dtype=wp.float64), candidates: wp.array(dt
             result = normal_force - (scale * stiffness) * slip
         force[k] = result
         particle_force[c] = result * movable[c]
+
+
+@wp.kernel
+def contact_planes(params: wp.array2d(dtype=wp.float64), thickness: wp.array(dtype=wp.float64), band: wp.float64,
+                   movable: wp.array(dtype=wp.float64), q: wp.array(dtype=wp.vec3d), first: int, chunk: int,
+                   plane_point: wp.array(dtype=wp.vec3d), plane_normal: wp.array(dtype=wp.vec3d)):
+    """Contact planes of points that are their own particles (``solvers.pd.contact.ContactPoints.contact_planes``)
+    for points [first + t·chunk, first + (t + 1)·chunk): a movable point within (1 + band) × its thickness of a
+    collider gets the plane through its projection at the contact offset with the pushing collider's normal;
+    the others a zero normal (a no-op plane)."""
+    start = first + wp.tid() * chunk
+    for index in range(start, wp.min(start + chunk, q.shape[0])):
+        reach = thickness[index] * (wp.float64(1.0) + band) + wp.float64(1e-9)
+        projected, depth, normal, motion, mu, pushed = push_out(params, q[index], reach, wp.float64(0.0))
+        if pushed == 0 or movable[index] == wp.float64(0.0):
+            normal = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+        plane_normal[index] = normal
+        plane_point[index] = projected - (reach - thickness[index]) * normal

@@ -95,10 +95,11 @@ def test_cpu_and_cuda_layouts_agree_bit_for_bit():
         np.testing.assert_array_equal(first, second)
 
 
-def test_pd_contact_forces_kernel_equals_the_array_path():
-    """ContactPoints.forces for cloth against primitives (one kernel, ColliderSet.primitive_contact_forces)
-    against its array path through ColliderSet.project: every kind, moving, sticking and sliding contacts,
-    three iterations each fed the previous forces; pinned particles take no force."""
+def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
+    """ContactPoints.forces and contact_planes for cloth against primitives (one kernel each,
+    ColliderSet.primitive_contact_forces / primitive_contact_planes) against their array path through
+    ColliderSet.project: every kind, moving, sticking and sliding contacts, three force iterations each fed
+    the previous forces; pinned particles take no force."""
     from solver_server.backend import get_backend  # noqa: PLC0415
     from solver_server.simulation import Simulation  # noqa: PLC0415
     from tests.physics.scenes import grid  # noqa: PLC0415
@@ -118,6 +119,15 @@ def test_pd_contact_forces_kernel_equals_the_array_path():
     q_start = np.ascontiguousarray(vertices + rng.normal(scale=0.3, size=vertices.shape))
     q = np.ascontiguousarray(q_start + rng.normal(scale=0.02, size=vertices.shape))
     contact = solver.contact
+    planes = {}
+    for kernel in (True, False):
+        contact.force_kernel = kernel
+        planes[kernel] = contact.contact_planes(colliders, q, q_start, 0.5)
+    acting = planes[False][2].any(axis=1)
+    assert 50 < int(acting.sum()) < len(q)
+    np.testing.assert_array_equal(planes[True][0], planes[False][0])
+    np.testing.assert_allclose(planes[True][2], planes[False][2], rtol=0.0, atol=1e-14)
+    np.testing.assert_allclose(planes[True][1][acting], planes[False][1][acting], rtol=0.0, atol=1e-14)
     candidates = contact.candidates(colliders, q, q_start)
     assert 50 < len(candidates) < len(q)
     results = {}

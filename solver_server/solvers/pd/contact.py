@@ -91,7 +91,7 @@ class ContactPoints:
         # cloth only (every point is its own particle): the maps are the identity restricted to the movable
         # particles, applied as copies and masks instead of sparse products (~20 products per substep)
         self._movable = xp.asarray(movable)
-        self.force_kernel = True        # forces() in one kernel where it applies (tests compare the array path)
+        self.force_kernel = True        # forces(), contact_planes() in kernels where they apply (tests: False)
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
 
     def points(self, q):
@@ -189,6 +189,10 @@ class ContactPoints:
         plane at the contact offset; unit normal (n_c, 3), zero for points not in contact, which makes their
         plane a no-op). One entry per point, so no data-dependent sizes (no device synchronization)."""
         xp = self.xp
+        if self.force_kernel and self.identity and not colliders.has_meshes:
+            point, normal = colliders.primitive_contact_planes(xp, xp.ascontiguousarray(q, dtype=xp.float64),
+                                                               self.thickness, band, self._movable)
+            return self.particle_of_point, point, normal
         points = self.points(q)
         reach = self.thickness * (1.0 + band) + 1e-9
         projected, near = colliders.project(xp, points, reach, self.friction, self.points(q_start))

@@ -174,6 +174,11 @@ class EdgeStrainLimit:
         """
         q = xp.ascontiguousarray(positions, dtype=xp.float64).copy()
         planes = self.no_planes if planes is None else planes
+        if not self.parallel and len(planes[0]):
+            # the CPU passes loop over the planes in every pass: keep the ones that act (a particle, a normal)
+            particle, point, normal = planes
+            acting = xp.nonzero((particle >= 0) & (normal != 0.0).any(axis=1))[0]
+            planes = (particle[acting], point[acting], normal[acting])
         for round_index in range(self.rounds):
             q_view = warp_view(q, wp.vec3d)
             too_long, faulty = self._check(q_view)
