@@ -12,12 +12,20 @@ frames; printed: ms per frame (wall), device_ms per frame (CUDA events on GPU), 
 devices ran, the cpu/cuda time ratio and the largest position difference between the two runs.
 Without CuPy or a CUDA device it prints "CUDA not available: <reason>" and runs the CPU part only.
 
+``--seed-scenes`` runs seed 001's three scenes instead, on each device, and prints frames per second beside the
+thesis's figures (RTX 3060 Ti): the 141 × 141 cloth above (54 FPS with A-Jacobi), a 49k-tet soft body (its
+Armadillo, 45 FPS) and a 171k-tet one (its Dragon, 168k tets, 8.5–10 FPS), the blobs of
+``benchmarks.pd_softbody`` dropped on a floor. A thesis frame is one PD step; ours is a 24 fps frame of
+2 substeps, so both "frames" and "steps" per second are printed (issue 19's bars: cloth ≥ 54, Armadillo ≥ 45,
+Dragon ≥ 10 on a GPU).
+
 ``--broad-phase`` times the broad phases instead (collision/broad_phase.py): a crumpled sheet of
 20k / 50k / 100k points at cloth spacing, pairs within 1.5 point spacings (``neighbour_pairs``) and the
 16 nearest within that distance (``nearest_within``), with scipy's k-d tree, the hash grid in numpy and,
 when CuPy is usable, the hash grid in CuPy (best of 3, synchronized); it checks the sets agree.
 
     .venv/bin/python -m benchmarks.gpu [--frames 5] [--resolution 141] [--strands 1000] [--vertices 10]
+    .venv/bin/python -m benchmarks.gpu --seed-scenes [--frames 5]
     .venv/bin/python -m benchmarks.gpu --broad-phase [--sizes 20000 50000 100000]
 """
 
@@ -29,6 +37,7 @@ import time
 import numpy as np
 
 from benchmarks.der_hairball import hairball
+from benchmarks.pd_softbody import bumpy_blob
 from benchmarks.pd_cloth_vs_blender import SPHERE_CENTER, SPHERE_RADIUS, grid_cloth
 from solver_server.backend import BackendError, get_backend
 from solver_server.collision import broad_phase
@@ -45,6 +54,36 @@ def cloth_scene(resolution: int, frames: int) -> dict:
                         {"id": "Ball", "kind": "collider",
                          "shape": {"type": "sphere", "center": list(SPHERE_CENTER), "radius": SPHERE_RADIUS},
                          "params": {}}]}
+
+
+def softbody_scene(resolution: int, frames: int) -> dict:
+    """``benchmarks.pd_softbody``'s blob embedded at ``resolution`` lattice cells, dropped on a floor."""
+    vertices, triangles = bumpy_blob()
+    vertices[:, 2] += 0.3 + 0.5 * 1.3
+    return {"gravity": [0.0, 0.0, -9.81],
+            "time": {"fps": 24, "frame_start": 1, "frame_end": 2 + frames, "substeps": 2},
+            "solver": {"pd": {"iterations": 10}},
+            "objects": [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
+                         "params": {"tet_resolution": resolution, "young_modulus": 2e5, "poisson_ratio": 0.3}},
+                        {"id": "Floor", "kind": "collider",
+                         "shape": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}, "params": {}}]}
+
+
+SEED_SCENES = [("cloth 141x141", lambda frames: cloth_scene(141, frames), 54.0),
+               ("Armadillo-size soft body (49k tets)", lambda frames: softbody_scene(29, frames), 45.0),
+               ("Dragon-size soft body (171k tets)", lambda frames: softbody_scene(45, frames), 8.5)]
+
+
+def seed_scene_table(backends: dict, frames: int) -> None:
+    """Seed 001's three scenes on every backend: frames and PD steps per second beside the thesis's FPS."""
+    for title, build, seed_fps in SEED_SCENES:
+        scene = build(frames)
+        substeps = scene["time"]["substeps"]
+        for name, backend in backends.items():
+            result = run(scene, backend)
+            frame_fps = 1e3 / result["ms"]
+            print(f"{title} [{name}]: {frame_fps:6.1f} frames/s ({result['ms']:.1f} ms per 24 fps frame), "
+                  f"{frame_fps * substeps:6.1f} steps/s; thesis {seed_fps:.1f} FPS (one step per frame)")
 
 
 def hairball_scene(strands: int, vertices: int, frames: int) -> dict:
@@ -141,6 +180,8 @@ def main(argv=None) -> int:
     parser.add_argument("--strands", type=int, default=1000, help="hairball strands (seed 000: 1000)")
     parser.add_argument("--vertices", type=int, default=10, help="points per hairball strand")
     parser.add_argument("--broad-phase", action="store_true", help="time the broad phases instead of the scenes")
+    parser.add_argument("--seed-scenes", action="store_true",
+                        help="seed 001's cloth, Armadillo- and Dragon-size soft bodies in FPS beside the thesis's")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 50000, 100000],
                         help="point counts for --broad-phase")
     args = parser.parse_args(argv)
@@ -157,6 +198,9 @@ def main(argv=None) -> int:
         info = backend.device_info()
         print(f"{name}: {info['name']} ({info['memory_bytes'] / 2**30:.1f} GiB)")
 
+    if args.seed_scenes:
+        seed_scene_table(backends, args.frames)
+        return 0
     scenes = {f"PD cloth {args.resolution}x{args.resolution}": cloth_scene(args.resolution, args.frames),
               f"DER hairball {args.strands}x{args.vertices}": hairball_scene(args.strands, args.vertices, args.frames)}
     for title, scene in scenes.items():
