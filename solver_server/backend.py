@@ -45,8 +45,8 @@ def _cholespy_factor(backend: "Backend", matrix) -> Callable:
 
     def solve(rhs):
         vector = rhs.ndim == 1
-        right = xp.ascontiguousarray((rhs[:, None] if vector else rhs).astype(np.float64))
-        out = xp.zeros_like(right)
+        right = xp.ascontiguousarray(rhs[:, None] if vector else rhs, dtype=xp.float64)   # no copy if it is one
+        out = xp.empty_like(right)                                                        # every entry written
         solver.solve(right, out)
         return out[:, 0] if vector else out
 

@@ -157,20 +157,27 @@ def passes_sequential(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp
 
 
 @wp.kernel
-def neighbourhood_sequential(edges: wp.array(dtype=wp.int32, ndim=2), overshoot: wp.array(dtype=wp.vec3d),
-                             touched: wp.array(dtype=wp.int32), moved: wp.array(dtype=wp.int32),
-                             chosen: wp.array(dtype=wp.int32), particles: wp.array(dtype=wp.int32),
-                             counts: wp.array(dtype=wp.int32)):
-    """The CPU layout of ``EdgeStrainLimit._neighbourhood`` in one thread: chosen[:counts[0]] = the edges
-    (ascending) that share a particle with an edge whose overshoot is non-zero, particles[:counts[1]] = the
-    particles (ascending) of those edges. touched, moved: (n,) scratch flags."""
+def check_sequential(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
+                     fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), overshoot: wp.array(dtype=wp.vec3d),
+                     touched: wp.array(dtype=wp.int32), moved: wp.array(dtype=wp.int32),
+                     chosen: wp.array(dtype=wp.int32), particles: wp.array(dtype=wp.int32),
+                     counts: wp.array(dtype=wp.int32)):
+    """The CPU layout of ``EdgeStrainLimit._check_and_choose`` in one thread: ``overshoot_of``
+    every edge (counts[2]: edges beyond their limit, counts[3]: faults); chosen[:counts[0]] = the edges
+    (ascending) that share a particle with an edge beyond its limit, particles[:counts[1]] = the particles
+    (ascending) of those edges. touched, moved: (n,) scratch flags."""
     for p in range(touched.shape[0]):
         touched[p] = 0
         moved[p] = 0
+    too_long = int(0)
+    faulty = int(0)
     for e in range(edges.shape[0]):
-        if wp.length_sq(overshoot[e]) > wp.float64(0.0):
+        beyond, fault = overshoot_of(edges, max_length, fault_ratio, q, e, overshoot)
+        if beyond == 1:
             touched[edges[e, 0]] = 1
             touched[edges[e, 1]] = 1
+        too_long += beyond
+        faulty += fault
     found = int(0)
     for e in range(edges.shape[0]):
         i = edges[e, 0]
@@ -187,30 +194,41 @@ def neighbourhood_sequential(edges: wp.array(dtype=wp.int32, ndim=2), overshoot:
             kept += 1
     counts[0] = found
     counts[1] = kept
+    counts[2] = too_long
+    counts[3] = faulty
+
+
+@wp.func
+def overshoot_of(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
+                 fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), e: int, overshoot: wp.array(dtype=wp.vec3d)):
+    """overshoot[e] = the part of edge e's vector beyond its limit (0 within it, or within tolerance). Returns
+    (1 if beyond, 1 if beyond ``fault_ratio`` × the limit: a numerical fault)."""
+    vector = q[edges[e, 0]] - q[edges[e, 1]]
+    length = wp.length(vector)
+    limit = max_length[e]
+    if length - limit > limit * wp.float64(RELATIVE_TOLERANCE):
+        overshoot[e] = vector * (wp.float64(1.0) - limit / length)
+        faulty = int(0)
+        if length > fault_ratio * limit:
+            faulty = 1
+        return 1, faulty
+    overshoot[e] = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    return 0, 0
 
 
 @wp.kernel
 def edge_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
                    fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), first: int, chunk: int,
                    overshoot: wp.array(dtype=wp.vec3d), result: wp.array(dtype=wp.int32)):
-    """overshoot[e] = the part of edge e's vector beyond its limit (0 within it, or within tolerance), for
-    edges [first + t·chunk, first + (t + 1)·chunk); result[0] counts edges beyond it, result[1] those beyond
-    ``fault_ratio`` × it (a numerical fault)."""
-    first = first + wp.tid() * chunk
-    last = wp.min(first + chunk, edges.shape[0])
+    """``overshoot_of`` for edges [first + t·chunk, first + (t + 1)·chunk); result[0] counts edges beyond their
+    limit, result[1] those beyond ``fault_ratio`` × it."""
+    start = first + wp.tid() * chunk
     too_long = int(0)
     faulty = int(0)
-    for e in range(first, last):
-        vector = q[edges[e, 0]] - q[edges[e, 1]]
-        length = wp.length(vector)
-        limit = max_length[e]
-        if length - limit > limit * wp.float64(RELATIVE_TOLERANCE):
-            overshoot[e] = vector * (wp.float64(1.0) - limit / length)
-            too_long += 1
-            if length > fault_ratio * limit:
-                faulty += 1
-        else:
-            overshoot[e] = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    for e in range(start, wp.min(start + chunk, edges.shape[0])):
+        beyond, fault = overshoot_of(edges, max_length, fault_ratio, q, e, overshoot)
+        too_long += beyond
+        faulty += fault
     if too_long > 0:
         wp.atomic_add(result, 0, too_long)
     if faulty > 0:

@@ -196,7 +196,10 @@ class PDSolver:
         to_device = (lambda m: backend.sparse.csr_matrix(m)) if backend.name != "cpu" else (lambda m: m.tocsr())
         self.selectors = [to_device(batch.selector) for batch in self.batches]
         self.scatters = [to_device(batch.weighted_transpose()) for batch in self.batches]
-        self.coupling = to_device(coupling)
+        # the pinned columns reach only the pins' neighbours: those rows and their (rows, P) block
+        coupled = np.unique(coupling.nonzero()[0])
+        self.coupled_rows = xp.asarray(coupled)
+        self.coupling = to_device(coupling[coupled])
         self.inertia_over_h2 = xp.asarray(model.mass / self.dt**2)[:, None]
         self.hard_device = xp.asarray(self.hard_indices)
         self.contact = ContactPoints(model, backend, model.mass / self.dt**2, self.hard_indices)
@@ -262,7 +265,7 @@ class PDSolver:
         ``pinned_targets`` (P, 3) [m] (None without hard pins); ``initial`` (n, 3): the iterative solvers'
         start. Returns (positions, SolveReport)."""
         if pinned_targets is not None:
-            rhs -= self.coupling @ pinned_targets
+            rhs[self.coupled_rows] -= self.coupling @ pinned_targets
             rhs[self.hard_device] = pinned_targets
         solution, report = self.global_solver.solve(rhs, initial)
         if report.diverged and self.global_solver is not self.cholesky:

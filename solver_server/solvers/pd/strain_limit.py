@@ -78,7 +78,7 @@ class EdgeStrainLimit:
         n = len(inverse_mass)
         self._chosen = xp.zeros(len(edges), dtype=xp.int32)
         self._chosen_particles = xp.zeros(n, dtype=xp.int32)
-        self._neighbourhood_counts = xp.zeros(2, dtype=xp.int32)
+        self._neighbourhood_counts = xp.zeros(4, dtype=xp.int32)
         self._neighbourhood_views = [warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
                                      warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
                                      warp_view(self._chosen, wp.int32), warp_view(self._chosen_particles, wp.int32),
@@ -99,24 +99,30 @@ class EdgeStrainLimit:
                      [self.overshoot_view, self.result_view])
         return int(self.result[0]), int(self.result[1])
 
-    def _neighbourhood(self, xp):
-        """(edges that share a particle with an edge beyond its limit (int32), the particles they touch (int32)):
-        a round's passes work on these only, so a pass costs in proportion to the stretched region. Uses the
-        overshoot of the latest check. The CPU runs it in one kernel (``neighbourhood_sequential``: 3.3 ms of
-        numpy passes per call on 58 800 edges before), CUDA as array operations (same lists, ascending)."""
+    def _check_and_choose(self, xp, q_view):
+        """A round's check: (edges beyond their limit, edges beyond FAULT_RATIO × it, chosen, particles), filling
+        self.overshoot (E, 3) [m]. chosen (int32): the edges that share a particle with an edge beyond its
+        limit, particles (int32): the particles they touch, both ascending; a round's passes work on these
+        only, so a pass costs in proportion to the stretched region. The CPU runs it all in one kernel
+        (``check_sequential``), CUDA the check kernel and then, when an edge is too long, the choice as array
+        operations (same lists; None when none is too long)."""
         if not self.parallel:
-            launch(kernels.neighbourhood_sequential, 1, device=self.device,
-                   inputs=[self._edges_view, self.overshoot_view, *self._neighbourhood_views])
-            found, kept = (int(count) for count in self._neighbourhood_counts)
-            return self._chosen[:found], self._chosen_particles[:kept]
+            launch(kernels.check_sequential, 1, device=self.device,
+                   inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
+                           *self._neighbourhood_views])
+            found, kept, too_long, faulty = (int(count) for count in self._neighbourhood_counts.tolist())
+            return too_long, faulty, self._chosen[:found], self._chosen_particles[:kept]
+        too_long, faulty = self._check(q_view)
+        if too_long == 0:
+            return too_long, faulty, None, None
         edges = self.edges
-        too_long = (self.overshoot != 0.0).any(axis=1)
+        beyond = (self.overshoot != 0.0).any(axis=1)
         touched = xp.zeros(len(self.inverse_mass), dtype=bool)
-        touched[edges[too_long].ravel()] = True
+        touched[edges[beyond].ravel()] = True
         chosen = xp.nonzero(touched[edges[:, 0]] | touched[edges[:, 1]])[0].astype(xp.int32)
         moved = xp.zeros(len(self.inverse_mass), dtype=bool)
         moved[edges[chosen].ravel()] = True
-        return chosen, xp.nonzero(moved)[0].astype(xp.int32)
+        return too_long, faulty, chosen, xp.nonzero(moved)[0].astype(xp.int32)
 
     def _passes(self, q_view, planes, chosen, particles) -> None:
         """``passes_per_round`` Jacobi passes over the ``chosen`` edges and their ``particles``, each followed by
@@ -181,7 +187,7 @@ class EdgeStrainLimit:
             planes = (particle[acting], point[acting], normal[acting])
         for round_index in range(self.rounds):
             q_view = warp_view(q, wp.vec3d)
-            too_long, faulty = self._check(q_view)
+            too_long, faulty, chosen, particles = self._check_and_choose(xp, q_view)
             if too_long == 0:
                 return q, round_index, 0
             # an edge FAULT_RATIO × its limit is a numerical fault (a point thrown kilometres away), not
@@ -189,7 +195,6 @@ class EdgeStrainLimit:
             # quietly pulling the point back
             if round_index == 0 and faulty:
                 return q, 0, too_long
-            chosen, particles = self._neighbourhood(xp)
             if global_step is not None:
                 q = xp.ascontiguousarray(global_step(q, self.overshoot), dtype=xp.float64)
                 q_view = warp_view(q, wp.vec3d)
