@@ -174,7 +174,11 @@ def triangle_strain(rest: np.ndarray, triangles: np.ndarray, shear: np.ndarray, 
         gradient = xp.swapaxes(state, 1, 2)  # (C, 3, 2)
         return xp.swapaxes(project_strain_2d(xp, gradient, xp.asarray(low), xp.asarray(high)), 1, 2)
 
-    return ConstraintBatch("triangle_strain", _selector(stencil, triangles, n), weights, 2, project)
+    batch = ConstraintBatch("triangle_strain", _selector(stencil, triangles, n), weights, 2, project)
+    batch.triangles = triangles
+    batch.rest_inverse = dm_inv
+    batch.limits = np.stack([low, high], axis=1)
+    return batch
 
 
 def tet_rest_frames(rest: np.ndarray, tets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

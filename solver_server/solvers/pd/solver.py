@@ -34,6 +34,7 @@ from .global_solve import CholeskySolve, JacobiSolve
 from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
 from .tet_kernels import TetLocal
+from .triangle_kernels import TriangleStrainLocal
 from .wind import ClothWind
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
@@ -220,14 +221,17 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
-        # the edge and tet batches' local steps run in kernels (local_kernels, tet_kernels); the others through
-        # their selectors
+        # the edge, triangle and tet batches' local steps run in kernels (local_kernels, triangle_kernels,
+        # tet_kernels); the others through their selectors
         self.edge_local = None
         if edges is not None:
             self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
                                               edges.limits[:, 1] * edges.rest_length, edges.weights, n)
         self.tet_local, tet_batches = tet_local_step(backend, self.batches, n)
-        in_kernels = {id(batch) for batch in [edges, *tet_batches]}
+        triangles = next((batch for batch in self.batches if batch.name == "triangle_strain"), None)
+        self.triangle_local = None if triangles is None else TriangleStrainLocal(
+            backend, triangles.triangles, triangles.rest_inverse, triangles.limits, triangles.weights, n)
+        in_kernels = {id(batch) for batch in [edges, triangles, *tet_batches]}
         self.selector_batches = [(batch, selector, scatter)
                                  for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters)
                                  if id(batch) not in in_kernels]
@@ -458,6 +462,8 @@ class PDSolver:
             rhs = base_rhs.copy()
             if self.edge_local is not None:
                 self.edge_local.add_rhs(q, rhs)
+            if self.triangle_local is not None:
+                self.triangle_local.add_rhs(q, rhs)
             if self.tet_local is not None:
                 self.tet_local.add_rhs(q, rhs)
             for batch, selector, scatter in self.selector_batches:
