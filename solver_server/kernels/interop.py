@@ -60,8 +60,8 @@ def warp_device_of(array) -> str:
 
 
 _SCALAR_OF = {wp.vec3d: np.float64, wp.vec3f: np.float32, wp.vec3i: np.int32, wp.vec4d: np.float64,
-              wp.mat22d: np.float64, wp.mat33d: np.float64, wp.float64: np.float64, wp.float32: np.float32, wp.int32: np.int32,
-              wp.uint8: np.uint8}
+              wp.mat22d: np.float64, wp.mat33d: np.float64, wp.float64: np.float64, wp.float32: np.float32,
+              wp.int32: np.int32, wp.uint8: np.uint8}
 _ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,), wp.mat22d: (2, 2),
                   wp.mat33d: (3, 3)}
 
@@ -69,9 +69,9 @@ _ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,)
 def warp_view(array, dtype):
     """A Warp array of ``dtype`` over the memory of ``array`` without a copy: ``wp.vec3d`` for (n, 3) float64,
     ``wp.vec4d`` for (n, 4), ``wp.mat22d`` / ``wp.mat33d`` for (n, 2, 2) / (n, 3, 3) (1-d Warp arrays of n
-    items); ``wp.float64`` and ``wp.int32`` keep the array's shape (e.g. (T, 3) element indices as a 2-d Warp array). The array must
-    already be C-contiguous with the matching scalar type (ValueError otherwise: a silent conversion would
-    be a copy the kernel's writes never reach)."""
+    items); ``wp.float64`` and ``wp.int32`` keep the array's shape (e.g. (T, 3) element indices as a 2-d Warp
+    array). The array must already be C-contiguous with the matching scalar type (ValueError otherwise: a silent
+    conversion would be a copy the kernel's writes never reach)."""
     _ensure_initialized()
     scalar = np.dtype(_SCALAR_OF[dtype])
     item_shape = _ITEM_SHAPE_OF.get(dtype)

@@ -7,9 +7,9 @@ contributions Aᵀ W p to corners 1 and 2, corner 0 taking −(h_0 + h_1). ``gat
 adds its corners' contributions (``incidence.corner_incidence``): no atomics, one order of sums on every device.
 
 The projection is ``projections.project_strain_2d`` per triangle: the 2×2 eigen-decomposition of FᵀF in closed
-form, P = F·V diag(σ*/σ) Vᵀ; a degenerate triangle (σ2 ≈ 0) takes P = σ1* u1 v1ᵀ + σ2* u2 v2ᵀ with u2 = F v2 / σ2
-as in the SVD, or any unit vector perpendicular to u1 when F v2 vanishes (a collinear triangle: the SVD is not
-unique there, numpy's LAPACK makes its own choice).
+form, P = F·V diag(σ*/σ) Vᵀ; a degenerate triangle (σ2 ≈ 0) takes P = σ1* u1 v1ᵀ + σ2* u2 v2ᵀ with
+u2 = F v2 / σ2 as in the SVD, or any unit vector perpendicular to u1 when F v2 vanishes (a collinear triangle:
+the SVD is not unique there, numpy's LAPACK makes its own choice).
 """
 
 from __future__ import annotations
