@@ -358,4 +358,9 @@ def bending(rest: np.ndarray, triangles: np.ndarray, bend: np.ndarray, vertex_ar
         normals = ring_normals(xp, positions)
         return (xp.asarray(signed_device)[:, None] * normals)[:, None, :]
 
-    return ConstraintBatch("bending", laplacian.tocsr(), weights, 1, project)
+    batch = ConstraintBatch("bending", laplacian.tocsr(), weights, 1, project)
+    batch.triangles = tri
+    batch.interior = interior
+    batch.signed_magnitude = signed_magnitude
+    batch.curved = bool(curved.any())
+    return batch

@@ -33,6 +33,7 @@ from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
+from .bending_kernels import BendingLocal
 from .tet_kernels import TetLocal
 from .triangle_kernels import TriangleStrainLocal
 from .wind import ClothWind
@@ -221,8 +222,8 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
-        # the edge, triangle and tet batches' local steps run in kernels (local_kernels, triangle_kernels,
-        # tet_kernels); the others through their selectors
+        # the edge, triangle, bending and tet batches' local steps run in kernels (local_kernels,
+        # triangle_kernels, bending_kernels, tet_kernels); the others (soft pins) through their selectors
         self.edge_local = None
         if edges is not None:
             self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
@@ -231,7 +232,11 @@ class PDSolver:
         triangles = next((batch for batch in self.batches if batch.name == "triangle_strain"), None)
         self.triangle_local = None if triangles is None else TriangleStrainLocal(
             backend, triangles.triangles, triangles.rest_inverse, triangles.limits, triangles.weights, n)
-        in_kernels = {id(batch) for batch in [edges, triangles, *tet_batches]}
+        bending = next((batch for batch in self.batches if batch.name == "bending"), None)
+        self.bending_local = None if bending is None else BendingLocal(
+            backend, bending.triangles, bending.interior, bending.selector, bending.weights,
+            bending.signed_magnitude, bending.curved, n)
+        in_kernels = {id(batch) for batch in [edges, triangles, bending, *tet_batches]}
         self.selector_batches = [(batch, selector, scatter)
                                  for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters)
                                  if id(batch) not in in_kernels]
@@ -464,6 +469,8 @@ class PDSolver:
                 self.edge_local.add_rhs(q, rhs)
             if self.triangle_local is not None:
                 self.triangle_local.add_rhs(q, rhs)
+            if self.bending_local is not None:
+                self.bending_local.add_rhs(q, rhs)
             if self.tet_local is not None:
                 self.tet_local.add_rhs(q, rhs)
             for batch, selector, scatter in self.selector_batches:
