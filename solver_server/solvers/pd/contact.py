@@ -91,6 +91,7 @@ class ContactPoints:
         # cloth only (every point is its own particle): the maps are the identity restricted to the movable
         # particles, applied as copies and masks instead of sparse products (~20 products per substep)
         self._movable = xp.asarray(movable)
+        self._movable_mask = self._movable > 0
         self.force_kernel = True        # forces(), contact_planes() in kernels where they apply (tests: False)
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
 
@@ -107,6 +108,8 @@ class ContactPoints:
     def distribute(self, q, delta, mask):
         """Particle positions after point corrections ``delta`` (n_c, 3) on points ``mask``."""
         xp = self.xp
+        if self.identity:           # each point its own particle: the movable masked points take their delta
+            return q + xp.where((mask & self._movable_mask)[:, None], delta, 0.0)
         weight = xp.where(mask, 1.0, 0.0)
         numerator = self._scatter(delta * weight[:, None])
         denominator = self._scatter(weight)
