@@ -29,11 +29,11 @@ from ...sim.maps import element_factors
 from ...sim.model import ParticleModel
 from ...sim.state import Control, State
 from . import constraints as pdc
+from .bending_kernels import BendingLocal
 from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
 from .local_kernels import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
-from .bending_kernels import BendingLocal
 from .tet_kernels import TetLocal
 from .triangle_kernels import TriangleStrainLocal
 from .wind import ClothWind
@@ -118,6 +118,34 @@ def tet_local_step(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple
         volume_weight[volume.elements] = volume.weights
     local = TetLocal(backend, strain.tets, strain.rest_inverse, strain.limits, strain.weights, volume_weight, n)
     return local, [batch for batch in (strain, volume) if batch is not None]
+
+
+def kernel_local_steps(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple[list, set[int]]:
+    """The local steps that run in Warp kernels, each fused with its right-hand side (``add_rhs(q, rhs)``):
+    cloth edges (local_kernels), shear triangles (triangle_kernels), bending (bending_kernels), soft-body tet
+    strain and volume (tet_kernels); and the ids of the batches they cover. The others (soft pins) go through
+    their selectors."""
+    steps, covered = [], []
+    edges = edge_strain_batch(batches)
+    if edges is not None:
+        steps.append(EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
+                                     edges.limits[:, 1] * edges.rest_length, edges.weights, n))
+        covered.append(edges)
+    triangles = next((batch for batch in batches if batch.name == "triangle_strain"), None)
+    if triangles is not None:
+        steps.append(TriangleStrainLocal(backend, triangles.triangles, triangles.rest_inverse, triangles.limits,
+                                         triangles.weights, n))
+        covered.append(triangles)
+    bending = next((batch for batch in batches if batch.name == "bending"), None)
+    if bending is not None:
+        steps.append(BendingLocal(backend, bending.triangles, bending.interior, bending.selector, bending.weights,
+                                  bending.signed_magnitude, bending.curved, n))
+        covered.append(bending)
+    tets, tet_batches = tet_local_step(backend, batches, n)
+    if tets is not None:
+        steps.append(tets)
+        covered.extend(tet_batches)
+    return steps, {id(batch) for batch in covered}
 
 
 def stiffen_near_pins(batches, pinned: np.ndarray, n: int, rings: int) -> None:
@@ -222,21 +250,7 @@ class PDSolver:
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
-        # the edge, triangle, bending and tet batches' local steps run in kernels (local_kernels,
-        # triangle_kernels, bending_kernels, tet_kernels); the others (soft pins) through their selectors
-        self.edge_local = None
-        if edges is not None:
-            self.edge_local = EdgeStrainLocal(backend, edges.edges, edges.limits[:, 0] * edges.rest_length,
-                                              edges.limits[:, 1] * edges.rest_length, edges.weights, n)
-        self.tet_local, tet_batches = tet_local_step(backend, self.batches, n)
-        triangles = next((batch for batch in self.batches if batch.name == "triangle_strain"), None)
-        self.triangle_local = None if triangles is None else TriangleStrainLocal(
-            backend, triangles.triangles, triangles.rest_inverse, triangles.limits, triangles.weights, n)
-        bending = next((batch for batch in self.batches if batch.name == "bending"), None)
-        self.bending_local = None if bending is None else BendingLocal(
-            backend, bending.triangles, bending.interior, bending.selector, bending.weights,
-            bending.signed_magnitude, bending.curved, n)
-        in_kernels = {id(batch) for batch in [edges, triangles, bending, *tet_batches]}
+        self.kernel_steps, in_kernels = kernel_local_steps(backend, self.batches, n)
         self.selector_batches = [(batch, selector, scatter)
                                  for batch, selector, scatter in zip(self.batches, self.selectors, self.scatters)
                                  if id(batch) not in in_kernels]
@@ -465,14 +479,8 @@ class PDSolver:
         for _ in range(iterations):
             tick = time.perf_counter()
             rhs = base_rhs.copy()
-            if self.edge_local is not None:
-                self.edge_local.add_rhs(q, rhs)
-            if self.triangle_local is not None:
-                self.triangle_local.add_rhs(q, rhs)
-            if self.bending_local is not None:
-                self.bending_local.add_rhs(q, rhs)
-            if self.tet_local is not None:
-                self.tet_local.add_rhs(q, rhs)
+            for local_step in self.kernel_steps:
+                local_step.add_rhs(q, rhs)
             for batch, selector, scatter in self.selector_batches:
                 state = (selector @ q).reshape(batch.count, batch.rows, 3)
                 projected = batch.project(xp, state, q)
