@@ -193,8 +193,8 @@ class ColliderSet:
         """The PD contact local step on the ``candidates`` (m,) int32 of points that are their own particles, in
         one launch (``primitive_kernels.contact_forces``); every collider must be a primitive (no meshes).
 
-        q, q_start: (n, 3) [m] now and at the substep start; previous: (m, 3) [N·m/s²·…] the candidates' forces
-        of the last iteration (as k·Δy); gain, thickness, friction, movable: (n,) per point. Returns (forces
+        q, q_start: (n, 3) [m] now and at the substep start; previous: (m, 3) [N] the candidates' forces of the
+        last iteration (k·Δy); gain k [kg/s²], thickness [m], friction, movable (0/1): (n,) per point. Returns (forces
         (m, 3), particle forces (n, 3): the candidates' forces on their movable particles, 0 elsewhere)."""
         force = xp.empty((len(candidates), 3), dtype=xp.float64)
         particle_force = xp.zeros((len(q), 3), dtype=xp.float64)

@@ -92,7 +92,7 @@ class ContactPoints:
         # particles, applied as copies and masks instead of sparse products (~20 products per substep)
         self._movable = xp.asarray(movable)
         self._movable_mask = self._movable > 0
-        self.force_kernel = True        # forces(), contact_planes() in kernels where they apply (tests: False)
+        self.force_kernel = True        # see _in_kernels
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
 
     def points(self, q):
@@ -192,7 +192,7 @@ class ContactPoints:
         plane at the contact offset; unit normal (n_c, 3), zero for points not in contact, which makes their
         plane a no-op). One entry per point, so no data-dependent sizes (no device synchronization)."""
         xp = self.xp
-        if self.force_kernel and self.identity and not colliders.has_meshes:
+        if self._in_kernels(colliders):
             point, normal = colliders.primitive_contact_planes(xp, xp.ascontiguousarray(q, dtype=xp.float64),
                                                                self.thickness, band, self._movable)
             return self.particle_of_point, point, normal
@@ -224,6 +224,11 @@ class ContactPoints:
         _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, self.points(q_start))
         return xp.nonzero(contacts.mask & self.keep)[0]
 
+    def _in_kernels(self, colliders: ColliderSet) -> bool:
+        """Whether forces() and contact_planes() run in kernels: every point its own particle, every collider
+        a primitive (and ``force_kernel``, which tests switch off to compare the array path)."""
+        return self.force_kernel and self.identity and not colliders.has_meshes
+
     def _candidate_indices(self, candidates):
         """``candidates`` as a contiguous int32 array (kernel input), converted once per substep."""
         if self._candidates_int32 is None or self._candidates_int32[0] is not candidates:
@@ -236,7 +241,7 @@ class ContactPoints:
         runs in one kernel (``ColliderSet.primitive_contact_forces``); embedded points or mesh colliders
         through ``ColliderSet.project`` and array operations."""
         xp = self.xp
-        if self.force_kernel and self.identity and not colliders.has_meshes:
+        if self._in_kernels(colliders):
             return colliders.primitive_contact_forces(
                 xp, self._candidate_indices(candidates), xp.ascontiguousarray(q, dtype=xp.float64),
                 xp.ascontiguousarray(q_start, dtype=xp.float64), xp.ascontiguousarray(point_force, dtype=xp.float64),
