@@ -229,15 +229,15 @@ def warm_kernels(device: str = "cpu") -> dict:
     from ..solvers.der import (bend_twist_kernels, contact_kernels, frame_kernels,  # noqa: PLC0415
                                retraction_kernels, stretch_kernels)
     from ..solvers.particles import kernels as particle_kernels  # noqa: PLC0415
-    from ..solvers.pd import (bending_kernels, limit_kernels, limit_sweep_kernels, local_kernels,  # noqa: PLC0415
-                              tet_kernels, triangle_kernels)
+    from ..solvers.pd import (bending_kernels, jacobi_kernels, limit_kernels, limit_sweep_kernels,  # noqa: PLC0415
+                              local_kernels, tet_kernels, triangle_kernels)
     from . import bounds, geometry, pairs  # noqa: PLC0415
 
     tick = time.perf_counter()
     modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
-               limit_sweep_kernels, local_kernels, triangle_kernels, bending_kernels, tet_kernels, particle_kernels,
-               cosserat_kernels, pairs, contact_kernels, stretch_kernels, bend_twist_kernels, frame_kernels,
-               retraction_kernels]
+               limit_sweep_kernels, local_kernels, triangle_kernels, bending_kernels, tet_kernels, jacobi_kernels,
+               particle_kernels, cosserat_kernels, pairs, contact_kernels, stretch_kernels, bend_twist_kernels,
+               frame_kernels, retraction_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

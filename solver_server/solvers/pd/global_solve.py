@@ -8,7 +8,8 @@ trigger a refactorization; only a change of the constraint set or pin set does.
 Solvers:
 - ``CholeskySolve``: prefactored sparse direct solve (default, seed §4.2).
 - ``JacobiSolve``: Jacobi / A-Jacobi of order l (x ← Rˡ x + Σ_{j<l} Rʲ D⁻¹ b, R = D⁻¹B; seed
-  §4.3.2, eq. 4-8) with Chebyshev acceleration (S, γ, ρ; eqs. 4-11, 4-12). Divergence
+  §4.3.2, eq. 4-8) with Chebyshev acceleration (S, γ, ρ; eqs. 4-11, 4-12), a Warp kernel launch per sweep
+  (``jacobi_kernels``: the seed's GPU path). Divergence
   (growing residual or non-finite values) is detected; the caller falls back to Cholesky.
 """
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
+
+from .jacobi_kernels import CsrKernelMatrix
 
 
 @dataclass
@@ -87,10 +90,10 @@ class JacobiSolve:
         beta_operator = sum(beta_terms[1:], beta_terms[0]) @ scipy.sparse.diags(inv_diag)  # Σ_{j<l} Rʲ D⁻¹
         self.spectral_radius = self._spectral_radius(power)      # of Rˡ; ≥ 1 means (A-)Jacobi diverges
         self.rho = float(rho) if rho is not None else min(self.spectral_radius, 0.9999)
-        sparse = backend.sparse
-        self.matrix = sparse.csr_matrix(matrix) if backend.name != "cpu" else matrix
-        self.iteration_matrix = sparse.csr_matrix(power) if backend.name != "cpu" else power
-        self.beta_operator = sparse.csr_matrix(beta_operator.tocsr()) if backend.name != "cpu" else beta_operator.tocsr()
+        xp = backend.xp
+        self.matrix = CsrKernelMatrix(xp, matrix)
+        self.iteration_matrix = CsrKernelMatrix(xp, power)
+        self.beta_operator = CsrKernelMatrix(xp, beta_operator)
 
     @staticmethod
     def _spectral_radius(operator, steps: int = 60) -> float:
@@ -107,21 +110,33 @@ class JacobiSolve:
         return float(estimate)
 
     def solve(self, rhs, initial=None) -> tuple[object, SolveReport]:
+        """x ≈ K⁻¹ rhs for rhs (n, 3) (or (n,), (n, 1), (n, 2): padded to three columns) from ``initial`` (same
+        shape; default β): ``iterations`` sweeps, each one launch of ``jacobi_kernels.chebyshev_sweep``; returns
+        (x, SolveReport)."""
         xp = self.backend.xp
-        beta = self.beta_operator @ rhs
+        columns = 1 if rhs.ndim == 1 else rhs.shape[1]
+        if columns != 3:
+            if columns > 3:
+                raise ValueError(f"JacobiSolve.solve takes at most 3 right-hand sides, got {columns}")
+            padded = lambda values: xp.concatenate(  # noqa: E731
+                [values.reshape(-1, columns), xp.zeros((values.shape[0], 3 - columns))], axis=1)
+            x, report = self.solve(padded(rhs), None if initial is None else padded(initial))
+            return x[:, :columns].reshape(rhs.shape), report
+        rhs = xp.ascontiguousarray(rhs, dtype=xp.float64)
+        beta = self.beta_operator.product(xp, rhs)
         rhs_norm = float(xp.linalg.norm(rhs)) or 1.0
-        x = beta.copy() if initial is None else initial.copy()
+        x = beta.copy() if initial is None else xp.array(initial, dtype=xp.float64, order="C")
         x_prev = x.copy()
+        spare = xp.empty_like(x)
         omega = 1.0
-        start_residual = float(xp.linalg.norm(rhs - self.matrix @ x)) / rhs_norm
+        start_residual = float(xp.linalg.norm(rhs - self.matrix.product(xp, x))) / rhs_norm
         report = SolveReport()
         for k in range(self.iterations):
             omega = chebyshev_weight(k, self.chebyshev_start, self.rho, omega)
-            x_next = self.iteration_matrix @ x + beta
-            x_next = omega * (self.gamma * (x_next - x) + x - x_prev) + x_prev
-            x_prev, x = x, x_next
+            self.iteration_matrix.sweep(x, beta, x_prev, omega, self.gamma, spare)
+            x_prev, x, spare = x, spare, x_prev
             report.iterations = k + 1
-        residual = float(xp.linalg.norm(rhs - self.matrix @ x)) / rhs_norm
+        residual = float(xp.linalg.norm(rhs - self.matrix.product(xp, x))) / rhs_norm
         report.residual = residual
         report.diverged = (not np.isfinite(residual)) or residual > max(start_residual, 1e-12) * self.divergence_factor \
             or residual > 1.0
