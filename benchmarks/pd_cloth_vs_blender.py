@@ -5,7 +5,8 @@ the origin, pinned at its two corners on the −Y edge, draping over a 0.4 m sph
 at 24 fps. Blender's Cloth runs at quality 5 (5 substeps per frame) with a Collision modifier on the
 sphere; Tangle runs the PD solver in-process (no sockets, so both numbers are pure solver time).
 
-Printed: ms per frame for each, their ratio, and the edge stretch (l / l_rest − 1) at the last frame as max,
+Printed: ms per frame for each, their ratio, Tangle's split per substep (local step, global solves, collider
+contact, hard strain limit; issue 19 asks for it), and the edge stretch (l / l_rest − 1) at the last frame as max,
 99.9th and 99th percentile, plus Tangle's worst edge over all frames (visual quality: the issue asks for no
 visible stretching beyond 10 %).
 
@@ -54,6 +55,8 @@ def stretch_summary(stretch: np.ndarray) -> str:
             f"99th {np.percentile(stretch, 99) * 100:4.1f} %")
 
 
+SPLIT_KEYS = ("local_ms", "global_ms", "collision_ms", "strain_limit_ms")   # the PD step's timing stats
+
 SPHERE_CENTER = (0.0, 0.0, 0.4)
 SPHERE_RADIUS = 0.4
 
@@ -82,15 +85,21 @@ def run_tangle(resolution: int, frames: int, substeps: int, iterations: int):
     solver_seconds = 0.0
     positions = None
     worst_any_frame = 0.0
+    split = dict.fromkeys(SPLIT_KEYS, 0.0)
+    substeps_run = 0
     for _ in range(frames):
         started = time.perf_counter()
-        _, frame_positions, _ = simulation.advance(None)
+        _, frame_positions, stats = simulation.advance(None)
         solver_seconds += time.perf_counter() - started
+        for key in SPLIT_KEYS:
+            split[key] += float(stats.get(key, 0.0))        # summed over the frame's substeps
+        substeps_run += int(stats["substeps"])
         positions = frame_positions["Cloth"].astype(np.float64)
         length = np.linalg.norm(positions[edges[:, 0]] - positions[edges[:, 1]], axis=1)
         worst_any_frame = max(worst_any_frame, float((length / rest).max() - 1.0))
     elapsed = solver_seconds
-    return elapsed / frames, edge_stretch(vertices, positions, triangles), worst_any_frame
+    split = {key: value / max(substeps_run, 1) for key, value in split.items()}
+    return elapsed / frames, edge_stretch(vertices, positions, triangles), worst_any_frame, split
 
 
 def run_blender(resolution: int, frames: int, quality: int):
@@ -137,8 +146,11 @@ def main(argv=None) -> None:
 
     print(f"scene: {args.resolution}x{args.resolution} cloth ({args.resolution ** 2} vertices), sphere collider, "
           f"{args.frames} frames at 24 fps")
-    tangle_s, tangle_stretch, tangle_worst = run_tangle(args.resolution, args.frames, args.substeps, args.iterations)
+    tangle_s, tangle_stretch, tangle_worst, split = run_tangle(args.resolution, args.frames, args.substeps,
+                                                              args.iterations)
     print(f"tangle PD   : {tangle_s * 1e3:8.1f} ms/frame  (substeps {args.substeps}, iterations {args.iterations})")
+    print("              per substep: " + ", ".join(f"{key[:-3].replace('_', ' ')} {value:.1f} ms"
+                                                   for key, value in split.items()))
     print(f"              last frame edge stretch {stretch_summary(tangle_stretch)}; "
           f"worst edge over all frames {tangle_worst * 100:.1f} %")
     blender_s, blender_stretch = run_blender(args.resolution, args.frames, args.quality)
