@@ -15,7 +15,7 @@ Without CuPy or a CUDA device it prints "CUDA not available: <reason>" and runs 
 ``--seed-scenes`` runs seed 001's three scenes instead, on each device, and prints frames per second beside the
 thesis's figures (RTX 3060 Ti): the 141 × 141 cloth above (54 FPS with A-Jacobi), a 49k-tet soft body (its
 Armadillo, 45 FPS) and a 171k-tet one (its Dragon, 168k tets, 8.5–10 FPS), the blobs of
-``benchmarks.pd_softbody`` dropped on a floor. A thesis frame is one PD step; ours is a 24 fps frame of
+``benchmarks.pd_softbody`` dropped on a floor (``blob_scene``). A thesis frame is one PD step; ours is a 24 fps frame of
 2 substeps, so both "frames" and "steps" per second are printed (issue 19's bars: cloth ≥ 54, Armadillo ≥ 45,
 Dragon ≥ 10 on a GPU).
 
@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from benchmarks.der_hairball import hairball
-from benchmarks.pd_softbody import bumpy_blob
+from benchmarks.pd_softbody import blob_scene
 from benchmarks.pd_cloth_vs_blender import SPHERE_CENTER, SPHERE_RADIUS, grid_cloth
 from solver_server.backend import BackendError, get_backend
 from solver_server.collision import broad_phase
@@ -56,22 +56,9 @@ def cloth_scene(resolution: int, frames: int) -> dict:
                          "params": {}}]}
 
 
-def softbody_scene(resolution: int, frames: int) -> dict:
-    """``benchmarks.pd_softbody``'s blob embedded at ``resolution`` lattice cells, dropped on a floor."""
-    vertices, triangles = bumpy_blob()
-    vertices[:, 2] += 0.3 + 0.5 * 1.3
-    return {"gravity": [0.0, 0.0, -9.81],
-            "time": {"fps": 24, "frame_start": 1, "frame_end": 2 + frames, "substeps": 2},
-            "solver": {"pd": {"iterations": 10}},
-            "objects": [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
-                         "params": {"tet_resolution": resolution, "young_modulus": 2e5, "poisson_ratio": 0.3}},
-                        {"id": "Floor", "kind": "collider",
-                         "shape": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}, "params": {}}]}
-
-
 SEED_SCENES = [("cloth 141x141", lambda frames: cloth_scene(141, frames), 54.0),
-               ("Armadillo-size soft body (49k tets)", lambda frames: softbody_scene(29, frames), 45.0),
-               ("Dragon-size soft body (171k tets)", lambda frames: softbody_scene(45, frames), 8.5)]
+               ("Armadillo-size soft body (49k tets)", lambda frames: blob_scene(29, 2 + frames), 45.0),
+               ("Dragon-size soft body (171k tets)", lambda frames: blob_scene(45, 2 + frames), 8.5)]
 
 
 def seed_scene_table(backends: dict, frames: int) -> None:

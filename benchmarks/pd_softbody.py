@@ -39,16 +39,14 @@ def bumpy_blob(rings: int = 32, segments: int = 64, radius_m: float = 0.5):
     return vertices, np.concatenate([top, bands, bottom]).astype(np.int32)
 
 
-def run(resolution: int, frames: int, substeps: int, iterations: int) -> None:
-    """Drop the blob embedded at ``resolution`` cells; prints its size and the per-substep split."""
-    from solver_server.backend import get_backend
-    from solver_server.simulation import Simulation
-
+def blob_scene(resolution: int, frame_end: int, substeps: int = 2, iterations: int = 10) -> dict:
+    """The wire scene: the blob embedded at ``resolution`` lattice cells, its lowest point about 0.3 m above a
+    floor plane, frames 1 … ``frame_end`` at 24 fps."""
     vertices, triangles = bumpy_blob()
-    vertices[:, 2] += 0.3 + 0.5 * 1.3  # lowest point about 0.3 m above the floor
-    scene = {
+    vertices[:, 2] += 0.3 + 0.5 * 1.3
+    return {
         "gravity": [0.0, 0.0, -9.81],
-        "time": {"fps": 24, "frame_start": 1, "frame_end": 1 + frames, "substeps": substeps},
+        "time": {"fps": 24, "frame_start": 1, "frame_end": frame_end, "substeps": substeps},
         "solver": {"pd": {"iterations": iterations}},
         "objects": [
             {"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
@@ -57,6 +55,15 @@ def run(resolution: int, frames: int, substeps: int, iterations: int) -> None:
              "params": {}},
         ],
     }
+
+
+def run(resolution: int, frames: int, substeps: int, iterations: int) -> None:
+    """Drop the blob embedded at ``resolution`` cells; prints its size and the per-substep split."""
+    from solver_server.backend import get_backend
+    from solver_server.simulation import Simulation
+
+    scene = blob_scene(resolution, 1 + frames, substeps, iterations)
+    triangles = scene["objects"][0]["triangles"]
     started = time.perf_counter()
     simulation = Simulation(scene, get_backend("cpu"))
     setup_s = time.perf_counter() - started

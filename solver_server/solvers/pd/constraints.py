@@ -177,7 +177,7 @@ def triangle_strain(rest: np.ndarray, triangles: np.ndarray, shear: np.ndarray, 
     batch = ConstraintBatch("triangle_strain", _selector(stencil, triangles, n), weights, 2, project)
     batch.triangles = triangles
     batch.rest_inverse = dm_inv
-    batch.limits = np.stack([low, high], axis=1)
+    batch.limits = np.asarray(limits, dtype=float)
     return batch
 
 
@@ -219,7 +219,7 @@ def tet_strain(rest: np.ndarray, tets: np.ndarray, young: np.ndarray, limits: np
     batch.volume = volume
     batch.tets = tets
     batch.rest_inverse = dm_inv
-    batch.limits = np.stack([low, high], axis=1)
+    batch.limits = np.asarray(limits, dtype=float)
     return batch
 
 

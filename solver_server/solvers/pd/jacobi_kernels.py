@@ -10,6 +10,7 @@ over the CPU threads; every row sums its non-zeros in the CSR order, so the layo
 
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
 
 from ...kernels import launch_items, warp_device_of, warp_view
@@ -52,8 +53,6 @@ class CsrKernelMatrix:
     kernels above. matrix: scipy.sparse (host); xp: the job's array module."""
 
     def __init__(self, xp, matrix):
-        import numpy as np  # noqa: PLC0415
-
         matrix = matrix.tocsr()
         matrix.sort_indices()
         self.shape = matrix.shape

@@ -78,11 +78,11 @@ class EdgeStrainLimit:
         n = len(inverse_mass)
         self._chosen = xp.zeros(len(edges), dtype=xp.int32)
         self._chosen_particles = xp.zeros(n, dtype=xp.int32)
-        self._neighbourhood_counts = xp.zeros(4, dtype=xp.int32)
-        self._neighbourhood_views = [warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
-                                     warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
-                                     warp_view(self._chosen, wp.int32), warp_view(self._chosen_particles, wp.int32),
-                                     warp_view(self._neighbourhood_counts, wp.int32)]
+        self._check_counts = xp.zeros(4, dtype=xp.int32)
+        self._check_views = [warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
+                             warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
+                             warp_view(self._chosen, wp.int32), warp_view(self._chosen_particles, wp.int32),
+                             warp_view(self._check_counts, wp.int32)]
         self.rounds = int(rounds)
         self.passes_per_round = int(passes_per_round)
         self.relaxation = float(relaxation)
@@ -109,8 +109,8 @@ class EdgeStrainLimit:
         if not self.parallel:
             launch(kernels.check_sequential, 1, device=self.device,
                    inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
-                           *self._neighbourhood_views])
-            found, kept, too_long, faulty = (int(count) for count in self._neighbourhood_counts.tolist())
+                           *self._check_views])
+            found, kept, too_long, faulty = (int(count) for count in self._check_counts.tolist())
             return too_long, faulty, self._chosen[:found], self._chosen_particles[:kept]
         too_long, faulty = self._check(q_view)
         if too_long == 0:
