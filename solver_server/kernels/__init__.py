@@ -8,7 +8,7 @@ A solver's own kernels live beside it (``collision/mesh_kernels.py``, ``solvers/
 """
 
 from .interop import (cpu_kernel_threads, int32_view, kernel_cache_dir, launch, launch_items, launch_split,
-                      on_device_stream, warm_kernels, warp_device_of, warp_view)
+                      on_device_stream, recorded_items, warm_kernels, warp_device_of, warp_view)
 
 __all__ = ["cpu_kernel_threads", "int32_view", "kernel_cache_dir", "launch", "launch_items", "launch_split", "on_device_stream",
-           "warm_kernels", "warp_device_of", "warp_view"]
+           "recorded_items", "warm_kernels", "warp_device_of", "warp_view"]

@@ -1,10 +1,11 @@
 """Warp set-up and zero-copy hand-over of ``xp`` arrays to Warp kernels.
 
 Arrays stay numpy (CPU) or CuPy (CUDA) at module boundaries (DESIGN.md §3). :func:`warp_view` wraps one
-as a Warp array over the SAME memory: a numpy array through its data pointer (Warp's CPU device), any
-other array module through DLPack (CuPy, and the strict test backend, which stands in for a device).
+as a Warp array over the SAME memory: a numpy or CuPy array through its data pointer (Warp's CPU device or
+the array's GPU), any other array module through DLPack (the strict test backend, which stands in for a
+device).
 A kernel that writes into a view writes into the caller's array; nothing is copied (tested in
-``tests/kernels/test_interop.py``).
+``tests/kernels/test_interop.py``; on a GPU, ``tests/portability/test_cuda_device.py``).
 
 Kernel cache: Warp compiles each kernel module once per source hash and keeps the binaries in
 ``kernel_cache_dir()``: ``$TANGLE_KERNEL_CACHE`` when set, else Warp's default
@@ -66,6 +67,19 @@ _ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,)
                   wp.mat33d: (3, 3)}
 
 
+def _pointer_and_device(array) -> tuple[int, str] | None:
+    """(data address, Warp device) of a numpy array or a CUDA array of CuPy; None for other array modules.
+    CuPy goes straight from its pointer: DLPack's capsule round trip cost ~60 µs a view on an H100 box, a third
+    of a PD substep's host time there."""
+    if isinstance(array, np.ndarray):
+        return array.ctypes.data, "cpu"
+    device = getattr(array, "device", None)
+    interface = getattr(array, "__cuda_array_interface__", None) if hasattr(device, "id") else None
+    if interface is None:
+        return None
+    return interface["data"][0], f"cuda:{int(device.id)}"
+
+
 def warp_view(array, dtype):
     """A Warp array of ``dtype`` over the memory of ``array`` without a copy: ``wp.vec3d`` for (n, 3) float64,
     ``wp.vec4d`` for (n, 4), ``wp.mat22d`` / ``wp.mat33d`` for (n, 2, 2) / (n, 3, 3) (1-d Warp arrays of n
@@ -80,13 +94,15 @@ def warp_view(array, dtype):
     if array.dtype != scalar or (itemized and (len(shape) != 1 + len(item_shape) or shape[1:] != item_shape)):
         raise ValueError(f"warp_view: expected {scalar} of shape (n{''.join(', %d' % n for n in item_shape or ())}), "
                          f"got {array.dtype} {shape}")
-    if isinstance(array, np.ndarray):
+    pointer = _pointer_and_device(array)
+    if pointer is not None:
         if not array.flags.c_contiguous:
             raise ValueError("warp_view: array is not C-contiguous")
+        address, device = pointer
         view_shape = (shape[0],) if itemized else shape
         if array.size == 0:
-            return wp.empty(view_shape, dtype=dtype, device="cpu")
-        view = wp.array(ptr=array.ctypes.data, dtype=dtype, shape=view_shape, device="cpu", copy=False)
+            return wp.empty(view_shape, dtype=dtype, device=device)
+        view = wp.array(ptr=address, dtype=dtype, shape=view_shape, device=device, copy=False)
         view._tangle_owner = array   # the view does not own the memory: keep the array alive with it
         return view
     view = wp.from_dlpack(array)
@@ -157,7 +173,7 @@ def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_af
     if per_item is None:
         per_item = device != "cpu"
     if per_item:
-        launch(kernel, count, inputs=[*inputs_before, 0, 1, *inputs_after], device=device)
+        launch(kernel, count, inputs=_per_item_inputs(inputs_before, inputs_after), device=device)
         return
     threads = min(cpu_kernel_threads(), count // SPLIT_MIN_ITEMS) if split else 1
     if threads <= 1:
@@ -165,6 +181,26 @@ def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_af
         return
     _launch_ranges(kernel, count, threads, device,
                    lambda low, high: (1, [*inputs_before, low, high - low, *inputs_after]))
+
+
+def _per_item_inputs(inputs_before: list, inputs_after: list) -> list:
+    """The arguments of ``launch_items``'s CUDA layout: one thread per item (first = 0, chunk = 1)."""
+    return [*inputs_before, 0, 1, *inputs_after]
+
+
+def recorded_items(kernel, count: int, device: str, inputs_before: list, inputs_after: list):
+    """``launch_items`` in the CUDA layout (a thread per item) with its arguments packed once: returns a
+    function of no arguments that launches it, on CUDA in CuPy's current stream. For a launch repeated with
+    the same arrays (a round of strain-limit passes): Warp's argument packing is most of a launch's ~0.1 ms
+    of host time. The arrays must outlive the returned function."""
+    if count == 0:
+        return lambda: None
+    command = wp.launch(kernel, dim=count, inputs=_per_item_inputs(inputs_before, inputs_after), device=device,
+                        record_cmd=True)
+    if device == "cpu":
+        return command.launch
+    stream = _stream_for(device)
+    return lambda: command.launch(stream=stream)
 
 
 _pool_lock = threading.Lock()

@@ -42,3 +42,19 @@ def test_solver_runs_on_cuda_and_matches_cpu(name, monkeypatch):
             # reductions on the GPU sum in another order: agreement to 0.1 mm over these 5-frame scenes
             np.testing.assert_allclose(got[object_id], positions, atol=1e-4,
                                        err_msg=f"{name}: {object_id} at frame {frame}")
+
+
+def test_a_kernel_writes_into_the_cupy_array_itself():
+    """warp_view of a CuPy array is a view of its memory (fails if it copies: the writes would not reach it)."""
+    import warp as wp
+
+    from solver_server.kernels import launch, warp_device_of, warp_view
+    from tests.kernels.test_interop import _double_in_place
+
+    cuda = _cuda_backend()
+    array = cuda.xp.asarray(np.arange(15, dtype=np.float64).reshape(5, 3))
+    view = warp_view(array, wp.vec3d)
+    assert view.ptr == array.data.ptr and warp_device_of(array) == cuda.warp_device
+    launch(_double_in_place, 5, inputs=[view], device=cuda.warp_device)
+    np.testing.assert_array_equal(cuda.to_host(array), 2.0 * np.arange(15).reshape(5, 3))
+    assert warp_view(cuda.xp.zeros((0, 3)), wp.vec3d).shape == (0,)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ...kernels import launch, launch_items, warp_device_of, warp_view
+from ...kernels import launch, launch_items, recorded_items, warp_device_of, warp_view
 from . import limit_kernels as kernels
 from . import limit_sweep_kernels as sweep_kernels
 from .incidence import incidence
@@ -140,15 +140,18 @@ class EdgeStrainLimit:
                            particles_view, *self._incident_views, relaxation, *plane_views, self.passes_per_round,
                            *self._work_views, q_view])
             return
+        # the same three launches every pass: their arguments are packed once (recorded_items)
+        launches = [recorded_items(kernels.edge_steps, len(chosen), self.device,
+                                   [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
+                                    q_view], [*self._work_views, self.result_view]),
+                    recorded_items(kernels.apply_steps, len(particles), self.device,
+                                   [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
+                                    *self._work_views], [q_view]),
+                    recorded_items(kernels.planes, len(particle), self.device, plane_views, [q_view])]
         for _ in range(self.passes_per_round):
             self.result[:] = 0
-            self._launch(kernels.edge_steps, len(chosen),
-                         [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view, q_view],
-                         [*self._work_views, self.result_view])
-            self._launch(kernels.apply_steps, len(particles),
-                         [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
-                          *self._work_views], [q_view])
-            self._launch(kernels.planes, len(particle), plane_views, [q_view])
+            for launch_pass in launches:
+                launch_pass()
 
     def sweep(self, xp, positions, frozen=None):
         """``passes_per_round`` Gauss–Seidel sweeps (``limit_sweep_kernels``), no global solve and no check:
