@@ -17,7 +17,9 @@ thesis's figures (RTX 3060 Ti): the 141 × 141 cloth above (54 FPS with A-Jacobi
 Armadillo, 45 FPS) and a 171k-tet one (its Dragon, 168k tets, 8.5–10 FPS), the blobs of
 ``benchmarks.pd_softbody`` dropped on a floor (``blob_scene``). A thesis frame is one PD step; ours is a 24 fps frame of
 2 substeps, so both "frames" and "steps" per second are printed (issue 19's bars: cloth ≥ 54, Armadillo ≥ 45,
-Dragon ≥ 10 on a GPU).
+Dragon ≥ 10 on a GPU). On a GPU each scene runs twice: with Tangle's default Cholesky global step (cholespy's
+device solve) and with the seed's A-Jacobi (order 2, 30 Chebyshev sweeps, replayed as one CUDA graph per global
+step), the second printed with its largest position difference from the first.
 
 ``--broad-phase`` times the broad phases instead (collision/broad_phase.py): a crumpled sheet of
 20k / 50k / 100k points at cloth spacing, pairs within 1.5 point spacings (``neighbour_pairs``) and the
@@ -32,6 +34,7 @@ when CuPy is usable, the hash grid in CuPy (best of 3, synchronized); it checks 
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 
 import numpy as np
@@ -61,16 +64,35 @@ SEED_SCENES = [("cloth 141x141", lambda frames: cloth_scene(141, frames), 54.0),
                ("Dragon-size soft body (171k tets)", lambda frames: blob_scene(45, 2 + frames), 8.5)]
 
 
+SEED_GLOBAL_STEP = {"global": "a_jacobi", "order": 2}   # seed 001's GPU global step (A-Jacobi, 30 sweeps)
+
+
 def seed_scene_table(backends: dict, frames: int) -> None:
-    """Seed 001's three scenes on every backend: frames and PD steps per second beside the thesis's FPS."""
+    """Seed 001's three scenes on every backend: frames and PD steps per second beside the thesis's FPS, with
+    the Cholesky global step (Tangle's default) and, on a GPU, also with the seed's own A-Jacobi one (its
+    largest position difference from the Cholesky frames printed beside it)."""
     for title, build, seed_fps in SEED_SCENES:
         scene = build(frames)
         substeps = scene["time"]["substeps"]
         for name, backend in backends.items():
-            result = run(scene, backend)
-            frame_fps = 1e3 / result["ms"]
-            print(f"{title} [{name}]: {frame_fps:6.1f} frames/s ({result['ms']:.1f} ms per 24 fps frame), "
-                  f"{frame_fps * substeps:6.1f} steps/s; thesis {seed_fps:.1f} FPS (one step per frame)")
+            variants = {"cholesky": scene}
+            if name != "cpu":
+                seed_scene = copy.deepcopy(scene)
+                seed_scene["solver"]["pd"].update(SEED_GLOBAL_STEP)
+                variants["A-Jacobi"] = seed_scene
+            reference = None
+            for label, variant in variants.items():
+                result = run(variant, backend)
+                frame_fps = 1e3 / result["ms"]
+                difference = ""
+                if reference is None:
+                    reference = result["positions"]
+                else:
+                    worst = max(float(np.abs(result["positions"][k] - reference[k]).max()) for k in reference)
+                    difference = f"; {worst * 1e3:.2f} mm from the Cholesky frames"
+                print(f"{title} [{name}, {label}]: {frame_fps:6.1f} frames/s ({result['ms']:.1f} ms per 24 fps "
+                      f"frame), {frame_fps * substeps:6.1f} steps/s; thesis {seed_fps:.1f} FPS (one step per frame)"
+                      f"{difference}", flush=True)
 
 
 def hairball_scene(strands: int, vertices: int, frames: int) -> dict:

@@ -154,6 +154,44 @@ def launch(kernel, dim: int, inputs: list, device: str) -> None:
     wp.launch(kernel, dim=dim, inputs=inputs, device=device, stream=_stream_for(device))
 
 
+def capture(device: str, record):
+    """Capture the kernel launches that ``record()`` makes as a graph, without running them: returns (graph,
+    record's return value). Replay with :func:`replay`. On CUDA the launches are captured on a stream of their
+    own, made CuPy's current stream while recording so that ``launch`` sends them there (CuPy's default stream
+    cannot be captured); on the CPU Warp records them and replays them in C++ (no Python per launch). The
+    arrays the launches use must outlive the graph, and ``record`` must make nothing but launches (no array
+    allocation, no host synchronization)."""
+    _ensure_initialized()
+    if device == "cpu":
+        wp.capture_begin(device="cpu")
+        try:
+            value = record()
+        finally:
+            graph = wp.capture_end(device="cpu")
+        return graph, value
+    import cupy  # noqa: PLC0415  (a CUDA device means CuPy arrays: backend.py)
+
+    capture_stream = cupy.cuda.Stream(non_blocking=True)
+    with capture_stream:
+        stream = _stream_for(device)
+        wp.capture_begin(stream=stream)
+        try:
+            value = record()
+        finally:
+            graph = wp.capture_end(stream=stream)
+    graph._tangle_stream = capture_stream   # the handle Warp's wrapper names stays valid with the graph
+    return graph, value
+
+
+def replay(graph, device: str) -> None:
+    """Run a graph of :func:`capture` once: on CUDA in CuPy's current stream (ordered with the CuPy work
+    that wrote its inputs and reads its outputs), on the CPU now."""
+    if device == "cpu":
+        wp.capture_launch(graph)
+        return
+    wp.capture_launch(graph, stream=_stream_for(device))
+
+
 SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
 
 

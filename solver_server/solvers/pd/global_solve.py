@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
+from ...kernels import capture, replay
 from .jacobi_kernels import CsrKernelMatrix
 
 
@@ -61,14 +62,16 @@ class JacobiSolve:
     order l in 1..3; iterations: Jacobi sweeps of Rˡ per global step; S: Chebyshev start
     iteration; gamma: under-relaxation γ; rho: spectral radius estimate of Rˡ (estimated by
     power iteration when None). Divergence: relative residual grows above its start value ×
-    ``divergence_factor`` or becomes non-finite.
+    ``divergence_factor`` or becomes non-finite. graph: replay the sweeps as one captured graph
+    (``kernels.capture``; default on CUDA, where a launch's host time exceeds a sweep's GPU time); the CPU
+    default launches each sweep with its rows over the CPU threads.
     """
 
     name = "jacobi"
 
     def __init__(self, backend, matrix_free: scipy.sparse.csr_matrix, order: int = 1, iterations: int = 50,
                  chebyshev_start: int = 10, gamma: float = 0.9, rho: float | None = None,
-                 divergence_factor: float = 1e3):
+                 divergence_factor: float = 1e3, graph: bool | None = None):
         if order not in (1, 2, 3):
             raise ValueError(f"A-Jacobi order must be 1, 2 or 3, got {order}")
         self.backend = backend
@@ -94,6 +97,34 @@ class JacobiSolve:
         self.matrix = CsrKernelMatrix(xp, matrix)
         self.iteration_matrix = CsrKernelMatrix(xp, power)
         self.beta_operator = CsrKernelMatrix(xp, beta_operator)
+        self.graph = backend.name != "cpu" if graph is None else bool(graph)
+        self._captured = None      # (graph, its buffers, the buffer holding its result) once recorded
+
+    def _sweeps(self, x, beta, previous, spare, split: bool = True):
+        """The ``iterations`` Chebyshev sweeps from x (previous: x too, spare: scratch; all (n, 3) on the
+        device, overwritten): returns the one of the three buffers that holds the result."""
+        omega = 1.0
+        for k in range(self.iterations):
+            omega = chebyshev_weight(k, self.chebyshev_start, self.rho, omega)
+            self.iteration_matrix.sweep(x, beta, previous, omega, self.gamma, spare, split=split)
+            previous, x, spare = x, spare, previous
+        return x
+
+    def _replay_sweeps(self, x, beta):
+        """``_sweeps`` as one graph replay (``kernels.capture``, recorded on the first solve over buffers of its
+        own; the weights ω_k are the same every solve): a global step costs one launch instead of
+        ``iterations``. Returns a new array."""
+        if self._captured is None:
+            buffers = [self.backend.xp.empty_like(x) for _ in range(4)]          # x, β, previous, spare
+            graph, result = capture(self.iteration_matrix.device,
+                                    lambda: self._sweeps(*buffers, split=False))
+            self._captured = (graph, buffers, result)
+        graph, (start, beta_buffer, previous, _), result = self._captured
+        start[...] = x
+        previous[...] = x
+        beta_buffer[...] = beta
+        replay(graph, self.iteration_matrix.device)
+        return result.copy()
 
     @staticmethod
     def _spectral_radius(operator, steps: int = 60) -> float:
@@ -124,20 +155,15 @@ class JacobiSolve:
             return x[:, :columns].reshape(rhs.shape), report
         rhs = xp.ascontiguousarray(rhs, dtype=xp.float64)
         beta = self.beta_operator.product(xp, rhs)
-        rhs_norm = float(xp.linalg.norm(rhs)) or 1.0
         x = beta.copy() if initial is None else xp.array(initial, dtype=xp.float64, order="C")
-        x_prev = x.copy()
-        spare = xp.empty_like(x)
-        omega = 1.0
-        start_residual = float(xp.linalg.norm(rhs - self.matrix.product(xp, x))) / rhs_norm
-        report = SolveReport()
-        for k in range(self.iterations):
-            omega = chebyshev_weight(k, self.chebyshev_start, self.rho, omega)
-            self.iteration_matrix.sweep(x, beta, x_prev, omega, self.gamma, spare)
-            x_prev, x, spare = x, spare, x_prev
-            report.iterations = k + 1
-        residual = float(xp.linalg.norm(rhs - self.matrix.product(xp, x))) / rhs_norm
-        report.residual = residual
+        start_residual = xp.linalg.norm(rhs - self.matrix.product(xp, x))
+        x = self._replay_sweeps(x, beta) if self.graph else self._sweeps(x, beta, x.copy(), xp.empty_like(x))
+        # the three norms reach the host together: one device synchronization per solve
+        rhs_norm, start_residual, residual = (float(value) for value in xp.stack(
+            [xp.linalg.norm(rhs), start_residual, xp.linalg.norm(rhs - self.matrix.product(xp, x))]).tolist())
+        rhs_norm = rhs_norm or 1.0
+        start_residual, residual = start_residual / rhs_norm, residual / rhs_norm
+        report = SolveReport(iterations=self.iterations, residual=residual)
         report.diverged = (not np.isfinite(residual)) or residual > max(start_residual, 1e-12) * self.divergence_factor \
             or residual > 1.0
         return x, report

@@ -71,9 +71,10 @@ class CsrKernelMatrix:
                      [warp_view(y, wp.vec3d)], per_item=self.per_item, split=True)
         return y
 
-    def sweep(self, x, beta, previous, omega: float, gamma: float, out) -> None:
-        """out = ω (γ (A x + β − x) + x − previous) + previous, all (n, 3) C-contiguous float64 on the device."""
+    def sweep(self, x, beta, previous, omega: float, gamma: float, out, split: bool = True) -> None:
+        """out = ω (γ (A x + β − x) + x − previous) + previous, all (n, 3) C-contiguous float64 on the device.
+        split: CPU rows over the CPU threads (False: one launch, as a captured graph needs)."""
         launch_items(chebyshev_sweep, self.shape[0], self.device,
                      [*self.views, warp_view(x, wp.vec3d), warp_view(beta, wp.vec3d), warp_view(previous, wp.vec3d),
                       wp.float64(omega), wp.float64(gamma)], [warp_view(out, wp.vec3d)], per_item=self.per_item,
-                     split=True)
+                     split=split)
