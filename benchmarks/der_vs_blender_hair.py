@@ -173,6 +173,12 @@ def main(argv=None) -> int:
     else:
         blender_s, blender_cpu = args.blender_ms / 1e3, None
         print(f"blender hair dynamics : {args.blender_ms:8.1f} ms/frame, given (--blender-ms), not measured here")
+    if args.device != "cpu":
+        # CuPy compiles each elementwise kernel on first use (frames of several seconds on a fresh GPU machine),
+        # and contact kernels first run in later frames: the whole run once, untimed (as benchmarks.gpu does)
+        print("untimed warm-up run on the GPU first (CuPy compiles its kernels on first use)", flush=True)
+        run_tangle(args.strands, args.segments, args.frames, args.substeps, args.iterations, args.refresh,
+                   args.tolerance, log=None, local_solver=args.local_solver, device=args.device)
     tangle_s, tangle_cpu, contacts, iterations, dofs, _ = run_tangle(
         args.strands, args.segments, args.frames, args.substeps, args.iterations, args.refresh, args.tolerance,
         log=sys.stdout, local_solver=args.local_solver, device=args.device)
