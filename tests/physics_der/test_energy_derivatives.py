@@ -132,3 +132,31 @@ def test_line_search_energy_and_gradient_kernels_equal_the_xp_terms(deformed, su
     eps = 1e-6
     fd = np.array([(total(q0 + eps * e) - total(q0 - eps * e)) / (2 * eps) for e in np.eye(model.n_dofs)])
     assert np.linalg.norm(fd - grad) / np.linalg.norm(grad) < 1e-5
+
+
+@pytest.mark.parametrize("strands", [None, [False, True]], ids=["all", "subset"])
+def test_gauss_newton_band_of_the_kernel_equals_its_array_form(deformed, strands):
+    """The quasi-Newton matrix's bend/twist part, written into the band by bend_twist_kernels (one thread per
+    strand), equals Σ w ∇s ∇sᵀ assembled from energy._bend_twist_blocks' closed-form strain gradients, and the
+    gradient beside it equals that path's, to rounding; it is symmetric positive semi-definite."""
+    from solver_server.solvers.der.energy import _bend_twist_blocks, _scatter_gradient, scatter_band
+    from solver_server.solvers.der.model import BAND_WIDTH, element_subset
+
+    model, base, q0 = deformed
+    config = transported_configuration(np, model, base, model.gather_positions(q0), model.gather_theta(q0))
+    subset = None if strands is None else element_subset(np, model, np.array(strands))
+    grad, band = elastic_gradient_hessian(np, model, config, gauss_newton=True, subset=subset,
+                                          parts=("bend_twist",))
+    bends = None if subset is None else subset.bends
+    start = model.bend_dof if bends is None else model.bend_dof[bends]
+    blocks_grad, blocks_hess = _bend_twist_blocks(np, model, config, False, True, bends)
+    expected_grad = np.zeros(model.n_dofs)
+    expected_band = np.zeros((BAND_WIDTH, model.n_dofs))
+    _scatter_gradient(np, model.n_dofs, start, blocks_grad, expected_grad)
+    scatter_band(np, model.n_dofs, start, blocks_hess, expected_band)
+    assert np.abs(expected_band).max() > 1e-3
+    np.testing.assert_allclose(band, expected_band, rtol=0.0, atol=1e-12 * np.abs(expected_band).max())
+    np.testing.assert_allclose(grad, expected_grad, rtol=0.0, atol=1e-12 * np.abs(expected_grad).max())
+    if subset is not None:   # the other strand's DOFs untouched
+        assert np.all(band[:, :model.vertex_dof[model.strand_offsets[1]]] == 0.0)
+    assert np.linalg.eigvalsh(band_to_dense(np, band)).min() > -1e-9 * np.abs(band).max()

@@ -9,6 +9,11 @@ summed without forming them: with a = 2 w (ω − ω̄), Σ a (2 e¹ × m − ω
 two cross products instead of eight; the reference twist's ∂r/∂e = κb̂/(2|e|)),
 mapped from the local variables [e⁰, e¹, θ⁰, θ¹] onto the element's 11 DOFs [x_{i−1}, θ⁰, x_i, θ¹, x_{i+1}].
 A thread owns a strand: its elements are consecutive and share DOFs only with each other.
+
+With ``with_band`` the kernel also adds the Gauss–Newton Hessian Σ_s w_s ∇s ∇sᵀ of the five strains s (the four
+curvatures, weight 2 w, and the twist, weight k) over the element's 11 DOFs into the lower band storage
+(``band[d, j] = H[j + d, j]``, energy.py): the quasi-Newton matrix of the integrator, written straight into
+the band (energy._bend_twist_blocks is the array form it equals).
 """
 
 from __future__ import annotations
@@ -26,6 +31,41 @@ def directors(u: wp.vec3d, v: wp.vec3d, theta: wp.float64):
     return c * u + s * v, -s * u + c * v
 
 
+vec11d = wp.types.vector(length=11, dtype=wp.float64)
+
+
+@wp.func
+def element_vector(g_e0: wp.vec3d, g_e1: wp.vec3d, g_theta0: wp.float64, g_theta1: wp.float64):
+    """A gradient over the local variables [e⁰, e¹, θ⁰, θ¹] on the element's DOFs [x_{i−1}, θ⁰, x_i, θ¹, x_{i+1}]
+    (e⁰ = x_i − x_{i−1}, e¹ = x_{i+1} − x_i)."""
+    out = vec11d()
+    for axis in range(3):
+        out[axis] = -g_e0[axis]
+        out[4 + axis] = g_e0[axis] - g_e1[axis]
+        out[8 + axis] = g_e1[axis]
+    out[3] = g_theta0
+    out[7] = g_theta1
+    return out
+
+
+@wp.func
+def add_outer_to_band(band: wp.array2d(dtype=wp.float64), dof: int, weight: wp.float64, g: vec11d):
+    """band += weight · g gᵀ on the 11 DOFs from ``dof``, lower band storage (band[p − q, dof + q] = H[p, q])."""
+    for p in range(11):
+        scaled = weight * g[p]
+        for q in range(p + 1):
+            band[p - q, dof + q] = band[p - q, dof + q] + scaled * g[q]
+
+
+@wp.func
+def curvature_vector(e0: wp.vec3d, e1: wp.vec3d, director: wp.vec3d, omega: wp.float64, denominator: wp.float64,
+                     g_theta0: wp.float64, g_theta1: wp.float64):
+    """∇ω over the element's DOFs for the curvature ω = κb · m of director m (strains.bend_twist_gradients)."""
+    two = wp.float64(2.0)
+    return element_vector((two * wp.cross(e1, director) - omega * e1) / denominator,
+                          (-two * wp.cross(e0, director) - omega * e0) / denominator, g_theta0, g_theta1)
+
+
 @wp.kernel
 def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
                      bend_vertex: wp.array(dtype=wp.int32), bend_edges: wp.array2d(dtype=wp.int32),
@@ -34,9 +74,11 @@ def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offse
                      reference_twist: wp.array(dtype=wp.float64), rest_edge_length: wp.array(dtype=wp.float64),
                      bend_weight: wp.array2d(dtype=wp.float64), rest_bend: wp.array2d(dtype=wp.float64),
                      twist_weight: wp.array(dtype=wp.float64), rest_twist: wp.array(dtype=wp.float64),
-                     energy: wp.array(dtype=wp.float64), gradient: wp.array(dtype=wp.float64)):
-    """Adds strand s = strands[first + tid]'s bend + twist energy [J] to energy[s] and its gradient into
-    ``gradient`` (n_dofs,). bend_weight, rest_bend (B, 4) in the order [(j=0, m₁), (0, m₂), (1, m₁), (1, m₂)]."""
+                     energy: wp.array(dtype=wp.float64), gradient: wp.array(dtype=wp.float64), with_band: int,
+                     band: wp.array2d(dtype=wp.float64)):
+    """Adds strand s = strands[first + tid]'s bend + twist energy [J] to energy[s], its gradient into
+    ``gradient`` (n_dofs,) and, when with_band, its Gauss–Newton Hessian into ``band`` (11, n_dofs). bend_weight,
+    rest_bend (B, 4) in the order [(j=0, m₁), (0, m₂), (1, m₁), (1, m₂)]."""
     strand = strands[wp.tid() + first]
     zero = wp.float64(0.0)
     one = wp.float64(1.0)
@@ -89,4 +131,15 @@ def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offse
             gradient[dof + 8 + axis] = gradient[dof + 8 + axis] + g_e1[axis]
         gradient[dof + 3] = gradient[dof + 3] + g_theta0
         gradient[dof + 7] = gradient[dof + 7] + g_theta1
+        if with_band != 0:
+            add_outer_to_band(band, dof, two * bend_weight[element, 0],
+                              curvature_vector(e0, e1, m01, omega[0], denominator, omega[1], zero))
+            add_outer_to_band(band, dof, two * bend_weight[element, 1],
+                              curvature_vector(e0, e1, m02, omega[1], denominator, -omega[0], zero))
+            add_outer_to_band(band, dof, two * bend_weight[element, 2],
+                              curvature_vector(e0, e1, m11, omega[2], denominator, zero, omega[3]))
+            add_outer_to_band(band, dof, two * bend_weight[element, 3],
+                              curvature_vector(e0, e1, m12, omega[3], denominator, zero, -omega[2]))
+            add_outer_to_band(band, dof, twist_weight[element],
+                              element_vector(kb_unit / (two * length0), kb_unit / (two * length1), -one, one))
     energy[strand] = energy[strand] + total

@@ -102,10 +102,12 @@ def strand_energy_and_gradient(xp, model: DerModel, config: Configuration, subse
     return energy, grad
 
 
-def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, subset: ElementSubset | None = None):
-    """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J] and its gradient
-    into grad (n_dofs,): one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the
-    closed form of the gradient)."""
+def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, subset: ElementSubset | None = None,
+                   band=None):
+    """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J], its gradient
+    into grad (n_dofs,) and, if band (11, n_dofs) is given, its Gauss–Newton Hessian into that lower band:
+    one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the closed form of the
+    gradient)."""
     def floats(array, width=None):
         array = xp.ascontiguousarray(array, dtype=xp.float64)
         return warp_view(array.reshape(-1, width) if width == 4 else array, wp.float64 if width != 3 else wp.vec3d)
@@ -116,7 +118,8 @@ def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, sub
         index_view(model, "bend_edges"), index_view(model, "bend_dof"), floats(config.positions, 3), floats(config.theta), floats(config.reference_u, 3),
         floats(config.reference_twist), floats(model.rest_edge_length), floats(model.bend_weight, 4),
         floats(model.rest_bend, 4), floats(model.twist_weight), floats(model.rest_twist),
-        warp_view(energy, wp.float64), warp_view(grad, wp.float64)])
+        warp_view(energy, wp.float64), warp_view(grad, wp.float64), int(band is not None),
+        warp_view(xp.zeros((BAND_WIDTH, 0), dtype=xp.float64) if band is None else band, wp.float64)])
 
 
 def elastic_energy(xp, model: DerModel, config: Configuration):
@@ -237,6 +240,9 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
     if "bend_twist" in parts and bend_start.shape[0] and not with_hessian:
         # the closed-form gradient: the line search's kernel (its energies are not needed here)
         add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset)
+    elif "bend_twist" in parts and bend_start.shape[0] and gauss_newton:
+        # gradient and Gauss–Newton Hessian straight into the band (the kernel; _bend_twist_blocks' array form)
+        add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset, band)
     elif "bend_twist" in parts and bend_start.shape[0]:
         b_grad, b_hess = _bend_twist_blocks(xp, model, config, project, gauss_newton, bends)
         _scatter_gradient(xp, n, bend_start, b_grad, grad)
