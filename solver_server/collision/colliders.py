@@ -190,12 +190,13 @@ class ColliderSet:
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=touched > 0)
 
     def primitive_contact_forces(self, xp, candidates, q, q_start, previous, gain, thickness, friction, movable):
-        """The PD contact local step on the ``candidates`` (m,) int32 of points that are their own particles, in
-        one launch (``primitive_kernels.contact_forces``); every collider must be a primitive (no meshes).
+        """The PD contact local step on the ``candidates`` (m,) int32 of n contact points, in one launch
+        (``primitive_kernels.contact_forces``); every collider must be a primitive (no meshes).
 
-        q, q_start: (n, 3) [m] now and at the substep start; previous: (m, 3) [N] the candidates' forces of the
-        last iteration (k·Δy); gain k [kg/s²], thickness [m], friction, movable (0/1): (n,) per point. Returns (forces
-        (m, 3), particle forces (n, 3): the candidates' forces on their movable particles, 0 elsewhere)."""
+        q, q_start: (n, 3) [m] the points now and at the substep start; previous: (m, 3) [N] the candidates'
+        forces of the last iteration (k·Δy); gain k [kg/s²], thickness [m], friction, movable (0/1): (n,) per point.
+        Returns (forces (m, 3), point forces (n, 3): the candidates' forces times movable, 0 elsewhere; for
+        points that are their own particles, the particle forces)."""
         force = xp.empty((len(candidates), 3), dtype=xp.float64)
         particle_force = xp.zeros((len(q), 3), dtype=xp.float64)
         device = warp_device_of(q)

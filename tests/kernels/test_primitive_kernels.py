@@ -146,3 +146,44 @@ def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
         np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
         np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)
         assert not kernel_particle[solver.hard_indices].any()
+
+
+def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
+    """A soft body's contact points are embedded in its tets (C q): the forces kernel on those points, scattered
+    by Cᵀ, gives the array path's point and particle forces over three iterations fed the previous forces."""
+    from solver_server.backend import get_backend  # noqa: PLC0415
+    from solver_server.simulation import Simulation  # noqa: PLC0415
+    from benchmarks.pd_softbody import bumpy_blob  # noqa: PLC0415
+
+    vertices, triangles = bumpy_blob()        # a closed surface embedded in a tet lattice of its own
+    vertices = 0.3 * (vertices - vertices.mean(axis=0)) + [0.9, -0.1, 0.3]     # partly inside the colliders
+    objects = [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
+                "params": {"friction": 0.4, "tet_resolution": 6}}]
+    objects += [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
+                 "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
+    simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
+                                                          "substeps": 1}}, get_backend("cpu"))
+    contact = simulation.groups[0].solver.contact
+    assert not contact.identity
+    colliders = simulation.colliders
+    n = simulation.groups[0].model.particle_count
+    rng = np.random.default_rng(5)
+    q_start = np.ascontiguousarray(simulation.groups[0].model.rest + rng.normal(scale=0.01, size=(n, 3)))
+    q = np.ascontiguousarray(q_start + rng.normal(scale=0.002, size=(n, 3)))
+    candidates = contact.candidates(colliders, q, q_start)
+    assert 10 < len(candidates) < contact.count
+    results = {}
+    for kernel in (True, False):
+        contact.force_kernel = kernel
+        point_force = np.zeros((len(candidates), 3))
+        steps = []
+        for iteration in range(3):
+            point_force, particle_force = contact.forces(colliders, np.ascontiguousarray(q + 0.003 * iteration),
+                                                         point_force, q_start, candidates)
+            steps.append((point_force, particle_force))
+        results[kernel] = steps
+    for (kernel_point, kernel_particle), (array_point, array_particle) in zip(results[True], results[False]):
+        scale = np.abs(array_point).max()
+        assert scale > 0 and kernel_particle.shape == (n, 3)
+        np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
+        np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)

@@ -92,7 +92,8 @@ class ContactPoints:
         # particles, applied as copies and masks instead of sparse products (~20 products per substep)
         self._movable = xp.asarray(movable)
         self._movable_mask = self._movable > 0
-        self.force_kernel = True        # see _in_kernels
+        self._every_point = xp.ones(self.count)     # the forces kernel's "movable" on points (Cᵀ masks pins)
+        self.force_kernel = True        # see _forces_in_kernels
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
 
     def points(self, q):
@@ -224,10 +225,14 @@ class ContactPoints:
         _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, self.points(q_start))
         return xp.nonzero(contacts.mask & self.keep)[0]
 
+    def _forces_in_kernels(self, colliders: ColliderSet) -> bool:
+        """Whether forces() runs in a kernel: every collider a primitive (and ``force_kernel``, which tests
+        switch off to compare the array path)."""
+        return self.force_kernel and not colliders.has_meshes
+
     def _in_kernels(self, colliders: ColliderSet) -> bool:
-        """Whether forces() and contact_planes() run in kernels: every point its own particle, every collider
-        a primitive (and ``force_kernel``, which tests switch off to compare the array path)."""
-        return self.force_kernel and self.identity and not colliders.has_meshes
+        """Whether contact_planes() runs in a kernel: as forces(), and every point its own particle."""
+        return self._forces_in_kernels(colliders) and self.identity
 
     def _candidate_indices(self, candidates):
         """``candidates`` as a contiguous int32 array (kernel input), converted once per substep."""
@@ -237,15 +242,20 @@ class ContactPoints:
 
     def forces(self, colliders: ColliderSet, q, point_force, q_start, candidates):
         """One contact local step on the ``candidates`` points: returns (point forces (m, 3) for the
-        candidates, particle forces (n, 3) = Cᵀ f). Cloth (every point its own particle) against primitives
-        runs in one kernel (``ColliderSet.primitive_contact_forces``); embedded points or mesh colliders
-        through ``ColliderSet.project`` and array operations."""
+        candidates, particle forces (n, 3) = Cᵀ f). Against primitives the step runs in one kernel
+        (``ColliderSet.primitive_contact_forces``) on the points (cloth: the particles themselves; embedded
+        points: C q, their forces then scattered by Cᵀ); against mesh colliders through ``ColliderSet.project``
+        and array operations."""
         xp = self.xp
-        if self._in_kernels(colliders):
-            return colliders.primitive_contact_forces(
-                xp, self._candidate_indices(candidates), xp.ascontiguousarray(q, dtype=xp.float64),
-                xp.ascontiguousarray(q_start, dtype=xp.float64), xp.ascontiguousarray(point_force, dtype=xp.float64),
-                self.gain, self.thickness, self.friction, self._movable)
+        if self._forces_in_kernels(colliders):
+            # cloth: the particles are the points; embedded points (soft bodies): the kernel works on the points
+            # C q and every point's force reaches its particles through Cᵀ
+            points, start = (q, q_start) if self.identity else (self.points(q), self.points(q_start))
+            force, point_space = colliders.primitive_contact_forces(
+                xp, self._candidate_indices(candidates), xp.ascontiguousarray(points, dtype=xp.float64),
+                xp.ascontiguousarray(start, dtype=xp.float64), xp.ascontiguousarray(point_force, dtype=xp.float64),
+                self.gain, self.thickness, self.friction, self._movable if self.identity else self._every_point)
+            return force, point_space if self.identity else self._scatter(point_space)
         points = self.points(q)[candidates]
         gain = self.gain[candidates][:, None]
         free = points - point_force / gain
