@@ -300,7 +300,7 @@ def warm_kernels(device: str = "cpu") -> dict:
     _ensure_initialized()
     from ..collision import mesh_kernels, primitive_kernels, surface_kernels  # noqa: PLC0415
     from ..solvers.cosserat import kernels as cosserat_kernels  # noqa: PLC0415
-    from ..solvers.der import (bend_twist_kernels, contact_kernels, frame_kernels,  # noqa: PLC0415
+    from ..solvers.der import (bend_twist_kernels, ccd_kernels, contact_kernels, frame_kernels,  # noqa: PLC0415
                                retraction_kernels, stretch_kernels)
     from ..solvers.particles import kernels as particle_kernels  # noqa: PLC0415
     from ..solvers.pd import (bending_kernels, jacobi_kernels, limit_kernels, limit_sweep_kernels,  # noqa: PLC0415
@@ -311,7 +311,7 @@ def warm_kernels(device: str = "cpu") -> dict:
     modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
                limit_sweep_kernels, local_kernels, triangle_kernels, bending_kernels, tet_kernels, jacobi_kernels,
                particle_kernels, cosserat_kernels, pairs, contact_kernels, stretch_kernels, bend_twist_kernels,
-               frame_kernels, retraction_kernels]
+               frame_kernels, retraction_kernels, ccd_kernels]
     for module in modules:
         wp.load_module(module, device=device)
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),

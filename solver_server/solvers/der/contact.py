@@ -27,15 +27,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import warp as wp
 
 from ...backend import repeat_each
+from ...kernels import launch_items, warp_device_of, warp_view
 from ...kernels.pairs import ChainSpherePairs
+from . import ccd_kernels
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3, row_lengths
 from .banded import band_of_inverse
 from .contact_space import DelassusOperator, coulomb_scale
-from .geometry import coplanarity_times, overlap_far_end, segment_closest_points
+from .geometry import overlap_far_end, segment_closest_points
 from .model import DerModel
 
 
@@ -271,42 +274,26 @@ class StepContacts:
         movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
         ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
         contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
-        points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
-        motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
-        # conservative prefilter: the distance can shrink by at most the largest endpoint motions of both edges
-        _, _, start_distance = segment_closest_points(xp, *points0)
-        # the segments' distance shrinks by at most the largest relative motion of an endpoint of A against
-        # one of B (any point pair moves by a convex combination of those), so strands moving together
-        # (a falling or swinging lock of hair) are not tested at every pair
-        reach = row_lengths(xp, motion[0] - motion[2])
-        for first, second in ((0, 3), (1, 2), (1, 3)):
-            reach = xp.maximum(reach, row_lengths(xp, motion[first] - motion[second]))
-        possible = start_distance - reach < (1.0 + settings.proximity) * contact_distance
-        if not bool(possible.any()):
-            return None
-        ea, eb, va, vb, contact_distance = ea[possible], eb[possible], va[possible], vb[possible], contact_distance[possible]
-        points0 = [p[possible] for p in points0]
-        motion = [m[possible] for m in motion]
-        roots = coplanarity_times(xp, *points0, *motion)
-        times = xp.concatenate((xp.zeros((ea.shape[0], 1)), xp.ones((ea.shape[0], 1)), roots), axis=1)
-        times = xp.where(xp.isnan(times), 1.0, times)
-        best_distance = xp.full(ea.shape[0], xp.inf)
-        best = [xp.zeros(ea.shape[0]) for _ in range(3)]   # time, s, t
-        for column in range(times.shape[1]):  # the 5 candidate times
-            tau = times[:, column][:, None]
-            p = [p0 + tau * m for p0, m in zip(points0, motion)]
-            s, t, distance = segment_closest_points(xp, p[0], p[1], p[2], p[3])
-            better = distance < best_distance
-            best_distance = xp.where(better, distance, best_distance)
-            for slot, value in enumerate((times[:, column], s, t)):
-                best[slot] = xp.where(better, value, best[slot])
-        hit = best_distance < (1.0 + settings.proximity) * contact_distance
+        # the narrow phase in one kernel (ccd_kernels): the prefilter (the segments' distance shrinks by at most
+        # the largest relative motion of an endpoint of A against one of B, so strands moving together are not
+        # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
+        # times; a pair the prefilter drops gets an infinite distance
+        limit = (1.0 + settings.proximity) * contact_distance
+        closest = xp.empty((ea.shape[0], 4), dtype=xp.float64)
+        launch_items(ccd_kernels.edge_pairs_closest_in_step, ea.shape[0], warp_device_of(closest),
+                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(va, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(vb, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(limit, dtype=xp.float64), wp.float64)],
+                     [warp_view(closest, wp.vec4d)], split=True)
+        hit = closest[:, 3] < limit
         if not bool(hit.any()):
             return None
-        tau = best[0][hit]
+        tau = closest[hit, 0]
         ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
-        points0 = [p[hit] for p in points0]
-        motion = [m[hit] for m in motion]
+        points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
+        motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
         # contact point and normal from the closest points at the START of the step, where the strands are
         # apart even when the predicted motion crosses them; duplicate pairs around a shared vertex then
         # describe the very same constraint.  Touching at the start: normal of the two lines at contact time.

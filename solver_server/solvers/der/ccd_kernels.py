@@ -1,0 +1,146 @@
+"""Warp kernel of the DER strand–strand narrow phase (contact._detect_edges; issue 21 item 2: edge–edge CCD).
+
+For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
+the conservative prefilter (the start distance minus the largest relative endpoint motion must come within
+(1 + proximity) × the contact distance), then the times τ ∈ [0, 1] where the four points are coplanar (seed 000
+eq. 4.1: the cubic split at its critical points, each monotone piece with a sign change bisected 40 times), and
+the segments' closest points at τ = 0, 1 and those roots: the smallest distance wins (the first of equals, in
+that order). The arithmetic is geometry.py's (segment_closest_points, coplanarity_times) term by term; a pair
+the prefilter drops gets an infinite distance. One pair per item, no shared outputs.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+
+BISECTION_STEPS = 40
+
+
+@wp.func
+def closest_on_segments(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d) -> wp.vec3d:
+    """(s, t, distance) of the closest points p1 + s (q1 − p1), p2 + t (q2 − p2) (geometry.segment_closest_points)."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = wp.dot(d1, d1)
+    e = wp.dot(d2, d2)
+    f = wp.dot(d2, r)
+    c = wp.dot(d1, r)
+    b = wp.dot(d1, d2)
+    denominator = a * e - b * b
+    s = zero
+    if not (denominator <= wp.float64(1e-12) * a * e):
+        s = wp.clamp((b * f - c * e) / denominator, zero, one)
+    t = (b * s + f) / e
+    if t < zero:
+        s = wp.clamp(-c / a, zero, one)
+    elif t > one:
+        s = wp.clamp((b - c) / a, zero, one)
+    t = wp.clamp(t, zero, one)
+    return wp.vec3d(s, t, wp.length((p1 + s * d1) - (p2 + t * d2)))
+
+
+@wp.func
+def coplanarity(tau: wp.float64, a1: wp.vec3d, a2: wp.vec3d, a3: wp.vec3d, b1: wp.vec3d, b2: wp.vec3d,
+                b3: wp.vec3d) -> wp.float64:
+    """((a1 + τ b1) × (a2 + τ b2)) · (a3 + τ b3)."""
+    return wp.dot(wp.cross(a1 + tau * b1, a2 + tau * b2), a3 + tau * b3)
+
+
+@wp.func
+def root_between(left: wp.float64, right: wp.float64, a1: wp.vec3d, a2: wp.vec3d, a3: wp.vec3d, b1: wp.vec3d,
+                 b2: wp.vec3d, b3: wp.vec3d) -> wp.float64:
+    """The bisected root of the coplanarity cubic on the monotone piece [left, right], or −1 without one."""
+    f_left = coplanarity(left, a1, a2, a3, b1, b2, b3)
+    f_right = coplanarity(right, a1, a2, a3, b1, b2, b3)
+    if not (f_left * f_right <= wp.float64(0.0) and right > left):
+        return wp.float64(-1.0)
+    lo = left
+    hi = right
+    for _ in range(BISECTION_STEPS):
+        mid = wp.float64(0.5) * (lo + hi)
+        f_mid = coplanarity(mid, a1, a2, a3, b1, b2, b3)
+        if f_left * f_mid <= wp.float64(0.0):
+            hi = mid
+        else:
+            lo = mid
+            f_left = f_mid
+    return wp.float64(0.5) * (lo + hi)
+
+
+@wp.func
+def critical_times(a1: wp.vec3d, a2: wp.vec3d, a3: wp.vec3d, b1: wp.vec3d, b2: wp.vec3d, b3: wp.vec3d) -> wp.vec2d:
+    """The cubic's critical points (roots of 3 c3 τ² + 2 c2 τ + c1), clipped to [0, 1], ascending; 0 where absent."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    c3 = wp.dot(wp.cross(b1, b2), b3)
+    c2 = wp.dot(wp.cross(b1, b2), a3) + wp.dot(wp.cross(a1, b2), b3) + wp.dot(wp.cross(b1, a2), b3)
+    c1 = wp.dot(wp.cross(a1, a2), b3) + wp.dot(wp.cross(a1, b2), a3) + wp.dot(wp.cross(b1, a2), a3)
+    qa = wp.float64(3.0) * c3
+    qb = wp.float64(2.0) * c2
+    qc = c1
+    tiny = wp.float64(1e-300)
+    crit_a = zero
+    crit_b = zero
+    if wp.abs(qa) > tiny:
+        discriminant = qb * qb - wp.float64(4.0) * qa * qc
+        if discriminant > zero:
+            root_disc = wp.sqrt(discriminant)
+            crit_a = (-qb - root_disc) / (wp.float64(2.0) * qa)
+            crit_b = (-qb + root_disc) / (wp.float64(2.0) * qa)
+    elif wp.abs(qb) > tiny:
+        crit_a = -qc / qb
+        crit_b = crit_a
+    crit_a = wp.clamp(crit_a, zero, one)
+    crit_b = wp.clamp(crit_b, zero, one)
+    return wp.vec2d(wp.min(crit_a, crit_b), wp.max(crit_a, crit_b))
+
+
+@wp.kernel
+def edge_pairs_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
+                               first_a: wp.array(dtype=wp.int32), first_b: wp.array(dtype=wp.int32),
+                               reach_limit: wp.array(dtype=wp.float64), first: int, chunk: int,
+                               closest: wp.array(dtype=wp.vec4d)):
+    """closest[k] = (τ, s, t, distance) of pair k's smallest closest-point distance over the step, for pairs
+    [first + t·chunk, first + (t + 1)·chunk); first_a, first_b: the edges' first vertices; reach_limit:
+    (1 + proximity) × the pair's contact distance [m]. Pairs the prefilter drops: (0, 0, 0, +inf)."""
+    start = first + wp.tid() * chunk
+    for k in range(start, wp.min(start + chunk, first_a.shape[0])):
+        va = first_a[k]
+        vb = first_b[k]
+        p0 = x0[va]
+        p1 = x0[va + 1]
+        p2 = x0[vb]
+        p3 = x0[vb + 1]
+        m0 = x1[va] - p0
+        m1 = x1[va + 1] - p1
+        m2 = x1[vb] - p2
+        m3 = x1[vb + 1] - p3
+        start_distance = closest_on_segments(p0, p1, p2, p3)[2]
+        reach = wp.max(wp.max(wp.length(m0 - m2), wp.length(m0 - m3)), wp.max(wp.length(m1 - m2), wp.length(m1 - m3)))
+        best = wp.vec4d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(wp.inf))
+        if start_distance - reach < reach_limit[k]:
+            a1 = p1 - p0
+            a2 = p2 - p0
+            a3 = p3 - p0
+            b1 = m1 - m0
+            b2 = m2 - m0
+            b3 = m3 - m0
+            critical = critical_times(a1, a2, a3, b1, b2, b3)
+            times = wp.vec4d(wp.float64(1.0), root_between(wp.float64(0.0), critical[0], a1, a2, a3, b1, b2, b3),
+                             root_between(critical[0], critical[1], a1, a2, a3, b1, b2, b3),
+                             root_between(critical[1], wp.float64(1.0), a1, a2, a3, b1, b2, b3))
+            tau = wp.float64(0.0)
+            for column in range(5):
+                if column > 0:
+                    tau = times[column - 1]
+                    if tau < wp.float64(0.0):        # no root on that piece: geometry.py's NaN, tested at τ = 1
+                        tau = wp.float64(1.0)
+                found = closest_on_segments(p0 + tau * m0, p1 + tau * m1, p2 + tau * m2, p3 + tau * m3)
+                if found[2] < best[3]:
+                    best = wp.vec4d(tau, found[0], found[1], found[2])
+        closest[k] = best

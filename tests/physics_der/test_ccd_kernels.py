@@ -1,0 +1,67 @@
+"""The DER strand–strand narrow phase in one Warp kernel (der/ccd_kernels.py) against the array formulas it
+replaced (geometry.coplanarity_times and segment_closest_points at τ = 0, 1 and the coplanarity times, with
+the same prefilter): crossing, parallel, resting and far pairs."""
+
+import numpy as np
+import warp as wp
+
+from solver_server.kernels import launch_items, warp_view
+from solver_server.solvers.der import ccd_kernels
+from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
+
+
+def _array_form(x0, x1, va, vb, limit):
+    """(τ, s, t, distance) per pair as contact._detect_edges computed them with arrays (inf: prefiltered)."""
+    points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
+    motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
+    _, _, start_distance = segment_closest_points(np, *points0)
+    reach = np.max([np.linalg.norm(motion[i] - motion[j], axis=1) for i, j in ((0, 2), (0, 3), (1, 2), (1, 3))],
+                   axis=0)
+    result = np.zeros((len(va), 4))
+    result[:, 3] = np.inf
+    possible = start_distance - reach < limit
+    points0 = [p[possible] for p in points0]
+    motion = [m[possible] for m in motion]
+    roots = coplanarity_times(np, *points0, *motion)
+    count = int(possible.sum())
+    times = np.concatenate((np.zeros((count, 1)), np.ones((count, 1)), roots), axis=1)
+    times = np.where(np.isnan(times), 1.0, times)
+    best = np.zeros((count, 4))
+    best[:, 3] = np.inf
+    for column in range(times.shape[1]):
+        tau = times[:, column][:, None]
+        s, t, distance = segment_closest_points(np, *[p0 + tau * m for p0, m in zip(points0, motion)])
+        better = distance < best[:, 3]
+        best[better] = np.stack((times[:, column], s, t, distance), axis=1)[better]
+    result[possible] = best
+    return result
+
+
+def test_the_kernel_equals_the_array_form():
+    rng = np.random.default_rng(21)
+    pairs = 4000
+    x0 = rng.uniform(-0.01, 0.01, size=(4 * pairs, 3))
+    x1 = x0 + rng.normal(scale=0.004, size=x0.shape)
+    # some parallel and some resting pairs: B a shifted copy of A, and pairs that do not move
+    x0[2::8] = x0[0::8] + [0.0, 0.0, 1e-4]
+    x0[3::8] = x0[1::8] + [0.0, 0.0, 1e-4]
+    x1[4::16] = x0[4::16]
+    va = np.arange(0, 4 * pairs, 4, dtype=np.int32)
+    vb = va + 2
+    limit = np.full(pairs, 2e-3)
+    limit[::5] = 1e-9                                  # most of these drop out in the prefilter
+    closest = np.empty((pairs, 4))
+    launch_items(ccd_kernels.edge_pairs_closest_in_step, pairs, "cpu",
+                 [warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(va, wp.int32), warp_view(vb, wp.int32),
+                  warp_view(limit, wp.float64)], [warp_view(closest, wp.vec4d)], split=True)
+    expected = _array_form(x0, x1, va, vb, limit)
+    dropped = np.isinf(expected[:, 3])
+    assert 100 < dropped.sum() < pairs - 1000
+    np.testing.assert_array_equal(np.isinf(closest[:, 3]), dropped)
+    hits = expected[:, 3] < limit
+    assert hits.sum() > 100
+    np.testing.assert_allclose(closest[~dropped, 3], expected[~dropped, 3], rtol=0.0, atol=1e-12)
+    # where the best time is unique the parameters agree too (ties between candidate times may pick another)
+    unique = ~dropped & (np.abs(closest[:, 0] - expected[:, 0]) < 1e-9)
+    assert unique.sum() > 0.9 * (~dropped).sum()
+    np.testing.assert_allclose(closest[unique, 1:3], expected[unique, 1:3], rtol=0.0, atol=1e-9)
