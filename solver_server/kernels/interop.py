@@ -69,7 +69,7 @@ _ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,)
 
 def _pointer_and_device(array) -> tuple[int, str] | None:
     """(data address, Warp device) of a numpy array or a CUDA array of CuPy; None for other array modules.
-    CuPy goes straight from its pointer: DLPack's capsule round trip cost ~60 µs a view on an H100 box, a third
+    CuPy goes straight from its pointer: DLPack's capsule round trip cost ~60 µs a view on an H100 box, a quarter
     of a PD substep's host time there."""
     if isinstance(array, np.ndarray):
         return array.ctypes.data, "cpu"
