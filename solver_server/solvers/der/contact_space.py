@@ -112,8 +112,15 @@ class DelassusOperator:
         self.rank[self.order] = xp.arange(n)
         counts = xp.bincount(self.colour, minlength=colours)
         pair_colour = self.colour[self.pair_second]
+        self.colours = colours
         self.sweep_colours = []
         self._kernel_sweeps = None
+        # the CPU runs every sweep in one kernel (_SweepArrays): the per-colour operators of the xp loop are not
+        # built there (their sparse matrices were a third of an operator's build); W λ in colour order is then one
+        # product over all pairs (_apply_in_colour_order)
+        in_kernel = SWEEP_KERNEL and n and warp_device_of(local_blocks) == "cpu"
+        if in_kernel:
+            self._ordered_pairs = (local_blocks, self.rank[self.pair_first], self.rank[self.pair_second])
         pieces = {"rows": [], "pair_row": [], "pair_column": [], "blocks": [], "row_count": [], "pair_count": []}
         start = rows_before = 0
         for colour in range(colours):
@@ -121,28 +128,22 @@ class DelassusOperator:
             members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
-            own_pieces = local_step[members]
             column = self.rank[self.pair_second[pairs]]
-            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start, rows,
-                                                    row_slot.reshape(-1), own_pieces))
+            if not in_kernel:
+                self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start,
+                                                        rows, row_slot.reshape(-1), local_step[members]))
             for name, value in (("rows", rows), ("pair_row", row_slot.reshape(-1) + rows_before),
                                 ("pair_column", column), ("blocks", local_blocks[pairs]),
                                 ("row_count", rows.shape[0]), ("pair_count", pairs.shape[0])):
                 pieces[name].append(value)
             rows_before += rows.shape[0]
             start = stop
-        if SWEEP_KERNEL and n and warp_device_of(local_blocks) == "cpu":
+        if in_kernel:
             self._kernel_sweeps = _SweepArrays(xp, counts, pieces, local_step[self.order])
-
-    @property
-    def colours(self) -> int:
-        return len(self.sweep_colours)
 
     def apply(self, impulses):
         """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
-        xp = self.xp
-        change = xp.einsum("pij,pj->pi", self.blocks, impulses[self.pair_second])
-        return _sum_rows(xp, _entry_slots(xp, self.pair_first, 3), change, self.n)
+        return _pair_product(self.xp, self.blocks, self.pair_first, self.pair_second, impulses, self.n)
 
     def gauss_seidel(self, relative, impulse, target_normal, mu, sweeps: int, velocity_tolerance: float):
         """Projected Gauss–Seidel on u(λ) = relative + W (λ − impulse): per contact, the normal impulse that
@@ -190,6 +191,10 @@ class DelassusOperator:
 
     def _apply_in_colour_order(self, lam):
         """W λ in the contact frames for λ (n, 3) in the contact frames, both in colour order."""
+        xp = self.xp
+        if self._kernel_sweeps is not None:
+            blocks, rows, columns = self._ordered_pairs
+            return _pair_product(xp, blocks, rows, columns, lam, self.n)
         result = self.xp.zeros((self.n, 3))
         for colour in self.sweep_colours:
             result[colour.rows] += colour.effect(self.xp, lam[colour.members])
@@ -273,6 +278,12 @@ class _ColourBlocks:
         first, second, third = self._block_columns
         per_block = first * gathered[:, 0:1] + second * gathered[:, 1:2] + third * gathered[:, 2:3]
         return _sum_rows(xp, self._slots, per_block, self.rows.shape[0])
+
+
+def _pair_product(xp, blocks, rows, columns, values, n: int):
+    """(n, 3): row r sums blocks[p] @ values[columns[p]] over the pairs p with rows[p] = r; blocks (P, 3, 3)."""
+    change = xp.einsum("pij,pj->pi", blocks, values[columns])
+    return _sum_rows(xp, _entry_slots(xp, rows, 3), change, n)
 
 
 def _block_matrix(blocks, row_slot, column, rows: int, columns: int):
