@@ -95,6 +95,34 @@ def test_cpu_and_cuda_layouts_agree_bit_for_bit():
         np.testing.assert_array_equal(first, second)
 
 
+def _posed_colliders():
+    """Wire objects of every primitive kind at _pose(), with friction 0.2 k and thickness 0.01 k [m]."""
+    return [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
+             "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
+
+
+def _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, drift: float):
+    """Three ContactPoints.forces iterations (each fed the previous forces, the points moved by ``drift`` [m] per
+    iteration) in the kernel and in the array path: asserts equal point and particle forces (1e-12 of the
+    largest, which must not be 0) and returns the kernel's particle forces of every iteration."""
+    results = {}
+    for kernel in (True, False):
+        contact.force_kernel = kernel
+        point_force = np.zeros((len(candidates), 3))
+        steps = []
+        for iteration in range(3):
+            moved = np.ascontiguousarray(q + drift * iteration)
+            point_force, particle_force = contact.forces(colliders, moved, point_force, q_start, candidates)
+            steps.append((point_force, particle_force))
+        results[kernel] = steps
+    for (kernel_point, kernel_particle), (array_point, array_particle) in zip(results[True], results[False]):
+        scale = np.abs(array_point).max()
+        assert scale > 0
+        np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
+        np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)
+    return [particle_force for _, particle_force in results[True]]
+
+
 def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
     """ContactPoints.forces and contact_planes for cloth against primitives (one kernel each,
     ColliderSet.primitive_contact_forces / primitive_contact_planes) against their array path through
@@ -108,8 +136,7 @@ def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
     vertices = vertices - [1.0, 1.0, 0.0]
     objects = [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
                 "pins": {"indices": [int(index[0, 0])], "weights": [1.0]}, "params": {"friction": 0.4}}]
-    objects += [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
-                 "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
+    objects += _posed_colliders()
     scene = {"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}}
     simulation = Simulation(scene, get_backend("cpu"))
     solver = simulation.groups[0].solver
@@ -130,22 +157,8 @@ def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
     np.testing.assert_allclose(planes[True][1][acting], planes[False][1][acting], rtol=0.0, atol=1e-14)
     candidates = contact.candidates(colliders, q, q_start)
     assert 50 < len(candidates) < len(q)
-    results = {}
-    for kernel in (True, False):
-        contact.force_kernel = kernel
-        point_force = np.zeros((len(candidates), 3))
-        steps = []
-        for iteration in range(3):
-            moved = np.ascontiguousarray(q + 0.005 * iteration)
-            point_force, particle_force = contact.forces(colliders, moved, point_force, q_start, candidates)
-            steps.append((point_force, particle_force))
-        results[kernel] = steps
-    for (kernel_point, kernel_particle), (array_point, array_particle) in zip(results[True], results[False]):
-        scale = np.abs(array_point).max()
-        assert scale > 0
-        np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
-        np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)
-        assert not kernel_particle[solver.hard_indices].any()
+    for particle_force in _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, 0.005):
+        assert not particle_force[solver.hard_indices].any()
 
 
 def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
@@ -159,8 +172,7 @@ def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
     vertices = 0.3 * (vertices - vertices.mean(axis=0)) + [0.9, -0.1, 0.3]     # partly inside the colliders
     objects = [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
                 "params": {"friction": 0.4, "tet_resolution": 6}}]
-    objects += [{"id": f"C{k}", "kind": "collider", "shape": shape, "matrix_world": _pose().tolist(),
-                 "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
+    objects += _posed_colliders()
     simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
                                                           "substeps": 1}}, get_backend("cpu"))
     contact = simulation.groups[0].solver.contact
@@ -172,18 +184,5 @@ def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
     q = np.ascontiguousarray(q_start + rng.normal(scale=0.002, size=(n, 3)))
     candidates = contact.candidates(colliders, q, q_start)
     assert 10 < len(candidates) < contact.count
-    results = {}
-    for kernel in (True, False):
-        contact.force_kernel = kernel
-        point_force = np.zeros((len(candidates), 3))
-        steps = []
-        for iteration in range(3):
-            point_force, particle_force = contact.forces(colliders, np.ascontiguousarray(q + 0.003 * iteration),
-                                                         point_force, q_start, candidates)
-            steps.append((point_force, particle_force))
-        results[kernel] = steps
-    for (kernel_point, kernel_particle), (array_point, array_particle) in zip(results[True], results[False]):
-        scale = np.abs(array_point).max()
-        assert scale > 0 and kernel_particle.shape == (n, 3)
-        np.testing.assert_allclose(kernel_point, array_point, rtol=0.0, atol=1e-12 * scale)
-        np.testing.assert_allclose(kernel_particle, array_particle, rtol=0.0, atol=1e-12 * scale)
+    for particle_force in _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, 0.003):
+        assert particle_force.shape == (n, 3)

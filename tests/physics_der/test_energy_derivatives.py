@@ -134,12 +134,34 @@ def test_line_search_energy_and_gradient_kernels_equal_the_xp_terms(deformed, su
     assert np.linalg.norm(fd - grad) / np.linalg.norm(grad) < 1e-5
 
 
+def _gauss_newton_blocks(model, config, bends):
+    """Bend + twist gradient (B, 11) and Gauss–Newton Hessian Σ w ∇s ∇sᵀ (B, 11, 11) of the elements ``bends``
+    (None: all) from the closed-form strain gradients, as arrays (the form the kernel replaced)."""
+    from solver_server.solvers.der.energy import _bend_inputs, _local_to_element
+    from solver_server.solvers.der.strains import bend_twist_gradients
+
+    def pick(array):
+        return array if bends is None else array[bends]
+
+    e0, e1, frame0, frame1, rest_product = _bend_inputs(np, model, config, bends)
+    weights, rest = pick(model.bend_weight).reshape(-1, 4), pick(model.rest_bend).reshape(-1, 4)
+    twist_weight, rest_twist = pick(model.twist_weight), pick(model.rest_twist)
+    tau = frame1[2] - frame0[2] + pick(config.reference_twist)
+    a = _local_to_element(np, e0.dtype)
+    omega, omega_grad, twist_grad = bend_twist_gradients(np, e0, e1, rest_product, frame0, frame1)
+    grad8 = (np.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
+             + (twist_weight * (tau - rest_twist))[:, None] * twist_grad)
+    strain_grad = np.concatenate((omega_grad, twist_grad[:, None, :]), axis=1) @ a          # (B, 5, 11)
+    strain_weight = np.concatenate((2.0 * weights, twist_weight[:, None]), axis=1)
+    return grad8 @ a, np.swapaxes(strain_grad * strain_weight[:, :, None], 1, 2) @ strain_grad
+
+
 @pytest.mark.parametrize("strands", [None, [False, True]], ids=["all", "subset"])
 def test_gauss_newton_band_of_the_kernel_equals_its_array_form(deformed, strands):
     """The quasi-Newton matrix's bend/twist part, written into the band by bend_twist_kernels (one thread per
-    strand), equals Σ w ∇s ∇sᵀ assembled from energy._bend_twist_blocks' closed-form strain gradients, and the
-    gradient beside it equals that path's, to rounding; it is symmetric positive semi-definite."""
-    from solver_server.solvers.der.energy import _bend_twist_blocks, _scatter_gradient, scatter_band
+    strand), equals Σ w ∇s ∇sᵀ assembled from the closed-form strain gradients (strains.bend_twist_gradients)
+    with arrays, and the gradient beside it equals theirs, to rounding; it is symmetric positive semi-definite."""
+    from solver_server.solvers.der.energy import _scatter_gradient, scatter_band
     from solver_server.solvers.der.model import BAND_WIDTH, element_subset
 
     model, base, q0 = deformed
@@ -149,7 +171,7 @@ def test_gauss_newton_band_of_the_kernel_equals_its_array_form(deformed, strands
                                           parts=("bend_twist",))
     bends = None if subset is None else subset.bends
     start = model.bend_dof if bends is None else model.bend_dof[bends]
-    blocks_grad, blocks_hess = _bend_twist_blocks(np, model, config, False, True, bends)
+    blocks_grad, blocks_hess = _gauss_newton_blocks(model, config, bends)
     expected_grad = np.zeros(model.n_dofs)
     expected_band = np.zeros((BAND_WIDTH, model.n_dofs))
     _scatter_gradient(np, model.n_dofs, start, blocks_grad, expected_grad)

@@ -13,7 +13,8 @@ A thread owns a strand: its elements are consecutive and share DOFs only with ea
 With ``with_band`` the kernel also adds the Gauss–Newton Hessian Σ_s w_s ∇s ∇sᵀ of the five strains s (the four
 curvatures, weight 2 w, and the twist, weight k) over the element's 11 DOFs into the lower band storage
 (``band[d, j] = H[j + d, j]``, energy.py): the quasi-Newton matrix of the integrator, written straight into
-the band (energy._bend_twist_blocks is the array form it equals).
+the band (tests/physics_der/test_energy_derivatives.py checks it against the array form built from
+strains.bend_twist_gradients).
 """
 
 from __future__ import annotations

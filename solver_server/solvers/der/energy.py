@@ -25,8 +25,7 @@ from . import bend_twist_kernels, stretch_kernels
 from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset, index_view, strands_view
-from .strains import (LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, bend_twist_gradients,
-                      twist_strain_jet)
+from .strains import LOCAL_VARIABLES, bend_strain_jets, bend_strain_values, twist_strain_jet
 
 
 @dataclass
@@ -148,10 +147,9 @@ def add_stretch(xp, model: DerModel, positions, grad, band, project: bool, subse
     return energy
 
 
-def _bend_twist_blocks(xp, model: DerModel, config: Configuration, project: bool, gauss_newton: bool = False,
-                       bends=None):
-    """Gradient (B, 11) and Hessian (B, 11, 11) of bend + twist per interior vertex (jets, or closed-form strain
-    gradients for Gauss–Newton); bends: only those elements (index array; None: all). The gradient alone is
+def _bend_twist_blocks(xp, model: DerModel, config: Configuration, project: bool, bends=None):
+    """Gradient (B, 11) and exact Hessian (B, 11, 11) of bend + twist per interior vertex (jets); bends: only those
+    elements (index array; None: all). The gradient alone, and the gradient with the Gauss–Newton Hessian, are
     add_bend_twist's kernel."""
 
     def pick(array):
@@ -164,20 +162,7 @@ def _bend_twist_blocks(xp, model: DerModel, config: Configuration, project: bool
     rest_twist = pick(model.rest_twist)
     reference_twist = pick(config.reference_twist)
     theta0, theta1 = frame0[2], frame1[2]
-    tau_value = theta1 - theta0 + reference_twist
     a = _local_to_element(xp, e0.dtype)
-    if gauss_newton:
-        omega, omega_grad, twist_grad = bend_twist_gradients(xp, e0, e1, rest_product, frame0, frame1)
-        grad8 = (xp.einsum("nr,nrk->nk", 2.0 * weights * (omega - rest), omega_grad)
-                 + (twist_weight * (tau_value - rest_twist))[:, None] * twist_grad)
-        # Gauss-Newton: Σ w ∇s ∇sᵀ over the strains s (positive semi-definite, no strain curvature terms),
-        # the four curvatures and the twist as rows of one (B, 5, 11) Jacobian: one batched product
-        local = xp.concatenate((omega_grad, twist_grad[:, None, :]), axis=1)               # (B, 5, 8)
-        # (B·5, 8) @ (8, 11) as one 2-D product (a batched (B, 5, 8) @ (1, 8, 11) took 2.6× longer)
-        strain_grad = (local.reshape(-1, local.shape[2]) @ a).reshape(local.shape[0], local.shape[1], a.shape[1])
-        strain_weight = xp.concatenate((2.0 * weights, twist_weight[:, None]), axis=1)
-        hess = xp.swapaxes(strain_grad * strain_weight[:, :, None], 1, 2) @ strain_grad
-        return grad8 @ a, hess
     omega_jets = bend_strain_jets(xp, e0, e1, rest_product, frame0, frame1, True)
     tau = twist_strain_jet(xp, e0, e1, frame0[0], frame1[0], reference_twist, theta0, theta1, True)
     residuals = [(2.0 * weights[:, c], omega_jets[c].value - rest[:, c], omega_jets[c]) for c in range(4)]
@@ -241,10 +226,10 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
         # the closed-form gradient: the line search's kernel (its energies are not needed here)
         add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset)
     elif "bend_twist" in parts and bend_start.shape[0] and gauss_newton:
-        # gradient and Gauss–Newton Hessian straight into the band (the kernel; _bend_twist_blocks' array form)
+        # gradient and Gauss–Newton Hessian straight into the band (bend_twist_kernels)
         add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset, band)
     elif "bend_twist" in parts and bend_start.shape[0]:
-        b_grad, b_hess = _bend_twist_blocks(xp, model, config, project, gauss_newton, bends)
+        b_grad, b_hess = _bend_twist_blocks(xp, model, config, project, bends)
         _scatter_gradient(xp, n, bend_start, b_grad, grad)
         scatter_band(xp, n, bend_start, b_hess, band)
     return grad, band
