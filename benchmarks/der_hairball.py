@@ -1,31 +1,46 @@
-"""Seed 000 hairball: a sphere with 1000 clamped strands on its upper half (~40k DOF) turning once about its
-vertical axis, dt = 1 ms, hair–hair and hair–sphere μ = 0.3.  Prints ms per step and contacts per step and
-the ratio to the seed's figure (C++/OpenMP: 609 ms per step; ADONIS: 8931 ms per step).
+"""Seed 000's hairball (§4.3): a 10 cm sphere with 1 000 clamped strands of 10 points on its upper half (39 000
+DOF) turning once in 5 s about its vertical axis, dt = 1 ms, μ = 0.3 hair–hair and hair–sphere, N_max 50,
+tolerance 1e-6 m/s.  The seed's C++/OpenMP solver: 609 ms per step at ~5 500 contacts per step over the turn
+(ADONIS: 8 931 ms).
 
-    python -m benchmarks.der_hairball [--steps 20] [--strands 1000] [--vertices 10] [--iterations 50]
-                                      [--length 0.12] [--radius 5e-5] [--warmup 0] [--warmup-dt 0.005]
+The default run is issue 21's seed-faithful measurement: the strands (35 cm, radius 50 µm) fall from their
+radial rest shape onto each other; the scene is warmed up with untimed larger steps to t = 1, 2, 3 and 4 s of
+the turn and 10 steps of 1 ms are timed at each.  Printed per sample and over all timed steps: ms per step
+(wall and process CPU), contacts per step (hair–hair and hair–sphere), Newton iterations, the deepest
+strand–strand overlap, and the ratio to the seed's figure.
 
-At the defaults the strands barely touch: 1 contact per step after 1 s of the turn (50 warm-up steps of 20 ms),
-10 with 0.3 m hair of radius 0.2 mm (session 17); the seed's ~5 500 contacts per step need a denser scene,
-which issue 21 item 4 asks for and which is not built yet.
+    python -m benchmarks.der_hairball [--samples 1,2,3,4] [--timed-steps 10] [--length 0.35] [--radius 5e-5]
+                                      [--states warmed.npz]
+
+The warm-up takes most of the run (~15 min on the 2-core box): its steps are 10 ms long and capped at
+``--warmup-iterations`` Newton iterations (they only carry the scene to the sample times and are not timed;
+the timed steps use the seed's settings).  ``--states FILE`` keeps the warmed states: written on the first
+run, read back (after checking that they belong to the same scene) on later ones, so that two builds can be
+timed on the same states in minutes.  ``--samples 0`` times steps from rest without warm-up.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
 from solver_server.backend import get_backend
-from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
-                                       build_model, rest_state)
+from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, DerState,
+                                       NewtonSettings, build_model, rest_state)
 
 from benchmarks.kernel_warmup import print_kernel_warmup
 
 SEED_MS_PER_STEP = 609.22
 SEED_ADONIS_MS_PER_STEP = 8930.93
 SEED_CONTACTS_PER_STEP = 5500
+SPHERE_RADIUS = 0.1      # m
+PERIOD = 5.0             # s per turn
+FRICTION = 0.3
 
 
 class SpinningSphere:
@@ -42,15 +57,21 @@ class SpinningSphere:
         return self.spin * xp.stack((-points[:, 1], points[:, 0], xp.zeros(points.shape[0])), axis=1)
 
 
-def hairball(strands: int, vertices: int, sphere_radius: float, length: float):
-    """Rest points (strands·vertices, 3) of straight radial strands rooted on the upper hemisphere."""
+def hemisphere_roots(strands: int):
+    """Unit root directions (S, 3) spread evenly over the upper hemisphere: uniform in z (uniform in area) along
+    a golden-angle spiral."""
     index = np.arange(strands) + 0.5
-    z = 1.0 - index / strands                          # uniform in z over the upper half: uniform in area
-    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index       # golden-angle spiral
+    z = 1.0 - index / strands
+    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index
     ring = np.sqrt(1.0 - z * z)
-    directions = np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
+    return np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
+
+
+def hairball(strands: int, vertices: int, sphere_radius: float, length: float):
+    """Rest points (strands·vertices, 3) [m] of straight radial strands rooted on the upper hemisphere, and the
+    strand offsets (strands + 1,)."""
     along = sphere_radius + np.linspace(0.0, length, vertices)
-    points = directions[:, None, :] * along[None, :, None]
+    points = hemisphere_roots(strands)[:, None, :] * along[None, :, None]
     return points.reshape(-1, 3), np.arange(strands + 1) * vertices
 
 
@@ -78,17 +99,127 @@ def deepest_penetration(model, positions):
     return (float(max(overlap.max(), 0.0)) if overlap.shape[0] else 0.0), int(np.sum(overlap > 0.1))
 
 
+class HairballRun:
+    """The scene and its solver, stepped along the sphere's turn (clock [s] from the start of the turn)."""
+
+    def __init__(self, args):
+        self.args = args
+        points, offsets = hairball(args.strands, args.vertices, SPHERE_RADIUS, args.length)
+        material = DerMaterial(radius=args.radius, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
+        self.model = build_model(np, points, offsets, material)
+        self.spin = 2.0 * np.pi / PERIOD
+        self.newton = NewtonSettings(max_iterations=args.iterations, tolerance=1e-6, quasi_newton=True,
+                                     quasi_newton_matrix=args.matrix, refresh_interval=args.refresh)
+        self.solver = DerSolver(self.model, get_backend("cpu"), self.newton,
+                                colliders=[SpinningSphere(SPHERE_RADIUS, self.spin, friction=FRICTION)],
+                                contact=ContactSettings(friction=FRICTION, collider_friction=FRICTION,
+                                                        local_solver=args.local_solver))
+        self.state = rest_state(np, self.model)
+        self.root_rest = points[np.asarray(self.solver.fixed_vertices)]
+        self.clock = 0.0
+
+    def step(self, dt: float, max_iterations: int) -> tuple[dict, float, float]:
+        """One step of `dt` [s] with at most `max_iterations` Newton iterations: (solver stats, wall s, CPU s)."""
+        self.newton.max_iterations = max_iterations
+        self.clock += dt
+        control = DerControl(vertex_targets=rotate_z(self.root_rest, self.spin * self.clock))
+        out = self.state.copy()
+        start, cpu_start = time.perf_counter(), time.process_time()
+        stats = self.solver.step(self.state, out, control, None, dt)
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        self.state = out
+        if not np.all(np.isfinite(out.positions)):
+            raise FloatingPointError(f"hairball: non-finite positions at t = {self.clock:.4f} s")
+        return stats, elapsed, cpu
+
+    def warm_up_to(self, until: float) -> None:
+        """Untimed steps of about --warmup-dt up to `until` [s], a progress line every ~0.25 s simulated."""
+        args = self.args
+        count = math.ceil((until - self.clock) / args.warmup_dt - 1e-9)
+        if count <= 0:
+            return
+        dt = (until - self.clock) / count
+        started, reported = time.perf_counter(), self.clock
+        for _ in range(count):
+            stats, _, _ = self.step(dt, args.warmup_iterations)
+            if self.clock - reported >= 0.25 - 1e-9 or self.clock >= until - 1e-9:
+                reported = self.clock
+                print(f"  warm-up t = {self.clock:.2f} s: {stats.get('contacts', 0)} contacts, {stats['iterations']} "
+                      f"iterations, {time.perf_counter() - started:.0f} s so far", flush=True)
+
+    # ------------------------------------------------------------ warmed states kept in a file
+    def scene_key(self) -> str:
+        a = self.args
+        return (f"strands={a.strands} vertices={a.vertices} length={a.length!r} radius={a.radius!r} "
+                f"warmup_dt={a.warmup_dt!r} warmup_iterations={a.warmup_iterations} matrix={a.matrix} "
+                f"refresh={a.refresh} local_solver={a.local_solver}")
+
+    def snapshot(self) -> dict[str, np.ndarray]:
+        arrays = {name: np.array(getattr(self.state, name)) for name in DerState.__dataclass_fields__}
+        arrays.update({f"contact_{name}": np.array(value)
+                       for name, value in self.solver.contact.state_arrays().items()})
+        arrays["clock"] = np.array([self.clock])
+        return arrays
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        self.state = DerState(**{name: arrays[name].copy() for name in DerState.__dataclass_fields__})
+        self.solver.contact.load_state_arrays({name[len("contact_"):]: value.copy()
+                                               for name, value in arrays.items() if name.startswith("contact_")})
+        self.clock = float(arrays["clock"][0])
+
+
+def code_version() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def read_states(path: Path, run: HairballRun, samples) -> dict[float, dict] | None:
+    """The warmed states kept in `path` for these samples, or None when the file does not exist.  Raises
+    SystemExit naming the file when it holds another scene's states."""
+    if not path.exists():
+        return None
+    with np.load(path) as kept:
+        key, version = str(kept["scene"]), str(kept["code"])
+        if key != run.scene_key():
+            raise SystemExit(f"{path}: warmed states of another scene ({key}); this run is {run.scene_key()}. "
+                             f"Delete the file or name another one.")
+        states = {}
+        for sample in samples:
+            prefix = f"t{sample:g}/"
+            names = [name for name in kept.files if name.startswith(prefix)]
+            if not names:
+                raise SystemExit(f"{path}: no warmed state at t = {sample:g} s (it holds "
+                                 f"{sorted({name.split('/')[0] for name in kept.files if '/' in name})}). Delete "
+                                 f"the file or name another one.")
+            states[sample] = {name[len(prefix):]: kept[name] for name in names}
+    print(f"warmed states read from {path} (warmed up by code {version})", flush=True)
+    return states
+
+
+def write_states(path: Path, run: HairballRun, states: dict[float, dict]) -> None:
+    flat = {f"t{sample:g}/{name}": value for sample, arrays in states.items() for name, value in arrays.items()}
+    np.savez_compressed(path, scene=np.array(run.scene_key()), code=np.array(code_version()), **flat)
+    print(f"warmed states written to {path}", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--samples", default="1,2,3,4",
+                        help="times into the turn [s] at which steps are timed (0: from rest, no warm-up)")
+    parser.add_argument("--timed-steps", type=int, default=10, help="timed steps of --dt at each sample")
     parser.add_argument("--strands", type=int, default=1000)
     parser.add_argument("--vertices", type=int, default=10)
-    parser.add_argument("--length", type=float, default=0.12, help="hair length [m]")
+    parser.add_argument("--length", type=float, default=0.35, help="hair length [m]")
     parser.add_argument("--radius", type=float, default=5e-5, help="hair radius [m]")
-    parser.add_argument("--iterations", type=int, default=50, help="N_max of the global/local loop")
-    parser.add_argument("--dt", type=float, default=1e-3)
-    parser.add_argument("--warmup", type=int, default=0, help="untimed steps first (hair falls onto the sphere)")
-    parser.add_argument("--warmup-dt", type=float, default=5e-3, help="step length of the untimed steps [s]")
+    parser.add_argument("--iterations", type=int, default=50, help="N_max of the timed steps (the seed's 50)")
+    parser.add_argument("--dt", type=float, default=1e-3, help="timed step [s] (the seed's 1 ms)")
+    parser.add_argument("--warmup-dt", type=float, default=0.01, help="untimed step [s] of the warm-up")
+    parser.add_argument("--warmup-iterations", type=int, default=8, help="N_max of the untimed warm-up steps")
+    parser.add_argument("--states", type=Path, default=None,
+                        help="npz file keeping the warmed states: read when it exists, else written")
     parser.add_argument("--matrix", choices=("exact", "gauss_newton"), default="gauss_newton",
                         help="quasi-Newton matrix (first-iteration exact Hessian or Gauss-Newton)")
     parser.add_argument("--refresh", type=int, default=4,
@@ -96,53 +227,57 @@ def main(argv=None) -> int:
     parser.add_argument("--local-solver", choices=("jacobi", "gauss_seidel"), default="gauss_seidel",
                         help="contact local step: seed Jacobi, or Gauss-Seidel sweeps with the exact Delassus operator")
     args = parser.parse_args(argv)
+    samples = sorted(float(value) for value in args.samples.split(","))
+    if samples[0] < 0.0 or args.timed_steps < 1 or args.warmup_dt <= 0.0 or args.warmup_iterations < 1:
+        parser.error("samples must be >= 0 s, --timed-steps and --warmup-iterations >= 1, --warmup-dt > 0")
     print_kernel_warmup()
 
-    backend = get_backend("cpu")
-    sphere_radius, length, period = 0.1, args.length, 5.0
-    points, offsets = hairball(args.strands, args.vertices, sphere_radius, length)
-    material = DerMaterial(radius=args.radius, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
-    model = build_model(np, points, offsets, material)
-    spin = 2.0 * np.pi / period
-    sphere = SpinningSphere(sphere_radius, spin, friction=0.3)
-    solver = DerSolver(model, backend, NewtonSettings(max_iterations=args.iterations, tolerance=1e-6, quasi_newton=True,
-                                                      quasi_newton_matrix=args.matrix, refresh_interval=args.refresh),
-                       colliders=[sphere], contact=ContactSettings(friction=0.3, collider_friction=0.3,
-                                                                     local_solver=args.local_solver))
-    state = rest_state(np, model)
-    rest_targets = points[np.asarray(solver.fixed_vertices)]
-    print(f"hairball: {args.strands} strands x {args.vertices} points, {model.n_dofs} DOF, dt = {args.dt * 1e3:g} ms, "
-          f"mu = 0.3, sphere turning once in {period:g} s, quasi-Newton matrix: {args.matrix}, "
-          f"refreshed every {args.refresh or 'never'} iterations")
-    timings, cpu_timings, contacts, iterations = [], [], [], []
-    clock = 0.0
-    for step in range(args.warmup + args.steps):
-        dt = args.warmup_dt if step < args.warmup else args.dt
-        clock += dt
-        control = DerControl(vertex_targets=rotate_z(rest_targets, spin * clock))
-        out = state.copy()
-        start, cpu_start = time.perf_counter(), time.process_time()
-        stats = solver.step(state, out, control, None, dt)
-        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-        state = out
-        if step >= args.warmup:
-            timings.append(elapsed)
-            cpu_timings.append(cpu)
-            contacts.append(stats.get("contacts", 0))
-            iterations.append(stats["iterations"])
-    ms = 1e3 * float(np.mean(timings))
-    deepest, deep_pairs = deepest_penetration(model, state.positions)
-    print(f"strand-strand penetration at the end: deepest {deepest:.2f} hair radii, {deep_pairs} edge pairs deeper "
-          f"than 10 % of the radius")
-    print(f"timed steps: {args.steps} after {args.warmup} untimed steps of {args.warmup_dt * 1e3:g} ms "
-          f"({clock:.3f} s simulated)")
-    print(f"ms per step: {ms:.1f} (median {1e3 * float(np.median(timings)):.1f}; process CPU time "
-          f"{1e3 * float(np.mean(cpu_timings)):.1f}: on a loaded machine the wall time includes waiting for a core); "
-          f"contacts per step: "
-          f"{np.mean(contacts):.0f} (max {max(contacts)}); iterations per step: {np.mean(iterations):.1f}")
-    print(f"ratio to the seed's C++/OpenMP solver ({SEED_MS_PER_STEP:g} ms/step, ~{SEED_CONTACTS_PER_STEP} contacts): "
-          f"{ms / SEED_MS_PER_STEP:.2f}x its time; to ADONIS ({SEED_ADONIS_MS_PER_STEP:g} ms/step): "
-          f"{ms / SEED_ADONIS_MS_PER_STEP:.3f}x")
+    run = HairballRun(args)
+    print(f"hairball: {args.strands} strands x {args.vertices} points of {args.length * 100:g} cm, radius "
+          f"{args.radius * 1e6:g} um, {run.model.n_dofs} DOF, sphere of {SPHERE_RADIUS * 100:g} cm turning once in "
+          f"{PERIOD:g} s, mu = {FRICTION:g}; timed: {args.timed_steps} steps of {args.dt * 1e3:g} ms at t = "
+          f"{', '.join(f'{s:g}' for s in samples)} s (N_max {args.iterations}, quasi-Newton matrix {args.matrix} "
+          f"refreshed every {args.refresh or 'never'} iterations); warm-up steps of {args.warmup_dt * 1e3:g} ms "
+          f"capped at {args.warmup_iterations} iterations", flush=True)
+
+    kept = read_states(args.states, run, samples) if args.states is not None else None
+    warmed: dict[float, dict] = {}
+    rows, timings, cpu_timings, contacts = [], [], [], []
+    for sample in samples:
+        if kept is not None:
+            run.restore(kept[sample])
+        else:
+            run.warm_up_to(sample)
+            warmed[sample] = run.snapshot()
+        sample_ms, sample_cpu, sample_contacts, sample_edge, sample_collider, sample_iterations = [], [], [], [], [], []
+        for _ in range(args.timed_steps):
+            stats, elapsed, cpu = run.step(args.dt, args.iterations)
+            sample_ms.append(1e3 * elapsed)
+            sample_cpu.append(1e3 * cpu)
+            sample_contacts.append(stats.get("contacts", 0))
+            sample_edge.append(stats.get("edge_contacts", 0))
+            sample_collider.append(stats.get("collider_contacts", 0))
+            sample_iterations.append(stats["iterations"])
+        deepest, deep_pairs = deepest_penetration(run.model, run.state.positions)
+        print(f"t = {sample:g} s: {np.mean(sample_ms):.1f} ms per step (median {np.median(sample_ms):.1f}, CPU "
+              f"{np.mean(sample_cpu):.1f}), {np.mean(sample_contacts):.0f} contacts per step (hair-hair "
+              f"{np.mean(sample_edge):.0f}, hair-sphere {np.mean(sample_collider):.0f}), "
+              f"{np.mean(sample_iterations):.1f} iterations; deepest strand overlap {deepest:.2f} radii "
+              f"({deep_pairs} pairs > 0.1)", flush=True)
+        timings += sample_ms
+        cpu_timings += sample_cpu
+        contacts += sample_contacts
+    if args.states is not None and kept is None:
+        write_states(args.states, run, warmed)
+
+    ms, mean_contacts = float(np.mean(timings)), float(np.mean(contacts))
+    print(f"over the {len(timings)} timed steps: {ms:.1f} ms per step (median {np.median(timings):.1f}; process CPU "
+          f"{np.mean(cpu_timings):.1f}: on a loaded machine the wall time includes waiting for a core), "
+          f"{mean_contacts:.0f} contacts per step (min {min(contacts)}, max {max(contacts)})")
+    print(f"seed's C++/OpenMP solver: {SEED_MS_PER_STEP:g} ms per step at ~{SEED_CONTACTS_PER_STEP} contacts: this run "
+          f"takes {ms / SEED_MS_PER_STEP:.2f}x its time (ADONIS {SEED_ADONIS_MS_PER_STEP:g} ms: "
+          f"{ms / SEED_ADONIS_MS_PER_STEP:.3f}x); issue 21's bar, <= 609 ms per step at >= 5 000 contacts per step: "
+          f"{'met' if ms <= SEED_MS_PER_STEP and mean_contacts >= 5000 else 'not met'}")
     return 0
 
 

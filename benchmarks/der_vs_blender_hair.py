@@ -21,21 +21,13 @@ import sys
 import time
 
 import numpy as np
+from benchmarks.der_hairball import hemisphere_roots
 from benchmarks.kernel_warmup import print_kernel_warmup
 
 SPHERE_RADIUS = 0.1      # m
 HAIR_LENGTH = 0.12       # m
 PERIOD = 5.0             # s per turn
 FPS = 24
-
-
-def hemisphere_roots(strands: int):
-    """Unit root directions (S, 3) spread evenly over the upper hemisphere (golden-angle spiral)."""
-    index = np.arange(strands) + 0.5
-    z = 1.0 - index / strands
-    azimuth = np.pi * (1.0 + 5.0 ** 0.5) * index
-    ring = np.sqrt(1.0 - z * z)
-    return np.stack((ring * np.cos(azimuth), ring * np.sin(azimuth), z), axis=1)
 
 
 def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,

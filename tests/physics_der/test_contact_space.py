@@ -127,7 +127,9 @@ def test_operator_equals_the_dense_delassus_matrix(monkeypatch, xp_path):
                                    atol=1e-10 * scale)
 
 
-def test_colouring_separates_contacts_that_share_a_strand():
+def test_colouring_separates_contacts_that_share_a_strand(monkeypatch):
+    """The xp loop's colouring (CUDA's sweeps; the CPU kernel sweeps contact after contact, uncoloured)."""
+    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
     model, factor, _, dof_fixed = _system()
     vertices, weights = _contacts(model, np.random.default_rng(2), pairs=30)
     operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, _normals(vertices.shape[0]))
@@ -178,10 +180,11 @@ def test_gauss_seidel_solves_the_linear_contact_problem():
 
 
 @pytest.mark.parametrize("max_colours", [1, 2])
-def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(max_colours):
+def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(monkeypatch, max_colours):
     """Fewer colours than the contacts on one strand need: contacts share a colour with neighbours, step
     with their block scaled by the number sharing, and the sweeps still reach the frictionless problem's
-    unique solution (W positive definite for disjoint contacts)."""
+    unique solution (W positive definite for disjoint contacts) — the xp loop's colours (CUDA)."""
+    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
     model, factor, _, dof_fixed = _system(seed=4)
     generator = np.random.default_rng(8)
     vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
@@ -209,10 +212,13 @@ def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(max_
     assert np.all(np.einsum("nc,nc->n", velocity, normal) >= target - 1e-9)
 
 
-def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch):
+@pytest.mark.parametrize("kernel", [True, False])
+def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kernel):
     """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend, issue 8): the
-    same W and the same Gauss–Seidel impulses as on numpy, with a colour cap so that colours are shared."""
+    same W and the same Gauss–Seidel impulses as on numpy, with the CPU kernel's sequential sweeps and with the
+    xp loop's colours (capped so that colours are shared)."""
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", kernel)
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(6, 9, 5)
     n = vertices.shape[0]
     mu, tolerance = np.full(n, 0.4), np.full(n, 1e-12)
@@ -250,22 +256,69 @@ def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-15)
 
 
-@pytest.mark.parametrize("max_colours, tolerance", [(3, 1e-12), (24, 1e-12), (3, 1e-4)])
-def test_the_sweep_kernel_gives_the_xp_loops_sweeps(monkeypatch, max_colours, tolerance):
-    """contact_kernels.colour_sweeps (all sweeps in one CPU launch) against the xp loop: the same number of
-    sweeps, the same largest change and impulses to rounding, with shared and unshared colours, run to
-    convergence and stopped early by a loose tolerance."""
+def _sequential_reference(operator, relative, start, target, mu, sweeps, tolerance):
+    """Projected Gauss–Seidel contact after contact written out in Python (the arithmetic of
+    contact_kernels.sequential_sweeps): (impulses (n, 3), sweeps done, largest change / tolerance)."""
+    from solver_server.solvers.der.contact_space import _clamp_to_disc, _local_step_maps
+
+    n, frames = operator.n, operator.frames
+    local = {(int(r), int(c)): frames[r].T @ block @ frames[c]
+             for r, c, block in zip(operator.pair_first, operator.pair_second, operator.blocks)}
+    maps = _local_step_maps(np, np.stack([local[c, c] for c in range(n)]))
+    u = np.einsum("nia,ni->na", frames, relative)
+    given = np.einsum("nia,ni->na", frames, start)
+    lam = _clamp_to_disc(np, given.copy(), mu)
+    for (r, c), block in local.items():
+        u[r] += block @ (lam[c] - given[c])
+    goal = np.zeros((n, 3))
+    goal[:, 0] = target
+    for done in range(1, sweeps + 1):
+        largest = 0.0
+        for c in range(n):
+            new = _clamp_to_disc(np, (lam[c] + maps[c] @ (goal[c] - u[c]))[None], mu[c:c + 1])[0]
+            delta, lam[c] = new - lam[c], new
+            for (r, column), block in local.items():
+                if column == c:
+                    change = block @ delta
+                    u[r] += change
+                    largest = max(largest, float(np.abs(change).max() / tolerance[r]))
+        if largest <= 1.0:
+            break
+    return np.einsum("nia,na->ni", frames, lam), done, largest
+
+
+@pytest.mark.parametrize("tolerance", [1e-12, 1e-4])
+def test_the_sweep_kernel_is_sequential_gauss_seidel(tolerance):
+    """contact_kernels.sequential_sweeps (all sweeps in one CPU launch, contact after contact, no colours)
+    against the same sweeps written out in Python: the same number of sweeps and impulses to rounding, from a
+    warm start partly outside the cones, run to convergence and stopped early by a loose tolerance."""
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
     n = vertices.shape[0]
-    start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))       # a warm start, partly outside the cones
+    start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))
+    operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal)
+    assert operator.sequential and operator.colour is None
+    mu, tolerances = np.full(n, 0.4), np.full(n, tolerance)
+    impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
+    expected, expected_sweeps, expected_change = _sequential_reference(operator, relative, start, target, mu, 300,
+                                                                       tolerances)
+    assert sweeps == expected_sweeps and sweeps > 1
+    assert change == pytest.approx(expected_change, rel=1e-6, abs=1e-9)
+    np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+    assert np.abs(expected).max() > 0.0
+
+
+def test_sequential_and_coloured_sweeps_reach_the_same_solution(monkeypatch):
+    """The CPU kernel's uncoloured sweeps and the xp loop's coloured ones (CUDA's) converge to the same
+    impulses on a frictionless problem, whose solution is unique; the sequential sweeps need fewer sweeps
+    than colours capped below what the strands need."""
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
+    n = vertices.shape[0]
     results = []
     for kernel in (True, False):
         monkeypatch.setattr(contact_space, "SWEEP_KERNEL", kernel)
-        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=max_colours)
-        assert (operator._kernel_sweeps is not None) == kernel
-        results.append(operator.gauss_seidel(relative, start, target, np.full(n, 0.4), 300, np.full(n, tolerance)))
-    (kernel_impulse, kernel_sweeps, kernel_change), (loop_impulse, loop_sweeps, loop_change) = results
-    assert kernel_sweeps == loop_sweeps and kernel_sweeps > 1
-    assert kernel_change == pytest.approx(loop_change, rel=1e-6, abs=1e-9)
-    np.testing.assert_allclose(kernel_impulse, loop_impulse, rtol=1e-9, atol=1e-12 * np.abs(loop_impulse).max())
-    assert np.abs(loop_impulse).max() > 0.0
+        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=2)
+        results.append(operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.zeros(n), 20000,
+                                             np.full(n, 1e-14)))
+    (sequential, sequential_sweeps, _), (coloured, coloured_sweeps, _) = results
+    assert sequential_sweeps < coloured_sweeps < 20000
+    np.testing.assert_allclose(sequential, coloured, atol=1e-8 * np.abs(coloured).max())

@@ -14,10 +14,12 @@ by side).
 
 Seed Algorithm 3 runs ONE local (Jacobi) step per global step; at frame-rate steps in dense hair it then
 needs tens of global steps to close the last radii of predicted penetration.  Here the local problem of
-every global step is solved to convergence on the linear model u(λ) = u_now + W (λ − λ_applied): each sweep
-updates the contacts colour by colour (contacts of one colour share no strand, so they are independent and
-updated at once, vectorized), each with its exact 3 × 3 block W_cc and the seed's local update (normal
-impulse to the target velocity, friction to cancel the sliding, projection onto the Coulomb cone).  The
+every global step is solved to convergence on the linear model u(λ) = u_now + W (λ − λ_applied) by projected
+Gauss–Seidel: each contact steps with its exact 3 × 3 block W_cc and the seed's local update (normal impulse
+to the target velocity, friction to cancel the sliding, projection onto the Coulomb cone).  On the CPU a
+sweep visits the contacts one after the other in one kernel (true Gauss–Seidel, no colours).  The xp loop
+(CUDA) updates them colour by colour: contacts of one colour share no strand, so they are independent and
+updated at once, vectorized.  The
 next global step applies the impulses; its velocities show what the linear model missed (nonlinear
 elasticity, contacts found later) and the loop repeats.
 """
@@ -33,8 +35,8 @@ from ...backend import repeat_each
 from ...kernels import launch, warp_device_of, warp_view
 from . import contact_kernels
 
-# on the CPU (numpy and the strict backend) the sweeps run in one Warp launch (contact_kernels.colour_sweeps);
-# off: the xp loop below (CUDA always runs it)
+# on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
+# (contact_kernels.sequential_sweeps, no colouring); off: the xp loop over colours below (CUDA always runs it)
 SWEEP_KERNEL = True
 # numpy: a colour step's velocity change as one matrix product, CSR or dense (tests of the device path switch
 # it off to compare the two backends' arithmetic, which then sums in the same order)
@@ -50,8 +52,8 @@ class DelassusOperator:
     projected Gauss–Seidel solver.
 
     pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)) with blocks
-    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; colour (n,) of every contact (no two contacts of one
-    colour share a strand).  The sweeps work in every contact's frame (normal, two tangents): there the
+    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; for the xp loop's sweeps colour (n,) of every contact (no
+    two contacts of one colour share a strand; None for the CPU kernel's sequential sweeps).  The sweeps work in every contact's frame (normal, two tangents): there the
     local step is a scalar normal update, a 2 × 2 friction solve and a clamp to the Coulomb disc."""
 
     def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal, max_colours: int = 24):
@@ -87,9 +89,15 @@ class DelassusOperator:
         on_diagonal = self.pair_first == self.pair_second
         self.diagonal = xp.zeros((n, 3, 3))
         self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
-        self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal],
-                                        max_colours)
-        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
+        # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); elsewhere the xp loop
+        # sweeps colour by colour
+        self.sequential = bool(SWEEP_KERNEL and n and warp_device_of(self.blocks) == "cpu")
+        if self.sequential:
+            self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
+        else:
+            self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal],
+                                            max_colours)
+            self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
         self._prepare_sweeps(normal)
 
     def _prepare_sweeps(self, normal):
@@ -105,6 +113,15 @@ class DelassusOperator:
         # the simultaneous steps cannot overshoot together
         own = self.sharing[:, None, None] * (xp.swapaxes(frames, 1, 2) @ self.diagonal @ frames)
         local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
+        self.sweep_colours = []
+        self._kernel_sweeps = None
+        if self.sequential:
+            # sweep order = contact order; W λ in it is one product over all pairs (_apply_in_sweep_order)
+            self.order = self.rank = xp.arange(n)
+            self._ordered_pairs = (local_blocks, self.pair_first, self.pair_second)
+            self._kernel_sweeps = _SequentialSweeps(xp, n, local_blocks, self.pair_first, self.pair_second,
+                                                    local_step)
+            return
         colours = int(self.colour.max()) + 1 if n else 0
         # the sweeps work in colour order, where every colour's contacts are one slice (views, not gathers)
         self.order = xp.argsort(self.colour, kind="stable")                            # colour order -> contact
@@ -113,33 +130,16 @@ class DelassusOperator:
         counts = xp.bincount(self.colour, minlength=colours)
         pair_colour = self.colour[self.pair_second]
         self.colours = colours
-        self.sweep_colours = []
-        self._kernel_sweeps = None
-        # the CPU runs every sweep in one kernel (_SweepArrays): the per-colour operators of the xp loop are not
-        # built there (their sparse matrices were a third of an operator's build); W λ in colour order is then one
-        # product over all pairs (_apply_in_colour_order)
-        in_kernel = SWEEP_KERNEL and n and warp_device_of(local_blocks) == "cpu"
-        if in_kernel:
-            self._ordered_pairs = (local_blocks, self.rank[self.pair_first], self.rank[self.pair_second])
-        pieces = {"rows": [], "pair_row": [], "pair_column": [], "blocks": [], "row_count": [], "pair_count": []}
-        start = rows_before = 0
+        start = 0
         for colour in range(colours):
             stop = start + int(counts[colour])
             members = self.order[start:stop]
             pairs = xp.nonzero(pair_colour == colour)[0]
             rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
             column = self.rank[self.pair_second[pairs]]
-            if not in_kernel:
-                self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start,
-                                                        rows, row_slot.reshape(-1), local_step[members]))
-            for name, value in (("rows", rows), ("pair_row", row_slot.reshape(-1) + rows_before),
-                                ("pair_column", column), ("blocks", local_blocks[pairs]),
-                                ("row_count", rows.shape[0]), ("pair_count", pairs.shape[0])):
-                pieces[name].append(value)
-            rows_before += rows.shape[0]
+            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start,
+                                                    rows, row_slot.reshape(-1), local_step[members]))
             start = stop
-        if in_kernel:
-            self._kernel_sweeps = _SweepArrays(xp, counts, pieces, local_step[self.order])
 
     def apply(self, impulses):
         """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
@@ -155,13 +155,13 @@ class DelassusOperator:
         its velocity_tolerance (n,) [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside
         their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance)."""
         xp, frames, order = self.xp, self.frames, self.order
-        # frame components, in colour order: a colour's contacts are the slice colour.members
+        # frame components, in sweep order: a colour's contacts are the slice colour.members
         u = xp.einsum("nia,ni->na", frames, relative)[order]
         given = xp.einsum("nia,ni->na", frames, impulse)[order]
         target_normal, mu = target_normal[order], mu[order]
         # a start outside the cone (e.g. a warm start) is projected first, so every iterate is admissible
         lam = _clamp_to_disc(xp, given.copy(), mu)
-        u = u + self._apply_in_colour_order(lam - given)
+        u = u + self._apply_in_sweep_order(lam - given)
         inverse_tolerance = 1.0 / velocity_tolerance[order]
         # target relative velocity in the contact frames: the normal target, no sliding
         target = xp.zeros((self.n, 3))
@@ -189,8 +189,9 @@ class DelassusOperator:
                 break
         return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
 
-    def _apply_in_colour_order(self, lam):
-        """W λ in the contact frames for λ (n, 3) in the contact frames, both in colour order."""
+    def _apply_in_sweep_order(self, lam):
+        """W λ in the contact frames for λ (n, 3) in the contact frames, both in sweep order (colour order, or
+        contact order for the sequential sweeps)."""
         xp = self.xp
         if self._kernel_sweeps is not None:
             blocks, rows, columns = self._ordered_pairs
@@ -201,41 +202,35 @@ class DelassusOperator:
         return result
 
 
-class _SweepArrays:
-    """The colour-ordered blocks of DelassusOperator flattened for contact_kernels.colour_sweeps (one launch of
-    one CPU thread for all sweeps; on CUDA the xp loop runs: a single thread there would be slow)."""
+class _SequentialSweeps:
+    """DelassusOperator's blocks in the contact frames grouped by their column contact, for
+    contact_kernels.sequential_sweeps (every sweep in one launch of one CPU thread, contact after contact).
 
-    def __init__(self, xp, counts, pieces, step_maps):
-        def starts(sizes):
-            return xp.ascontiguousarray(xp.concatenate([xp.zeros(1, dtype=xp.int64),
-                                                        xp.cumsum(xp.asarray(sizes, dtype=xp.int64))]).astype(xp.int32))
+    column_start (n + 1,): contact c's blocks are [column_start[c], column_start[c + 1]), pair_row (P,) their
+    row contact, blocks (P, 3, 3); step_maps (n, 3, 3): the contacts' local step maps (_local_step_maps)."""
 
+    def __init__(self, xp, n: int, local_blocks, pair_first, pair_second, step_maps):
+        by_column = xp.argsort(pair_second, kind="stable")
+        column_start = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(xp.bincount(pair_second, minlength=n))])
         self.xp = xp
-        self.colours = int(counts.shape[0])
-        self.arrays = {"member_start": starts(counts), "row_start": starts(pieces["row_count"]),
-                       "pair_start": starts(pieces["pair_count"])}
-        for name in ("rows", "pair_row", "pair_column"):
-            self.arrays[name] = xp.ascontiguousarray(xp.concatenate(pieces[name]).astype(xp.int32))
-        self.arrays["blocks"] = xp.ascontiguousarray(xp.concatenate(pieces["blocks"]), dtype=xp.float64)
-        self.arrays["step_maps"] = xp.ascontiguousarray(step_maps, dtype=xp.float64)
-        self.total_rows = int(self.arrays["rows"].shape[0])
+        self.arrays = {"column_start": xp.ascontiguousarray(column_start.astype(xp.int32)),
+                       "pair_row": xp.ascontiguousarray(pair_first[by_column].astype(xp.int32)),
+                       "blocks": xp.ascontiguousarray(local_blocks[by_column], dtype=xp.float64),
+                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
         kinds = {"blocks": wp.mat33d, "step_maps": wp.mat33d}
         self.views = [warp_view(self.arrays[name], kinds.get(name, wp.int32))
-                      for name in ("member_start", "row_start", "pair_start", "rows", "pair_row", "pair_column",
-                                   "blocks", "step_maps")]
+                      for name in ("column_start", "pair_row", "blocks", "step_maps")]
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
-        """All sweeps in one launch; lam, u (n, 3) colour order, updated in place. Returns (sweeps done,
-        largest colour-step change relative to the tolerance) (one read-back)."""
+        """All sweeps in one launch; lam, u (n, 3) (contact frames) updated in place. Returns (sweeps done,
+        largest single contact step's velocity change relative to the tolerance) (one read-back)."""
         xp = self.xp
-        n = lam.shape[0]
         outcome = xp.zeros(2)
-        launch(contact_kernels.colour_sweeps, 1, [
-            int(sweeps), self.colours, *self.views, warp_view(xp.ascontiguousarray(target), wp.vec3d),
+        launch(contact_kernels.sequential_sweeps, 1, [
+            int(sweeps), int(lam.shape[0]), *self.views, warp_view(xp.ascontiguousarray(target), wp.vec3d),
             warp_view(xp.ascontiguousarray(mu, dtype=xp.float64), wp.float64),
             warp_view(xp.ascontiguousarray(inverse_tolerance, dtype=xp.float64), wp.float64),
-            warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d), warp_view(xp.zeros((n, 3)), wp.vec3d),
-            warp_view(xp.zeros((self.total_rows, 3)), wp.vec3d), warp_view(outcome, wp.float64)], "cpu")
+            warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d), warp_view(outcome, wp.float64)], "cpu")
         done, largest = (float(value) for value in outcome)
         return int(done), largest
 
