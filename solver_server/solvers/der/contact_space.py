@@ -372,8 +372,12 @@ class _StrandInverseBlocks:
     def block(self, first, second):
         """(m, 3, 3) blocks A⁻¹[dofs of touched[first], dofs of touched[second]] (same strand)."""
         xp = self.xp
-        columns = 3 * self.rank[second][:, None] + xp.arange(3)                     # (m, 3)
-        return self.rows[first[:, None, None], xp.arange(3)[None, :, None], columns[:, None, :]]
+        width = self.rows.shape[2]
+        # one flat gather (a three-index fancy gather cost 2-3× more): entry (a, b) of block k sits at
+        # rows[first[k], a, 3 rank[second[k]] + b]
+        start = (3 * width) * first + 3 * self.rank[second]                          # (m,)
+        offsets = (width * xp.arange(3))[:, None] + xp.arange(3)                     # (3, 3)
+        return xp.take(self.rows.reshape(-1), start[:, None, None] + offsets)
 
 
 # strands with (low, high] touched vertices share one multi-RHS solve of width 3 × their largest count (LAPACK
