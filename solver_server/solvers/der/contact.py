@@ -250,7 +250,8 @@ class StepContacts:
         self.n_collider_contacts = n - self.n_edge_contacts
 
     def _candidate_pairs(self, x0, x1):
-        """Edge pairs whose swept bounding spheres overlap, no shared vertex (kernels.pairs, sorted by (i, j))."""
+        """Edge pairs whose swept bounding spheres and boxes overlap, no shared vertex (kernels.pairs, sorted by
+        (i, j))."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         ev = model.edge_vertex
         a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
@@ -258,8 +259,13 @@ class StepContacts:
         reach = (0.5 * xp.maximum(row_lengths(xp, a1 - a0), row_lengths(xp, b1 - b0))
                  + 0.5 * xp.maximum(row_lengths(xp, b0 - a0), row_lengths(xp, b1 - a1))
                  + model.edge_radius + 0.5 * settings.thickness)
-        # overlapping spheres of edges whose first vertices are more than 1 apart (no shared vertex)
-        pairs = self.solver.edge_pairs.pairs(centre, reach, float(reach.max()), along=1)
+        # overlapping spheres and boxes of edges whose first vertices are more than 1 apart (no shared vertex):
+        # the box of an edge's four end positions holds every point of the edge during the step; grown by the
+        # edge's share of the largest distance the narrow phase accepts ((1 + proximity) × contact distance)
+        margin = ((1.0 + settings.proximity) * (model.edge_radius + 0.5 * settings.thickness))[:, None]
+        lower = xp.minimum(xp.minimum(a0, a1), xp.minimum(b0, b1)) - margin
+        upper = xp.maximum(xp.maximum(a0, a1), xp.maximum(b0, b1)) + margin
+        pairs = self.solver.edge_pairs.pairs(centre, reach, float(reach.max()), along=1, boxes=(lower, upper))
         if pairs.shape[0] == 0:
             return None
         return pairs[:, 0], pairs[:, 1]
