@@ -3,13 +3,13 @@ DOF) turning once in 5 s about its vertical axis, dt = 1 ms, μ = 0.3 hair–hai
 tolerance 1e-6 m/s.  The seed's C++/OpenMP solver: 609 ms per step at ~5 500 contacts per step over the turn
 (ADONIS: 8 931 ms).
 
-The default run is issue 21's seed-faithful measurement: the strands (40 cm, radius 50 µm) fall from their
+The default run is issue 21's seed-faithful measurement: the strands (50 cm, radius 100 µm) fall from their
 radial rest shape onto each other; the scene is warmed up with untimed larger steps to t = 1, 2, 3 and 4 s of
 the turn and 10 steps of 1 ms are timed at each.  Printed per sample and over all timed steps: ms per step
 (wall and process CPU), contacts per step (hair–hair and hair–sphere), Newton iterations, the deepest
 strand–strand overlap, and the ratio to the seed's figure.
 
-    python -m benchmarks.der_hairball [--samples 1,2,3,4] [--timed-steps 10] [--length 0.4] [--radius 5e-5]
+    python -m benchmarks.der_hairball [--samples 1,2,3,4] [--timed-steps 10] [--length 0.5] [--radius 1e-4]
                                       [--states warmed.npz]
 
 The warm-up takes most of the run (~10 min on the 2-core box): its steps are 10 ms long and capped at
@@ -212,8 +212,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timed-steps", type=int, default=10, help="timed steps of --dt at each sample")
     parser.add_argument("--strands", type=int, default=1000)
     parser.add_argument("--vertices", type=int, default=10)
-    parser.add_argument("--length", type=float, default=0.4, help="hair length [m]")
-    parser.add_argument("--radius", type=float, default=5e-5, help="hair radius [m]")
+    parser.add_argument("--length", type=float, default=0.5, help="hair length [m]")
+    parser.add_argument("--radius", type=float, default=1e-4, help="hair radius [m]")
     parser.add_argument("--iterations", type=int, default=50, help="N_max of the timed steps (the seed's 50)")
     parser.add_argument("--dt", type=float, default=1e-3, help="timed step [s] (the seed's 1 ms)")
     parser.add_argument("--warmup-dt", type=float, default=0.01, help="untimed step [s] of the warm-up")
