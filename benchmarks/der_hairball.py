@@ -12,7 +12,7 @@ strand–strand overlap, and the ratio to the seed's figure.
     python -m benchmarks.der_hairball [--samples 1,2,3,4] [--timed-steps 10] [--length 0.5] [--radius 1e-4]
                                       [--states warmed.npz]
 
-The warm-up takes most of the run (~10 min on the 2-core box): its steps are 10 ms long and capped at
+The warm-up takes most of the run (~8 min on the 2-core box): its steps are 10 ms long and capped at
 ``--warmup-iterations`` Newton iterations (they only carry the scene to the sample times and are not timed;
 the timed steps use the seed's settings).  ``--states FILE`` keeps the warmed states: written on the first
 run, read back (after checking that they belong to the same scene) on later ones, so that two builds can be
