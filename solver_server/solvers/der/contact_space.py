@@ -19,9 +19,8 @@ Gauss–Seidel: each contact steps with its exact 3 × 3 block W_cc and the seed
 to the target velocity, friction to cancel the sliding, projection onto the Coulomb cone).  On the CPU a
 sweep visits the contacts one after the other in one kernel (true Gauss–Seidel, no colours).  The xp loop
 (CUDA) updates them colour by colour: contacts of one colour share no strand, so they are independent and
-updated at once, vectorized.  The
-next global step applies the impulses; its velocities show what the linear model missed (nonlinear
-elasticity, contacts found later) and the loop repeats.
+updated at once, vectorized.  The next global step applies the impulses; its velocities show what the linear
+model missed (nonlinear elasticity, contacts found later) and the loop repeats.
 """
 
 from __future__ import annotations
@@ -53,8 +52,9 @@ class DelassusOperator:
 
     pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)) with blocks
     (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; for the xp loop's sweeps colour (n,) of every contact (no
-    two contacts of one colour share a strand; None for the CPU kernel's sequential sweeps).  The sweeps work in every contact's frame (normal, two tangents): there the
-    local step is a scalar normal update, a 2 × 2 friction solve and a clamp to the Coulomb disc."""
+    two contacts of one colour share a strand; None for the CPU kernel's sequential sweeps).  The sweeps work
+    in every contact's frame (normal, two tangents): there the local step is a scalar normal update, a 2 × 2
+    friction solve and a clamp to the Coulomb disc."""
 
     def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal, max_colours: int = 24):
         """factor: BandedCholesky of A; vertices (n, 4) int, weights (n, 4) [-] (zero: unused slot);
