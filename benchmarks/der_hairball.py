@@ -242,7 +242,7 @@ def main(argv=None) -> int:
 
     kept = read_states(args.states, run, samples) if args.states is not None else None
     warmed: dict[float, dict] = {}
-    rows, timings, cpu_timings, contacts = [], [], [], []
+    timings, cpu_timings, contacts = [], [], []
     for sample in samples:
         if kept is not None:
             run.restore(kept[sample])
