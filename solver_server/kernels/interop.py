@@ -192,6 +192,24 @@ def replay(graph, device: str) -> None:
     wp.capture_launch(graph, stream=_stream_for(device))
 
 
+def repeat_while(running, body, device: str) -> None:
+    """Run ``body()`` (kernel launches only, which must update the flag) while ``running[0]`` (a Warp int32
+    array on ``device``) is non-zero. Inside :func:`capture` on CUDA the loop is a graph while-node: it runs on
+    the device with no host synchronization (CUDA 12.4+, see :func:`device_loops`); elsewhere every test reads
+    the flag (on CUDA a synchronization per round, on the CPU a memory read)."""
+    if device == "cpu":
+        wp.capture_while(running, body)
+        return
+    wp.capture_while(running, body, stream=_stream_for(device))
+
+
+def device_loops(device: str) -> bool:
+    """Whether a graph of :func:`capture` on ``device`` may hold :func:`repeat_while` loops (the CPU's recorded
+    replay always; CUDA with a 12.4+ driver and toolkit: conditional graph nodes)."""
+    _ensure_initialized()
+    return device == "cpu" or bool(wp.is_conditional_graph_supported())
+
+
 SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
 
 

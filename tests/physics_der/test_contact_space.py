@@ -128,8 +128,8 @@ def test_operator_equals_the_dense_delassus_matrix(monkeypatch, xp_path):
 
 
 def test_colouring_separates_contacts_that_share_a_strand(monkeypatch):
-    """The xp loop's colouring (CUDA's sweeps; the CPU kernel sweeps contact after contact, uncoloured)."""
-    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
+    """The colouring of the colour sweeps (CUDA's; the CPU kernel sweeps contact after contact, uncoloured)."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
     model, factor, _, dof_fixed = _system()
     vertices, weights = _contacts(model, np.random.default_rng(2), pairs=30)
     operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, _normals(vertices.shape[0]))
@@ -183,8 +183,8 @@ def test_gauss_seidel_solves_the_linear_contact_problem():
 def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(monkeypatch, max_colours):
     """Fewer colours than the contacts on one strand need: contacts share a colour with neighbours, step
     with their block scaled by the number sharing, and the sweeps still reach the frictionless problem's
-    unique solution (W positive definite for disjoint contacts) — the xp loop's colours (CUDA)."""
-    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
+    unique solution (W positive definite for disjoint contacts) — the colour sweeps (CUDA's)."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
     model, factor, _, dof_fixed = _system(seed=4)
     generator = np.random.default_rng(8)
     vertices, weights = _contacts(model, generator, pairs=7, points=4, disjoint=True)
@@ -216,9 +216,9 @@ def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(monk
 def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kernel):
     """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend, issue 8): the
     same W and the same Gauss–Seidel impulses as on numpy, with the CPU kernel's sequential sweeps and with the
-    xp loop's colours (capped so that colours are shared)."""
+    colour sweeps (capped so that colours are shared)."""
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", kernel)
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", kernel)
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(6, 9, 5)
     n = vertices.shape[0]
     mu, tolerance = np.full(n, 0.4), np.full(n, 1e-12)
@@ -239,32 +239,20 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kerne
     np.testing.assert_allclose(backend.to_host(impulse), expected[0], rtol=1e-9, atol=1e-15)
 
 
-def test_dense_and_sparse_colour_products_give_the_same_sweeps(monkeypatch):
-    """On numpy the xp loop's colour step product is a dense array for small colours and CSR otherwise
-    (DENSE_COLOUR_EXTRA_ENTRIES): both give the same Gauss–Seidel impulses."""
-    monkeypatch.setattr(contact_space, "SWEEP_KERNEL", False)
-    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
-    n = vertices.shape[0]
-    results = []
-    for extra, kind in ((10 ** 9, np.ndarray), (-10 ** 9, scipy.sparse.csr_matrix)):
-        monkeypatch.setattr(contact_space, "DENSE_COLOUR_EXTRA_ENTRIES", extra)
-        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
-        assert all(isinstance(colour._matrix, kind) for colour in operator.sweep_colours)
-        results.append(operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.full(n, 0.4), 300,
-                                             np.full(n, 1e-12)))
-    assert results[0][1] == results[1][1]
-    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10, atol=1e-15)
-
-
-def _sequential_reference(operator, relative, start, target, mu, sweeps, tolerance):
-    """Projected Gauss–Seidel contact after contact written out in Python (the arithmetic of
-    contact_kernels.sequential_sweeps): (impulses (n, 3), sweeps done, largest change / tolerance)."""
+def _sweep_reference(operator, relative, start, target, mu, sweeps, tolerance):
+    """Projected Gauss–Seidel written out in Python, group after group (the arithmetic of contact_kernels): a group's
+    contacts step at once from the same relative velocities, then their blocks change the velocities of the
+    contacts they reach.  A group is one contact for the CPU kernel's sequential sweeps, one colour for the
+    colour sweeps (whose contacts step with their own block times their colour's sharing).  Returns (impulses
+    (n, 3), sweeps done, largest change of one group's step at one contact / tolerance)."""
     from solver_server.solvers.der.contact_space import _clamp_to_disc, _local_step_maps
 
     n, frames = operator.n, operator.frames
     local = {(int(r), int(c)): frames[r].T @ block @ frames[c]
              for r, c, block in zip(operator.pair_first, operator.pair_second, operator.blocks)}
-    maps = _local_step_maps(np, np.stack([local[c, c] for c in range(n)]))
+    maps = _local_step_maps(np, np.stack([operator.sharing[c] * local[c, c] for c in range(n)]))
+    groups = [[c] for c in range(n)] if operator.sequential else \
+        [np.nonzero(operator.colour == colour)[0].tolist() for colour in range(operator.colours)]
     u = np.einsum("nia,ni->na", frames, relative)
     given = np.einsum("nia,ni->na", frames, start)
     lam = _clamp_to_disc(np, given.copy(), mu)
@@ -274,14 +262,18 @@ def _sequential_reference(operator, relative, start, target, mu, sweeps, toleran
     goal[:, 0] = target
     for done in range(1, sweeps + 1):
         largest = 0.0
-        for c in range(n):
-            new = _clamp_to_disc(np, (lam[c] + maps[c] @ (goal[c] - u[c]))[None], mu[c:c + 1])[0]
-            delta, lam[c] = new - lam[c], new
+        for group in groups:
+            delta = {}
+            for c in group:
+                new = _clamp_to_disc(np, (lam[c] + maps[c] @ (goal[c] - u[c]))[None], mu[c:c + 1])[0]
+                delta[c], lam[c] = new - lam[c], new
+            changes = {}
             for (r, column), block in local.items():
-                if column == c:
-                    change = block @ delta
-                    u[r] += change
-                    largest = max(largest, float(np.abs(change).max() / tolerance[r]))
+                if column in delta:
+                    changes[r] = changes.get(r, np.zeros(3)) + block @ delta[column]
+            for r, change in changes.items():
+                u[r] += change
+                largest = max(largest, float(np.abs(change).max() / tolerance[r]))
         if largest <= 1.0:
             break
     return np.einsum("nia,na->ni", frames, lam), done, largest
@@ -299,7 +291,7 @@ def test_the_sweep_kernel_is_sequential_gauss_seidel(tolerance):
     assert operator.sequential and operator.colour is None
     mu, tolerances = np.full(n, 0.4), np.full(n, tolerance)
     impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
-    expected, expected_sweeps, expected_change = _sequential_reference(operator, relative, start, target, mu, 300,
+    expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
                                                                        tolerances)
     assert sweeps == expected_sweeps and sweeps > 1
     assert change == pytest.approx(expected_change, rel=1e-6, abs=1e-9)
@@ -307,15 +299,55 @@ def test_the_sweep_kernel_is_sequential_gauss_seidel(tolerance):
     assert np.abs(expected).max() > 0.0
 
 
+@pytest.mark.parametrize("graph", [False, True])
+@pytest.mark.parametrize("tolerance", [1e-12, 1e-4])
+def test_the_colour_sweeps_are_gauss_seidel_colour_after_colour(monkeypatch, graph, tolerance):
+    """The colour sweeps (CUDA's: contact_kernels.colour_steps and colour_effects, two launches per colour, here
+    on the CPU) against the same sweeps written out in Python, with colours capped so that contacts share them:
+    the same number of sweeps and impulses to rounding, launched one by one and replayed as one recorded graph
+    whose while-loop stops the sweeps on the device."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
+    monkeypatch.setattr(contact_space, "COLOUR_SWEEP_GRAPH", graph)
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
+    n = vertices.shape[0]
+    start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))
+    operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
+    assert not operator.sequential and operator._sweeps.graph == graph
+    assert operator.colours == 3 and operator.sharing.max() > 1.0
+    mu, tolerances = np.full(n, 0.4), np.full(n, tolerance)
+    impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
+    expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
+                                                                  tolerances)
+    assert sweeps == expected_sweeps and sweeps > 1
+    assert change == pytest.approx(expected_change, rel=1e-6, abs=1e-9)
+    np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+    assert np.abs(expected).max() > 0.0
+
+
+def test_the_colour_sweeps_stop_at_the_sweep_limit(monkeypatch):
+    """With a tolerance no sweep meets, the colour sweeps stop after exactly the allowed number (the device-side
+    count of sweep_end), graph or not, and report a change above the tolerance."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
+    model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
+    n = vertices.shape[0]
+    for graph in (False, True):
+        monkeypatch.setattr(contact_space, "COLOUR_SWEEP_GRAPH", graph)
+        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=2)
+        for limit in (1, 4):
+            _, sweeps, change = operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.full(n, 0.4), limit,
+                                                      np.full(n, 1e-30))
+            assert sweeps == limit and change > 1.0
+
+
 def test_sequential_and_coloured_sweeps_reach_the_same_solution(monkeypatch):
-    """The CPU kernel's uncoloured sweeps and the xp loop's coloured ones (CUDA's) converge to the same
+    """The CPU kernel's uncoloured sweeps and the colour sweeps (CUDA's) converge to the same
     impulses on a frictionless problem, whose solution is unique; the sequential sweeps need fewer sweeps
     than colours capped below what the strands need."""
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
     n = vertices.shape[0]
     results = []
     for kernel in (True, False):
-        monkeypatch.setattr(contact_space, "SWEEP_KERNEL", kernel)
+        monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", kernel)
         operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=2)
         results.append(operator.gauss_seidel(relative, np.zeros((n, 3)), target, np.zeros(n), 20000,
                                              np.full(n, 1e-14)))

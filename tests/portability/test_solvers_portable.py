@@ -11,19 +11,17 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
-from solver_server.solvers.der import banded, contact_space
+from solver_server.solvers.der import banded
 from tests.portability.scenarios import SCENARIOS, run_frames
 from tests.portability.strict_backend import DeviceArray, strict_backend
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
-    # the CPU reference runs DER's band Cholesky and Gauss-Seidel products through the same xp algorithms the
-    # device uses: LAPACK and the CSR products sum in another order (1e-15 relative), which contact iterations
-    # stopped at N_max amplify to centimetres in der_animated_roots; LAPACK vs the xp path is compared
-    # directly in tests/physics_der/test_banded_device.py, the CSR products in test_contact_space.py
+    # the CPU reference runs DER's band Cholesky through the same xp algorithm the device uses: LAPACK sums in
+    # another order (1e-15 relative), which contact iterations stopped at N_max amplify to centimetres in
+    # der_animated_roots; LAPACK vs the xp path is compared directly in tests/physics_der/test_banded_device.py
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    monkeypatch.setattr(contact_space, "SPARSE_COLOUR_PRODUCTS", False)
     reference = run_frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
     strict = run_frames(name, strict_backend())

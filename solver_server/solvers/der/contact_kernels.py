@@ -1,12 +1,19 @@
-"""Warp kernel of the DER contact problem's projected Gauss–Seidel sweeps (contact_space.py) on the CPU.
+"""Warp kernels of the DER contact problem's projected Gauss–Seidel sweeps (contact_space.py).
 
-``sequential_sweeps`` runs every sweep of DelassusOperator.gauss_seidel in one launch of one thread, contact
+On the CPU ``sequential_sweeps`` runs every sweep of DelassusOperator.gauss_seidel in one launch of one thread, contact
 after contact (true Gauss–Seidel, no colouring): the contact's local step in its frame (normal impulse to
 the target velocity, friction to cancel the sliding, projection onto the Coulomb disc) from the relative
 velocity that every earlier step of the sweep has already updated, then its effect W_rc Δλ_c on the
 relative velocities of the contacts r it is coupled to (the blocks of its column), and the stopping test on
 the largest single step's change.  A contact whose impulse does not change (a slack contact staying at zero)
 skips its column.
+
+On CUDA (and on the CPU where asked) the sweeps go colour after colour: contacts of one colour share no strand,
+so ``colour_steps`` takes all their local steps at once from the same relative velocities (a thread per
+contact), then ``colour_effects`` adds their effect to the relative velocities of every contact their blocks
+reach (a thread per reached contact summing its row of the colour's blocks: no atomics, so every device sums in
+the same order). ``sweep_start`` and ``sweep_end`` keep the sweep count and the stopping test on the device, so
+a solve's sweeps can be one CUDA graph with a while-node (contact_space._ColourSweeps).
 """
 
 from __future__ import annotations
@@ -57,3 +64,59 @@ def sequential_sweeps(sweeps: int, contacts: int, column_start: wp.array(dtype=w
             break
     outcome[0] = wp.float64(done)
     outcome[1] = largest
+
+
+@wp.kernel
+def colour_steps(first: int, step_maps: wp.array(dtype=wp.mat33d), target: wp.array(dtype=wp.vec3d),
+                 mu: wp.array(dtype=wp.float64), u: wp.array(dtype=wp.vec3d), lam: wp.array(dtype=wp.vec3d),
+                 delta: wp.array(dtype=wp.vec3d)):
+    """The local steps of one colour's contacts (sweep order first + thread): lam updated in place, its change
+    in delta."""
+    contact = first + wp.tid()
+    old = lam[contact]
+    new = clamp_to_disc(old + step_maps[contact] * (target[contact] - u[contact]), mu[contact])
+    delta[contact] = new - old
+    lam[contact] = new
+
+
+@wp.kernel
+def colour_effects(first: int, effect_row: wp.array(dtype=wp.int32), effect_start: wp.array(dtype=wp.int32),
+                   effect_column: wp.array(dtype=wp.int32), effect_blocks: wp.array(dtype=wp.mat33d),
+                   delta: wp.array(dtype=wp.vec3d), inverse_tolerance: wp.array(dtype=wp.float64),
+                   u: wp.array(dtype=wp.vec3d), outcome: wp.array(dtype=wp.float64)):
+    """Effect row k = first + thread of one colour: u[r] += Σ_p W_{r, column p} Δλ_{column p} over the row's
+    blocks [effect_start[k], effect_start[k + 1]) (r = effect_row[k]); outcome[1] keeps the sweep's largest
+    change relative to the tolerance of its row."""
+    entry = first + wp.tid()
+    change = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    for pair in range(effect_start[entry], effect_start[entry + 1]):
+        change = change + effect_blocks[pair] * delta[effect_column[pair]]
+    row = effect_row[entry]
+    u[row] = u[row] + change
+    scale = inverse_tolerance[row]
+    wp.atomic_max(outcome, 1, wp.max(wp.abs(change[0]) * scale, wp.max(wp.abs(change[1]) * scale,
+                                                                       wp.abs(change[2]) * scale)))
+
+
+@wp.kernel
+def sweep_start(sweeps: int, outcome: wp.array(dtype=wp.float64), running: wp.array(dtype=wp.int32)):
+    """Before a solve's first sweep: outcome = (sweeps done 0, largest change 0), a sweep to run if any is
+    allowed."""
+    outcome[0] = wp.float64(0.0)
+    outcome[1] = wp.float64(0.0)
+    running[0] = wp.where(sweeps > 0, 1, 0)
+
+
+@wp.kernel
+def sweep_reset(outcome: wp.array(dtype=wp.float64)):
+    """Before a sweep's colours: no change seen yet."""
+    outcome[1] = wp.float64(0.0)
+
+
+@wp.kernel
+def sweep_end(sweeps: int, outcome: wp.array(dtype=wp.float64), running: wp.array(dtype=wp.int32)):
+    """After a sweep: count it, and run another while a step changed some velocity by more than its tolerance
+    and fewer than ``sweeps`` were done."""
+    done = outcome[0] + wp.float64(1.0)
+    outcome[0] = done
+    running[0] = wp.where(outcome[1] > wp.float64(1.0) and done < wp.float64(sweeps), 1, 0)

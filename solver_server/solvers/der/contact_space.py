@@ -17,9 +17,10 @@ needs tens of global steps to close the last radii of predicted penetration.  He
 every global step is solved to convergence on the linear model u(λ) = u_now + W (λ − λ_applied) by projected
 Gauss–Seidel: each contact steps with its exact 3 × 3 block W_cc and the seed's local update (normal impulse
 to the target velocity, friction to cancel the sliding, projection onto the Coulomb cone).  On the CPU a
-sweep visits the contacts one after the other in one kernel (true Gauss–Seidel, no colours).  The xp loop
-(CUDA) updates them colour by colour: contacts of one colour share no strand, so they are independent and
-updated at once, vectorized.  The next global step applies the impulses; its velocities show what the linear
+sweep visits the contacts one after the other in one kernel (true Gauss–Seidel, no colours).  On CUDA the
+sweeps go colour by colour: contacts of one colour share no strand, so they are independent and updated at
+once, two kernel launches per colour, and a solve's sweeps are one CUDA graph whose while-node stops them on
+the device (contact_kernels).  The next global step applies the impulses; its velocities show what the linear
 model missed (nonlinear elasticity, contacts found later) and the loop repeats.
 """
 
@@ -27,23 +28,19 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse
 import warp as wp
 
 from ...backend import repeat_each
-from ...kernels import launch, warp_device_of, warp_view
+from ...kernels import capture, device_loops, launch, repeat_while, replay, warp_device_of, warp_view
 from . import contact_kernels
 
 # on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
-# (contact_kernels.sequential_sweeps, no colouring); off: the xp loop over colours below (CUDA always runs it)
-SWEEP_KERNEL = True
-# numpy: a colour step's velocity change as one matrix product, CSR or dense (tests of the device path switch
-# it off to compare the two backends' arithmetic, which then sums in the same order)
-SPARSE_COLOUR_PRODUCTS = True
-# a colour's product is dense when its (3r × 3k) matrix has at most 4 × its non-zeros + this many entries:
-# scipy's CSR product costs ~8 µs of Python layers before its ~1 ns per non-zero, numpy's dense one ~1 µs +
-# ~0.25 ns per entry (a bundle's colour of 8 contacts on 190 coupled rows: 9.8 vs 3.7 µs)
-DENSE_COLOUR_EXTRA_ENTRIES = 16384
+# (contact_kernels.sequential_sweeps, no colouring); off, and always on CUDA: colour after colour
+# (_ColourSweeps: the same kernels on every device)
+SEQUENTIAL_ON_CPU = True
+# None: the colour sweeps of a solve are one captured graph on CUDA (launched one by one on the CPU); a bool
+# forces it (tests run the graph's recorded replay on the CPU)
+COLOUR_SWEEP_GRAPH = None
 
 
 class DelassusOperator:
@@ -51,7 +48,7 @@ class DelassusOperator:
     projected Gauss–Seidel solver.
 
     pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)) with blocks
-    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; for the xp loop's sweeps colour (n,) of every contact (no
+    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; for the colour sweeps colour (n,) of every contact (no
     two contacts of one colour share a strand; None for the CPU kernel's sequential sweeps).  The sweeps work
     in every contact's frame (normal, two tangents): there the local step is a scalar normal update, a 2 × 2
     friction solve and a clamp to the Coulomb disc."""
@@ -89,9 +86,8 @@ class DelassusOperator:
         on_diagonal = self.pair_first == self.pair_second
         self.diagonal = xp.zeros((n, 3, 3))
         self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
-        # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); elsewhere the xp loop
-        # sweeps colour by colour
-        self.sequential = bool(SWEEP_KERNEL and n and warp_device_of(self.blocks) == "cpu")
+        # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); CUDA colour by colour
+        self.sequential = bool(SEQUENTIAL_ON_CPU and n and warp_device_of(self.blocks) == "cpu")
         if self.sequential:
             self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
         else:
@@ -101,7 +97,7 @@ class DelassusOperator:
         self._prepare_sweeps(normal)
 
     def _prepare_sweeps(self, normal):
-        """Contact frames, W in them grouped by the colour of the block's column contact, and the pieces of
+        """Contact frames, W in them in sweep order (_SequentialSweeps or _ColourSweeps), and the pieces of
         every contact's own block the local step needs."""
         xp, n = self.xp, self.n
         frames = _contact_frames(xp, normal)                                            # (n, 3, 3) columns n, t1, t2
@@ -113,33 +109,20 @@ class DelassusOperator:
         # the simultaneous steps cannot overshoot together
         own = self.sharing[:, None, None] * (xp.swapaxes(frames, 1, 2) @ self.diagonal @ frames)
         local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
-        self.sweep_colours = []
-        self._kernel_sweeps = None
         if self.sequential:
-            # sweep order = contact order; W λ in it is one product over all pairs (_apply_in_sweep_order)
+            # sweep order = contact order
             self.order = self.rank = xp.arange(n)
-            self._ordered_pairs = (local_blocks, self.pair_first, self.pair_second)
-            self._kernel_sweeps = _SequentialSweeps(xp, n, local_blocks, self.pair_first, self.pair_second,
-                                                    local_step)
-            return
-        colours = int(self.colour.max()) + 1 if n else 0
-        # the sweeps work in colour order, where every colour's contacts are one slice (views, not gathers)
-        self.order = xp.argsort(self.colour, kind="stable")                            # colour order -> contact
-        self.rank = xp.empty(n, dtype=xp.int64)                                         # contact -> colour order
-        self.rank[self.order] = xp.arange(n)
-        counts = xp.bincount(self.colour, minlength=colours)
-        pair_colour = self.colour[self.pair_second]
-        self.colours = colours
-        start = 0
-        for colour in range(colours):
-            stop = start + int(counts[colour])
-            members = self.order[start:stop]
-            pairs = xp.nonzero(pair_colour == colour)[0]
-            rows, row_slot = xp.unique(self.rank[self.pair_first[pairs]], return_inverse=True)
-            column = self.rank[self.pair_second[pairs]]
-            self.sweep_colours.append(_ColourBlocks(xp, slice(start, stop), local_blocks[pairs], column - start,
-                                                    rows, row_slot.reshape(-1), local_step[members]))
-            start = stop
+            self._sweeps = _SequentialSweeps(xp, n, local_blocks, self.pair_first, self.pair_second, local_step)
+        else:
+            self.colours = int(self.colour.max()) + 1 if n else 0
+            # the sweeps work in colour order, where every colour's contacts are a contiguous range
+            self.order = xp.argsort(self.colour, kind="stable")                        # colour order -> contact
+            self.rank = xp.empty(n, dtype=xp.int64)                                     # contact -> colour order
+            self.rank[self.order] = xp.arange(n)
+            self._sweeps = _ColourSweeps(xp, self.colour, self.colours, self.rank, local_blocks, self.pair_first,
+                                         self.pair_second, local_step[self.order])
+        # W λ in sweep order is one product over all pairs (_apply_in_sweep_order)
+        self._ordered_pairs = (local_blocks, self.rank[self.pair_first], self.rank[self.pair_second])
 
     def apply(self, impulses):
         """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
@@ -166,40 +149,14 @@ class DelassusOperator:
         # target relative velocity in the contact frames: the normal target, no sliding
         target = xp.zeros((self.n, 3))
         target[:, 0] = target_normal
-        if self._kernel_sweeps is not None:
-            done, largest = self._kernel_sweeps.run(sweeps, target, mu, inverse_tolerance, lam, u)
-            return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
-        steps = [(colour, target[colour.members], mu[colour.members],
-                  inverse_tolerance[colour.rows][:, None]) for colour in self.sweep_colours]
-        largest = 0.0
-        done = 0
-        for done in range(1, sweeps + 1):
-            # the largest single colour step's change (a net change over the sweep can hide colours that undo
-            # each other: stopping on it left the Newton loop at N_max in a dense hairball substep)
-            largest_change = xp.zeros(())
-            for colour, colour_target, friction, row_inverse_tolerance in steps:
-                old = lam[colour.members]
-                new = _clamp_to_disc(xp, old + colour.local_step(colour_target - u[colour.members]), friction)
-                change = colour.effect(xp, new - old)          # before the slice `old` views is overwritten
-                lam[colour.members] = new
-                u[colour.rows] += change
-                largest_change = xp.maximum(largest_change, (xp.abs(change) * row_inverse_tolerance).max())
-            largest = float(largest_change)
-            if largest <= 1.0:
-                break
+        done, largest = self._sweeps.run(sweeps, target, mu, inverse_tolerance, lam, u)
         return xp.einsum("nia,na->ni", frames, lam[self.rank]), done, largest
 
     def _apply_in_sweep_order(self, lam):
         """W λ in the contact frames for λ (n, 3) in the contact frames, both in sweep order (colour order, or
         contact order for the sequential sweeps)."""
-        xp = self.xp
-        if self._kernel_sweeps is not None:
-            blocks, rows, columns = self._ordered_pairs
-            return _pair_product(xp, blocks, rows, columns, lam, self.n)
-        result = self.xp.zeros((self.n, 3))
-        for colour in self.sweep_colours:
-            result[colour.rows] += colour.effect(self.xp, lam[colour.members])
-        return result
+        blocks, rows, columns = self._ordered_pairs
+        return _pair_product(self.xp, blocks, rows, columns, lam, self.n)
 
 
 class _SequentialSweeps:
@@ -235,66 +192,86 @@ class _SequentialSweeps:
         return int(done), largest
 
 
-class _ColourBlocks:
-    """The blocks of W (in the contact frames) whose column contact has one colour.
+class _ColourSweeps:
+    """DelassusOperator's blocks in the contact frames for the sweeps colour after colour
+    (contact_kernels.colour_steps and colour_effects: two launches per colour, the same kernels on every device).
 
-    In the colour order of DelassusOperator (`order`): members, a slice of k contacts, the colour's; blocks
-    (p, 3, 3) with their column contact's position in `members` (p,) and their row contact rows[row_slot]
-    (rows (r,) unique, row_slot (p,)).  step_maps (k, 3, 3): the members' local step maps
-    (_local_step_maps)."""
+    Everything in sweep (colour) order.  Colour c's contacts are [member_start[c], member_start[c + 1]); the
+    contacts its blocks reach are the effect rows [row_start[c], row_start[c + 1]): effect row k adds
+    effect_blocks[p] Δλ[effect_column[p]] over p in [effect_start[k], effect_start[k + 1]) to u[effect_row[k]];
+    step_maps (n, 3, 3): the contacts' local step maps.  graph: a solve's sweeps as one captured graph whose
+    while-node runs them until the stopping test holds (kernels.capture, repeat_while): on CUDA one replay
+    instead of two launches per colour and sweep and a synchronization per sweep."""
 
-    def __init__(self, xp, members, blocks, column, rows, row_slot, step_maps):
-        self.members, self.column, self.rows = members, column, rows
-        self._step_columns = _columns(xp, step_maps)
-        self._matrix = None
-        if xp is np and SPARSE_COLOUR_PRODUCTS:
-            # on numpy one product (3r × 3k) per colour step: 10 µs where the gather, products and bincount
-            # below took 40 µs (a dense substep runs ~14 000 colour steps); small colours as a dense array
-            self._matrix = _block_matrix(blocks, row_slot, column, rows.shape[0], step_maps.shape[0])
-            if self._matrix.shape[0] * self._matrix.shape[1] <= 4 * self._matrix.nnz + DENSE_COLOUR_EXTRA_ENTRIES:
-                self._matrix = self._matrix.toarray()
+    def __init__(self, xp, colour, colours: int, rank, local_blocks, pair_first, pair_second, step_maps):
+        n = colour.shape[0]
+        # a block (r, c) belongs to the colour of its column contact c; group the blocks by (colour, row)
+        key = colour[pair_second] * n + rank[pair_first]
+        by_key = xp.argsort(key, kind="stable")
+        key = key[by_key]
+        first = xp.nonzero(xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]]))[0]
+        effect_key = key[first]
+        self.xp, self.colours = xp, colours
+        self.device = warp_device_of(local_blocks)
+        self.arrays = {"effect_row": (effect_key % n).astype(xp.int32),
+                       "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
+                       "effect_column": rank[pair_second][by_key].astype(xp.int32),
+                       "effect_blocks": xp.ascontiguousarray(local_blocks[by_key], dtype=xp.float64),
+                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
+        kinds = {"effect_blocks": wp.mat33d, "step_maps": wp.mat33d}
+        self.views = {name: warp_view(xp.ascontiguousarray(array), kinds.get(name, wp.int32))
+                      for name, array in self.arrays.items()}
+        # the launch bounds on the host (one read-back when the operator is built)
+        counts = xp.concatenate([xp.bincount(colour, minlength=colours), xp.bincount(effect_key // n, minlength=colours)])
+        counts = np.asarray(counts.tolist(), dtype=np.int64)
+        self.member_start = [0, *np.cumsum(counts[:colours]).tolist()]
+        self.row_start = [0, *np.cumsum(counts[colours:]).tolist()]
+        self.graph = self.device != "cpu" if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
+        self.graph = self.graph and device_loops(self.device)
+
+    def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
+        """The sweeps; lam, u (n, 3) (contact frames, sweep order) updated in place. Returns (sweeps done, last
+        sweep's largest single colour step's velocity change relative to the tolerance) (one read-back)."""
+        xp, device, views = self.xp, self.device, self.views
+        outcome = xp.zeros(2)                                   # sweeps done, largest change / tolerance
+        running = xp.zeros(1, dtype=xp.int32)
+        outcome_view, running_view = warp_view(outcome, wp.float64), warp_view(running, wp.int32)
+        lam_view, u_view = warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d)
+        delta_view = warp_view(xp.zeros_like(lam), wp.vec3d)
+        step_inputs = [views["step_maps"], warp_view(xp.ascontiguousarray(target), wp.vec3d),
+                       warp_view(xp.ascontiguousarray(mu, dtype=xp.float64), wp.float64), u_view, lam_view,
+                       delta_view]
+        effect_inputs = [views["effect_row"], views["effect_start"], views["effect_column"], views["effect_blocks"],
+                         delta_view, warp_view(xp.ascontiguousarray(inverse_tolerance, dtype=xp.float64), wp.float64),
+                         u_view, outcome_view]
+        members, rows = self.member_start, self.row_start
+
+        def sweep():
+            launch(contact_kernels.sweep_reset, 1, [outcome_view], device)
+            for colour in range(self.colours):
+                launch(contact_kernels.colour_steps, members[colour + 1] - members[colour],
+                       [members[colour], *step_inputs], device)
+                launch(contact_kernels.colour_effects, rows[colour + 1] - rows[colour],
+                       [rows[colour], *effect_inputs], device)
+            launch(contact_kernels.sweep_end, 1, [int(sweeps), outcome_view, running_view], device)
+
+        def solve():
+            launch(contact_kernels.sweep_start, 1, [int(sweeps), outcome_view, running_view], device)
+            repeat_while(running_view, sweep, device)
+
+        if self.graph:
+            graph, _ = capture(device, solve)
+            replay(graph, device)
         else:
-            # on a device: the blocks' columns (3 of (p, 3)); three broadcast products beat a batched 3 × 3
-            # einsum or matmul there
-            self._block_columns = _columns(xp, blocks)
-            self._slots = _entry_slots(xp, row_slot, 3)
-
-    def local_step(self, shortfall):
-        """Unprojected impulse change (k, 3) [N·s] of the members for their velocity shortfall (k, 3) [m/s]
-        (target minus current relative velocity, contact frames)."""
-        first, second, third = self._step_columns
-        return first * shortfall[:, 0:1] + second * shortfall[:, 1:2] + third * shortfall[:, 2:3]
-
-    def effect(self, xp, change):
-        """Velocity change (r, 3) [m/s] at the contacts `rows` of the impulse change (k, 3) [N·s] of `members`."""
-        if self._matrix is not None:
-            return (self._matrix @ change.reshape(-1)).reshape(-1, 3)
-        gathered = change[self.column]
-        first, second, third = self._block_columns
-        per_block = first * gathered[:, 0:1] + second * gathered[:, 1:2] + third * gathered[:, 2:3]
-        return _sum_rows(xp, self._slots, per_block, self.rows.shape[0])
+            solve()
+        done, largest = outcome.tolist()
+        return int(done), float(largest)
 
 
 def _pair_product(xp, blocks, rows, columns, values, n: int):
     """(n, 3): row r sums blocks[p] @ values[columns[p]] over the pairs p with rows[p] = r; blocks (P, 3, 3)."""
     change = xp.einsum("pij,pj->pi", blocks, values[columns])
     return _sum_rows(xp, _entry_slots(xp, rows, 3), change, n)
-
-
-def _block_matrix(blocks, row_slot, column, rows: int, columns: int):
-    """CSR matrix (3·rows, 3·columns) with the 3 × 3 blocks (p, 3, 3) at block row row_slot (p,) and block
-    column column (p,) (numpy; duplicates are summed)."""
-    count = blocks.shape[0]
-    axis = np.arange(3)
-    row_index = np.broadcast_to((3 * row_slot)[:, None, None] + axis[None, :, None], (count, 3, 3))
-    column_index = np.broadcast_to((3 * column)[:, None, None] + axis[None, None, :], (count, 3, 3))
-    return scipy.sparse.coo_matrix((blocks.reshape(-1), (row_index.reshape(-1), column_index.reshape(-1))),
-                                   shape=(3 * rows, 3 * columns)).tocsr()
-
-
-def _columns(xp, matrices):
-    """The three columns (p, 3) of matrices (p, 3, 3), contiguous."""
-    return [xp.ascontiguousarray(matrices[:, :, axis]) for axis in range(3)]
 
 
 def _local_step_maps(xp, own):
