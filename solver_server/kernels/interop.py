@@ -62,7 +62,7 @@ def warp_device_of(array) -> str:
 
 _SCALAR_OF = {wp.vec3d: np.float64, wp.vec3f: np.float32, wp.vec3i: np.int32, wp.vec4d: np.float64,
               wp.mat22d: np.float64, wp.mat33d: np.float64, wp.float64: np.float64, wp.float32: np.float32,
-              wp.int32: np.int32, wp.uint8: np.uint8}
+              wp.int32: np.int32, wp.int64: np.int64, wp.uint8: np.uint8}
 _ITEM_SHAPE_OF = {wp.vec3d: (3,), wp.vec3f: (3,), wp.vec3i: (3,), wp.vec4d: (4,), wp.mat22d: (2, 2),
                   wp.mat33d: (3, 3)}
 

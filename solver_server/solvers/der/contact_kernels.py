@@ -13,7 +13,8 @@ so ``colour_steps`` takes all their local steps at once from the same relative v
 contact), then ``colour_effects`` adds their effect to the relative velocities of every contact their blocks
 reach (a thread per reached contact summing its row of the colour's blocks: no atomics, so every device sums in
 the same order). ``sweep_start`` and ``sweep_end`` keep the sweep count and the stopping test on the device, so
-a solve's sweeps can be one CUDA graph with a while-node (contact_space._ColourSweeps).
+a solve's sweeps can be one CUDA graph with a while-node (contact_space._ColourSweeps).  ``colour_round`` is a
+round of the colouring (contact_space._greedy_colouring).
 """
 
 from __future__ import annotations
@@ -120,3 +121,23 @@ def sweep_end(sweeps: int, outcome: wp.array(dtype=wp.float64), running: wp.arra
     done = outcome[0] + wp.float64(1.0)
     outcome[0] = done
     running[0] = wp.where(outcome[1] > wp.float64(1.0) and done < wp.float64(sweeps), 1, 0)
+
+
+@wp.kernel
+def colour_round(round_number: int, row_start: wp.array(dtype=wp.int32), neighbour: wp.array(dtype=wp.int32),
+                 priority: wp.array(dtype=wp.float64), colour: wp.array(dtype=wp.int64)):
+    """One round of the independent-set colouring: an uncoloured contact takes colour ``round_number`` when its
+    priority beats that of every neighbour still uncoloured at the round's start (its neighbours are
+    neighbour[row_start[c]:row_start[c + 1]]).  A neighbour read during the round holds −1 or this round's colour
+    (set by a thread of this launch): both mean uncoloured at the start, so the result does not depend on the
+    order the threads run in."""
+    contact = wp.tid()
+    if colour[contact] >= wp.int64(0):
+        return
+    mine = priority[contact]
+    for slot in range(row_start[contact], row_start[contact + 1]):
+        other = neighbour[slot]
+        state = colour[other]
+        if (state < wp.int64(0) or state == wp.int64(round_number)) and priority[other] > mine:
+            return
+    colour[contact] = wp.int64(round_number)

@@ -228,44 +228,61 @@ class _ColourSweeps:
         self.row_start = [0, *np.cumsum(counts[colours:]).tolist()]
         self.graph = self.device != "cpu" if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
         self.graph = self.graph and device_loops(self.device)
+        self._buffers = None       # the solves' buffers (run)
+        self._recorded = None      # (sweeps, the graph or the launching function) of the last solve
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """The sweeps; lam, u (n, 3) (contact frames, sweep order) updated in place. Returns (sweeps done, last
-        sweep's largest single colour step's velocity change relative to the tolerance) (one read-back)."""
-        xp, device, views = self.xp, self.device, self.views
-        outcome = xp.zeros(2)                                   # sweeps done, largest change / tolerance
-        running = xp.zeros(1, dtype=xp.int32)
-        outcome_view, running_view = warp_view(outcome, wp.float64), warp_view(running, wp.int32)
-        lam_view, u_view = warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d)
-        delta_view = warp_view(xp.zeros_like(lam), wp.vec3d)
-        step_inputs = [views["step_maps"], warp_view(xp.ascontiguousarray(target), wp.vec3d),
-                       warp_view(xp.ascontiguousarray(mu, dtype=xp.float64), wp.float64), u_view, lam_view,
-                       delta_view]
+        sweep's largest single colour step's velocity change relative to the tolerance) (one read-back).  The
+        launches work on buffers of the operator's own, into which the inputs are copied, so that the graph
+        recorded by the first solve serves the later ones (a contact round solves again on the same operator)."""
+        xp, device = self.xp, self.device
+        if self._buffers is None:
+            n = lam.shape[0]
+            self._buffers = {"target": xp.zeros((n, 3)), "mu": xp.zeros(n), "inverse_tolerance": xp.zeros(n),
+                             "lam": xp.zeros((n, 3)), "u": xp.zeros((n, 3)), "delta": xp.zeros((n, 3)),
+                             "outcome": xp.zeros(2), "running": xp.zeros(1, dtype=xp.int32)}
+        buffers = self._buffers
+        for name, value in (("target", target), ("mu", mu), ("inverse_tolerance", inverse_tolerance), ("lam", lam),
+                            ("u", u)):
+            buffers[name][...] = value
+        if self._recorded is None or self._recorded[0] != sweeps:
+            solve = self._solve_launches(int(sweeps))
+            self._recorded = (sweeps, capture(device, solve)[0] if self.graph else solve)
+        if self.graph:
+            replay(self._recorded[1], device)
+        else:
+            self._recorded[1]()
+        lam[...] = buffers["lam"]
+        u[...] = buffers["u"]
+        done, largest = buffers["outcome"].tolist()
+        return int(done), float(largest)
+
+    def _solve_launches(self, sweeps: int):
+        """A function making the launches of a solve of at most ``sweeps`` sweeps on the operator's buffers."""
+        device, views, buffers = self.device, self.views, self._buffers
+        view = {name: warp_view(buffers[name], wp.vec3d) for name in ("target", "lam", "u", "delta")}
+        view.update({name: warp_view(buffers[name], wp.float64) for name in ("mu", "inverse_tolerance", "outcome")})
+        running = warp_view(buffers["running"], wp.int32)
+        step_inputs = [views["step_maps"], view["target"], view["mu"], view["u"], view["lam"], view["delta"]]
         effect_inputs = [views["effect_row"], views["effect_start"], views["effect_column"], views["effect_blocks"],
-                         delta_view, warp_view(xp.ascontiguousarray(inverse_tolerance, dtype=xp.float64), wp.float64),
-                         u_view, outcome_view]
+                         view["delta"], view["inverse_tolerance"], view["u"], view["outcome"]]
         members, rows = self.member_start, self.row_start
 
         def sweep():
-            launch(contact_kernels.sweep_reset, 1, [outcome_view], device)
+            launch(contact_kernels.sweep_reset, 1, [view["outcome"]], device)
             for colour in range(self.colours):
                 launch(contact_kernels.colour_steps, members[colour + 1] - members[colour],
                        [members[colour], *step_inputs], device)
                 launch(contact_kernels.colour_effects, rows[colour + 1] - rows[colour],
                        [rows[colour], *effect_inputs], device)
-            launch(contact_kernels.sweep_end, 1, [int(sweeps), outcome_view, running_view], device)
+            launch(contact_kernels.sweep_end, 1, [sweeps, view["outcome"], running], device)
 
         def solve():
-            launch(contact_kernels.sweep_start, 1, [int(sweeps), outcome_view, running_view], device)
-            repeat_while(running_view, sweep, device)
+            launch(contact_kernels.sweep_start, 1, [sweeps, view["outcome"], running], device)
+            repeat_while(running, sweep, device)
 
-        if self.graph:
-            graph, _ = capture(device, solve)
-            replay(graph, device)
-        else:
-            solve()
-        done, largest = outcome.tolist()
-        return int(done), float(largest)
+        return solve
 
 
 def _pair_product(xp, blocks, rows, columns, values, n: int):
@@ -410,26 +427,26 @@ def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _Str
 def _greedy_colouring(xp, n, first, second, max_colours: int):
     """Colour (n,) of every contact such that no pair (first[i], second[i]) has one colour, by rounds of
     independent sets (a contact joins the round's set when its priority beats that of every uncoloured
-    neighbour).  Priorities are the contact's degree (high first) with the index as tie-break, so cliques of
-    contacts on one strand take as few colours as their size.  After max_colours rounds the contacts left
-    (a strand with more contacts than that: a strand lying on the ground) are dealt out over the colours in
-    turn; they then share a colour with neighbours (see _colour_sharing)."""
+    neighbour; contact_kernels.colour_round, a launch per round).  Priorities are the contact's degree (high
+    first) with the index as tie-break, so cliques of contacts on one strand take as few colours as their size.
+    After max_colours rounds the contacts left (a strand with more contacts than that: a strand lying on the
+    ground) are dealt out over the colours in turn; they then share a colour with neighbours (see
+    _colour_sharing).  first, second (P,): both orders of every coupled pair, first ascending.  All rounds run
+    (those after the last contact is coloured change nothing): no host synchronization."""
     colour = xp.full(n, -1, dtype=xp.int64)
     if n == 0:
         return colour
     degree = xp.bincount(first, minlength=n)
-    priority = degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n))
+    priority = xp.ascontiguousarray(degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n)))
+    row_start = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(degree)]).astype(xp.int32)
+    inputs = [warp_view(row_start, wp.int32), warp_view(xp.ascontiguousarray(second.astype(xp.int32)), wp.int32),
+              warp_view(priority, wp.float64), warp_view(colour, wp.int64)]
+    device = warp_device_of(colour)
     for round_number in range(max_colours):
-        uncoloured = colour < 0
-        if not bool(uncoloured.any()):
-            return colour
-        live = uncoloured[first] & uncoloured[second]
-        beaten = xp.bincount(first[live], weights=(priority[second[live]] > priority[first[live]]).astype(xp.float64),
-                             minlength=n) > 0.0
-        colour[uncoloured & ~beaten] = round_number
-    left = xp.nonzero(colour < 0)[0]
-    colour[left] = xp.arange(left.shape[0]) % max_colours
-    return colour
+        launch(contact_kernels.colour_round, n, [round_number, *inputs], device)
+    left = colour < 0
+    dealt = (xp.cumsum(left) - 1) % max_colours
+    return xp.where(left, dealt, colour)
 
 
 def _colour_sharing(xp, n, n_strands, colour, contact, strand):
