@@ -15,6 +15,10 @@ reach (a thread per reached contact summing its row of the colour's blocks: no a
 the same order). ``sweep_start`` and ``sweep_end`` keep the sweep count and the stopping test on the device, so
 a solve's sweeps can be one CUDA graph with a while-node (contact_space._ColourSweeps).  ``colour_round`` is a
 round of the colouring (contact_space._greedy_colouring).
+
+``strand_inverse_blocks`` gives the Delassus operator the entries of A⁻¹ it needs on the CPU's LAPACK path: a thread
+per touched strand solves L y = e_k forward from row k for each of the strand's touched DOFs (the columns of L⁻¹)
+and takes their inner products, A⁻¹[k, l] = (L⁻¹ e_k)·(L⁻¹ e_l), since A⁻¹ = L⁻ᵀ L⁻¹ (no back substitution).
 """
 
 from __future__ import annotations
@@ -141,3 +145,42 @@ def colour_round(round_number: int, row_start: wp.array(dtype=wp.int32), neighbo
         if (state < wp.int64(0) or state == wp.int64(round_number)) and priority[other] > mine:
             return
     colour[contact] = wp.int64(round_number)
+
+
+@wp.kernel
+def strand_inverse_blocks(first: int, lower: wp.array2d(dtype=wp.float64), dof_start: wp.array(dtype=wp.int32),
+                          dof_end: wp.array(dtype=wp.int32), column_start: wp.array(dtype=wp.int32),
+                          column_dof: wp.array(dtype=wp.int32), scratch_start: wp.array(dtype=wp.int32),
+                          width: int, scratch: wp.array(dtype=wp.float64), block_rows: wp.array(dtype=wp.float64)):
+    """Touched strand s = first + thread: its DOFs [dof_start[s], dof_end[s]) (an independent block of A = L Lᵀ,
+    lower band storage lower[d, j] = L[j + d, j]); its touched DOF columns column_dof[column_start[s] ..
+    column_start[s + 1]) (3 per touched vertex, by rank).  Writes A⁻¹[column k, column l] to
+    block_rows[k · width + (l − column_start[s])] for every pair k, l of the strand's columns; scratch holds the
+    strand's columns of L⁻¹ from scratch_start[s] (m rows each, rows above a column's own DOF never read)."""
+    strand = first + wp.tid()
+    start = dof_start[strand]
+    rows = dof_end[strand] - start
+    first_column = column_start[strand]
+    columns = column_start[strand + 1] - first_column
+    base = scratch_start[strand]
+    bandwidth = lower.shape[0] - 1
+    zero = wp.float64(0.0)
+    for k in range(columns):
+        top = column_dof[first_column + k] - start
+        column = base + k * rows
+        scratch[column + top] = wp.float64(1.0) / lower[0, start + top]
+        for i in range(top + 1, rows):
+            row = start + i
+            total = zero
+            for d in range(1, wp.min(bandwidth, i - top) + 1):
+                total = total + lower[d, row - d] * scratch[column + i - d]
+            scratch[column + i] = -total / lower[0, row]
+    for k in range(columns):
+        top_k = column_dof[first_column + k] - start
+        for l in range(k, columns):
+            top = wp.max(top_k, column_dof[first_column + l] - start)
+            total = zero
+            for i in range(top, rows):
+                total = total + scratch[base + k * rows + i] * scratch[base + l * rows + i]
+            block_rows[(first_column + k) * width + l] = total
+            block_rows[(first_column + l) * width + k] = total

@@ -27,11 +27,10 @@ model missed (nonlinear elasticity, contacts found later) and the loop repeats.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import warp as wp
 
 from ...backend import repeat_each
-from ...kernels import capture, device_loops, launch, repeat_while, replay, warp_device_of, warp_view
+from ...kernels import capture, device_loops, launch, launch_split, repeat_while, replay, warp_device_of, warp_view
 from . import contact_kernels
 
 # on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
@@ -374,12 +373,6 @@ class _StrandInverseBlocks:
         return xp.take(self.rows.reshape(-1), start[:, None, None] + offsets)
 
 
-# strands with (low, high] touched vertices share one multi-RHS solve of width 3 × their largest count (LAPACK
-# path): one width for all touched strands solved ~2× more columns than needed in dense hair (mean 4.6
-# touched vertices per strand, largest 10)
-_WIDTH_GROUPS = ((0, 2), (2, 4), (4, 8), (8, np.iinfo(np.int64).max))
-
-
 def _unit_columns(xp, size: int, rows, rank, width: int):
     """Right-hand sides (size, width): column 3 rank[k] + a is the unit vector of row rows[k, a] (rows (t, 3):
     a touched vertex's three coordinate rows; rank (t,): its rank among its strand's touched vertices)."""
@@ -391,9 +384,9 @@ def _unit_columns(xp, size: int, rows, rank, width: int):
 def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _StrandInverseBlocks:
     """Entries of A⁻¹ among the touched vertices of each strand from multi-RHS solves with `factor`:
     right-hand side column 3k + a of a strand is the unit vector of coordinate a of its k-th touched vertex
-    (all strands side by side, as A is block diagonal).  On the LAPACK path only the touched strands' columns
-    of the factor are used (one band matrix of their own per _WIDTH_GROUPS group, each solved with the RHS
-    width its strands need); the xp path solves all strands with the largest width at once."""
+    (all strands side by side, as A is block diagonal), on the xp path all strands with the largest width at
+    once.  On the LAPACK path a kernel takes the touched strands' columns of L⁻¹ and their inner products
+    (_inverse_blocks_from_factor)."""
     touched = xp.unique(vertex)
     touched_strand = model.vertex_strand[touched]
     rank = xp.arange(touched.shape[0]) - xp.searchsorted(touched_strand, touched_strand, side="left")
@@ -401,27 +394,36 @@ def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _Str
     dofs = model.vertex_dof[touched][:, None] + xp.arange(3)                        # (t, 3) global DOFs
     if factor.on_xp_path:
         block_rows = factor.solve(_unit_columns(xp, model.n_dofs, dofs, rank, width))[dofs]    # (t, 3, R)
-    else:   # xp is numpy here: LAPACK on the touched strands' columns, grouped by their RHS width
-        block_rows = np.zeros((touched.shape[0], 3, width))
-        touched_count = np.bincount(touched_strand, minlength=model.n_strands)
-        for low, high in _WIDTH_GROUPS:
-            selected = (touched_count > low) & (touched_count <= high)
-            if not selected.any():
-                continue
-            in_group = selected[touched_strand]
-            group_width = 3 * int(touched_count[selected].max())
-            columns, _ = factor.blocks.columns_of(selected)
-            row_of = np.full(model.n_dofs, -1, dtype=np.int64)
-            row_of[columns] = np.arange(columns.shape[0])
-            group_rows = row_of[dofs[in_group]]                                        # (t_g, 3)
-            rhs = _unit_columns(np, columns.shape[0], group_rows, rank[in_group], group_width)
-            compressed = np.ascontiguousarray(factor.lower_factor[:, columns])
-            block_rows[in_group, :, :group_width] = scipy.linalg.cho_solve_banded(
-                (compressed, True), rhs, check_finite=False)[group_rows]
+    else:   # xp is numpy here: the columns of L⁻¹ of the touched DOFs and their inner products, in a kernel
+        block_rows = _inverse_blocks_from_factor(factor, touched_strand, dofs, width)
     # kinematic DOFs do not respond: A has identity rows and columns there, so A⁻¹ couples them to nothing
     # and only their own diagonal entry (1) is removed
     block_rows = xp.where(dof_fixed[dofs][:, :, None], 0.0, block_rows)
     return _StrandInverseBlocks(xp, touched, rank, block_rows)
+
+
+def _inverse_blocks_from_factor(factor, touched_strand, dofs, width: int):
+    """(t, 3, width) block rows of A⁻¹ between the touched vertices of each strand from the LAPACK band factor
+    (host arrays): row (k, a) holds A⁻¹[dofs[k, a], the DOFs of its strand's touched vertices by rank] (zero
+    beyond them).  contact_kernels.strand_inverse_blocks, a thread per touched strand, the strands cut over the
+    CPU threads.  touched_strand (t,) ascending; dofs (t, 3) global DOFs."""
+    count = touched_strand.shape[0]
+    ends = factor.blocks.segment_ends
+    first = np.flatnonzero(np.concatenate(([True], touched_strand[1:] != touched_strand[:-1])))
+    strand = touched_strand[first]
+    dof_end = ends[strand]
+    dof_start = np.where(strand > 0, ends[np.maximum(strand - 1, 0)], 0)
+    column_start = 3 * np.concatenate((first, [count]))
+    scratch_size = (dof_end - dof_start) * np.diff(column_start)
+    scratch_start = np.concatenate(([0], np.cumsum(scratch_size)[:-1]))
+    scratch = np.empty(int(scratch_size.sum()))
+    block_rows = np.zeros((count, 3, width))
+    int32 = lambda values: warp_view(np.ascontiguousarray(values, dtype=np.int32), wp.int32)   # noqa: E731
+    launch_split(contact_kernels.strand_inverse_blocks, strand.shape[0], "cpu", [], [
+        warp_view(np.ascontiguousarray(factor.lower_factor), wp.float64), int32(dof_start), int32(dof_end),
+        int32(column_start), int32(dofs.reshape(-1)), int32(scratch_start), int(width),
+        warp_view(scratch, wp.float64), warp_view(block_rows.reshape(-1), wp.float64)])
+    return block_rows
 
 
 def _greedy_colouring(xp, n, first, second, max_colours: int):
