@@ -321,8 +321,8 @@ def test_the_colour_sweeps_are_gauss_seidel_colour_after_colour(monkeypatch, gra
         expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
                                                                       tolerances)
         assert sweeps == expected_sweeps and sweeps > 1
-        # at the tight tolerance the last sweep's changes are 1e-12 m/s: their ratio carries rounding
-        assert change == pytest.approx(expected_change, rel=1e-5, abs=1e-9)
+        # (the largest change of a converged last sweep is a difference of velocities near rounding)
+        assert change == pytest.approx(expected_change, rel=1e-4, abs=1e-9)
         np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
         assert np.abs(expected).max() > 0.0
 

@@ -19,6 +19,8 @@ round of the colouring (contact_space._greedy_colouring).
 ``strand_inverse_blocks`` gives the Delassus operator the entries of A⁻¹ it needs on the CPU's LAPACK path: a thread
 per touched strand solves L y = e_k forward from row k for each of the strand's touched DOFs (the columns of L⁻¹)
 and takes their inner products, A⁻¹[k, l] = (L⁻¹ e_k)·(L⁻¹ e_l), since A⁻¹ = L⁻ᵀ L⁻¹ (no back substitution).
+``pair_blocks`` then sums, for every pair of contacts that share a strand, the weighted 3 × 3 blocks of A⁻¹ between
+their vertex slots on a common strand into W_cc' (a thread per pair, no atomics).
 """
 
 from __future__ import annotations
@@ -184,3 +186,31 @@ def strand_inverse_blocks(first: int, lower: wp.array2d(dtype=wp.float64), dof_s
                 total = total + scratch[base + k * rows + i] * scratch[base + l * rows + i]
             block_rows[(first_column + k) * width + l] = total
             block_rows[(first_column + l) * width + k] = total
+
+
+@wp.kernel
+def pair_blocks(first: int, pair_first: wp.array(dtype=wp.int32), pair_second: wp.array(dtype=wp.int32),
+                slot_entry: wp.array2d(dtype=wp.int32), slot_weight: wp.array2d(dtype=wp.float64),
+                slot_strand: wp.array2d(dtype=wp.int32), entry_rank: wp.array(dtype=wp.int32),
+                block_rows: wp.array(dtype=wp.float64), width: int, blocks: wp.array(dtype=wp.mat33d)):
+    """W_cc' = Σ w_a w_b A⁻¹[vertex a of c, vertex b of c'] over the slot pairs (a, b) on one strand, for the pair
+    p = first + thread (c = pair_first[p], c' = pair_second[p]).  slot_entry (n, 4): each slot's touched-vertex
+    index (−1: unused slot), with slot_weight and slot_strand; block_rows: the touched vertices' rows of A⁻¹ (t, 3,
+    width) flat, column 3 · entry_rank[e] + j the coordinate j of touched vertex e."""
+    pair = first + wp.tid()
+    row_contact = pair_first[pair]
+    column_contact = pair_second[pair]
+    total = wp.mat33d()
+    for a in range(4):
+        entry = slot_entry[row_contact, a]
+        if entry >= 0:
+            for b in range(4):
+                other = slot_entry[column_contact, b]
+                if other >= 0 and slot_strand[column_contact, b] == slot_strand[row_contact, a]:
+                    weight = slot_weight[row_contact, a] * slot_weight[column_contact, b]
+                    column = 3 * entry_rank[other]
+                    for i in range(3):
+                        row = (3 * entry + i) * width + column
+                        for j in range(3):
+                            total[i, j] = total[i, j] + weight * block_rows[row + j]
+    blocks[pair] = total

@@ -61,27 +61,11 @@ class DelassusOperator:
         self.n = n
         contact, slot = xp.nonzero(weights != 0.0)
         vertex = vertices[contact, slot]
-        weight = weights[contact, slot]
         strand = model.vertex_strand[vertex]
         inverse_blocks = _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed)
-        # entry pairs (e, f) on one strand: sort the entries by strand, pair every entry with its group
-        order = xp.argsort(strand, kind="stable")
-        contact, vertex, weight, strand = contact[order], vertex[order], weight[order], strand[order]
-        entry_block = inverse_blocks.index_of(vertex)
-        group_start = xp.searchsorted(strand, strand, side="left")
-        group_size = xp.searchsorted(strand, strand, side="right") - group_start
-        first = repeat_each(xp, xp.arange(strand.shape[0]), group_size)
-        local = xp.arange(first.shape[0]) - repeat_each(xp, xp.cumsum(group_size) - group_size, group_size)
-        second = group_start[first] + local
-        entry_pair_blocks = (weight[first] * weight[second])[:, None, None] \
-            * inverse_blocks.block(entry_block[first], entry_block[second])
-        # sum the entry pairs of every contact pair
-        keys = contact[first] * n + contact[second]
-        unique_keys, slot_of = xp.unique(keys, return_inverse=True)
-        slot_of = slot_of.reshape(-1)
-        summed = _sum_rows(xp, _entry_slots(xp, slot_of, 9), entry_pair_blocks.reshape(-1, 9), unique_keys.shape[0])
-        self.pair_first, self.pair_second = unique_keys // n, unique_keys % n
-        self.blocks = summed.reshape(-1, 3, 3)
+        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
+        self.blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights, model.vertex_strand,
+                                   inverse_blocks)
         on_diagonal = self.pair_first == self.pair_second
         self.diagonal = xp.zeros((n, 3, 3))
         self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
@@ -284,6 +268,37 @@ class _ColourSweeps:
         return solve
 
 
+def _coupled_pairs(xp, n: int, n_strands: int, contact, strand):
+    """The contact pairs (c, c') that touch a common strand, both orders and (c, c), sorted by c then c':
+    (pair_first (P,), pair_second (P,)).  contact, strand (E,): the contact and strand of every weighted slot."""
+    incidence = xp.unique(contact * n_strands + strand)                   # (contact, strand) pairs, once each
+    by_strand = xp.argsort(incidence % n_strands, kind="stable")
+    member, group = incidence[by_strand] // n_strands, incidence[by_strand] % n_strands
+    group_start = xp.searchsorted(group, group, side="left")
+    group_size = xp.searchsorted(group, group, side="right") - group_start
+    first = repeat_each(xp, xp.arange(group.shape[0]), group_size)
+    local = xp.arange(first.shape[0]) - repeat_each(xp, xp.cumsum(group_size) - group_size, group_size)
+    keys = xp.unique(member[first] * n + member[group_start[first] + local])  # a pair sharing two strands once
+    return keys // n, keys % n
+
+
+def _pair_blocks(xp, pair_first, pair_second, vertices, weights, vertex_strand, inverse_blocks):
+    """W's blocks (P, 3, 3) of the contact pairs (contact_kernels.pair_blocks, a thread per pair).  vertices,
+    weights (n, 4): the contacts' vertex slots (weight 0: unused)."""
+    used = weights != 0.0
+    slot_entry = xp.where(used, inverse_blocks.index_of(vertices), -1).astype(xp.int32)
+    slot_strand = vertex_strand[vertices].astype(xp.int32)
+    blocks = xp.zeros((pair_first.shape[0], 3, 3))
+    rows = xp.ascontiguousarray(inverse_blocks.rows, dtype=xp.float64)
+    int32 = lambda values: warp_view(xp.ascontiguousarray(values.astype(xp.int32)), wp.int32)   # noqa: E731
+    launch_split(contact_kernels.pair_blocks, pair_first.shape[0], warp_device_of(blocks), [], [
+        int32(pair_first), int32(pair_second), warp_view(xp.ascontiguousarray(slot_entry), wp.int32),
+        warp_view(xp.ascontiguousarray(weights, dtype=xp.float64), wp.float64),
+        warp_view(xp.ascontiguousarray(slot_strand), wp.int32), int32(inverse_blocks.rank),
+        warp_view(rows.reshape(-1), wp.float64), int(rows.shape[2]), warp_view(blocks, wp.mat33d)])
+    return blocks
+
+
 def _pair_product(xp, blocks, rows, columns, values, n: int):
     """(n, 3): row r sums blocks[p] @ values[columns[p]] over the pairs p with rows[p] = r; blocks (P, 3, 3)."""
     change = xp.einsum("pij,pj->pi", blocks, values[columns])
@@ -351,26 +366,16 @@ def _contact_frames(xp, normal):
 
 
 class _StrandInverseBlocks:
-    """3 × 3 blocks of A_s⁻¹ between the coordinates of touched vertices of one strand.
+    """The entries of A_s⁻¹ between the coordinates of touched vertices of one strand.
 
-    columns (m, R) : A⁻¹ restricted to the touched vertices' DOF rows (3 per touched vertex, rows in the order
-    of `touched`) and the R columns of their strand (3 per touched vertex of that strand, by rank)."""
+    rows (t, 3, R): A⁻¹ restricted to the touched vertices' DOF rows (3 per touched vertex, in the order of
+    `touched`) and the R columns of their strand (3 per touched vertex of that strand, by rank (t,))."""
 
     def __init__(self, xp, touched, rank, rows):
         self.xp, self.touched, self.rank, self.rows = xp, touched, rank, rows
 
     def index_of(self, vertices):
         return self.xp.searchsorted(self.touched, vertices)
-
-    def block(self, first, second):
-        """(m, 3, 3) blocks A⁻¹[dofs of touched[first], dofs of touched[second]] (same strand)."""
-        xp = self.xp
-        width = self.rows.shape[2]
-        # one flat gather (a three-index fancy gather cost 2-3× more): entry (a, b) of block k sits at
-        # rows[first[k], a, 3 rank[second[k]] + b]
-        start = (3 * width) * first + 3 * self.rank[second]                          # (m,)
-        offsets = (width * xp.arange(3))[:, None] + xp.arange(3)                     # (3, 3)
-        return xp.take(self.rows.reshape(-1), start[:, None, None] + offsets)
 
 
 def _unit_columns(xp, size: int, rows, rank, width: int):
