@@ -192,11 +192,13 @@ def strand_inverse_blocks(first: int, lower: wp.array2d(dtype=wp.float64), dof_s
 def pair_blocks(first: int, pair_first: wp.array(dtype=wp.int32), pair_second: wp.array(dtype=wp.int32),
                 slot_entry: wp.array2d(dtype=wp.int32), slot_weight: wp.array2d(dtype=wp.float64),
                 slot_strand: wp.array2d(dtype=wp.int32), entry_rank: wp.array(dtype=wp.int32),
-                block_rows: wp.array(dtype=wp.float64), width: int, blocks: wp.array(dtype=wp.mat33d)):
+                block_rows: wp.array(dtype=wp.float64), width: int, frames: wp.array(dtype=wp.mat33d),
+                blocks: wp.array(dtype=wp.mat33d), local_blocks: wp.array(dtype=wp.mat33d)):
     """W_cc' = Σ w_a w_b A⁻¹[vertex a of c, vertex b of c'] over the slot pairs (a, b) on one strand, for the pair
-    p = first + thread (c = pair_first[p], c' = pair_second[p]).  slot_entry (n, 4): each slot's touched-vertex
-    index (−1: unused slot), with slot_weight and slot_strand; block_rows: the touched vertices' rows of A⁻¹ (t, 3,
-    width) flat, column 3 · entry_rank[e] + j the coordinate j of touched vertex e."""
+    p = first + thread (c = pair_first[p], c' = pair_second[p]), and the same block in the two contacts' frames,
+    F_cᵀ W_cc' F_c'.  slot_entry (n, 4): each slot's touched-vertex index (−1: unused slot), with slot_weight and
+    slot_strand; block_rows: the touched vertices' rows of A⁻¹ (t, 3, width) flat, column 3 · entry_rank[e] + j the
+    coordinate j of touched vertex e; frames (n, 3, 3): columns normal, two tangents."""
     pair = first + wp.tid()
     row_contact = pair_first[pair]
     column_contact = pair_second[pair]
@@ -214,3 +216,18 @@ def pair_blocks(first: int, pair_first: wp.array(dtype=wp.int32), pair_second: w
                         for j in range(3):
                             total[i, j] = total[i, j] + weight * block_rows[row + j]
     blocks[pair] = total
+    local_blocks[pair] = wp.transpose(frames[row_contact]) * total * frames[column_contact]
+
+
+@wp.kernel
+def column_products(first: int, column_start: wp.array(dtype=wp.int32), pair_first: wp.array(dtype=wp.int32),
+                    blocks: wp.array(dtype=wp.mat33d), position: wp.array(dtype=wp.int32),
+                    values: wp.array(dtype=wp.vec3d), result: wp.array(dtype=wp.vec3d)):
+    """(W v) of contact r = first + thread, from the blocks of its column (pairs [column_start[r], column_start[r + 1])
+    with row contacts pair_first): W symmetric, so row r is Σ_p W_{pair_first[p], r}ᵀ v[pair_first[p]].  values and
+    result are in the order `position` (n,) gives every contact (its sweep order)."""
+    contact = first + wp.tid()
+    total = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    for pair in range(column_start[contact], column_start[contact + 1]):
+        total = total + wp.transpose(blocks[pair]) * values[position[pair_first[pair]]]
+    result[position[contact]] = total

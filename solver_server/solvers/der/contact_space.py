@@ -63,9 +63,13 @@ class DelassusOperator:
         vertex = vertices[contact, slot]
         strand = model.vertex_strand[vertex]
         inverse_blocks = _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed)
+        # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
         self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
-        self.blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights, model.vertex_strand,
-                                   inverse_blocks)
+        self.column_start = xp.concatenate([xp.zeros(1, dtype=xp.int64),
+                                            xp.cumsum(xp.bincount(self.pair_second, minlength=n))])
+        self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2
+        self.blocks, local_blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights,
+                                                 model.vertex_strand, inverse_blocks, self.frames)
         on_diagonal = self.pair_first == self.pair_second
         self.diagonal = xp.zeros((n, 3, 3))
         self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
@@ -74,28 +78,27 @@ class DelassusOperator:
         if self.sequential:
             self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
         else:
-            self.colour = _greedy_colouring(xp, n, self.pair_first[~on_diagonal], self.pair_second[~on_diagonal],
+            # (the pair set is symmetric: columns first, which are ascending)
+            self.colour = _greedy_colouring(xp, n, self.pair_second[~on_diagonal], self.pair_first[~on_diagonal],
                                             max_colours)
             self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
-        self._prepare_sweeps(normal)
+        self._prepare_sweeps(local_blocks, on_diagonal)
 
-    def _prepare_sweeps(self, normal):
-        """Contact frames, W in them in sweep order (_SequentialSweeps or _ColourSweeps), and the pieces of
-        every contact's own block the local step needs."""
+    def _prepare_sweeps(self, local_blocks, on_diagonal):
+        """W in the contact frames (local_blocks (P, 3, 3)) in sweep order (_SequentialSweeps or _ColourSweeps),
+        and the pieces of every contact's own block the local step needs."""
         xp, n = self.xp, self.n
-        frames = _contact_frames(xp, normal)                                            # (n, 3, 3) columns n, t1, t2
-        self.frames = frames
-        # two batched 3 × 3 products (a three-operand einsum loops naively: 9 of 12 ms per operator build)
-        local_blocks = xp.swapaxes(frames[self.pair_first], 1, 2) @ self.blocks @ frames[self.pair_second]
         # a contact updated at once with others of its colour on a common strand steps with its own block
         # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
         # the simultaneous steps cannot overshoot together
-        own = self.sharing[:, None, None] * (xp.swapaxes(frames, 1, 2) @ self.diagonal @ frames)
+        own = xp.zeros((n, 3, 3))
+        own[self.pair_first[on_diagonal]] = local_blocks[on_diagonal]
+        own = self.sharing[:, None, None] * own
         local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
         if self.sequential:
             # sweep order = contact order
             self.order = self.rank = xp.arange(n)
-            self._sweeps = _SequentialSweeps(xp, n, local_blocks, self.pair_first, self.pair_second, local_step)
+            self._sweeps = _SequentialSweeps(xp, self.column_start, self.pair_first, local_blocks, local_step)
         else:
             self.colours = int(self.colour.max()) + 1 if n else 0
             # the sweeps work in colour order, where every colour's contacts are a contiguous range
@@ -104,12 +107,11 @@ class DelassusOperator:
             self.rank[self.order] = xp.arange(n)
             self._sweeps = _ColourSweeps(xp, self.colour, self.colours, self.rank, local_blocks, self.pair_first,
                                          self.pair_second, local_step[self.order])
-        # W λ in sweep order is one product over all pairs (_apply_in_sweep_order)
-        self._ordered_pairs = (local_blocks, self.rank[self.pair_first], self.rank[self.pair_second])
+        self._local_blocks = local_blocks
 
     def apply(self, impulses):
         """W λ for λ (n, 3) [N·s]: relative velocity change (n, 3) [m/s]."""
-        return _pair_product(self.xp, self.blocks, self.pair_first, self.pair_second, impulses, self.n)
+        return self._product(self.blocks, impulses, self.xp.arange(self.n))
 
     def gauss_seidel(self, relative, impulse, target_normal, mu, sweeps: int, velocity_tolerance: float):
         """Projected Gauss–Seidel on u(λ) = relative + W (λ − impulse): per contact, the normal impulse that
@@ -138,8 +140,19 @@ class DelassusOperator:
     def _apply_in_sweep_order(self, lam):
         """W λ in the contact frames for λ (n, 3) in the contact frames, both in sweep order (colour order, or
         contact order for the sequential sweeps)."""
-        blocks, rows, columns = self._ordered_pairs
-        return _pair_product(self.xp, blocks, rows, columns, lam, self.n)
+        return self._product(self._local_blocks, lam, self.rank)
+
+    def _product(self, blocks, values, position):
+        """W v for the blocks (P, 3, 3) and v (n, 3), both v and the result in the order `position` (n,) puts the
+        contacts in (contact_kernels.column_products, a thread per contact)."""
+        xp = self.xp
+        result = xp.zeros((self.n, 3))
+        int32 = lambda array: warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)   # noqa: E731
+        launch_split(contact_kernels.column_products, self.n, warp_device_of(result), [], [
+            int32(self.column_start), int32(self.pair_first), warp_view(xp.ascontiguousarray(blocks), wp.mat33d),
+            int32(position), warp_view(xp.ascontiguousarray(values, dtype=xp.float64), wp.vec3d),
+            warp_view(result, wp.vec3d)])
+        return result
 
 
 class _SequentialSweeps:
@@ -149,13 +162,11 @@ class _SequentialSweeps:
     column_start (n + 1,): contact c's blocks are [column_start[c], column_start[c + 1]), pair_row (P,) their
     row contact, blocks (P, 3, 3); step_maps (n, 3, 3): the contacts' local step maps (_local_step_maps)."""
 
-    def __init__(self, xp, n: int, local_blocks, pair_first, pair_second, step_maps):
-        by_column = xp.argsort(pair_second, kind="stable")
-        column_start = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(xp.bincount(pair_second, minlength=n))])
+    def __init__(self, xp, column_start, pair_first, local_blocks, step_maps):
         self.xp = xp
         self.arrays = {"column_start": xp.ascontiguousarray(column_start.astype(xp.int32)),
-                       "pair_row": xp.ascontiguousarray(pair_first[by_column].astype(xp.int32)),
-                       "blocks": xp.ascontiguousarray(local_blocks[by_column], dtype=xp.float64),
+                       "pair_row": xp.ascontiguousarray(pair_first.astype(xp.int32)),
+                       "blocks": xp.ascontiguousarray(local_blocks, dtype=xp.float64),
                        "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
         kinds = {"blocks": wp.mat33d, "step_maps": wp.mat33d}
         self.views = [warp_view(self.arrays[name], kinds.get(name, wp.int32))
@@ -269,8 +280,8 @@ class _ColourSweeps:
 
 
 def _coupled_pairs(xp, n: int, n_strands: int, contact, strand):
-    """The contact pairs (c, c') that touch a common strand, both orders and (c, c), sorted by c then c':
-    (pair_first (P,), pair_second (P,)).  contact, strand (E,): the contact and strand of every weighted slot."""
+    """The contact pairs (c, c') that touch a common strand, both orders and (c, c), sorted by the column c' then
+    c: (pair_first (P,), pair_second (P,)).  contact, strand (E,): the contact and strand of every weighted slot."""
     incidence = xp.unique(contact * n_strands + strand)                   # (contact, strand) pairs, once each
     by_strand = xp.argsort(incidence % n_strands, kind="stable")
     member, group = incidence[by_strand] // n_strands, incidence[by_strand] % n_strands
@@ -278,31 +289,29 @@ def _coupled_pairs(xp, n: int, n_strands: int, contact, strand):
     group_size = xp.searchsorted(group, group, side="right") - group_start
     first = repeat_each(xp, xp.arange(group.shape[0]), group_size)
     local = xp.arange(first.shape[0]) - repeat_each(xp, xp.cumsum(group_size) - group_size, group_size)
-    keys = xp.unique(member[first] * n + member[group_start[first] + local])  # a pair sharing two strands once
-    return keys // n, keys % n
+    keys = xp.unique(member[group_start[first] + local] * n + member[first])  # a pair sharing two strands once
+    return keys % n, keys // n
 
 
-def _pair_blocks(xp, pair_first, pair_second, vertices, weights, vertex_strand, inverse_blocks):
-    """W's blocks (P, 3, 3) of the contact pairs (contact_kernels.pair_blocks, a thread per pair).  vertices,
-    weights (n, 4): the contacts' vertex slots (weight 0: unused)."""
+def _pair_blocks(xp, pair_first, pair_second, vertices, weights, vertex_strand, inverse_blocks, frames):
+    """W's blocks (P, 3, 3) of the contact pairs and the same in the contacts' frames (P, 3, 3)
+    (contact_kernels.pair_blocks, a thread per pair).  vertices, weights (n, 4): the contacts' vertex slots (weight
+    0: unused); frames (n, 3, 3)."""
     used = weights != 0.0
     slot_entry = xp.where(used, inverse_blocks.index_of(vertices), -1).astype(xp.int32)
     slot_strand = vertex_strand[vertices].astype(xp.int32)
     blocks = xp.zeros((pair_first.shape[0], 3, 3))
+    local_blocks = xp.zeros_like(blocks)
     rows = xp.ascontiguousarray(inverse_blocks.rows, dtype=xp.float64)
     int32 = lambda values: warp_view(xp.ascontiguousarray(values.astype(xp.int32)), wp.int32)   # noqa: E731
     launch_split(contact_kernels.pair_blocks, pair_first.shape[0], warp_device_of(blocks), [], [
         int32(pair_first), int32(pair_second), warp_view(xp.ascontiguousarray(slot_entry), wp.int32),
         warp_view(xp.ascontiguousarray(weights, dtype=xp.float64), wp.float64),
         warp_view(xp.ascontiguousarray(slot_strand), wp.int32), int32(inverse_blocks.rank),
-        warp_view(rows.reshape(-1), wp.float64), int(rows.shape[2]), warp_view(blocks, wp.mat33d)])
-    return blocks
-
-
-def _pair_product(xp, blocks, rows, columns, values, n: int):
-    """(n, 3): row r sums blocks[p] @ values[columns[p]] over the pairs p with rows[p] = r; blocks (P, 3, 3)."""
-    change = xp.einsum("pij,pj->pi", blocks, values[columns])
-    return _sum_rows(xp, _entry_slots(xp, rows, 3), change, n)
+        warp_view(rows.reshape(-1), wp.float64), int(rows.shape[2]),
+        warp_view(xp.ascontiguousarray(frames, dtype=xp.float64), wp.mat33d), warp_view(blocks, wp.mat33d),
+        warp_view(local_blocks, wp.mat33d)])
+    return blocks, local_blocks
 
 
 def _local_step_maps(xp, own):
@@ -319,17 +328,6 @@ def _local_step_maps(xp, own):
     maps[:, 1:, 1:] = tangential_inverse
     maps[:, 1:, 0] = -(tangential_inverse @ own[:, 1:, 0:1])[:, :, 0] * normal_compliance[:, None]
     return maps
-
-
-def _entry_slots(xp, index, width: int):
-    """Flat slots (p · width,) of the entries of rows (p, width) sent to rows index (p,) (see _sum_rows)."""
-    return (width * index[:, None] + xp.arange(width)).reshape(-1)
-
-
-def _sum_rows(xp, slots, values, size: int):
-    """Sums (size, m) of the rows values (p, m) sent to the rows given by their _entry_slots (one bincount)."""
-    m = values.shape[1]
-    return xp.bincount(slots, weights=values.reshape(-1), minlength=m * size).reshape(size, m)
 
 
 def _inverse_2x2(xp, matrices):
