@@ -46,8 +46,9 @@ class DelassusOperator:
     """W = J A⁻¹ Jᵀ of a contact set, stored as blocks of the contact pairs sharing a strand, and its
     projected Gauss–Seidel solver.
 
-    pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)) with blocks
-    (P, 3, 3) = W_{cc'}; diagonal (n, 3, 3): W_cc; for the colour sweeps colour (n,) of every contact (no
+    pairs (P,): contact indices pair_first, pair_second (both orders and the diagonal (c, c)), stored by column
+    (pair_second ascending; column c is [column_start[c], column_start[c + 1])), with blocks (P, 3, 3) = W_{cc'};
+    diagonal (n, 3, 3): W_cc; for the colour sweeps colour (n,) of every contact (no
     two contacts of one colour share a strand; None for the CPU kernel's sequential sweeps).  The sweeps work
     in every contact's frame (normal, two tangents): there the local step is a scalar normal update, a 2 × 2
     friction solve and a clamp to the Coulomb disc."""
@@ -123,7 +124,7 @@ class DelassusOperator:
         its velocity_tolerance (n,) [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside
         their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance)."""
         xp, frames, order = self.xp, self.frames, self.order
-        # frame components, in sweep order: a colour's contacts are the slice colour.members
+        # frame components, in sweep order (a colour's contacts are a contiguous range of it)
         u = xp.einsum("nia,ni->na", frames, relative)[order]
         given = xp.einsum("nia,ni->na", frames, impulse)[order]
         target_normal, mu = target_normal[order], mu[order]
