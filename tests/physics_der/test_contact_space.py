@@ -279,6 +279,18 @@ def _sweep_reference(operator, relative, start, target, mu, sweeps, tolerance):
     return np.einsum("nia,na->ni", frames, lam), done, largest
 
 
+def _assert_sweeps_match_reference(operator, relative, start, target, mu, tolerances, change_rtol):
+    """The operator's Gauss–Seidel (at most 300 sweeps) against _sweep_reference: the same number of sweeps (more
+    than one), the largest change to change_rtol, impulses to 1e-9, and some impulse non-zero."""
+    impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
+    expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
+                                                                  tolerances)
+    assert sweeps == expected_sweeps and sweeps > 1
+    assert change == pytest.approx(expected_change, rel=change_rtol, abs=1e-9)
+    np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+    assert np.abs(expected).max() > 0.0
+
+
 @pytest.mark.parametrize("tolerance", [1e-12, 1e-4])
 def test_the_sweep_kernel_is_sequential_gauss_seidel(tolerance):
     """contact_kernels.sequential_sweeps (all sweeps in one CPU launch, contact after contact, no colours)
@@ -289,14 +301,8 @@ def test_the_sweep_kernel_is_sequential_gauss_seidel(tolerance):
     start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))
     operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal)
     assert operator.sequential and operator.colour is None
-    mu, tolerances = np.full(n, 0.4), np.full(n, tolerance)
-    impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
-    expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
-                                                                       tolerances)
-    assert sweeps == expected_sweeps and sweeps > 1
-    assert change == pytest.approx(expected_change, rel=1e-6, abs=1e-9)
-    np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
-    assert np.abs(expected).max() > 0.0
+    _assert_sweeps_match_reference(operator, relative, start, target, np.full(n, 0.4), np.full(n, tolerance),
+                                   change_rtol=1e-6)
 
 
 @pytest.mark.parametrize("graph", [False, True])
@@ -314,17 +320,11 @@ def test_the_colour_sweeps_are_gauss_seidel_colour_after_colour(monkeypatch, gra
     operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
     assert not operator.sequential and operator._sweeps.graph == graph
     assert operator.colours == 3 and operator.sharing.max() > 1.0
-    mu, tolerances = np.full(n, 0.4), np.full(n, tolerance)
-    # a second solve on the same operator (a contact round solving again) replays what the first recorded
+    # a second solve on the same operator (a contact round solving again) replays what the first recorded; (the
+    # largest change of a converged last sweep is a difference of velocities near rounding: change_rtol)
     for relative, start in ((relative, start), (0.5 * relative[::-1].copy(), np.zeros((n, 3)))):
-        impulse, sweeps, change = operator.gauss_seidel(relative, start, target, mu, 300, tolerances)
-        expected, expected_sweeps, expected_change = _sweep_reference(operator, relative, start, target, mu, 300,
-                                                                      tolerances)
-        assert sweeps == expected_sweeps and sweeps > 1
-        # (the largest change of a converged last sweep is a difference of velocities near rounding)
-        assert change == pytest.approx(expected_change, rel=1e-4, abs=1e-9)
-        np.testing.assert_allclose(impulse, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
-        assert np.abs(expected).max() > 0.0
+        _assert_sweeps_match_reference(operator, relative, start, target, np.full(n, 0.4), np.full(n, tolerance),
+                                       change_rtol=1e-4)
 
 
 def test_the_colour_sweeps_stop_at_the_sweep_limit(monkeypatch):

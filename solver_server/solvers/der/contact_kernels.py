@@ -39,6 +39,19 @@ def clamp_to_disc(impulse: wp.vec3d, mu: wp.float64) -> wp.vec3d:
     return wp.vec3d(normal, impulse[1] * scale, impulse[2] * scale)
 
 
+@wp.func
+def local_step(old: wp.vec3d, step_map: wp.mat33d, target: wp.vec3d, u: wp.vec3d, mu: wp.float64) -> wp.vec3d:
+    """A contact's new impulse (its frame): the step map applied to its velocity shortfall target − u, projected
+    onto the Coulomb disc (contact_space._local_step_maps)."""
+    return clamp_to_disc(old + step_map * (target - u), mu)
+
+
+@wp.func
+def scaled_change(change: wp.vec3d, inverse_tolerance: wp.float64) -> wp.float64:
+    """The largest component of a velocity change [m/s] relative to the contact's tolerance."""
+    return wp.max(wp.abs(change[0]), wp.max(wp.abs(change[1]), wp.abs(change[2]))) * inverse_tolerance
+
+
 @wp.kernel
 def sequential_sweeps(sweeps: int, contacts: int, column_start: wp.array(dtype=wp.int32),
                       pair_row: wp.array(dtype=wp.int32), blocks: wp.array(dtype=wp.mat33d),
@@ -56,7 +69,7 @@ def sequential_sweeps(sweeps: int, contacts: int, column_start: wp.array(dtype=w
         largest = zero
         for contact in range(contacts):
             old = lam[contact]
-            new = clamp_to_disc(old + step_maps[contact] * (target[contact] - u[contact]), mu[contact])
+            new = local_step(old, step_maps[contact], target[contact], u[contact], mu[contact])
             delta = new - old
             if delta[0] != zero or delta[1] != zero or delta[2] != zero:
                 lam[contact] = new
@@ -64,9 +77,7 @@ def sequential_sweeps(sweeps: int, contacts: int, column_start: wp.array(dtype=w
                     row = pair_row[pair]
                     change = blocks[pair] * delta
                     u[row] = u[row] + change
-                    scale = inverse_tolerance[row]
-                    largest = wp.max(largest, wp.max(wp.abs(change[0]) * scale,
-                                                     wp.max(wp.abs(change[1]) * scale, wp.abs(change[2]) * scale)))
+                    largest = wp.max(largest, scaled_change(change, inverse_tolerance[row]))
         if largest <= wp.float64(1.0):
             break
     outcome[0] = wp.float64(done)
@@ -81,7 +92,7 @@ def colour_steps(first: int, step_maps: wp.array(dtype=wp.mat33d), target: wp.ar
     in delta."""
     contact = first + wp.tid()
     old = lam[contact]
-    new = clamp_to_disc(old + step_maps[contact] * (target[contact] - u[contact]), mu[contact])
+    new = local_step(old, step_maps[contact], target[contact], u[contact], mu[contact])
     delta[contact] = new - old
     lam[contact] = new
 
@@ -100,9 +111,7 @@ def colour_effects(first: int, effect_row: wp.array(dtype=wp.int32), effect_star
         change = change + effect_blocks[pair] * delta[effect_column[pair]]
     row = effect_row[entry]
     u[row] = u[row] + change
-    scale = inverse_tolerance[row]
-    wp.atomic_max(outcome, 1, wp.max(wp.abs(change[0]) * scale, wp.max(wp.abs(change[1]) * scale,
-                                                                       wp.abs(change[2]) * scale)))
+    wp.atomic_max(outcome, 1, scaled_change(change, inverse_tolerance[row]))
 
 
 @wp.kernel

@@ -30,7 +30,8 @@ import numpy as np
 import warp as wp
 
 from ...backend import repeat_each
-from ...kernels import capture, device_loops, launch, launch_split, repeat_while, replay, warp_device_of, warp_view
+from ...kernels import (capture, device_loops, int32_view, launch, launch_split, repeat_while, replay, warp_device_of,
+                        warp_view)
 from . import contact_kernels
 
 # on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
@@ -68,6 +69,8 @@ class DelassusOperator:
         self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
         self.column_start = xp.concatenate([xp.zeros(1, dtype=xp.int64),
                                             xp.cumsum(xp.bincount(self.pair_second, minlength=n))])
+        # the column layout as the kernels read it (the sweeps and every W v)
+        self._column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
         self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2
         self.blocks, local_blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights,
                                                  model.vertex_strand, inverse_blocks, self.frames)
@@ -99,7 +102,7 @@ class DelassusOperator:
         if self.sequential:
             # sweep order = contact order
             self.order = self.rank = xp.arange(n)
-            self._sweeps = _SequentialSweeps(xp, self.column_start, self.pair_first, local_blocks, local_step)
+            self._sweeps = _SequentialSweeps(xp, self._column_views, local_blocks, local_step)
         else:
             self.colours = int(self.colour.max()) + 1 if n else 0
             # the sweeps work in colour order, where every colour's contacts are a contiguous range
@@ -148,11 +151,9 @@ class DelassusOperator:
         contacts in (contact_kernels.column_products, a thread per contact)."""
         xp = self.xp
         result = xp.zeros((self.n, 3))
-        int32 = lambda array: warp_view(xp.ascontiguousarray(array.astype(xp.int32)), wp.int32)   # noqa: E731
         launch_split(contact_kernels.column_products, self.n, warp_device_of(result), [], [
-            int32(self.column_start), int32(self.pair_first), warp_view(xp.ascontiguousarray(blocks), wp.mat33d),
-            int32(position), warp_view(xp.ascontiguousarray(values, dtype=xp.float64), wp.vec3d),
-            warp_view(result, wp.vec3d)])
+            *self._column_views, warp_view(xp.ascontiguousarray(blocks), wp.mat33d), int32_view(xp, position),
+            warp_view(xp.ascontiguousarray(values, dtype=xp.float64), wp.vec3d), warp_view(result, wp.vec3d)])
         return result
 
 
@@ -160,18 +161,14 @@ class _SequentialSweeps:
     """DelassusOperator's blocks in the contact frames grouped by their column contact, for
     contact_kernels.sequential_sweeps (every sweep in one launch of one CPU thread, contact after contact).
 
-    column_start (n + 1,): contact c's blocks are [column_start[c], column_start[c + 1]), pair_row (P,) their
-    row contact, blocks (P, 3, 3); step_maps (n, 3, 3): the contacts' local step maps (_local_step_maps)."""
+    column_views: int32 views of column_start (n + 1,) and the row contacts (P,) (contact c's blocks are
+    [column_start[c], column_start[c + 1])); blocks (P, 3, 3); step_maps (n, 3, 3): the contacts' local step
+    maps (_local_step_maps)."""
 
-    def __init__(self, xp, column_start, pair_first, local_blocks, step_maps):
+    def __init__(self, xp, column_views, local_blocks, step_maps):
         self.xp = xp
-        self.arrays = {"column_start": xp.ascontiguousarray(column_start.astype(xp.int32)),
-                       "pair_row": xp.ascontiguousarray(pair_first.astype(xp.int32)),
-                       "blocks": xp.ascontiguousarray(local_blocks, dtype=xp.float64),
-                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
-        kinds = {"blocks": wp.mat33d, "step_maps": wp.mat33d}
-        self.views = [warp_view(self.arrays[name], kinds.get(name, wp.int32))
-                      for name in ("column_start", "pair_row", "blocks", "step_maps")]
+        self.views = [*column_views, warp_view(xp.ascontiguousarray(local_blocks, dtype=xp.float64), wp.mat33d),
+                      warp_view(xp.ascontiguousarray(step_maps, dtype=xp.float64), wp.mat33d)]
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """All sweeps in one launch; lam, u (n, 3) (contact frames) updated in place. Returns (sweeps done,
@@ -299,16 +296,15 @@ def _pair_blocks(xp, pair_first, pair_second, vertices, weights, vertex_strand, 
     (contact_kernels.pair_blocks, a thread per pair).  vertices, weights (n, 4): the contacts' vertex slots (weight
     0: unused); frames (n, 3, 3)."""
     used = weights != 0.0
-    slot_entry = xp.where(used, inverse_blocks.index_of(vertices), -1).astype(xp.int32)
-    slot_strand = vertex_strand[vertices].astype(xp.int32)
+    slot_entry = xp.where(used, inverse_blocks.index_of(vertices), -1)
+    slot_strand = vertex_strand[vertices]
     blocks = xp.zeros((pair_first.shape[0], 3, 3))
     local_blocks = xp.zeros_like(blocks)
     rows = xp.ascontiguousarray(inverse_blocks.rows, dtype=xp.float64)
-    int32 = lambda values: warp_view(xp.ascontiguousarray(values.astype(xp.int32)), wp.int32)   # noqa: E731
     launch_split(contact_kernels.pair_blocks, pair_first.shape[0], warp_device_of(blocks), [], [
-        int32(pair_first), int32(pair_second), warp_view(xp.ascontiguousarray(slot_entry), wp.int32),
+        int32_view(xp, pair_first), int32_view(xp, pair_second), int32_view(xp, slot_entry),
         warp_view(xp.ascontiguousarray(weights, dtype=xp.float64), wp.float64),
-        warp_view(xp.ascontiguousarray(slot_strand), wp.int32), int32(inverse_blocks.rank),
+        int32_view(xp, slot_strand), int32_view(xp, inverse_blocks.rank),
         warp_view(rows.reshape(-1), wp.float64), int(rows.shape[2]),
         warp_view(xp.ascontiguousarray(frames, dtype=xp.float64), wp.mat33d), warp_view(blocks, wp.mat33d),
         warp_view(local_blocks, wp.mat33d)])
@@ -422,10 +418,9 @@ def _inverse_blocks_from_factor(factor, touched_strand, dofs, width: int):
     scratch_start = np.concatenate(([0], np.cumsum(scratch_size)[:-1]))
     scratch = np.empty(int(scratch_size.sum()))
     block_rows = np.zeros((count, 3, width))
-    int32 = lambda values: warp_view(np.ascontiguousarray(values, dtype=np.int32), wp.int32)   # noqa: E731
     launch_split(contact_kernels.strand_inverse_blocks, strand.shape[0], "cpu", [], [
-        warp_view(np.ascontiguousarray(factor.lower_factor), wp.float64), int32(dof_start), int32(dof_end),
-        int32(column_start), int32(dofs.reshape(-1)), int32(scratch_start), int(width),
+        warp_view(np.ascontiguousarray(factor.lower_factor), wp.float64), *(int32_view(np, values) for values in (
+            dof_start, dof_end, column_start, dofs.reshape(-1), scratch_start)), int(width),
         warp_view(scratch, wp.float64), warp_view(block_rows.reshape(-1), wp.float64)])
     return block_rows
 
@@ -445,8 +440,8 @@ def _greedy_colouring(xp, n, first, second, max_colours: int):
     degree = xp.bincount(first, minlength=n)
     priority = xp.ascontiguousarray(degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n)))
     row_start = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(degree)]).astype(xp.int32)
-    inputs = [warp_view(row_start, wp.int32), warp_view(xp.ascontiguousarray(second.astype(xp.int32)), wp.int32),
-              warp_view(priority, wp.float64), warp_view(colour, wp.int64)]
+    inputs = [warp_view(row_start, wp.int32), int32_view(xp, second), warp_view(priority, wp.float64),
+              warp_view(colour, wp.int64)]
     device = warp_device_of(colour)
     for round_number in range(max_colours):
         launch(contact_kernels.colour_round, n, [round_number, *inputs], device)
