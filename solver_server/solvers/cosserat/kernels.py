@@ -35,8 +35,9 @@ diagonal): the joint moment Q − K h (w + h ẅ) makes D = Sᵀ I^A S + h² K (
 u = Q − h K w − Sᵀ p^A.
 
 The symmetric 6 × 6 inertias are kept as blocks [[A, B], [Bᵀ, D]]; the tip → root pass keeps the child's
-reduced inertia and wrench in registers and stores per joint only what the root → tip pass needs (D⁻¹, U
-and u). tests/physics_fasthair/cosserat_reference.py holds the same step as whole-array xp code (the
+reduced inertia and wrench in registers and stores per joint only what the root → tip pass needs: the gains
+D⁻¹Uᵀ, D⁻¹u, the parent's rod vector and κ (the root → tip pass is then two 3 × 3 products per joint and reads
+no orientation). tests/physics_fasthair/cosserat_reference.py holds the same step as whole-array xp code (the
 solver's implementation before these kernels), which the kernels are tested against.
 
 Quaternions are (w, x, y, z) ``vec4d`` (quaternion.py's order, not Warp's quat layout). Per-segment arrays
@@ -199,12 +200,14 @@ class Chains:
 
 @wp.struct
 class JointWork:
-    """Per-joint work arrays (S·M, ·) of the articulated passes: D⁻¹, U = [A; Bᵀ] (two 3 × 3 blocks), the
-    reduced torque u, and the joint accelerations ẅ."""
-    inverse_d: wp.array(dtype=wp.mat33d)
-    coupling_top: wp.array(dtype=wp.mat33d)
-    coupling_bottom: wp.array(dtype=wp.mat33d)
-    reduced_torque: wp.array(dtype=wp.vec3d)
+    """Per-joint work arrays (S·M, ·) that the tip → root pass leaves for the root → tip pass: the gains
+    D⁻¹ Uᵀ = [D⁻¹ A, D⁻¹ B] (two 3 × 3 blocks; D⁻¹ and A are symmetric), the solved torque D⁻¹ u, the parent
+    rod's vector e_{i−1} [m] and the velocity-product term κ_i [m/s²]; and the joint accelerations ẅ."""
+    gain_angular: wp.array(dtype=wp.mat33d)
+    gain_linear: wp.array(dtype=wp.mat33d)
+    solved_torque: wp.array(dtype=wp.vec3d)
+    parent_edge: wp.array(dtype=wp.vec3d)
+    velocity_product: wp.array(dtype=wp.vec3d)
     acceleration: wp.array(dtype=wp.vec3d)
 
 
@@ -222,10 +225,11 @@ def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: w
     lengths = chains.lengths
     masses = chains.masses
     free = chains.free
-    inverse_d = work.inverse_d
-    coupling_top = work.coupling_top
-    coupling_bottom = work.coupling_bottom
-    reduced_torque = work.reduced_torque
+    gain_angular = work.gain_angular
+    gain_linear = work.gain_linear
+    solved_torque = work.solved_torque
+    parent_edge = work.parent_edge
+    velocity_product = work.velocity_product
     acceleration = work.acceleration
     base = strand * segments
     node = strand * (segments + 1)
@@ -277,7 +281,8 @@ def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: w
             pending_n = pending_n + (child_n + wp.cross(e, child_f))
             pending_f = pending_f + child_f
         spin_parent = omega[base + i - 1]
-        kappa = wp.cross(spin_parent, wp.cross(spin_parent, lengths[strand, i - 1] * d3_parent))
+        e_parent = lengths[strand, i - 1] * d3_parent
+        kappa = wp.cross(spin_parent, wp.cross(spin_parent, e_parent))
         if free[strand, i] != 0:
             # the ball joint: D = Sᵀ I^A S + h² K, U = I^A S = [A; Bᵀ]; reduced inertia I^A − U D⁻¹ Uᵀ
             d_inverse = inverse_symmetric(block_a + (h * h) * joint_stiffness)
@@ -297,31 +302,28 @@ def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: w
         else:
             # a fixed joint (padding, zero-length segment) welds the rod to its parent
             d_inverse = identity
-            u_top = wp.mat33d()
-            u_bottom = wp.mat33d()
+            ci_top = wp.mat33d()
+            ci_bottom = wp.mat33d()
             u = nothing
             child_a = block_a
             child_b = block_b
             child_d = block_d
             child_n = pending_n + child_b * kappa
             child_f = pending_f + child_d * kappa
-        inverse_d[base + i] = d_inverse
-        coupling_top[base + i] = u_top
-        coupling_bottom[base + i] = u_bottom
-        reduced_torque[base + i] = u
+        gain_angular[base + i] = wp.transpose(ci_top)      # (A D⁻¹)ᵀ = D⁻¹ A
+        gain_linear[base + i] = wp.transpose(ci_bottom)    # (Bᵀ D⁻¹)ᵀ = D⁻¹ B
+        solved_torque[base + i] = d_inverse * u
+        parent_edge[base + i] = e_parent
+        velocity_product[base + i] = kappa
         q = q_parent
         d3 = d3_parent
-    # root → tip: ẅ_i = D⁻¹ (u_i − Uᵀ (X a_{i−1} + κ_i))
+    # root → tip: ẅ_i = D⁻¹ (u_i − Uᵀ (X a_{i−1} + κ_i)) = D⁻¹ u_i − D⁻¹ A α_{i−1} − D⁻¹ B a_i
     alpha = root_alpha
     linear = root_acceleration
     acceleration[base] = nothing
     for i in range(1, segments):
-        spin_parent = omega[base + i - 1]
-        e_parent = lengths[strand, i - 1] * director(orientations[base + i - 1])
-        kappa = wp.cross(spin_parent, wp.cross(spin_parent, e_parent))
-        linear = linear - wp.cross(e_parent, alpha) + kappa
-        joint = inverse_d[base + i] * (reduced_torque[base + i] - (wp.transpose(coupling_top[base + i]) * alpha
-                                                                   + wp.transpose(coupling_bottom[base + i]) * linear))
+        linear = linear - wp.cross(parent_edge[base + i], alpha) + velocity_product[base + i]
+        joint = solved_torque[base + i] - (gain_angular[base + i] * alpha + gain_linear[base + i] * linear)
         acceleration[base + i] = joint
         alpha = alpha + joint
 

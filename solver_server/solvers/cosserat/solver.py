@@ -362,14 +362,15 @@ class CosseratSolver:
             strands, segments = self.lengths.shape
             count = strands * segments
             arrays = {"omega": xp.zeros((count, 3)), "fastest_sq": xp.zeros(strands),
-                      "inverse_d": xp.zeros((count, 3, 3)), "coupling_top": xp.zeros((count, 3, 3)),
-                      "coupling_bottom": xp.zeros((count, 3, 3)), "reduced_torque": xp.zeros((count, 3)),
-                      "acceleration": xp.zeros((count, 3)), "no_nodes": xp.zeros((0, 3))}
-            kinds = {"fastest_sq": wp.float64, "inverse_d": wp.mat33d, "coupling_top": wp.mat33d,
-                     "coupling_bottom": wp.mat33d}
+                      "gain_angular": xp.zeros((count, 3, 3)), "gain_linear": xp.zeros((count, 3, 3)),
+                      "solved_torque": xp.zeros((count, 3)), "parent_edge": xp.zeros((count, 3)),
+                      "velocity_product": xp.zeros((count, 3)), "acceleration": xp.zeros((count, 3)),
+                      "no_nodes": xp.zeros((0, 3))}
+            kinds = {"fastest_sq": wp.float64, "gain_angular": wp.mat33d, "gain_linear": wp.mat33d}
             arrays["views"] = {name: warp_view(array, kinds.get(name, wp.vec3d)) for name, array in list(arrays.items())}
             arrays["joints"] = kernels.JointWork()
-            for name in ("inverse_d", "coupling_top", "coupling_bottom", "reduced_torque", "acceleration"):
+            for name in ("gain_angular", "gain_linear", "solved_torque", "parent_edge", "velocity_product",
+                         "acceleration"):
                 setattr(arrays["joints"], name, arrays["views"][name])
             self._work = arrays
         return self._work
