@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .contact_metrics import winding_numbers
 from .scenes import cloth_object, grid, scene
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -52,3 +53,45 @@ def cloth_on_suzanne(resolution: int = 50, frames: int = 48, flipped: bool = Fal
 
     return (scene([cloth, head], frame_end=frames, substeps=substeps), drive, vertices, triangles,
             head_vertices, head_triangles)
+
+
+def scalp_hair(points: int = 12, length: float = 0.6):
+    """Straight DER strands standing out of the top of Suzanne's head: one per head vertex whose area-weighted
+    normal points up (z > 0.5) within 0.5 m of the top, rooted 1 cm out along it, ``points`` points over
+    ``length`` [m] along the normal; strands that would pass through the head at rest (the brow folds) are
+    left out. Returns (points (S·P, 3) [m], strand offsets (S + 1,))."""
+    vertices, triangles = suzanne()
+    face_normals = np.cross(vertices[triangles[:, 1]] - vertices[triangles[:, 0]],
+                            vertices[triangles[:, 2]] - vertices[triangles[:, 0]])
+    normals = np.zeros_like(vertices)
+    for corner in range(3):
+        np.add.at(normals, triangles[:, corner], face_normals)
+    lengths = np.linalg.norm(normals, axis=1)
+    used = lengths > 0.0
+    normals[used] /= lengths[used, None]
+    scalp = np.nonzero(used & (normals[:, 2] > 0.5) & (vertices[:, 2] > vertices[:, 2].max() - 0.5))[0]
+    along = np.linspace(0.0, length, points)
+    strands = (vertices[scalp] + 0.01 * normals[scalp])[:, None, :] + along[None, :, None] * normals[scalp][:, None, :]
+    outside = (np.abs(winding_numbers(strands.reshape(-1, 3), vertices, triangles)) < 0.5).reshape(len(scalp), points)
+    strands = strands[outside.all(axis=1)]
+    return strands.reshape(-1, 3), np.arange(0, len(strands) * points + 1, points).astype(np.int32)
+
+
+def hair_on_suzanne(frames: int = 24, flipped: bool = False, substeps: int = 4):
+    """DER hair (``scalp_hair``, r = 2 mm, E = 100 MPa, μ = 0.3) falling onto Suzanne's head while the head (and
+    the hair's roots with it) turns 60° and slides 0.3 m over ``frames``. Returns (scene dict, drive(frame)
+    callable, hair rest points (N, 3), strand offsets, head vertices, head triangles)."""
+    head_vertices, head_triangles = suzanne(flipped)
+    points, offsets = scalp_hair()
+    hair = {"id": "Hair", "kind": "hair", "points": points.astype(np.float32), "strand_offsets": offsets,
+            "animated": True, "matrix_world": np.eye(4),
+            "params": {"model": "der", "radius": 2e-3, "young_modulus": 1e8, "damping": 1.0, "friction": 0.3}}
+    head = {"id": "Suzanne", "kind": "collider", "vertices": head_vertices, "triangles": head_triangles,
+            "params": {"friction": 0.3, "thickness": 0.002}, "animated": True, "matrix_world": np.eye(4)}
+
+    def drive(frame):
+        pose = turn_and_slide(frame, frames)
+        return {"Suzanne": {"matrix_world": pose}, "Hair": {"matrix_world": pose}}
+
+    return (scene([hair, head], frame_end=frames, substeps=substeps), drive, points, offsets, head_vertices,
+            head_triangles)

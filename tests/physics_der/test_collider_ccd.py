@@ -142,3 +142,21 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     assert list(behind.vertex) == [0]
     assert np.allclose(behind.normal, [[0.0, 0.0, -1.0]])
     assert np.isclose(behind.start_gap[0], 0.01)
+
+
+def test_mesh_ccd_touch_beside_a_rim_takes_the_rim_to_vertex_normal():
+    """A vertex passing 2 mm beside a triangle's edge, through the triangle's plane beyond the edge: it touches the
+    rim, not the face. Its normal is the direction from the rim to the vertex (+x), not the plane's normal with
+    the side it started on: over a ridge that side is the inner side of the far face, and it held hair inside
+    Suzanne's brow (tests/physics/test_character_hair.py)."""
+    triangle = np.array([[-1.0, -1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 1.0, 0.0]])     # its edge x = 0 along y
+    x0, x1 = np.array([[0.002, 0.0, 0.003]]), np.array([[0.002, 0.0, -0.003]])
+    hits = swept_mesh_hits(np, triangle, triangle, np.array([[0, 1, 2]]), x0, x1, np.ones(1, bool),
+                           np.full(1, 0.004), DT)
+    assert list(hits.vertex) == [0]
+    assert np.allclose(hits.normal, [[1.0, 0.0, 0.0]])
+    assert np.isclose(hits.start_gap[0], 0.002)
+    # through the face itself, the crossing keeps the face normal on the side the vertex came from
+    through = swept_mesh_hits(np, triangle, triangle, np.array([[0, 1, 2]]), x0 - [0.01, 0.0, 0.0],
+                              x1 - [0.01, 0.0, 0.0], np.ones(1, bool), np.full(1, 0.004), DT)
+    assert np.allclose(through.normal, [[0.0, 0.0, 1.0]])

@@ -32,6 +32,7 @@ from .frames import cross3
 from .geometry import coplanarity_times
 
 ADVANCEMENT_STEPS = 48   # conservative-advancement iterations (a path still walking after them counts as a hit)
+EDGE_NORMAL_FRACTION = 1e-3   # a rim touch this far (× the reach) from the rim takes the rim-to-vertex normal
 
 
 @dataclass
@@ -141,8 +142,43 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     normal = side * normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
     q = p0[vertex_hit] + t * (p1[vertex_hit] - p0[vertex_hit])
     _, bary = closest_points_on_triangles(q, at, bt, ct, xp=xp)
+    # A vertex that passes beside the mesh's rim (its nearest mesh point then is on an edge or a corner, not
+    # inside a face) crosses only the plane's extension beyond the touched triangle: the side of that plane
+    # it started on says nothing there. Over a ridge (a brow, an ear's rim) a vertex outside the solid starts
+    # on the inner side of the far face's plane, and that side would hold it inside the solid. Its normal is
+    # the direction from the nearest mesh point to the vertex when it touches: the side it is on. The
+    # nearest point is taken over all the vertex's candidate triangles, so a vertex crossing a flat region
+    # next to the touched triangle's edge (a quad's diagonal) lies on the neighbour's face and keeps the face
+    # normal (EDGE_NORMAL_FRACTION of the reach: nearer than that to the mesh is a crossing of it).
+    nearest, gap = _nearest_at_touch(xp, index.shape[0], vertex_hit, first[hit][keep], tri, vertex, corners0,
+                                     corners1, p0, p1)
+    offset = q - nearest
+    on_rim = (gap > EDGE_NORMAL_FRACTION * reach_v[vertex_hit])[:, None]
+    normal = xp.where(on_rim, offset / xp.maximum(gap, 1e-300)[:, None], normal)
     surface_start = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
     surface_end = bary[:, :1] * a1 + bary[:, 1:2] * b1 + bary[:, 2:] * c1
     return ColliderHits(vertex=index[vertex_hit], normal=normal,
                         start_gap=_rows_dot(xp, p0[vertex_hit] - surface_start, normal),
                         surface_velocity=(surface_end - surface_start) / dt)
+
+
+def _nearest_at_touch(xp, count, vertex_hit, touch_time, tri, vertex, corners0, corners1, p0, p1):
+    """For the vertices ``vertex_hit`` (k,) touching at ``touch_time`` (k,) (fractions of the step): the nearest
+    point (k, 3) of their candidate triangles (the broad-phase pairs ``tri``, ``vertex``) at that time, and
+    its distance (k,) [m]. count: the number of vertices that ``vertex`` indexes."""
+    time_of = xp.full(count, xp.nan)
+    time_of[vertex_hit] = touch_time
+    pair = xp.nonzero(~xp.isnan(time_of[vertex]))[0]
+    t = time_of[vertex[pair]][:, None]
+    owner, corners = vertex[pair], [corners0[tri[pair], k] + t * (corners1[tri[pair], k] - corners0[tri[pair], k])
+                                    for k in range(3)]
+    q = p0[owner] + t * (p1[owner] - p0[owner])
+    closest, _ = closest_points_on_triangles(q, *corners, xp=xp)
+    distance = xp.linalg.norm(q - closest, axis=1)
+    order = xp.lexsort(xp.stack((distance, owner)))            # by vertex, nearest first
+    first = order[xp.concatenate((xp.ones(1, dtype=bool), owner[order][1:] != owner[order][:-1]))]
+    nearest = xp.zeros((count, 3))
+    gap = xp.zeros(count)
+    nearest[owner[first]] = closest[first]
+    gap[owner[first]] = distance[first]
+    return nearest[vertex_hit], gap[vertex_hit]
