@@ -6,6 +6,9 @@ side of its plane the vertex started on, also when the vertex only passed beside
 ridge a vertex outside the head starts on the inner side of the far face's plane, and the contact then held it
 there, inside the head (3 hair tips ended inside). A rim touch now takes the normal from the nearest mesh point
 to the vertex.
+
+The fast models run the same shot with their own defaults: particle hair stays outside; Cosserat strands go
+non-finite (a strict xfail, docs/fast_hair.md "Known failure").
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 
 from solver_server.backend import get_backend
+from solver_server.sim.errors import SimulationError
 from solver_server.simulation import Simulation
 
 from .character_scenes import hair_on_suzanne, turn_and_slide
@@ -23,8 +27,10 @@ from .scenes import run
 FRAMES = 24
 
 
-def _shot(flipped: bool):
+def _shot(flipped: bool, model: str = "der"):
     built, drive, _, offsets, head_vertices, head_triangles = hair_on_suzanne(FRAMES, flipped=flipped)
+    if model != "der":
+        built["objects"][0]["params"] = {"model": model}      # the model's own defaults
     frames = run(Simulation(built, get_backend("cpu")), drive)
     positions = np.array([frame[1]["Hair"] for frame in frames], dtype=np.float64)
     free = np.ones(positions.shape[1], bool)
@@ -54,3 +60,24 @@ def test_hair_stays_outside_the_turning_head_with_either_winding(shots):
     assert speed < 6.0, f"a hair vertex moved at {speed:.1f} m/s"
     # no hair vertex inside the head at any frame (before the rim normal: 3 tips crossed, in frames 7, 11, 18)
     assert max(inside) == 0, inside
+
+
+def _stays_outside(model: str) -> None:
+    positions, inside, _ = _shot(False, model)
+    assert np.all(np.isfinite(positions))
+    assert max(inside) == 0, inside
+    speed = np.linalg.norm(np.diff(positions, axis=0), axis=2).max() * 24.0
+    assert speed < 6.0, f"a hair vertex moved at {speed:.1f} m/s"
+
+
+def test_particle_hair_stays_outside_the_turning_head():
+    _stays_outside("particles")
+
+
+@pytest.mark.xfail(strict=True, raises=SimulationError,
+                   reason="session 20: Cosserat strands with their default settings whip to 12-26 m/s as they fall "
+                          "over (turn-limited steps down to 0.15 ms) and go non-finite within ~20 substeps of "
+                          "touching the mesh, at frame 5; they are stable on the same fall without the head and on "
+                          "a sphere. Not yet fixed (docs/fast_hair.md)")
+def test_cosserat_hair_stays_outside_the_turning_head():
+    _stays_outside("cosserat")
