@@ -32,7 +32,7 @@ from .frames import cross3
 from .geometry import coplanarity_times
 
 ADVANCEMENT_STEPS = 48   # conservative-advancement iterations (a path still walking after them counts as a hit)
-EDGE_NORMAL_FRACTION = 1e-3   # a rim touch this far (× the reach) from the rim takes the rim-to-vertex normal
+EDGE_NORMAL_FRACTION = 1e-3   # a touch this far (× the reach) from the mesh is a rim touch: mesh-to-vertex normal
 
 
 @dataclass
@@ -131,8 +131,7 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     if not bool(hit.any()):
         return _empty(xp)
     tri_hit, vertex_hit, tau = tri[hit], vertex[hit], first[hit]
-    order = xp.lexsort(xp.stack((tau, vertex_hit)))                               # by vertex, earliest first
-    keep = order[xp.concatenate((xp.ones(1, dtype=bool), vertex_hit[order][1:] != vertex_hit[order][:-1]))]
+    keep = _least_per_owner(xp, tau, vertex_hit)                                  # each vertex's earliest touch
     tri_hit, vertex_hit, t = tri_hit[keep], vertex_hit[keep], tau[keep][:, None]
     side = xp.where(start_height[hit][keep] > 0.0, 1.0, -1.0)[:, None]
     a0, b0, c0 = corners0[tri_hit, 0], corners0[tri_hit, 1], corners0[tri_hit, 2]
@@ -150,8 +149,8 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     # nearest point is taken over all the vertex's candidate triangles, so a vertex crossing a flat region
     # next to the touched triangle's edge (a quad's diagonal) lies on the neighbour's face and keeps the face
     # normal (EDGE_NORMAL_FRACTION of the reach: nearer than that to the mesh is a crossing of it).
-    nearest, gap = _nearest_at_touch(xp, index.shape[0], vertex_hit, first[hit][keep], tri, vertex, corners0,
-                                     corners1, p0, p1)
+    nearest, gap = _nearest_at_touch(xp, index.shape[0], vertex_hit, t[:, 0], tri, vertex, corners0, corners1, p0,
+                                     p1)
     offset = q - nearest
     on_rim = (gap > EDGE_NORMAL_FRACTION * reach_v[vertex_hit])[:, None]
     normal = xp.where(on_rim, offset / xp.maximum(gap, 1e-300)[:, None], normal)
@@ -175,10 +174,15 @@ def _nearest_at_touch(xp, count, vertex_hit, touch_time, tri, vertex, corners0, 
     q = p0[owner] + t * (p1[owner] - p0[owner])
     closest, _ = closest_points_on_triangles(q, *corners, xp=xp)
     distance = xp.linalg.norm(q - closest, axis=1)
-    order = xp.lexsort(xp.stack((distance, owner)))            # by vertex, nearest first
-    first = order[xp.concatenate((xp.ones(1, dtype=bool), owner[order][1:] != owner[order][:-1]))]
+    first = _least_per_owner(xp, distance, owner)
     nearest = xp.zeros((count, 3))
     gap = xp.zeros(count)
     nearest[owner[first]] = closest[first]
     gap[owner[first]] = distance[first]
     return nearest[vertex_hit], gap[vertex_hit]
+
+
+def _least_per_owner(xp, key, owner):
+    """Indices of the row with the least ``key`` of each ``owner`` (both (m,)), one per owner, by owner."""
+    order = xp.lexsort(xp.stack((key, owner)))
+    return order[xp.concatenate((xp.ones(1, dtype=bool), owner[order][1:] != owner[order][:-1]))]
