@@ -144,13 +144,15 @@ class ColliderSet:
                         geometry.previous = geometry.vertices
                         self.teleported.append(collider.id)
 
-    def project(self, xp, points, thickness, friction, start=None) -> tuple[object, Contacts]:
+    def project(self, xp, points, thickness, friction, start=None, interval=(0.0, 1.0)) -> tuple[object, Contacts]:
         """Push ``points`` (n, 3) out of every collider.
 
         thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ; start: (n, 3) [m] the
         points at the start of the substep. Mesh colliders are two-sided: with ``start`` a point is kept
         on the side it started on by CCD against the moving triangles (``MeshGeometry.resolve``);
         without it, only points closer than their offset are pushed out along their own gap direction.
+        interval: the part (begin, end) of the substep over which the points moved start → points (mesh
+        colliders; fractions, see ``MeshGeometry.resolve``); primitives are taken at the current pose.
         Returns (projected points (n, 3), Contacts). Rows are updated with masks (``xp.where``), not
         with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization.
         """
@@ -176,7 +178,7 @@ class ColliderSet:
                 continue
             collider = run[0]
             pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
-                xp, points if start is None else start, points, thickness + collider.thickness)
+                xp, points if start is None else start, points, thickness + collider.thickness, interval)
             inside = push > 0
             inside_3 = inside[:, None]
             points[...] = xp.where(inside_3, pushed, points)

@@ -8,7 +8,7 @@ surface with a thickness on both sides:
   the one the point had at the start of the substep, kept by continuous collision detection of its
   path against the triangles moving linearly from the previous to the current pose
   (``mesh_kernels.resolve_mesh_contacts``);
-* :meth:`MeshGeometry.signed_distance` (the hair solvers' end-of-step tests, which run their own CCD):
+* :meth:`MeshGeometry.signed_distance` (DER hair's end-of-step tests, which run their own CCD):
   the unsigned distance, never negative, with the direction from the surface to the point;
 * :meth:`MeshGeometry.recover_inside`: points that START a job inside a closed shell (generalized
   winding number of either orientation) are moved out to the nearest surface, and counted.
@@ -168,13 +168,18 @@ class MeshGeometry:
         self._device.update(self.previous, self.vertices)
         return self._device
 
-    def resolve(self, xp, start, proposed, reach):
-        """Two-sided contact of points moving start → proposed (n, 3) [m] over the substep, each kept
-        ``reach`` (n,) [m] away from the surface on the side it started on (module docstring).
+    def resolve(self, xp, start, proposed, reach, interval=(0.0, 1.0)):
+        """Two-sided contact of points moving start → proposed (n, 3) [m], each kept ``reach`` (n,) [m] away
+        from the surface on the side it started on (module docstring), while the surface moves over
+        ``interval`` (begin, end), fractions of the substep with 0 ≤ begin ≤ end ≤ 1 (a solver with internal
+        steps shorter than the substep passes the part its step covers; (t, t) is the surface at rest at t).
 
         Returns (resolved (n, 3), push (n,) [m] normal correction, normal (n, 3) unit towards the
-        point's side, motion (n, 3) [m] of the touched surface material over the substep, crossed (n,)
+        point's side, motion (n, 3) [m] of the touched surface material over the whole substep, crossed (n,)
         int32: 1 where a crossing of the surface was undone)."""
+        begin, end = (float(fraction) for fraction in interval)
+        if not 0.0 <= begin <= end <= 1.0:
+            raise ValueError(f"mesh contact interval {interval!r} is not inside the substep [0, 1]")
         n = proposed.shape[0]
         pose = self.pose(xp)
         start, proposed = (xp.ascontiguousarray(a, dtype=xp.float64) for a in (start, proposed))
@@ -188,7 +193,7 @@ class MeshGeometry:
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                       inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
                               warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d),
-                              warp_view(reach, wp.float64), CONTACT_PASSES, warp_view(resolved, wp.vec3d),
+                              warp_view(reach, wp.float64), CONTACT_PASSES, begin, end, warp_view(resolved, wp.vec3d),
                               warp_view(push, wp.float64), warp_view(normal, wp.vec3d),
                               warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
         return resolved, push, normal, motion, crossed

@@ -14,8 +14,8 @@ from its start x0 to its proposed end x1:
   by proximity, so a thin rim (an ear, a hem) cannot slip between two cloth vertices; corrections are
   summed per point with atomics and averaged by the caller (Jacobi), the mesh being kinematic.
 * ``closest_on_mesh``: unsigned closest point within a reach: distance ≥ 0 and the unit direction
-  from the surface to the point, so either side of any triangle is "outside" (the DER, Cosserat and
-  particle hair end-of-step tests; they keep their sides with their own CCD).
+  from the surface to the point, so either side of any triangle is "outside" (DER hair's end-of-step
+  tests; it keeps its sides with its own CCD).
 * ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` (either orientation), used only
   to recover points that START a job inside a closed shell.
 """
@@ -28,16 +28,32 @@ from ..kernels.bounds import box_lower, box_upper, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, segment_crosses_triangle,
                                 start_side, vertex_triangle_ccd)
 
+
+@wp.func
+def pose_vertex(previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d), index: int,
+                fraction: wp.float64) -> wp.vec3d:
+    """Vertex ``index`` at ``fraction`` of the substep (linear motion; 0 and 1 return the stored poses exactly)."""
+    if fraction == wp.float64(0.0):
+        return previous[index]
+    if fraction == wp.float64(1.0):
+        return current[index]
+    return previous[index] + fraction * (current[index] - previous[index])
+
+
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                           triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                           proposed: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), passes: int,
+                          begin: wp.float64, end: wp.float64,
                           resolved: wp.array(dtype=wp.vec3d), push: wp.array(dtype=wp.float64),
                           normal: wp.array(dtype=wp.vec3d), motion: wp.array(dtype=wp.vec3d),
                           crossed: wp.array(dtype=wp.int32)):
-    """Per point i (see module docstring). Outputs: resolved[i] end position; push[i] [m] total normal
+    """Per point i (see module docstring). The point moves start → proposed while the triangles move from
+    their pose at fraction ``begin`` of the substep to their pose at ``end`` (0 ≤ begin ≤ end ≤ 1; 0 and 1
+    read the previous and current vertices exactly; a solver with shorter internal steps passes the part
+    of the substep that its step covers). Outputs: resolved[i] end position; push[i] [m] total normal
     correction (0: no contact); normal[i] unit contact normal of the last correction (towards the
-    point's side); motion[i] [m] displacement of the touched surface material over the substep;
+    point's side); motion[i] [m] displacement of the touched surface material over the whole substep;
     crossed[i] 1 where a crossing was undone."""
     i = wp.tid()
     x0 = start[i]
@@ -57,12 +73,12 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
         nearest_weights = wp.vec3d()
         while wp.bvh_query_next(query, face):
             tri = triangles[face]
-            a0 = previous[tri[0]]
-            b0 = previous[tri[1]]
-            c0 = previous[tri[2]]
-            a1 = current[tri[0]]
-            b1 = current[tri[1]]
-            c1 = current[tri[2]]
+            a0 = pose_vertex(previous, current, tri[0], begin)
+            b0 = pose_vertex(previous, current, tri[1], begin)
+            c0 = pose_vertex(previous, current, tri[2], begin)
+            a1 = pose_vertex(previous, current, tri[0], end)
+            b1 = pose_vertex(previous, current, tri[1], end)
+            c1 = pose_vertex(previous, current, tri[2], end)
             t = wp.float64(-1.0)
             if paths_may_meet(x0, x, x0, x, a0, a1, b0, b1, c0, c1):
                 t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
@@ -81,12 +97,12 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
         if chosen < 0:
             chosen = nearest_face
         tri = triangles[chosen]
-        a0 = previous[tri[0]]
-        b0 = previous[tri[1]]
-        c0 = previous[tri[2]]
-        a1 = current[tri[0]]
-        b1 = current[tri[1]]
-        c1 = current[tri[2]]
+        a0 = pose_vertex(previous, current, tri[0], begin)
+        b0 = pose_vertex(previous, current, tri[1], begin)
+        c0 = pose_vertex(previous, current, tri[2], begin)
+        a1 = pose_vertex(previous, current, tri[0], end)
+        b1 = pose_vertex(previous, current, tri[1], end)
+        c1 = pose_vertex(previous, current, tri[2], end)
         side = start_side(x0, x, a0, b0, c0, a1, b1, c1)
         face_normal = wp.cross(b1 - a1, c1 - a1)
         face_length = wp.length(face_normal)
@@ -110,7 +126,8 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
             x = surface + r * direction
         total = total + correction
         last_normal = direction
-        last_motion = blend(weights, a1 - a0, b1 - b0, c1 - c0)
+        last_motion = blend(weights, current[tri[0]] - previous[tri[0]], current[tri[1]] - previous[tri[1]],
+                            current[tri[2]] - previous[tri[2]])
     resolved[i] = x
     push[i] = total
     normal[i] = last_normal

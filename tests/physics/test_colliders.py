@@ -100,6 +100,33 @@ def test_mesh_signed_distance_matches_brute_force():
     assert np.all(np.abs(np.linalg.norm(surface, axis=1) - 0.5) < 0.02)
 
 
+
+def test_mesh_contact_over_part_of_the_substep():
+    """MeshGeometry.resolve's interval: a point swept against the surface over a part of the substep sees the
+    surface move only over that part (a hair solver with shorter internal steps), while the reported motion is
+    the whole substep's."""
+    vertices = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [1.0, 1.0, 0.0], [-1.0, 1.0, 0.0]])
+    mesh = MeshGeometry("Floor", vertices, np.array([[0, 1, 2], [0, 2, 3]]))
+    mesh.set_vertices(vertices + [0.0, 0.0, 0.04])               # rises 4 cm over the substep
+    point = np.array([[0.1, 0.2, 0.02]])                        # at rest, 2 cm above the floor's start
+    reach = np.array([0.001])
+    for interval, lifted in (((0.0, 1.0), True), ((0.0, 0.25), False), ((0.25, 0.75), True), ((0.75, 0.75), False)):
+        resolved, push, normal, motion, crossed = mesh.resolve(np, point, point, reach, interval)
+        if lifted:     # the floor passed the point inside the interval: the point is put back above it
+            floor = 0.04 * interval[1]
+            assert crossed[0] == 1
+            np.testing.assert_allclose(resolved[0], [0.1, 0.2, floor + 0.001], atol=1e-12)
+            np.testing.assert_allclose(normal[0], [0.0, 0.0, 1.0], atol=1e-12)
+            np.testing.assert_allclose(motion[0], [0.0, 0.0, 0.04], atol=1e-12)
+        else:          # the floor stays below (0.25: at 1 cm) or is above all along (0.75, at rest: 3 cm)
+            assert crossed[0] == 0
+    # (0.75, 0.75): the point is under the resting floor and came from there: it is kept below it
+    resolved, push, normal, _, _ = mesh.resolve(np, point, point, np.array([0.02]), (0.75, 0.75))
+    np.testing.assert_allclose(normal[0], [0.0, 0.0, -1.0], atol=1e-12)
+    np.testing.assert_allclose(resolved[0], [0.1, 0.2, 0.01], atol=1e-12)
+    with pytest.raises(ValueError, match="interval"):
+        mesh.resolve(np, point, point, reach, (0.5, 0.25))
+
 @pytest.mark.parametrize("kind", ["box", "torus"])
 def test_cloth_never_enters_box_or_torus(kind):
     shape = {"type": "box", "size": [0.4, 0.4, 0.2]} if kind == "box" else \

@@ -199,8 +199,9 @@ def reference_step_length(solver, state, remaining: float) -> float:
     return solver._step_length(float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))), remaining)
 
 
-def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h) -> int:
-    """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body)."""
+def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h, dt, interval) -> int:
+    """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body); the
+    collider query covers ``interval`` of the substep dt [s] (solver.step's bookkeeping)."""
     xp = solver.xp
     s = solver.settings
     q, w = state.orientations, state.joint_velocities
@@ -218,8 +219,10 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
     forces = solver.node_mass[..., None] * (solver.gravity + wind)
     if extra_forces is not None:
         forces = forces + xp.asarray(extra_forces)
-    contact_forces, count = solver._collider_forces(positions, node_velocity, colliders, h)
-    forces = forces + contact_forces
+    count = 0
+    if colliders.count:
+        contact_forces, count = solver._collider_forces(state, positions, node_velocity, colliders, h, dt, interval)
+        forces = forces + contact_forces
     if solver.interaction is not None:
         interaction, pairs = solver.interaction.forces(positions, node_velocity)
         forces = forces + interaction
@@ -265,18 +268,24 @@ def reference_step(solver, state, control, dt: float) -> dict:
     end_rot = quat.normalize(xp.asarray(control.root_rotations, dtype=xp.float64), xp)
     end_rot = xp.where(xp.sum(end_rot * start_rot, axis=-1, keepdims=True) < 0.0, -end_rot, end_rot)
     work = CosseratState(xp.array(state.orientations), xp.array(state.joint_velocities), start_pos, start_rot,
-                         state.root_velocities, state.root_angular_velocities, state.time)
+                         state.root_velocities, state.root_angular_velocities, state.time,
+                         collider_anchor=state.collider_anchor)
     contacts = substeps = 0
-    elapsed = 0.0
+    elapsed = anchored = 0.0
     while dt - elapsed > 1e-12 * dt:
         h = reference_step_length(solver, work, dt - elapsed)
+        interval = (anchored / dt, elapsed / dt)
+        anchored = elapsed
         elapsed = min(dt, elapsed + h)
         alpha = elapsed / dt
         root_pos = start_pos + alpha * (end_pos - start_pos)
         root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-        contacts += reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces, h)
+        contacts += reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces, h, dt,
+                                      interval)
         substeps += 1
+    if colliders.count:
+        solver._collider_forces(work, solver.positions(work), None, colliders, None, dt, (anchored / dt, 1.0))
     for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
-                 "root_angular_velocities", "time"):
+                 "root_angular_velocities", "time", "collider_anchor"):
         setattr(state, name, getattr(work, name))
     return {"substeps": substeps, "contacts": contacts, "interaction_pairs": work.interaction_pairs}

@@ -19,7 +19,7 @@ class CosseratHairGroup(StrandGroup):
 
     model = "cosserat"
     STATE_FIELDS = ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
-                    "root_angular_velocities")
+                    "root_angular_velocities", "collider_anchor")
     finite_field = "orientations"
 
     def make_solver(self, strands, object_id, scene, xp):

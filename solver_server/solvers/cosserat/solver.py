@@ -64,7 +64,10 @@ class CosseratState:
     """orientations (S, M, 4) unit quaternions; joint_velocities (S, M, 3) [rad/s] world-frame angular
     velocity of segment i relative to segment i−1 (entry 0 unused: the root segment is kinematic);
     root_positions (S, 3) [m]; root_rotations (S, 4) rotation of the root frame from rest;
-    root_velocities, root_angular_velocities (S, 3) of the last step; time [s]."""
+    root_velocities, root_angular_velocities (S, 3) of the last step; time [s]; collider_anchor (S, P, 3) [m]:
+    the nodes at the end of the last step moved out of the colliders on the side each came from (the start of
+    the next contact query's CCD: a mesh collider is two-sided, so a node's side is kept, never read from the
+    mesh); None until the first step with colliders (then the nodes themselves)."""
 
     orientations: object
     joint_velocities: object
@@ -74,6 +77,7 @@ class CosseratState:
     root_angular_velocities: object
     time: float = 0.0
     interaction_pairs: int = 0
+    collider_anchor: object = None
 
 
 @dataclass
@@ -216,8 +220,10 @@ class CosseratSolver:
         identity = xp.zeros((strands, 4))
         identity[:, 0] = 1.0
         zeros = xp.zeros((strands, 3))
-        return CosseratState(self.rest_orientations.copy(), xp.zeros(self.rest_orientations.shape[:-1] + (3,)),
-                             self.rest_root.copy(), identity, zeros, zeros.copy(), 0.0)
+        state = CosseratState(self.rest_orientations.copy(), xp.zeros(self.rest_orientations.shape[:-1] + (3,)),
+                              self.rest_root.copy(), identity, zeros, zeros.copy(), 0.0)
+        state.collider_anchor = self.positions(state)
+        return state
 
     def positions(self, state: CosseratState):
         """(S, P, 3) node positions [m] (eq. 3.3: cumulative sum of l d3 from the root)."""
@@ -303,24 +309,33 @@ class CosseratSolver:
         state = CosseratState(xp.array(state_in.orientations, dtype=xp.float64, order="C"),
                               xp.array(state_in.joint_velocities, dtype=xp.float64, order="C"),
                               start_pos, start_rot, state_in.root_velocities, state_in.root_angular_velocities,
-                              state_in.time)
+                              state_in.time, state_in.interaction_pairs, state_in.collider_anchor)
         contact_count = substeps = corrected = 0
-        elapsed = 0.0
+        elapsed = anchored = 0.0        # [s] into dt: this step's start, the collider anchor's time
         while dt - elapsed > 1e-12 * dt:
             # the start velocities (and, when forces need them, node positions and velocities) of this step
             nodes = self._kinematics(state, with_nodes=colliders.count > 0 or self.interaction is not None)
             h = self._step_length(nodes["fastest"], dt - elapsed)
+            contact = None
+            if colliders.count:
+                contact = self._collider_forces(state, nodes["positions"], nodes["velocities"], colliders, h, dt,
+                                                (anchored / dt, elapsed / dt))
+                anchored = elapsed
             elapsed = min(dt, elapsed + h)
             alpha = elapsed / dt
             root_pos = start_pos + alpha * (end_pos - start_pos)
             root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-            contact_count += self._substep(state, nodes, root_pos, root_rot, colliders, control.extra_forces, h)
+            contact_count += self._substep(state, nodes, root_pos, root_rot, contact, control.extra_forces, h)
             substeps += 1
             corrected += int(xp.count_nonzero(h * h * self._work["fastest_sq"] > CORRECTOR_TURN ** 2))
+        if colliders.count:
+            # carry the anchor to the end of the substep (the next step's query starts there, at rest)
+            end = self._kinematics(state, with_nodes=True)
+            self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (anchored / dt, 1.0))
         if not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
-                     "root_angular_velocities", "time"):
+                     "root_angular_velocities", "time", "collider_anchor"):
             setattr(state_out, name, getattr(state, name))
         return {"substeps": substeps, "corrected_strands": corrected, "contacts": contact_count,
                 "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
@@ -375,11 +390,12 @@ class CosseratSolver:
             self._work = arrays
         return self._work
 
-    def _substep(self, state: CosseratState, nodes: dict, root_pos, root_rot, colliders, extra_forces, h) -> int:
+    def _substep(self, state: CosseratState, nodes: dict, root_pos, root_rot, contact, extra_forces, h) -> int:
         """Semi-implicit Euler step of length h [s] (kernels.articulated_step, a thread per strand): joint
         accelerations from the configuration and the start velocities (``nodes``: this state's kinematics),
         then w, Ω and q; the root frame moves to (root_pos, root_rot) whose finite differences give its
-        velocity and acceleration. Collider, interaction and extra forces are summed here (xp) when present.
+        velocity and acceleration. ``contact``: (collider forces (S, P, 3) [N], contact count) of
+        ``_collider_forces`` or None; they, interaction and extra forces are summed here (xp) when present.
         A strand in which some segment turns by more than CORRECTOR_TURN takes the velocity-product terms at the
         step's mid velocity, by a second articulated pass on the same configuration (their error grows with
         (h·Ω)²; the strands are independent in this pass, so each decides for itself)."""
@@ -396,8 +412,8 @@ class CosseratSolver:
         external = None
         if extra_forces is not None:
             external = xp.asarray(extra_forces, dtype=xp.float64)
-        if colliders.count:
-            contact_forces, count = self._collider_forces(nodes["positions"], nodes["velocities"], colliders, h)
+        if contact is not None:
+            contact_forces, count = contact
             external = contact_forces if external is None else external + contact_forces
         if self.interaction is not None:
             interaction, pairs = self.interaction.forces(nodes["positions"], nodes["velocities"])
@@ -423,28 +439,31 @@ class CosseratSolver:
         state.time += h
         return count
 
-    def _collider_forces(self, positions, velocities, colliders: ColliderSet, h):
-        """(S, P, 3) node forces [N] pushing penetrating nodes out of the colliders within about
-        one step (remove the approaching normal velocity, close half the depth per step) with a
-        Coulomb-capped tangential friction force; returns (forces, contact count)."""
+    def _collider_forces(self, state: CosseratState, positions, velocities, colliders: ColliderSet, h, dt: float,
+                         interval) -> tuple:
+        """(S, P, 3) node forces [N] pushing the nodes in contact out of the colliders within about one step of
+        length h [s] (remove the normal velocity towards the surface, close half the depth per step) with a
+        Coulomb-capped tangential friction force, both against the touched surface's velocity; returns
+        (forces, contact count).
+
+        The contact query (``colliders.contact``) runs from ``state.collider_anchor`` to ``positions`` (S, P, 3)
+        [m] over ``interval`` (fractions of the substep dt [s] since the anchor was taken) and moves the anchor
+        to the nodes pushed out on the side each came from. A node that crossed a mesh surface inside one step
+        is therefore pushed back through it, and keeps being pushed until it is out: its anchor stays on the
+        side it came from. h None: only the anchor moves (returns None)."""
         xp = self.xp
-        if colliders.count == 0:
-            return xp.zeros_like(positions), 0
-        previous = getattr(self, "_collider_start", None)
-        if previous is None or previous.shape != positions.shape:
-            previous = positions
-        # the nodes one substep ago: mesh colliders keep each node on the side it came from
-        distance, normal = colliders.signed_distance(positions, xp, start=previous)
-        self._collider_start = positions
-        depth = self.settings.radius - distance
+        anchor = positions if state.collider_anchor is None else state.collider_anchor
+        depth, normal, surface_motion, projected = colliders.contact(positions, self.settings.radius, xp,
+                                                                    start=anchor, interval=interval)
+        state.collider_anchor = projected
+        if h is None:
+            return None
         touching = (depth > 0.0) & (self.node_mass > 0.0)
-        # colliders report an infinite distance and no normal far away: keep those out of the arithmetic
-        depth = xp.where(touching, depth, 0.0)
-        normal = xp.where(touching[..., None], normal, 0.0)
         mass = self.node_mass
-        normal_speed = xp.sum(velocities * normal, axis=-1)
+        relative = velocities - surface_motion / dt
+        normal_speed = xp.sum(relative * normal, axis=-1)
         push = mass * (xp.maximum(-normal_speed, 0.0) / h + 0.5 * depth / (h * h))
-        tangential = velocities - normal_speed[..., None] * normal
+        tangential = relative - normal_speed[..., None] * normal
         tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
         friction = xp.minimum(self.settings.collider_friction * push, mass * tangential_speed / h)
         force = push[..., None] * normal - (friction / xp.maximum(tangential_speed, 1e-300))[..., None] * tangential

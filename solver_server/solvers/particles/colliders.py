@@ -50,6 +50,16 @@ class ColliderSet:
         inside, so ``start`` is not needed)."""
         return resolve_contacts(positions, velocities, radius, self, xp)
 
+    def contact(self, points, reach, xp=np, start=None, interval=(0.0, 1.0)):
+        """Points (..., 3) [m] closer than ``reach`` [m] (scalar or per point) to a collider surface (see ``SceneColliders.contact``;
+        analytic shapes have an inside and do not move within a step, so ``start`` and ``interval`` are not
+        needed). Returns (depth (...) [m], 0 where free; normal (..., 3); surface_motion (..., 3), zero;
+        projected (..., 3): the points moved out to ``reach``)."""
+        distance, normal = self.signed_distance(points, xp)
+        depth = xp.maximum(reach - distance, 0.0)
+        normal = xp.where((depth > 0.0)[..., None], normal, 0.0)
+        return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal
+
     def to_device(self, xp) -> "ColliderSet":
         """Copy of this set with its arrays on the device of ``xp``."""
         arrays = {name: xp.asarray(getattr(self, name)) for name in (
@@ -57,11 +67,11 @@ class ColliderSet:
             "capsule_a", "capsule_b", "capsule_radii")}
         return ColliderSet(**arrays, friction=self.friction, ignored=self.ignored)
 
-    def signed_distance(self, points, xp=np, start=None):
+    def signed_distance(self, points, xp=np):
         """Distance to the nearest collider surface and its outward normal.
 
         points: (..., 3) [m]. Returns (distance (...), normal (..., 3)); distance < 0 inside.
-        With no colliders the distance is +inf. ``start`` is not needed: these analytic shapes have an inside.
+        With no colliders the distance is +inf.
         """
         flat = points.reshape(-1, 3)
         best = xp.full(flat.shape[0], xp.inf)
@@ -177,7 +187,7 @@ def resolve_contacts(positions, velocities, radius, colliders: ColliderSet, xp=n
 class SceneColliders:
     """Adapter giving the fast hair models the scene's colliders (``solver_server.collision``,
     posed by the Simulation for every substep) through the same interface as :class:`ColliderSet`:
-    ``count``, ``friction``, ``ignored``, ``to_device``, ``signed_distance`` and ``resolve``.
+    ``count``, ``friction``, ``ignored``, ``to_device``, ``contact`` and ``resolve``.
     Every collider type of the scene (plane, sphere, box, torus, mesh) is used."""
 
     def __init__(self, scene_set, friction: float):
@@ -192,29 +202,27 @@ class SceneColliders:
     def to_device(self, xp) -> "SceneColliders":
         return self
 
-    def signed_distance(self, points, xp=np, start=None):
-        """(..., 3) -> (distance (...), normal (..., 3) towards the point's side) to the nearest collider,
-        with each collider's thickness subtracted from the distance. Mesh colliders are two-sided: with
-        ``start`` (the points one step earlier) a point that crossed a mesh surface since then gets a
-        negative distance and the normal of the side it came from (CCD, MeshGeometry.resolve); without
-        it, the unsigned distance."""
+    def contact(self, points, reach, xp=np, start=None, interval=(0.0, 1.0)):
+        """Points (..., 3) [m] closer than ``reach`` [m] (scalar or per point, (...)) plus each collider's
+        thickness to a collider surface,
+        on the side each came from: ``start`` (..., 3) [m] are the same points earlier, known to be on their
+        side (a mesh is two-sided: a point whose path start → points crossed it since is pushed back, by CCD
+        against the triangles moving over ``interval``, the part of the substep between the two; see
+        ``collision.ColliderSet.project``); None: only points closer than ``reach`` count, pushed along their
+        own gap direction. Returns (depth (...) [m] normal push to ``reach`` on the point's side, 0 where
+        free; normal (..., 3) unit towards that side; surface_motion (..., 3) [m] of the touched surface over
+        the whole substep; projected (..., 3): the points moved out, on their side, a valid ``start`` for the
+        next query)."""
+        shape = points.shape
         flat = points.reshape(-1, 3)
-        flat_start = None if start is None else start.reshape(-1, 3)
-        best = xp.full(flat.shape[0], xp.inf)
-        best_normal = xp.zeros_like(flat)
-        for collider in self.scene_set.colliders:
-            geometry = collider.geometry
-            if collider.is_mesh and flat_start is not None:
-                band = xp.full(flat.shape[0], geometry.margin)
-                _, push, normal, _, _ = geometry.resolve(xp, flat_start, flat, band)
-                distance = xp.where(push > 0.0, band - push, xp.inf)
-            else:
-                distance, normal = geometry.signed_distance(xp, flat)
-            distance = distance - collider.thickness
-            closer = distance < best
-            best = xp.where(closer, distance, best)
-            best_normal = xp.where(closer[:, None], normal, best_normal)
-        return best.reshape(points.shape[:-1]), best_normal.reshape(points.shape)
+        count = flat.shape[0]
+        reach = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(reach, dtype=xp.float64), shape[:-1]).reshape(-1))
+        projected, contacts = self.scene_set.project(
+            xp, flat, reach, xp.full(count, self.friction), None if start is None else start.reshape(-1, 3), interval)
+        mask = contacts.mask[:, None]
+        return (xp.where(contacts.mask, contacts.depth, 0.0).reshape(shape[:-1]),
+                xp.where(mask, contacts.normal, 0.0).reshape(shape),
+                xp.where(mask, contacts.surface_motion, 0.0).reshape(shape), projected.reshape(shape))
 
     def resolve(self, positions, velocities, radius, xp=np, start=None):
         """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:
