@@ -55,6 +55,9 @@ KEEP_BEND_TWIST_BAND = True
 # of the contacts; above ~500 contacts the operators cost more than the iterations saved (+10 % at ~650, +14 %
 # at ~1 800; docs/der.md §7, session 8)
 CHEAP_REFRESH_CONTACTS = 400
+# times a step's converged contact loop writes its edge contacts again at the end positions it predicts
+# (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their contact distance
+MAX_RELINEARIZATIONS = 2
 
 
 @dataclass
@@ -140,6 +143,7 @@ class StepStats:
     bend_twist_assemblies: int = 0   # of the factorizations, those that assembled the bend-twist part too
     settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION)
     smallest_step: float = 1.0
+    relinearizations: int = 0        # times the converged contact set was written again at the end positions
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -148,7 +152,7 @@ class StepStats:
                 "projected_hessian": self.projected_hessian, "line_search_fallbacks": self.line_search_fallbacks,
                 "early_refreshes": self.early_refreshes, "settled_strands": self.settled_strands,
                 "bend_twist_assemblies": self.bend_twist_assemblies,
-                "smallest_step": self.smallest_step,
+                "smallest_step": self.smallest_step, "relinearizations": self.relinearizations,
                 **self.extra}
 
 
@@ -471,7 +475,14 @@ class ImplicitEulerSolver:
             v = v_new
             contacts_settled = impulses is None or impulses.converged()
             if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
-                break
+                if contact_round is None or impulses.contact_count == 0 \
+                        or stats.relinearizations >= MAX_RELINEARIZATIONS:
+                    break
+                relinearized = impulses.relinearize(v)
+                if relinearized is None:
+                    break
+                impulse = relinearized
+                stats.relinearizations += 1
         config = point[2]
         q = q_t + h * v
         positions = model.gather_positions(q)
