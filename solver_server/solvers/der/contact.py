@@ -210,7 +210,6 @@ class StepContacts:
         self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
         self._last_problem = None      # (relative velocities, start, W_nn) of the last contact-space solve
         self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
-        self.relinearized = 0          # contacts written again at the step's end closest points (relinearize)
 
     def set_system(self, factor) -> None:
         self._factor = factor
@@ -726,7 +725,6 @@ class StepContacts:
         self._coupled_pairs = self._delassus = self._operator = self._last_problem = None
         self.n_edge_contacts = int(self.kind_edge.sum())
         self.n_collider_contacts = int(self.vertices.shape[0]) - self.n_edge_contacts
-        self.relinearized += int(found[0].shape[0])
         self._end_positions = x1
         self.last_velocity = v_after
         return self.generalized_impulse(applied)

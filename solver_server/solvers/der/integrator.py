@@ -55,8 +55,9 @@ KEEP_BEND_TWIST_BAND = True
 # of the contacts; above ~500 contacts the operators cost more than the iterations saved (+10 % at ~650, +14 %
 # at ~1 800; docs/der.md §7, session 8)
 CHEAP_REFRESH_CONTACTS = 400
-# times a step's converged contact loop writes its edge contacts again at the end positions it predicts
-# (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their contact distance
+# times a step's contact loop, once its set predicts no penetration, writes its edge contacts again at the end
+# positions it predicts (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their
+# contact distance (each set's end positions are checked once)
 MAX_RELINEARIZATIONS = 2
 
 
@@ -379,6 +380,7 @@ class ImplicitEulerSolver:
         # — or, with cheap_refreshes, when a refresh is cheap (few contacts)
         stale = False
         contact_round = None
+        end_checked = False          # the end positions of the current contact set were checked (relinearize)
         resolves_each_round = bool(getattr(impulses, "resolves_each_round", False))
         moving = None   # strands that took a step, found no decrease, or carry impulses in the last iteration
         settled = None  # strands whose last step was below SETTLED_FRACTION × tolerance (not searched unless pushed)
@@ -474,15 +476,18 @@ class ImplicitEulerSolver:
                 contact_round += 1
             v = v_new
             contacts_settled = impulses is None or impulses.converged()
-            if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
-                if contact_round is None or impulses.contact_count == 0 \
-                        or stats.relinearizations >= MAX_RELINEARIZATIONS:
-                    break
+            if contacts_settled and contact_round is not None and not contact_just_found and not end_checked \
+                    and impulses.contact_count and stats.relinearizations < MAX_RELINEARIZATIONS:
+                # the set predicts no penetration: do the pairs at the end positions keep their distance?
+                end_checked = True
                 relinearized = impulses.relinearize(v)
-                if relinearized is None:
-                    break
-                impulse = relinearized
-                stats.relinearizations += 1
+                if relinearized is not None:
+                    impulse = relinearized
+                    stats.relinearizations += 1
+                    end_checked = False
+                    continue
+            if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
+                break
         config = point[2]
         q = q_t + h * v
         positions = model.gather_positions(q)
