@@ -57,6 +57,9 @@ class ContactSettings:
     # the global/local loop also continues while a contact predicts a deeper penetration than this fraction
     # of the hair radius (the smaller one for a pair; seed: mean |Δv| only)
     penetration_tolerance: float = 0.02
+    # a pair of edges that the settled contact loop's end positions put deeper than this fraction of the
+    # smaller radius inside its contact distance gets a contact there and the loop goes on (StepContacts.relinearize)
+    end_penetration_tolerance: float = 0.1
     # continuous collision detection of vertices against colliders on the first iteration (collider_ccd.py);
     # off: colliders are only tested at the predicted end positions (a fast vertex can pass a thin collider)
     collider_ccd: bool = True
@@ -111,7 +114,7 @@ class ContactSolver:
             raise ValueError("contact gauss_seidel_sweeps and gauss_seidel_colours must be >= 1 and "
                              f"gauss_seidel_tolerance >= 0, got {settings.gauss_seidel_sweeps}, "
                              f"{settings.gauss_seidel_colours} and {settings.gauss_seidel_tolerance}")
-        for name in ("friction", "thickness"):
+        for name in ("friction", "thickness", "end_penetration_tolerance"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
 
@@ -285,14 +288,7 @@ class StepContacts:
         # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
         # times; a pair the prefilter drops gets an infinite distance
         limit = (1.0 + settings.proximity) * contact_distance
-        closest = xp.empty((ea.shape[0], 4), dtype=xp.float64)
-        launch_items(ccd_kernels.edge_pairs_closest_in_step, ea.shape[0], warp_device_of(closest),
-                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
-                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
-                      warp_view(xp.ascontiguousarray(va, dtype=xp.int32), wp.int32),
-                      warp_view(xp.ascontiguousarray(vb, dtype=xp.int32), wp.int32),
-                      warp_view(xp.ascontiguousarray(limit, dtype=xp.float64), wp.float64)],
-                     [warp_view(closest, wp.vec4d)], split=True)
+        closest = self._closest_in_step(x0, x1, va, vb, limit)
         hit = closest[:, 3] < limit
         if not bool(hit.any()):
             return None
@@ -326,6 +322,21 @@ class StepContacts:
         free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
         movable = free_weight > KINEMATIC_CONTACT_WEIGHT
         return found if bool(movable.all()) else tuple(part[movable] for part in found)
+
+    def _closest_in_step(self, x0, x1, va, vb, limit):
+        """(n, 4) (τ, s, t, distance) of each edge pair's (first vertices va, vb (n,)) smallest closest-point
+        distance while the points move x0 → x1 (N, 3) [m], +inf distance where it stays above ``limit`` (n,) [m]
+        (``ccd_kernels.edge_pairs_closest_in_step``, one launch)."""
+        xp = self.xp
+        closest = xp.empty((va.shape[0], 4), dtype=xp.float64)
+        launch_items(ccd_kernels.edge_pairs_closest_in_step, va.shape[0], warp_device_of(closest),
+                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(va, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(vb, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(limit, dtype=xp.float64), wp.float64)],
+                     [warp_view(closest, wp.vec4d)], split=True)
+        return closest
 
     def _edge_contact_parts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
         """The detection tuple of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
@@ -652,16 +663,16 @@ class StepContacts:
         return self.worst_penetration <= self.solver.settings.penetration_tolerance
 
     def relinearize(self, velocity_after):
-        """Edge–edge contacts written again at the end of the step the converged loop predicts: new generalized
+        """Edge–edge contacts written again at the end of the step the settled loop predicts: new generalized
         impulse (n_dofs,), or None when every pair of edges there keeps its contact distance (within
-        ``penetration_tolerance`` of the smaller radius).
+        ``end_penetration_tolerance`` of the smaller radius).
 
         A contact of seed Algorithm 2 is linearized once, at the closest points of the two edges at the START of
         the step (normal, parameters s and t). Hair falling over hair slides millimetres along the other strand
         within a substep, so at the end those points and that normal no longer describe the pair, and pairs
         the first iterate's path never brought together meet: on ``benchmarks.der_vs_blender_hair`` dense
         substeps converged with 50–150 pairs of edges closer than 90 % of their contact distance, a third to
-        three quarters of them pairs of the contact set. Here every pair closer than the tolerance at the
+        three quarters of them pairs of the contact set. Here every pair deeper than the tolerance at the
         predicted end positions x_t + h v gets a contact at its END closest points, with the normal of their
         separation turned to the side the same material points had at the start (a pair that passed through
         each other is pushed back, not further); a pair already in the set keeps its impulse, projected onto
@@ -681,12 +692,13 @@ class StepContacts:
         ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
         contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
         radius_scale = xp.minimum(model.edge_radius[ea], model.edge_radius[eb])
-        s, t, distance = segment_closest_points(xp, x1[va], x1[va + 1], x1[vb], x1[vb + 1])
-        short = distance < contact_distance - settings.penetration_tolerance * radius_scale
+        limit = contact_distance - settings.end_penetration_tolerance * radius_scale
+        closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
+        short = closest[:, 3] < limit
         if not bool(short.any()):
             return None
-        ea, eb, va, vb, s, t, contact_distance = ea[short], eb[short], va[short], vb[short], s[short], t[short], \
-            contact_distance[short]
+        ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]
+        s, t = closest[short, 1], closest[short, 2]
         end_a = x1[va] + s[:, None] * (x1[va + 1] - x1[va])
         end_b = x1[vb] + t[:, None] * (x1[vb + 1] - x1[vb])
         separation = (x0[va] + s[:, None] * (x0[va + 1] - x0[va])) - (x0[vb] + t[:, None] * (x0[vb + 1] - x0[vb]))
