@@ -213,6 +213,7 @@ class StepContacts:
         self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
         self._last_problem = None      # (relative velocities, start, W_nn) of the last contact-space solve
         self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
+        self.relinearized = False      # the set was written again at the end positions (relinearize)
 
     def set_system(self, factor) -> None:
         self._factor = factor
@@ -659,8 +660,15 @@ class StepContacts:
         return int(self.vertices.shape[0])
 
     def converged(self) -> bool:
-        """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius."""
-        return self.worst_penetration <= self.solver.settings.penetration_tolerance
+        """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius (half
+        of `end_penetration_tolerance`, if larger, once the set was written again at the end positions: the
+        Gauss–Seidel solve of such a set closes its last few hundredths of a radius slowly, measured 0.04–0.05 r
+        over 10 and more iterations, up to N_max, on the dense substeps of benchmarks.der_vs_blender_hair)."""
+        settings = self.solver.settings
+        tolerance = settings.penetration_tolerance
+        if self.relinearized:
+            tolerance = max(tolerance, 0.5 * settings.end_penetration_tolerance)
+        return self.worst_penetration <= tolerance
 
     def relinearize(self, velocity_after):
         """Edge–edge contacts written again at the end of the step the settled loop predicts: new generalized
@@ -739,6 +747,7 @@ class StepContacts:
         self.n_collider_contacts = int(self.vertices.shape[0]) - self.n_edge_contacts
         self._end_positions = x1
         self.last_velocity = v_after
+        self.relinearized = True
         return self.generalized_impulse(applied)
 
     def update(self, iteration: int, velocity_before, velocity_after):
