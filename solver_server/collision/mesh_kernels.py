@@ -40,6 +40,18 @@ def pose_vertex(previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.v
     return previous[index] + fraction * (current[index] - previous[index])
 
 
+@wp.func
+def swept_triangle(previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                   triangles: wp.array(dtype=wp.int32, ndim=2), face: int, begin: wp.float64, end: wp.float64):
+    """Corners (a0, b0, c0) of triangle ``face`` at fraction ``begin`` of the substep and (a1, b1, c1) at ``end``."""
+    return (pose_vertex(previous, current, triangles[face, 0], begin),
+            pose_vertex(previous, current, triangles[face, 1], begin),
+            pose_vertex(previous, current, triangles[face, 2], begin),
+            pose_vertex(previous, current, triangles[face, 0], end),
+            pose_vertex(previous, current, triangles[face, 1], end),
+            pose_vertex(previous, current, triangles[face, 2], end))
+
+
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                           triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
@@ -72,13 +84,7 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
         nearest_face = int(-1)
         nearest_weights = wp.vec3d()
         while wp.bvh_query_next(query, face):
-            tri = triangles[face]
-            a0 = pose_vertex(previous, current, tri[0], begin)
-            b0 = pose_vertex(previous, current, tri[1], begin)
-            c0 = pose_vertex(previous, current, tri[2], begin)
-            a1 = pose_vertex(previous, current, tri[0], end)
-            b1 = pose_vertex(previous, current, tri[1], end)
-            c1 = pose_vertex(previous, current, tri[2], end)
+            a0, b0, c0, a1, b1, c1 = swept_triangle(previous, current, triangles, face, begin, end)
             t = wp.float64(-1.0)
             if paths_may_meet(x0, x, x0, x, a0, a1, b0, b1, c0, c1):
                 t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
@@ -97,12 +103,7 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
         if chosen < 0:
             chosen = nearest_face
         tri = triangles[chosen]
-        a0 = pose_vertex(previous, current, tri[0], begin)
-        b0 = pose_vertex(previous, current, tri[1], begin)
-        c0 = pose_vertex(previous, current, tri[2], begin)
-        a1 = pose_vertex(previous, current, tri[0], end)
-        b1 = pose_vertex(previous, current, tri[1], end)
-        c1 = pose_vertex(previous, current, tri[2], end)
+        a0, b0, c0, a1, b1, c1 = swept_triangle(previous, current, triangles, chosen, begin, end)
         side = start_side(x0, x, a0, b0, c0, a1, b1, c1)
         face_normal = wp.cross(b1 - a1, c1 - a1)
         face_length = wp.length(face_normal)

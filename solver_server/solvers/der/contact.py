@@ -153,14 +153,11 @@ class ContactSolver:
         """Impulses (n, 3) [N·s] for contacts `keys` (n,): the last step's impulse of the same contact scaled by
         the step-length ratio and projected onto the new Coulomb cone; zero for new contacts."""
         xp = self.xp
-        impulse = xp.zeros((keys.shape[0], 3))
         if self._warm is None or self._warm[0].shape[0] == 0 or keys.shape[0] == 0:
-            return impulse
+            return xp.zeros((keys.shape[0], 3))
         previous_keys, previous_impulse, previous_dt = self._warm
-        slot = xp.minimum(xp.searchsorted(previous_keys, keys), previous_keys.shape[0] - 1)
-        found = previous_keys[slot] == keys
-        impulse[found] = previous_impulse[slot[found]] * (dt / previous_dt)
-        return project_to_cone(xp, impulse, normal, mu)
+        return project_to_cone(xp, impulses_by_key(xp, previous_keys, previous_impulse, keys) * (dt / previous_dt),
+                               normal, mu)
 
     def set_colliders(self, colliders) -> None:
         """Replace the colliders (e.g. the scene's ColliderSet entries, posed for the coming step)."""
@@ -274,8 +271,10 @@ class StepContacts:
             return None
         return pairs[:, 0], pairs[:, 1]
 
-    def _detect_edges(self, x0, x1):
-        xp, model, settings = self.xp, self.model, self.solver.settings
+    def _movable_edge_pairs(self, x0, x1):
+        """The broad phase's edge pairs (``_candidate_pairs`` of the motion x0 → x1) that have a free vertex:
+        (ea, eb, their first vertices va, vb, contact distances r_a + r_b + thickness [m]), or None."""
+        model, settings = self.model, self.solver.settings
         candidates = self._candidate_pairs(x0, x1)
         if candidates is None or candidates[0].shape[0] == 0:
             return None
@@ -283,7 +282,22 @@ class StepContacts:
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
         movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
         ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
-        contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+        return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+
+    def _without_kinematic(self, found):
+        """The detection tuple ``found`` without the contacts carried (almost) only by kinematic vertices, e.g.
+        one strand's clamped root edge touching another's clamped second point: their response J A⁻¹ Jᵀ is
+        (nearly) zero."""
+        free_weight = self.xp.sum(self.xp.abs(found[1]) * ~self.vertex_fixed[found[0]], axis=1)
+        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
+        return found if bool(movable.all()) else tuple(part[movable] for part in found)
+
+    def _detect_edges(self, x0, x1):
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        pairs = self._movable_edge_pairs(x0, x1)
+        if pairs is None:
+            return None
+        ea, eb, va, vb, contact_distance = pairs
         # the narrow phase in one kernel (ccd_kernels): the prefilter (the segments' distance shrinks by at most
         # the largest relative motion of an endpoint of A against one of B, so strands moving together are not
         # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
@@ -317,12 +331,7 @@ class StepContacts:
         closest = self._edge_contact_parts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
         far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
         found = closest if far is None else tuple(xp.concatenate(parts) for parts in zip(closest, far))
-        # a contact point carried (almost) only by kinematic vertices, e.g. one strand's clamped root edge
-        # touching another's clamped second point, has a (nearly) zero response J A⁻¹ Jᵀ: leave it out
-        vertices, weights = found[0], found[1]
-        free_weight = xp.sum(xp.abs(weights) * ~self.vertex_fixed[vertices], axis=1)
-        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
-        return found if bool(movable.all()) else tuple(part[movable] for part in found)
+        return self._without_kinematic(found)
 
     def _closest_in_step(self, x0, x1, va, vb, limit):
         """(n, 4) (τ, s, t, distance) of each edge pair's (first vertices va, vb (n,)) smallest closest-point
@@ -691,14 +700,10 @@ class StepContacts:
         v_after = model.gather_positions(velocity_after)
         x0 = self.start_positions
         x1 = x0 + self.h * v_after
-        candidates = self._candidate_pairs(x1, x1)
-        if candidates is None or candidates[0].shape[0] == 0:
+        pairs = self._movable_edge_pairs(x1, x1)
+        if pairs is None:
             return None
-        ea, eb = candidates
-        va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
-        movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
-        ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
-        contact_distance = model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+        ea, eb, va, vb, contact_distance = pairs
         radius_scale = xp.minimum(model.edge_radius[ea], model.edge_radius[eb])
         limit = contact_distance - settings.end_penetration_tolerance * radius_scale
         closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
@@ -717,22 +722,15 @@ class StepContacts:
         normal = _normalize(xp, normal)
         normal = xp.where((_rows_dot(xp, normal, separation) < 0.0)[:, None], -normal, normal)
         keys = ea * model.n_edges + eb
-        found = self._edge_contact_parts(ea, eb, va, vb, s, t, normal, separation, contact_distance, keys)
-        free_weight = xp.sum(xp.abs(found[1]) * ~self.vertex_fixed[found[0]], axis=1)
-        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
-        if not bool(movable.any()):
+        found = self._without_kinematic(
+            self._edge_contact_parts(ea, eb, va, vb, s, t, normal, separation, contact_distance, keys))
+        if found[0].shape[0] == 0:
             return None
-        found = tuple(part[movable] for part in found)
         # the set without the contacts these replace (same pair key), then the new ones with the old impulses
-        replaced = xp.isin(self.keys, found[8])
+        kept = ~xp.isin(self.keys, found[8])
         old_order = xp.argsort(self.keys)
-        old_keys, old_impulse = self.keys[old_order], self.applied[old_order]
-        kept = ~replaced
-        impulse = xp.zeros((found[0].shape[0], 3))
-        if old_keys.shape[0]:
-            slot = xp.minimum(xp.searchsorted(old_keys, found[8]), old_keys.shape[0] - 1)
-            hit = old_keys[slot] == found[8]
-            impulse[hit] = project_to_cone(xp, old_impulse[slot[hit]], found[3][hit], found[6][hit])
+        impulse = project_to_cone(xp, impulses_by_key(xp, self.keys[old_order], self.applied[old_order], found[8]),
+                                  found[3], found[6])
         names = ("vertices", "weights", "kind_edge", "normal", "target_normal", "surface_velocity", "mu",
                  "radius_scale", "keys")
         for name, part in zip(names, found):
@@ -931,6 +929,18 @@ def local_impulse_update(xp, response, relative, normal, target_normal, impulse,
     increment = xp.linalg.solve(tangential_response, goal[:, :, None])[:, :, 0]
     tangential = xp.einsum("nij,nj->ni", projector, impulse + increment)
     return project_to_cone(xp, new_normal[:, None] * normal + tangential, normal, mu)
+
+
+def impulses_by_key(xp, sorted_keys, impulses, keys):
+    """(n, 3) impulses [N·s] of contacts ``keys`` (n,) looked up in ``sorted_keys`` (m,) ascending with their
+    ``impulses`` (m, 3); zero for keys not there."""
+    found_impulses = xp.zeros((keys.shape[0], 3))
+    if sorted_keys.shape[0] == 0:
+        return found_impulses
+    slot = xp.minimum(xp.searchsorted(sorted_keys, keys), sorted_keys.shape[0] - 1)
+    found = sorted_keys[slot] == keys
+    found_impulses[found] = impulses[slot[found]]
+    return found_impulses
 
 
 def project_to_cone(xp, impulse, normal, mu):

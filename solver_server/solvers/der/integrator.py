@@ -144,7 +144,7 @@ class StepStats:
     bend_twist_assemblies: int = 0   # of the factorizations, those that assembled the bend-twist part too
     settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION)
     smallest_step: float = 1.0
-    relinearizations: int = 0        # times the converged contact set was written again at the end positions
+    relinearizations: int = 0        # times the settled contact set was written again at the end positions
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
