@@ -81,14 +81,17 @@ def closest_points_on_triangles(points, a, b, c, xp=np):
 
 class _DevicePose:
     """The mesh's arrays on one device: float64 vertices of the previous and current pose, its triangles
-    and edges with BVHs over their boxes swept over the substep (built once, refitted per pose)."""
+    and edges with BVHs over their boxes swept over the substep (built once over the ``rest`` pose (V, 3)
+    [m], refitted per pose)."""
 
-    def __init__(self, xp, triangles: np.ndarray, edges: np.ndarray, vertices: np.ndarray):
+    def __init__(self, xp, triangles: np.ndarray, edges: np.ndarray, rest: np.ndarray, vertices: np.ndarray):
         self.xp = xp
+        rest = xp.asarray(np.ascontiguousarray(rest, np.float64))   # alive while the trees are built
+        rest_view = warp_view(rest, wp.vec3d)
         self.previous = xp.asarray(np.ascontiguousarray(vertices, np.float64))
         self.current = self.previous
-        self.triangles = SweptElements(xp, triangles)
-        self.edges = SweptElements(xp, edges)
+        self.triangles = SweptElements(xp, triangles, rest_view)
+        self.edges = SweptElements(xp, edges, rest_view)
         self.device = self.triangles.device
         self.host_current = None
         self.host_previous = None
@@ -164,7 +167,8 @@ class MeshGeometry:
     def pose(self, xp) -> _DevicePose:
         """The substep's poses on ``xp``'s device (uploaded and refitted once per pose)."""
         if self._device is None or self._device.xp is not xp:
-            self._device = _DevicePose(xp, self.triangles, unique_edges(self.triangles)[0], self.previous)
+            self._device = _DevicePose(xp, self.triangles, unique_edges(self.triangles)[0], self.rest_vertices,
+                                       self.previous)
         self._device.update(self.previous, self.vertices)
         return self._device
 

@@ -50,8 +50,10 @@ class SurfaceContact:
         edges, edge_triangle = unique_edges(triangles)
         self.xp = xp
         self.points = points
-        self.triangles = SweptElements(xp, triangles, triangle_owner)
-        self.edges = SweptElements(xp, edges, triangle_owner[edge_triangle])
+        rest = xp.ascontiguousarray(points.points(xp.asarray(model.rest)), dtype=xp.float64)   # the trees' shape
+        rest_view = warp_view(rest, wp.vec3d)
+        self.triangles = SweptElements(xp, triangles, rest_view, triangle_owner)
+        self.edges = SweptElements(xp, edges, rest_view, triangle_owner[edge_triangle])
         self.point_owner = xp.asarray(point_owner)
         self.host_point_owner = point_owner   # (n_c,) host copy: naming objects needs no device download
         self.self_contact = xp.asarray(np.asarray(self_contact, np.int32))

@@ -20,12 +20,17 @@ def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class SweptElements:
-    """elements (k, c) int vertex indices (c = 3 triangles, 2 edges), owner (k,) int (object slot, or 0).
+    """elements (k, c) int vertex indices (c = 3 triangles, 2 edges), owner (k,) int (object slot, or 0),
+    rest_view: wp.vec3d view of the vertices (n, 3) [m] in their rest pose.
 
-    :meth:`refit` sets every element's box to cover its corners at the start and the end of the
-    substep, grown by ``pad``, and builds (first call) or refits the BVH; ``bvh.id`` goes to kernels."""
+    The BVH's tree is built once over the elements' rest boxes; :meth:`refit` sets every element's box to
+    cover its corners at the start and the end of the substep, grown by ``pad``, and refits the tree's
+    boxes; ``bvh.id`` goes to kernels. A tree built from the rest pose is the same however the job got to
+    its current pose, so queries visit candidates in the same order after a resume from a checkpoint as in
+    the uninterrupted bake (a tree built from the first queried pose would not be: results summed over
+    candidates would differ in their last bits and drift apart)."""
 
-    def __init__(self, xp, elements: np.ndarray, owner: np.ndarray | None = None):
+    def __init__(self, xp, elements: np.ndarray, rest_view, owner: np.ndarray | None = None):
         self.count = len(elements)
         self.indices = xp.asarray(np.ascontiguousarray(elements, np.int32))
         self.owner = xp.asarray(np.ascontiguousarray(np.zeros(self.count) if owner is None else owner, np.int32))
@@ -34,15 +39,23 @@ class SweptElements:
         self.device = warp_device_of(self.indices)
         self.index_view = warp_view(self.indices, wp.int32)
         self.owner_view = warp_view(self.owner, wp.int32)
-        self.bvh = None
+        self.bvh = None              # no tree over no elements: callers skip their queries
+        if self.count == 0:
+            return
+        self.refit_boxes(rest_view, rest_view, 0.0)
+        with on_device_stream(self.device):
+            self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
 
-    def refit(self, start_view, current_view, pad: float) -> None:
-        """start_view, current_view: wp.vec3d views of the vertices (n, 3) [m]; pad [m]."""
+    def refit_boxes(self, start_view, current_view, pad: float) -> None:
+        """The elements' boxes over start → current, grown by ``pad`` [m] (the tree is not refitted)."""
         launch(element_bounds, self.count, device=self.device,
                   inputs=[start_view, current_view, self.index_view, float(pad) + FLOAT32_PAD,
                           warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f)])
+
+    def refit(self, start_view, current_view, pad: float) -> None:
+        """start_view, current_view: wp.vec3d views of the vertices (n, 3) [m]; pad [m]."""
+        if self.bvh is None:
+            return
+        self.refit_boxes(start_view, current_view, pad)
         with on_device_stream(self.device):
-            if self.bvh is None:
-                self.bvh = wp.Bvh(warp_view(self.lowers, wp.vec3f), warp_view(self.uppers, wp.vec3f))
-            else:
-                self.bvh.refit()
+            self.bvh.refit()

@@ -10,6 +10,9 @@ import pytest
 from protocol.checkpoint_files import CheckpointDirectory
 from protocol.client import SolverClient, SolverError
 
+from tests.server_process import ServerProcess
+
+from .resume_scenes import RESUME_SCENES
 from .scenes import light_cloth_scene
 
 
@@ -137,3 +140,28 @@ def test_server_refuses_malformed_checkpoint_requests(real_server, body_extra, f
         context.term()
     assert reply.type == "error" and reply.body["code"] == "bad_message" and fragment in reply.body["message"]
     assert not server.server._jobs
+
+
+@pytest.mark.parametrize("name", ["cloth_self_collision_suzanne", "der_hair_on_suzanne"])
+def test_a_fresh_server_process_resumes_a_contact_shot_bit_for_bit(name):
+    """The bake runs on one server process, which is then killed; a new process resumes from the checkpoint
+    the first one sent, and every frame after it equals the uninterrupted bake."""
+    scene, drive, checkpoint_frame = RESUME_SCENES[name]()
+    first = ServerProcess()
+    try:
+        _, frames, _ = _bake(first.address, scene, drive, checkpoint_every=checkpoint_frame - 1)
+    finally:
+        first.stop()
+    checkpoint = frames[checkpoint_frame].checkpoint
+    assert checkpoint is not None and checkpoint["frame"] == checkpoint_frame
+    second = ServerProcess()
+    try:
+        _, resumed, _ = _bake(second.address, scene, drive, resume=checkpoint)
+    finally:
+        second.stop()
+    last = max(frames)
+    assert sorted(resumed) == list(range(checkpoint_frame + 1, last + 1))
+    for frame in sorted(resumed):
+        for object_id, positions in resumed[frame].positions.items():
+            np.testing.assert_array_equal(positions, frames[frame].positions[object_id],
+                                          err_msg=f"{name}: object {object_id} differs at frame {frame}")

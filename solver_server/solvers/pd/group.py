@@ -69,20 +69,25 @@ class PDGroup:
         return result
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        """Checkpoint state: positions, velocities (N, 3) [m], [m/s] of all merged particles and
-        global_fallback (bool: the iterative global step fell back to Cholesky)."""
+        """Checkpoint state: positions, velocities (N, 3) [m], [m/s] of all merged particles,
+        global_fallback (bool: the iterative global step fell back to Cholesky) and started (bool: the
+        first substep, which moves points out of closed collider shells, has run)."""
         to_host = self.backend.to_host
         return {"positions": np.array(to_host(self.state.positions), np.float64),
                 "velocities": np.array(to_host(self.state.velocities), np.float64),
-                "global_fallback": np.array(self.solver.fell_back)}
+                "global_fallback": np.array(self.solver.fell_back),
+                "started": np.array(self.solver.started)}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         shape = (self.model.particle_count, 3)
         positions = checked_state_array(arrays, "positions", shape, np.float64, self.ids[0])
         velocities = checked_state_array(arrays, "velocities", shape, np.float64, self.ids[0])
         fell_back = bool(checked_state_array(arrays, "global_fallback", (), bool, self.ids[0]))
+        # checkpoints written before "started" was kept come from frames after the first substep
+        started = bool(checked_state_array(arrays, "started", (), bool, self.ids[0])) if "started" in arrays else True
         xp = self.backend.xp
         self.state = State(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
+        self.solver.started = started
         if fell_back:
             self.solver.fell_back = True
             self.solver.global_solver = self.solver.cholesky
