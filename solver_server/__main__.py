@@ -11,6 +11,7 @@ keep_large_arrays_on_the_heap()   # large solver arrays reuse heap pages (heap_p
 import argparse  # noqa: E402
 import ipaddress  # noqa: E402
 import logging  # noqa: E402
+import os  # noqa: E402
 import signal  # noqa: E402
 import sys  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
@@ -88,6 +89,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="compile (or load from the cache) every solver kernel for --device, print where the cache is, and exit",
     )
     parser.add_argument(
+        "--parent-pid",
+        type=int,
+        metavar="PID",
+        help="shut down when process PID ends (a local server started by Blender ends with its Blender)",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="allow binding a non-loopback address without encryption or authentication",
@@ -135,6 +142,18 @@ def main(argv: list[str] | None = None) -> int:
         print("tangle-solver: --checkpoint-every must be at least 1 and --client-silence positive", file=sys.stderr)
         return 2
 
+    running: list[SolverServer] = []   # the server once built, for the parent watch to stop
+    if args.parent_pid is not None:
+        from .parent_watch import watch_parent
+
+        def parent_ended() -> None:
+            if running:
+                running[0].stop()
+            else:
+                os._exit(0)          # still starting (compiling kernels): nothing to shut down
+
+        watch_parent(args.parent_pid, parent_ended)
+
     from .backend import BackendError, get_backend
 
     try:
@@ -164,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 1
+
+    running.append(server)
 
     def request_stop(signum: int, _frame: object) -> None:
         log.info("received %s, shutting down", signal.Signals(signum).name)

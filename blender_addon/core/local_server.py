@@ -1,7 +1,8 @@
 """Start and stop a local solver server subprocess on 127.0.0.1 (used by the demo, the CLI and tests).
 
-Blender-free. The server runs as ``<python> -m solver_server --bind tcp://127.0.0.1:*`` (the OS picks a
-free port) and is ready once it prints ``tangle-solver listening on <address>`` on stderr.
+Blender-free. The server runs as ``<python> -m solver_server --bind tcp://127.0.0.1:* --parent-pid <this
+process>`` (the OS picks a free port; the server ends when this process ends, however it ends) in a
+process group of its own, and is ready once it prints ``tangle-solver listening on <address>`` on stderr.
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ def check_interpreter(python: str, extra_paths=(), timeout: float = 30.0) -> Non
                                f"{', '.join(missing)}; {hint}")
 
 
+def own_process_group() -> dict:
+    """Popen options that start a child outside this process's group (POSIX: its own session; Windows: its
+    own process group), so a Ctrl-C in the terminal reaches the bake, which cancels cleanly, and not the
+    solver it talks to; the solver still ends with this process (``--parent-pid``)."""
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
 class LocalServer:
     """``with LocalServer() as address:`` runs a solver server for the block and always stops it.
 
@@ -83,9 +93,11 @@ class LocalServer:
         self._reader: threading.Thread | None = None
 
     def start(self) -> str:
-        command = [self.python, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--device", self.device]
+        command = [self.python, "-m", "solver_server", "--bind", "tcp://127.0.0.1:*", "--device", self.device,
+                   "--parent-pid", str(os.getpid())]
         self.process = subprocess.Popen(command, cwd=REPOSITORY_ROOT, env=_environment(self.extra_paths), text=True,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        **own_process_group())
         self._reader = threading.Thread(target=self._read_log, name="tangle-local-server-log", daemon=True)
         self._reader.start()
         if not self._ready.wait(self.startup_timeout) or self.address is None:

@@ -41,7 +41,35 @@ def run_cli(*args: str, home: Path, timeout: float = 120.0) -> subprocess.Comple
                           env=environment(home), capture_output=True, text=True, timeout=timeout)
 
 
-def start_cli(*args: str, home: Path) -> subprocess.Popen:
-    """``python -m blender_addon.cli ARGS`` started in the background (stdout and stderr piped, text)."""
+def start_cli(*args: str, home: Path, own_group: bool = False) -> subprocess.Popen:
+    """``python -m blender_addon.cli ARGS`` started in the background (stdout and stderr piped, text);
+    ``own_group``: as the leader of a process group of its own, as a shell runs a command (a terminal's
+    Ctrl-C then reaches the whole group: ``os.killpg(process.pid, SIGINT)``)."""
     return subprocess.Popen([sys.executable, "-m", "blender_addon.cli", *args], cwd=REPOSITORY_ROOT,
-                            env=environment(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=environment(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=own_group)
+
+
+def solver_children(pid: int) -> list[int]:
+    """Process ids of the solver servers (``-m solver_server``) whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"solver_server" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def process_running(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (an ended process nobody has reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
