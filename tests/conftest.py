@@ -5,6 +5,9 @@ port and yields its address (``tcp://127.0.0.1:PORT``); the process is killed at
 ``start_solver_server``: a callable ``(*extra_cli_args) -> ServerProcess`` (``.address``,
 ``.process``, ``.stderr_lines``) for tests that need the process itself; all are killed at teardown.
 ``solver_wheelhouse``: a folder of wheels of everything the solver needs (tests/solver_wheelhouse.py).
+
+At the end of the run, any process the run started that is still alive (a solver server, a Blender) fails
+the run, named, and is killed (tests/leftover_processes.py).
 """
 
 from __future__ import annotations
@@ -18,7 +21,24 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # plain `pytest` (not `python -m pytest`) from an uninstalled checkout
     sys.path.insert(0, str(REPO_ROOT))
 
+from tests import leftover_processes  # noqa: E402
 from tests.server_process import ServerProcess  # noqa: E402  (needs the repository root on sys.path)
+
+_RUN_TOKEN = leftover_processes.mark_this_run()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if a process it started is still running (and end it)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = leftover_processes.leftovers(_RUN_TOKEN)
+    if not left:
+        return
+    leftover_processes.end(left)
+    lines = "\n".join(f"  pid {pid}: {command[:200]}" for pid, command in left)
+    session.config.get_terminal_writer().line(f"\nprocesses started by this test run were still running at its end "
+                                              f"(now killed):\n{lines}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
