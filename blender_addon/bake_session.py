@@ -87,15 +87,15 @@ class BakeSession:
         return self.connection.address if self.connection else self.scene.tangle.server_address
 
     def start(self) -> "BakeSession":
-        """Export, check and submit. Raises one of ``START_ERRORS`` (naming the object / setting) before
-        anything is sent."""
+        """Check and export, then connect (a ``local`` server starts only now) and submit. Raises one of
+        ``START_ERRORS`` (naming the object / setting) before anything is sent."""
         from .preferences import scene_connection
 
         scene = self.scene
         settings = scene.tangle
+        scene_dict, drive, self.targets = bake_io.export_scene(scene)   # checks first: a blocked bake starts nothing
         connection = self.connection or scene_connection(scene)
         connection.validate()
-        scene_dict, drive, self.targets = bake_io.export_scene(scene)
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
         route = bake_route(settings.output_route, settings.hair_cache)
         resume = None

@@ -19,6 +19,7 @@ from .core import validation
 from .core.painted_maps import check_maps, map_settings
 from .core.param_table import CLOTH_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .core.rooted_inside import rooted_inside_warnings
+from .core.scene_export import ExportError
 from .core.validation import Problem
 
 ROLE_NAMES = {"CLOTH": "cloth", "SOFTBODY": "soft body", "COLLIDER": "mesh collider", "HAIR": "hair"}
@@ -96,10 +97,12 @@ def object_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) ->
     return problems
 
 
-def rooted_inside(scene: bpy.types.Scene) -> list[Problem]:
+def rooted_inside(scene: bpy.types.Scene, blocked: set[str] = frozenset()) -> list[Problem]:
     """Warnings for hair rooted inside a collider at the bake's first frame (the scene is read there, as
-    the bake reads it, and the current frame is restored)."""
-    hair_objects, colliders = marked_objects(scene, "HAIR"), marked_objects(scene, "COLLIDER")
+    the bake reads it, and the current frame is restored). Objects named in ``blocked`` have blocking
+    problems of their own and cannot be read for this; they are left out."""
+    hair_objects = [obj for obj in marked_objects(scene, "HAIR") if obj.name not in blocked]
+    colliders = [obj for obj in marked_objects(scene, "COLLIDER") if obj.name not in blocked]
     if not hair_objects or not colliders:
         return []
     current_frame, current_subframe = scene.frame_current, scene.frame_subframe
@@ -109,7 +112,11 @@ def rooted_inside(scene: bpy.types.Scene) -> list[Problem]:
         collider_entries = [export_collider(obj, depsgraph) for obj in colliders]
         warnings = []
         for obj in hair_objects:
-            warnings += rooted_inside_warnings(export_hair(obj, depsgraph, scene)[0], collider_entries)
+            try:
+                hair_entry = export_hair(obj, depsgraph, scene)[0]
+            except ExportError:
+                continue          # its emitter is blocked: that problem is listed already
+            warnings += rooted_inside_warnings(hair_entry, collider_entries)
         return warnings
     finally:
         scene.frame_set(current_frame, subframe=current_subframe)
@@ -117,15 +124,14 @@ def rooted_inside(scene: bpy.types.Scene) -> list[Problem]:
 
 def check_scene(scene: bpy.types.Scene) -> list[Problem]:
     """Check every marked object of ``scene``; store and return the problems, blocking ones and warnings
-    (none blocking: ready to bake). The warnings that need the scene exported are looked for only once
-    nothing blocks."""
+    together (none blocking: ready to bake). The warnings that need the scene exported are looked for on
+    the objects without blocking problems, so an artist sees every warning while fixing what blocks."""
     depsgraph = bpy.context.evaluated_depsgraph_get()
     problems = []
     for role in ("CLOTH", "SOFTBODY", "HAIR", "COLLIDER"):
         for obj in marked_objects(scene, role):
             problems += object_problems(obj, scene, depsgraph)
-    if not validation.blocking(problems):
-        problems += rooted_inside(scene)
+    problems += rooted_inside(scene, {problem.object for problem in validation.blocking(problems)})
     stored = scene.tangle.problems
     stored.clear()
     for problem in problems:

@@ -49,6 +49,10 @@ def shape_key_weights(frame: int, first_frame: int, last_frame: int) -> list[tup
     return keys
 
 
+ETA_TIMED_FRAMES = 3         # frame-to-frame times needed before the remaining time is estimated
+ETA_RECENT_SHARE = 1 / 3     # the share of the timed frames, the latest, that the estimate averages
+
+
 @dataclass
 class BakeProgress:
     """Progress of one bake over the inclusive frame range ``frame_start .. frame_end``."""
@@ -58,6 +62,7 @@ class BakeProgress:
     started_at: float = field(default_factory=time.monotonic)
     baked_frames: set[int] = field(default_factory=set)
     last_stats: dict = field(default_factory=dict)
+    arrivals: list[float] = field(default_factory=list)   # [s] monotonic time each frame arrived
 
     @property
     def frames_total(self) -> int:
@@ -71,11 +76,13 @@ class BakeProgress:
     def fraction(self) -> float:
         return self.frames_done / self.frames_total
 
-    def record(self, frame: int, stats: dict | None = None) -> None:
+    def record(self, frame: int, stats: dict | None = None, now: float | None = None) -> None:
+        """``frame`` arrived (at ``now``, monotonic seconds; default: the clock now) with its solver ``stats``."""
         if not self.frame_start <= frame <= self.frame_end:
             raise ValueError(f"frame {frame} is outside the bake range {self.frame_start}..{self.frame_end}")
         self.baked_frames.add(frame)
         self.last_stats = dict(stats or {})
+        self.arrivals.append(time.monotonic() if now is None else now)
 
     @property
     def last_good_frame(self) -> int | None:
@@ -86,15 +93,26 @@ class BakeProgress:
         return frame - 1 if frame > self.frame_start else None
 
     def eta_seconds(self, now: float | None = None) -> float | None:
-        """Remaining seconds extrapolated from the mean time per frame so far (None before any frame)."""
-        if self.frames_done == 0:
+        """Remaining seconds, or None while estimating.
+
+        The first frames are no guide (the scene is sent and the solver starts before the first one, the
+        next one warms up the solver's caches, and contact has not begun), nor is the mean since the start
+        once contact slows the frames down: the estimate is the mean time between the latest frames (the
+        last third of the frame-to-frame times after the first one, at least ETA_TIMED_FRAMES) times the
+        frames left, less the time already spent on the next one. None until ETA_TIMED_FRAMES such times are
+        known."""
+        timed = len(self.arrivals) - 2
+        if timed < ETA_TIMED_FRAMES:
             return None
-        elapsed = (time.monotonic() if now is None else now) - self.started_at
-        return elapsed / self.frames_done * (self.frames_total - self.frames_done)
+        recent = max(ETA_TIMED_FRAMES, round(timed * ETA_RECENT_SHARE))
+        per_frame = (self.arrivals[-1] - self.arrivals[-1 - recent]) / recent
+        spent = (time.monotonic() if now is None else now) - self.arrivals[-1]
+        left = self.frames_total - self.frames_done
+        return max(0.0, per_frame * left - min(spent, per_frame)) if left else 0.0
 
     def status_line(self, now: float | None = None) -> str:
         eta = self.eta_seconds(now)
-        eta_text = "" if eta is None else f", ETA {eta:.0f} s"
+        eta_text = ", estimating time left" if eta is None else f", ETA {eta:.0f} s"
         return f"frame {self.frames_done}/{self.frames_total}{eta_text}"
 
 

@@ -57,7 +57,9 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("bend_stiffness", 0.0, "N·m", "Resistance to bending (bending rigidity); 0 disables", 0.0, 1.0e3,
               paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
-              "Stretch ratios (min ≤ 1 ≤ max) that cost no energy, relative to the rest length", 1e-3, 10.0),
+              "Hard cap on stretch: no edge gets longer than max × its rest length (2 % tolerance), however hard "
+              "it is pulled. Between min and max (min ≤ 1 ≤ max) an edge stretches or shrinks freely; beyond them "
+              "Stretch Stiffness pulls it back (min below 1 lets the cloth crumple freely)", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
     *_wind("along the cloth's face normals, so a sheet edge-on to it feels none"),
 )
@@ -70,7 +72,8 @@ SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("poisson_ratio", 0.3, "ratio", "Volume preservation (Poisson ratio ν): 0 compressible, "
               "0.49 nearly incompressible", 0.0, 0.49),
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
-              "Principal stretches of a tetrahedron (min ≤ 1 ≤ max) that cost no energy", 1e-3, 10.0),
+              "Stretch a tetrahedron takes freely (min ≤ 1 ≤ max, principal stretches); beyond it Young's "
+              "Modulus resists. A soft range, not a hard cap", 1e-3, 10.0),
     ParamSpec("tet_resolution", 8, "cells", "Embedding lattice cells along the longest axis of the object "
               "(the server builds the tetrahedra)", 1, 200),
 )

@@ -47,8 +47,8 @@ class ProgressPrinter:
         if done:
             parts.append(f"{(now - progress.started_at) / done:.2f} s/frame")
         eta = progress.eta_seconds(now)
-        if eta is not None and done < total:
-            parts.append(f"ETA {clock_text(eta)}")
+        if done < total:
+            parts.append("ETA estimating" if eta is None else f"ETA {clock_text(eta)}")
         figures = stats_line(stats)
         return " · ".join(parts + ([figures] if figures else []))
 

@@ -77,7 +77,8 @@ CLOTH = _common_simulated() + (
     ParamSpec("bend_stiffness", 0.0, "N·m", "bending rigidity (mean-value Laplacian); 0 disables",
               low=0.0, high=1.0e3, paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "",
-              "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1)",
+              "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1); no "
+              "edge gets longer than σmax + solver.pd.strain_limit_slack (a hard cap)",
               type="range2", low=0.0, high=10.0, low_open=True),
     ParamSpec("self_collision", False, "", "vertex–triangle self collision", type="bool"),
     *_wind("along the faces' normals"),

@@ -52,15 +52,41 @@ def test_progress_counts_eta_and_last_good_frame():
     progress = bake_state.BakeProgress(10, 19, started_at=100.0)
     assert progress.frames_total == 10 and progress.last_good_frame is None
     assert progress.eta_seconds(now=101.0) is None
-    for frame in (10, 11, 12, 14):
-        progress.record(frame, {"iterations": 3})
-    assert progress.frames_done == 4 and progress.fraction == pytest.approx(0.4)
+    for frame, arrived in zip((10, 11, 12, 14, 15), (101.0, 105.0, 106.0, 107.0, 108.0)):
+        progress.record(frame, {"iterations": 3}, now=arrived)
+    assert progress.frames_done == 5 and progress.fraction == pytest.approx(0.5)
     assert progress.last_good_frame == 12
-    assert progress.eta_seconds(now=102.0) == pytest.approx(2.0 / 4 * 6)
+    # the start-up and the first solved frame (4 s) do not count: 1 s per frame, 5 left, 0.5 s into the next
+    assert progress.eta_seconds(now=108.5) == pytest.approx(4.5)
     assert progress.last_stats == {"iterations": 3}
-    assert "4/10" in progress.status_line(now=102.0)
+    assert "5/10" in progress.status_line(now=108.5) and "ETA 4 s" in progress.status_line(now=108.5)
     with pytest.raises(ValueError, match="outside the bake range"):
         progress.record(20)
+
+
+def test_eta_says_estimating_until_frames_are_timed():
+    progress = bake_state.BakeProgress(1, 40, started_at=0.0)
+    for frame, arrived in ((1, 0.5), (2, 9.0), (3, 10.0), (4, 11.0)):
+        progress.record(frame, now=arrived)
+        assert progress.eta_seconds(now=arrived) is None
+        assert "estimating" in progress.status_line(now=arrived)
+    progress.record(5, now=12.0)
+    assert progress.eta_seconds(now=12.0) == pytest.approx(35.0)
+
+
+def test_eta_at_a_quarter_of_a_bake_whose_frames_slow_down_when_contact_begins():
+    """A bake's first frame waits for the solver, the next frames fall freely (fast), then contact makes
+    every frame slower: the estimate at 25 % follows the latest frames, not the mean since the start."""
+    durations = [3.0] + [0.2] * 8 + [0.8 + 0.01 * k for k in range(39)]      # 48 frames [s]
+    arrivals = np.cumsum(durations)
+    progress = bake_state.BakeProgress(1, 48, started_at=0.0)
+    for frame in range(1, 13):
+        progress.record(frame, now=float(arrivals[frame - 1]))
+    truth = float(arrivals[-1] - arrivals[11])
+    estimate = progress.eta_seconds(now=float(arrivals[11]))
+    naive = float(arrivals[11]) / 12 * 36
+    assert abs(naive - truth) / truth > 0.3, "the mean since the start would be far off here"
+    assert abs(estimate - truth) / truth < 0.3, (estimate, truth)
 
 
 def test_stats_and_server_lines_for_the_panel():

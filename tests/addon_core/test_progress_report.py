@@ -19,7 +19,7 @@ def _bake(printer, clock, frames, seconds_per_frame=0.5, stats=None):
     progress = BakeProgress(1, frames, started_at=clock.now)
     for frame in range(1, frames + 1):
         clock.now += seconds_per_frame
-        progress.record(frame, stats)
+        progress.record(frame, stats, now=clock.now)
         printer.frame(progress, frame, stats or {})
     return progress
 
@@ -33,11 +33,16 @@ def test_a_terminal_gets_one_line_redrawn_with_bar_rate_eta_and_solver_figures()
     printer = ProgressPrinter(stream, interactive=True, clock=clock)
     progress = BakeProgress(1, 40, started_at=clock.now)
     clock.now += 2.0
-    progress.record(1, {"iterations": 12, "contacts": 30})
+    progress.record(1, {"iterations": 12, "contacts": 30}, now=clock.now)
     printer.frame(progress, 1, {"iterations": 12, "contacts": 30})
     text = stream.getvalue()
     assert text.startswith("\r\x1b[2Ktangle: [") and "\n" not in text
-    assert "1/40 frames (2%) · frame 1 · 2.00 s/frame · ETA 1:18 · 12 iterations · 30 contacts" in text
+    assert "1/40 frames (2%) · frame 1 · 2.00 s/frame · ETA estimating · 12 iterations · 30 contacts" in text
+    for frame in range(2, 6):
+        clock.now += 2.0
+        progress.record(frame, {}, now=clock.now)
+    printer.frame(progress, 5, {})
+    assert "5/40 frames (12%) · frame 5 · 2.00 s/frame · ETA 1:10" in stream.getvalue()
     printer.message("SIGINT: cancelling")
     assert stream.getvalue().endswith("\ntangle: SIGINT: cancelling\n")   # below the bar, not over it
 

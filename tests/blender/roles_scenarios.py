@@ -525,6 +525,16 @@ def scenario_rooted_inside(args: dict) -> dict:
                         "panel": [[p.object_name, p.message, p.blocking] for p in scene.tangle.problems],
                         "operator": call(bpy.ops.tangle.check_scene), "bake": call(bpy.ops.tangle.bake),
                         "last_error": scene.tangle.last_error}
+    # a blocking problem beside the warning, on the 'local' server: both are listed at once, and the refused
+    # Bake starts no solver
+    server = importlib.import_module("blender_addon.operators.server")
+    sheet.tangle.pin_group, scene.tangle.server_address = "no such group", "local"
+    problems = checks.check_scene(scene)
+    bake = call(bpy.ops.tangle.bake)
+    report["blocked"] = {"problems": [[p.object, p.message, p.blocking] for p in problems],
+                         "panel": [[p.object_name, p.message, p.blocking] for p in scene.tangle.problems],
+                         "bake": bake, "last_error": scene.tangle.last_error,
+                         "local_server": server.running_local_server() is not None}
     return report
 
 

@@ -234,6 +234,12 @@ def test_hair_rooted_inside_a_collider_is_a_warning_that_does_not_block_the_bake
             assert outcome["problems"][0][1].startswith("thickness 0: the cloth rests exactly on collider surfaces")
         # the warnings do not stop the bake: it gets as far as the (dead) server
         assert outcome["bake"]["result"] == ["RAISED"] and "timeout" in outcome["last_error"], (case, outcome)
+    blocked = report["blocked"]
+    listed = {(name, is_blocking) for name, _, is_blocking in blocked["problems"]}
+    assert ("Sheet", True) in listed and ("Hair", False) in listed, blocked   # fix-first and warnings together
+    assert blocked["panel"] == blocked["problems"]
+    assert blocked["bake"]["result"] == ["RAISED"] and "no such group" in blocked["last_error"], blocked
+    assert blocked["local_server"] is False, "a blocked Bake must not start the local solver"
 
 
 def test_presets_set_their_values(run_scenario):
