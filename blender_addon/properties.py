@@ -126,7 +126,8 @@ class TangleObjectSettings(PropertyGroup):
     pin_group: StringProperty(
         name="Pin Group",
         description="Vertex group whose vertices are pinned (weight 1 pins exactly, lower weights pin softly; "
-                    "cloth and soft body)")
+                    "cloth and soft body). A pin holds a position, not an angle: one pinned row is a hinge; "
+                    "pin two rows to clamp an edge")
     collider: PointerProperty(type=TangleColliderSettings)
     collider_shape: EnumProperty(name="Shape", items=COLLIDER_SHAPE_ITEMS, default="PLANE",
                                  description="Primitive shape fitted to the object")
