@@ -75,18 +75,14 @@ class _Clock:
         return "\n".join(f"  {name:<22} {seconds:7.2f} s" for name, seconds in self.timings)
 
 
-def _bake(bpy, scene, address: str, timeout: float | None = None) -> int:
-    code, message = bake_scene(scene, address=address, timeout=timeout)
-    return code
-
-
 def bake_scene(scene, address: str | None = None, timeout: float | None = None, resume: bool = False,
-               server_key: str = "", client_key: str = "") -> tuple[int, str]:
+               server_key: str = "", client_key: str = "", printer=None) -> tuple[int, str]:
     """Bake ``scene`` headless: (exit code 0 / 1, one-line message). Never raises for bake failures.
 
     address: the server (default: the scene's profile or address); server_key / client_key: CURVE key
     files for it. resume: continue the stored bake after its last baked frame when it is incomplete
     (a complete or absent bake is baked from the start; a bake that cannot be continued is an error).
+    printer: the progress output (default: a ProgressPrinter on stdout).
     """
     from .bake_output import load_record
     from .bake_session import START_ERRORS, BakeSession
@@ -101,7 +97,7 @@ def bake_scene(scene, address: str | None = None, timeout: float | None = None, 
         record = load_record(scene)
         if record is not None and record.last_frame is not None and record.last_frame < record.frame_end:
             from_frame = record.last_frame + 1
-    printer = ProgressPrinter(sys.stdout, interactive=sys.stdout.isatty())
+    printer = printer or ProgressPrinter(sys.stdout, interactive=sys.stdout.isatty())
     try:
         session = BakeSession(scene, timeout=timeout, from_frame=from_frame, connection=connection).start()
     except START_ERRORS as error:
@@ -156,6 +152,26 @@ def cancel_on_signals(session, printer):
             signal.signal(number, handler)
 
 
+class RecordingPrinter:
+    """A ProgressPrinter that also keeps the bake's progress (its frames' arrival times) for afterwards."""
+
+    def __init__(self, stream, interactive: bool):
+        from .core.progress_report import ProgressPrinter
+
+        self.printer = ProgressPrinter(stream, interactive=interactive)
+        self.progress = None
+
+    def frame(self, progress, frame, stats) -> None:
+        self.progress = progress
+        self.printer.frame(progress, frame, stats)
+
+    def message(self, text: str) -> None:
+        self.printer.message(text)
+
+    def close(self) -> None:
+        self.printer.close()
+
+
 def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | None) -> int:
     from .core.local_server import LocalServer
 
@@ -175,12 +191,18 @@ def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | 
         clock.lap("start server")
         scene = demo.build_scene(frames=frames, vertices_per_side=vertices_per_side)
         clock.lap("build scene")
-        code = _bake(bpy, scene, address)
+        printer = RecordingPrinter(sys.stdout, interactive=sys.stdout.isatty())
+        code, _ = bake_scene(scene, address, printer=printer)
         bake_seconds = clock.lap("bake")
         if code != 0:
             return code
-        print(f"tangle demo: {frames} frames of a {vertices_per_side}x{vertices_per_side} cloth in {bake_seconds:.2f} s "
-              f"({frames / bake_seconds:.1f} frames/s)")
+        print(f"tangle demo: {frames} frames (a {vertices_per_side}x{vertices_per_side} cloth, Elastic Rods hair, a "
+              f"soft body) in {bake_seconds:.2f} s ({frames / bake_seconds:.1f} frames/s)")
+        hindsight = printer.progress.eta_hindsight(0.25) if printer.progress is not None else None
+        if hindsight is not None and hindsight[0] is not None:
+            estimate, actual = hindsight
+            print(f"tangle demo: ETA at 25 % of the frames {estimate:.1f} s, the rest took {actual:.1f} s "
+                  f"({100 * (estimate - actual) / actual:+.0f} %)")
     finally:
         if server is not None:
             server.stop()
@@ -246,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser = commands.add_parser("demo", help="bake and render the demo scene")
     demo_parser.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
     demo_parser.add_argument("--frames", type=int, default=48, help="frames to bake (default: 48)")
-    demo_parser.add_argument("--grid", type=int, default=40, help="cloth vertices per side (default: 40)")
+    demo_parser.add_argument("--grid", type=int, default=32, help="cloth vertices per side (default: 32)")
     demo_parser.add_argument("--address", help="use this running server instead of starting a local one")
     bake_parser = commands.add_parser("bake", help="bake a saved .blend headless and save it")
     bake_parser.add_argument("blend", type=Path)

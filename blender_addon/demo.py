@@ -1,7 +1,8 @@
-"""The demo scene: a cloth sheet pinned at two corners, swept by an animated sphere, above a floor; a
-jelly cube (soft body) dropping onto the floor; a head sphere with hair (a Curves object bound to it
-through its UV map, fast particle model with guide interpolation) swaying from side to side; a second
-swaying head whose hair is simulated strand by strand with Discrete Elastic Rods and hair–hair friction.
+"""The demo scene: what Tangle does best, in one 2 s shot. Suzanne (Blender's monkey, an open mesh with
+separate eye shells) turns her head while a cotton cloth with self-collision falls over her and settles; a
+second head turns from side to side while its long Elastic Rods hair (every strand simulated, with hair–hair
+and hair–head friction contact) falls from the groom and flows with the turns; a jelly cube (soft body)
+drops onto the floor and wobbles.
 
 Builds the scene in (headless) bpy, and renders Workbench previews plus a contact sheet composed with
 numpy. Used by ``python -m blender_addon.cli demo``.
@@ -16,15 +17,12 @@ import bpy
 import mathutils
 import numpy as np
 
-CLOTH_NAME = "Sheet"
-SPHERE_NAME = "Ball"
+CLOTH_NAME = "Cloth"
+CHARACTER_NAME = "Suzanne"
 FLOOR_NAME = "Floor"
-PIN_GROUP = "pins"
 JELLY_NAME = "Jelly"
 HEAD_NAME = "Head"
 HAIR_NAME = "Hair"
-RODS_HEAD_NAME = "Head Rods"
-RODS_HAIR_NAME = "Hair Rods"
 
 
 def grid_mesh(name: str, vertices_per_side: int, size: float) -> bpy.types.Mesh:
@@ -48,11 +46,14 @@ def _material(name: str, rgba: tuple[float, float, float, float]) -> bpy.types.M
 
 
 def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, length: float, min_height: float,
-              max_strands: int | None = None) -> tuple[bpy.types.Object, list[int], np.ndarray]:
-    """A Curves hair object on ``surface`` (a mesh with a UV map): one straight strand along the normal
-    from the centroid of every loop triangle whose centroid is above ``min_height`` (object local z),
-    bound as Blender's hair tools bind it (``Curves.surface``, ``surface_uv_map`` and the per-strand
-    ``surface_uv_coordinate``). Returns (object, triangle indices, world points (N, 3))."""
+              max_strands: int | None = None, keep=None, groom=None) -> tuple[bpy.types.Object, list[int], np.ndarray]:
+    """A Curves hair object on ``surface`` (a mesh with a UV map): one strand from the centroid of every loop
+    triangle whose centroid is above ``min_height`` (object local z) and that ``keep(centroids (T, 3), normals
+    (T, 3)) -> bool (T,)`` accepts (all by default), at most ``max_strands`` of them spread evenly over those
+    triangles; bound as Blender's hair tools bind it (``Curves.surface``, ``surface_uv_map`` and the
+    per-strand ``surface_uv_coordinate``). ``groom(roots (S, 3), normals (S, 3), arc (P,)) -> (S, P, 3)`` lays
+    the strands out in the surface's local space from their roots and the arc length [m] of each point
+    (default: straight along the normal). Returns (object, triangle indices, world points (N, 3))."""
     mesh = surface.data
     mesh.calc_loop_triangles()
     local = np.empty(len(mesh.vertices) * 3)
@@ -66,13 +67,23 @@ def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, leng
     uvs = np.empty(len(mesh.loops) * 2)
     uv_layer.uv.foreach_get("vector", uvs)
     centroids = local[corners.reshape(-1, 3)].mean(axis=1)
-    chosen = np.flatnonzero(centroids[:, 2] > min_height)[:max_strands]
     normals = np.empty(len(mesh.loop_triangles) * 3)
     mesh.loop_triangles.foreach_get("normal", normals)
-    normals = normals.reshape(-1, 3)[chosen]
+    normals = normals.reshape(-1, 3)
+    wanted = centroids[:, 2] > min_height
+    if keep is not None:
+        wanted &= keep(centroids, normals)
+    chosen = np.flatnonzero(wanted)
+    if max_strands is not None and len(chosen) > max_strands:
+        chosen = chosen[np.linspace(0, len(chosen) - 1, max_strands).round().astype(int)]
+    normals = normals[chosen]
     root_uvs = uvs.reshape(-1, 2)[loops.reshape(-1, 3)[chosen]].mean(axis=1)
-    steps = np.linspace(0.0, length, points_per_strand)
-    points_local = (centroids[chosen][:, None, :] + steps[None, :, None] * normals[:, None, :]).reshape(-1, 3)
+    arc = np.linspace(0.0, length, points_per_strand)
+    if groom is None:
+        strands = centroids[chosen][:, None, :] + arc[None, :, None] * normals[:, None, :]
+    else:
+        strands = groom(centroids[chosen], normals, arc)
+    points_local = strands.reshape(-1, 3)
     matrix = np.array(surface.matrix_world)
     points = points_local @ matrix[:3, :3].T + matrix[:3, 3]
     curves = bpy.data.hair_curves.new(name)
@@ -86,74 +97,112 @@ def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, leng
     return hair, chosen.tolist(), points
 
 
+def combed_over_sphere(radius: float, lift: float):
+    """A ``grow_hair`` groom for a sphere of ``radius`` [m] centred on the local origin: each strand leaves
+    its root along the normal, follows the scalp ``lift`` [m] above it down its meridian (away from the
+    crown), and hangs straight down from the height where it reaches the side of the head."""
+    def groom(roots, normals, arc):
+        shell = radius + lift
+        polar = np.arccos(np.clip(roots[:, 2] / np.linalg.norm(roots, axis=1), -1.0, 1.0))     # from +Z
+        azimuth = np.arctan2(roots[:, 1], roots[:, 0])
+        along = np.maximum(arc - lift, 0.0)                                  # arc length past the lift
+        hang_polar = np.radians(100.0)                                       # just below the equator
+        on_scalp = np.minimum(along[None, :] / shell, np.maximum(hang_polar - polar, 0.0)[:, None])
+        angle = polar[:, None] + on_scalp
+        points = shell * np.stack([np.sin(angle) * np.cos(azimuth)[:, None], np.sin(angle) * np.sin(azimuth)[:, None],
+                                   np.cos(angle)], axis=-1)
+        hanging = along[None, :] - on_scalp * shell                          # the rest hangs down
+        points[..., 2] -= hanging
+        lifting = np.minimum(arc, lift)[None, :, None]
+        first = roots[:, None, :] + lifting * normals[:, None, :]
+        return np.where((arc <= lift)[None, :, None], first, points)
+    return groom
+
+
 def _add_jelly(scene: bpy.types.Scene) -> bpy.types.Object:
-    """A 0.5 m jelly cube, tilted, dropping from 0.9 m onto the floor (right of the sheet)."""
-    bpy.ops.mesh.primitive_cube_add(size=0.5, location=(1.5, -0.5, 0.9), rotation=(0.35, 0.25, 0.0))
+    """A 0.35 m jelly cube, tilted, dropping from 0.8 m onto the floor beside the head with hair."""
+    bpy.ops.mesh.primitive_cube_add(size=0.35, location=(1.3, -0.6, 0.8), rotation=(0.35, 0.25, 0.0))
     jelly = bpy.context.active_object
     jelly.name = jelly.data.name = JELLY_NAME
     jelly.data.materials.append(_material("Jelly", (0.3, 0.8, 0.35, 1.0)))
     jelly.tangle.role = "SOFTBODY"
     bpy.ops.tangle.apply_preset(preset="Jelly")
-    # 131 kg of jelly: a real gelatin modulus (5 kPa) would splash flat, a firmer one wobbles and keeps its shape
-    jelly.tangle.softbody.young_modulus = 3.0e5
-    jelly.tangle.softbody.tet_resolution = 6
+    # 45 kg of jelly: a real gelatin modulus (5 kPa) would splash flat, a firmer one wobbles and keeps its shape
+    jelly.tangle.softbody.young_modulus = 2.0e5
+    jelly.tangle.softbody.tet_resolution = 5
     return jelly
 
 
-def _add_swaying_head(scene: bpy.types.Scene, name: str, location: tuple[float, float, float],
-                      keys: tuple[tuple[int, float], ...], skin: tuple[float, float, float, float]) -> bpy.types.Object:
-    """A 0.25 m UV sphere mesh collider at ``location`` whose y follows ``keys`` ((frame, y [m]), ...)."""
-    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.25, segments=24, ring_count=12, location=location)
-    head = bpy.context.active_object
-    head.name = head.data.name = name
-    head.data.materials.append(_material(f"Skin {name}", skin))
+def _turning(obj: bpy.types.Object, frames: int, degrees: float, swings: float) -> None:
+    """Key ``obj``'s rotation about Z: it turns ``degrees`` to one side and the other, ``swings`` times over
+    ``frames`` (starting facing forward, so a bake from frame 1 starts from the modelled pose)."""
+    rest = obj.rotation_euler.z
+    for frame in range(1, frames + 1, 4):
+        obj.rotation_euler.z = rest + math.radians(degrees) * math.sin(2.0 * math.pi * swings * (frame - 1) / frames)
+        obj.keyframe_insert("rotation_euler", index=2, frame=frame)
+    obj.rotation_euler.z = rest
+
+
+def _add_character_with_cloth(scene: bpy.types.Scene, frames: int, vertices_per_side: int) -> bpy.types.Object:
+    """Suzanne (Blender's monkey: open, with separate eye shells) turning her head, as a mesh collider, and a
+    cotton cloth dropped over her that settles and slides as she turns (self-collision on)."""
+    bpy.ops.mesh.primitive_monkey_add(size=0.9, location=(-0.75, 0.2, 0.75))
+    monkey = bpy.context.active_object
+    monkey.name = monkey.data.name = CHARACTER_NAME
+    monkey.data.materials.append(_material("Skin Suzanne", (0.9, 0.7, 0.55, 1.0)))
     bpy.ops.object.shade_smooth()
-    head.tangle.role, head.tangle.collider_shape = "COLLIDER", "MESH"
-    for frame, y in keys:
-        head.location.y = y
-        head.keyframe_insert("location", frame=frame)
-    scene.frame_set(1)
-    return head
+    monkey.tangle.role, monkey.tangle.collider_shape = "COLLIDER", "MESH"
+    _turning(monkey, frames, degrees=35.0, swings=1.0)
 
-
-def _hair_on(head: bpy.types.Object, name: str, points_per_strand: int, min_height: float,
-             max_strands: int | None, rgba: tuple[float, float, float, float]) -> bpy.types.Object:
-    """0.3 m straight strands grown on ``head`` above ``min_height``, Hair role, Straight Coarse preset."""
-    hair, _, _ = grow_hair(head, name, points_per_strand=points_per_strand, length=0.3, min_height=min_height,
-                           max_strands=max_strands)
-    hair.data.materials.append(_material(name, rgba))
-    hair.tangle.role = "HAIR"
-    bpy.context.view_layer.objects.active = hair
-    bpy.ops.tangle.apply_preset(preset="Straight Coarse")
-    return hair
+    cloth = bpy.data.objects.new(CLOTH_NAME, grid_mesh(CLOTH_NAME, vertices_per_side, 1.2))
+    scene.collection.objects.link(cloth)
+    cloth.location = (-0.75, 0.25, 1.25)
+    cloth.rotation_euler = (0.0, 0.0, math.radians(20.0))
+    cloth.data.materials.append(_material("Cloth", (0.85, 0.25, 0.2, 1.0)))
+    for polygon in cloth.data.polygons:
+        polygon.use_smooth = True
+    cloth.tangle.role = "CLOTH"
+    bpy.context.view_layer.objects.active = cloth
+    bpy.ops.tangle.apply_preset(preset="Cotton")
+    cloth.tangle.cloth.self_collision = True
+    cloth.tangle.cloth.thickness = 0.004
+    cloth.tangle.cloth.damping = 0.5
+    return cloth
 
 
 def _add_head_with_hair(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
-    """A head sphere swaying left and right (front left of the sheet) with 0.3 m hair strands on its top."""
-    keys = ((1, -1.3), (frames // 3, -0.7), (2 * frames // 3, -1.5), (frames, -1.1))
-    head = _add_swaying_head(scene, HEAD_NAME, (-1.6, -1.3, 0.9), keys, (0.9, 0.7, 0.55, 1.0))
-    hair = _hair_on(head, HAIR_NAME, 8, 0.08, None, (0.35, 0.2, 0.1, 1.0))
-    # Fast preview model: 24 k-means guide strands simulated (particle hair), the others interpolated on
-    # the server (the Elastic Rods model of the second head simulates every strand).
-    hair.tangle.hair.model, hair.tangle.hair.guide_count = "particles", 24
-    hair.tangle.hair.radius = 1.0e-3
-    return head, hair
+    """A head turning from side to side with long Elastic Rods hair (every strand simulated: Discrete
+    Elastic Rods with hair–hair and hair–head Coulomb friction contact) that falls from its groom onto the
+    head and flows as the head turns."""
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.22, segments=24, ring_count=12, location=(0.85, 0.35, 1.0))
+    head = bpy.context.active_object
+    head.name = head.data.name = HEAD_NAME
+    head.data.materials.append(_material("Skin Head", (0.75, 0.55, 0.45, 1.0)))
+    bpy.ops.object.shade_smooth()
+    head.tangle.role, head.tangle.collider_shape = "COLLIDER", "MESH"
+    _turning(head, frames, degrees=30.0, swings=1.0)
+    scene.frame_set(1)
+    # a hairline: no hair on the face side (local −Y) below the crown
+    def scalp(centroids, _normals):
+        return (centroids[:, 1] > -0.1) | (centroids[:, 2] > 0.15)
 
-
-def _add_head_with_elastic_rods(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.Object, bpy.types.Object]:
-    """A second head (left of the sheet) swaying faster, with Elastic Rods hair: every strand simulated
-    (Discrete Elastic Rods), hair–hair Coulomb friction contact and contact with the head."""
-    keys = ((1, 0.4), (frames // 4, 0.9), (frames // 2, 0.2), (3 * frames // 4, 0.8), (frames, 0.4))
-    head = _add_swaying_head(scene, RODS_HEAD_NAME, (-2.4, 0.4, 0.9), keys, (0.75, 0.55, 0.45, 1.0))
-    hair = _hair_on(head, RODS_HAIR_NAME, 8, 0.05, 96, (0.75, 0.6, 0.25, 1.0))
+    hair, _, _ = grow_hair(head, HAIR_NAME, points_per_strand=14, length=0.5, min_height=0.02, max_strands=120,
+                           keep=scalp, groom=combed_over_sphere(0.22, 0.01))
+    radius = hair.data.attributes.get("radius") or hair.data.attributes.new("radius", "FLOAT", "POINT")
+    radius.data.foreach_set("value", np.tile(np.linspace(3.5e-3, 1.0e-3, 14), len(hair.data.curves)).astype(np.float32))
+    hair.data.materials.append(_material(HAIR_NAME, (0.22, 0.12, 0.06, 1.0)))
+    hair.tangle.role = "HAIR"
+    bpy.context.view_layer.objects.active = hair
+    bpy.ops.tangle.apply_preset(preset="Straight Fine")
     hair.tangle.hair.model = "der"
-    # 0.5 mm strands (clumps): they bend under their weight and keep the bake short; 0.12 mm hair drapes
-    # more but multiplies the hair–hair contacts (demo bake 249 s instead of 59 s on 2 cores)
-    hair.tangle.hair.radius = 5.0e-4
+    # each simulated strand stands for a lock of hair: 0.2 mm thick, it falls and flows like hair and keeps the
+    # hair–hair contacts few enough for a quick preview (0.03 mm strands need thousands for the same look)
+    hair.tangle.hair.radius = 2.0e-4
+    hair.tangle.hair.damping = 0.5
     return head, hair
 
 
-def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8) -> bpy.types.Scene:
+def build_scene(frames: int = 48, vertices_per_side: int = 32, substeps: int = 4) -> bpy.types.Scene:
     """Replace the current file with the demo scene; returns the scene (frames 1..frames, 24 fps)."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
@@ -161,51 +210,23 @@ def build_scene(frames: int = 48, vertices_per_side: int = 40, substeps: int = 8
     scene.render.fps, scene.render.fps_base = 24, 1.0
     scene.tangle.substeps = substeps
 
-    # Cloth: a 2 m sheet held at the two corners of its back edge, 1.9 m above the floor.
-    sheet = bpy.data.objects.new(CLOTH_NAME, grid_mesh(CLOTH_NAME, vertices_per_side, 2.0))
-    scene.collection.objects.link(sheet)
-    sheet.location = (0.0, 0.0, 1.9)
-    sheet.data.materials.append(_material("Cloth", (0.85, 0.25, 0.2, 1.0)))
-    n = vertices_per_side
-    pins = sheet.vertex_groups.new(name=PIN_GROUP)
-    pins.add([n * (n - 1), n * n - 1], 1.0, "REPLACE")  # the two corners at local y = +1
-    for polygon in sheet.data.polygons:
-        polygon.use_smooth = True
-    settings = sheet.tangle
-    settings.role, settings.pin_group = "CLOTH", PIN_GROUP
-    settings.cloth.stretch_stiffness = 2000.0
-    settings.cloth.damping = 0.5
-
-    # Animated sphere collider under the sheet: the sheet falls onto it and is dragged along.
-    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.35, segments=48, ring_count=24)
-    ball = bpy.context.active_object
-    ball.name = SPHERE_NAME
-    ball.data.materials.append(_material("Ball", (0.25, 0.45, 0.85, 1.0)))
-    bpy.ops.object.shade_smooth()
-    ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
-    ball.tangle.collider.friction = 0.4
-    for frame, location in ((1, (-0.9, -0.3, 0.75)), (frames, (1.0, 0.5, 0.75))):
-        ball.location = location
-        ball.keyframe_insert("location", frame=frame)
-
-    # Floor plane collider.
     bpy.ops.mesh.primitive_plane_add(size=30.0)
     floor = bpy.context.active_object
     floor.name = FLOOR_NAME
     floor.data.materials.append(_material("Floor", (0.8, 0.8, 0.78, 1.0)))
     floor.tangle.role, floor.tangle.collider_shape = "COLLIDER", "PLANE"
 
-    _add_jelly(scene)
+    _add_character_with_cloth(scene, frames, vertices_per_side)
     _add_head_with_hair(scene, frames)
-    _add_head_with_elastic_rods(scene, frames)
+    _add_jelly(scene)
+    scene.frame_set(1)
 
-    # Camera and light.
     camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(camera)
-    camera.location = (4.4, -4.4, 3.3)
-    look_at = mathutils.Vector((0.0, 0.2, 0.8))
+    camera.location = (0.9, -3.9, 2.0)
+    look_at = mathutils.Vector((0.05, 0.1, 0.75))
     camera.rotation_euler = (look_at - camera.location).to_track_quat("-Z", "Y").to_euler()
-    camera.data.lens = 36.0
+    camera.data.lens = 40.0
     scene.camera = camera
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", type="SUN"))
     scene.collection.objects.link(sun)

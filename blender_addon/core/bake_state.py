@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -109,6 +110,16 @@ class BakeProgress:
         spent = (time.monotonic() if now is None else now) - self.arrivals[-1]
         left = self.frames_total - self.frames_done
         return max(0.0, per_frame * left - min(spent, per_frame)) if left else 0.0
+
+    def eta_hindsight(self, fraction: float = 0.25) -> tuple[float | None, float] | None:
+        """(the ETA this bake showed when ``fraction`` of its frames had arrived, the time those frames then
+        really took) [s], from the arrival times; None before the bake has all its frames."""
+        if len(self.arrivals) < self.frames_total:
+            return None
+        seen = max(1, math.ceil(fraction * self.frames_total))
+        then = BakeProgress(self.frame_start, self.frame_end, self.started_at,
+                            set(sorted(self.baked_frames)[:seen]), arrivals=self.arrivals[:seen])
+        return then.eta_seconds(self.arrivals[seen - 1]), self.arrivals[-1] - self.arrivals[seen - 1]
 
     def status_line(self, now: float | None = None) -> str:
         eta = self.eta_seconds(now)
