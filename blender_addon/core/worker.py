@@ -40,11 +40,23 @@ class WorkerEvent:
     checkpoint: Mapping[str, object] | None = None
 
     def describe(self) -> str:
-        """A one-line human message for error events, naming the object and frame where known."""
+        """A one-line human message for error events, naming the object and frame where known, in the
+        panel's words (``in_panel_terms``)."""
         where = " ".join(part for part in (
             f"object '{self.object}'" if self.object else "",
             f"frame {self.frame}" if self.frame is not None else "") if part)
-        return f"{self.code}: {where + ': ' if where else ''}{self.message}"
+        return f"{self.code}: {where + ': ' if where else ''}{in_panel_terms(self.message)}"
+
+
+# Scene fields the server's messages name, and what the Tangle panels call them
+PANEL_TERMS = (("time.substeps", "Substeps (Tangle Bake panel)"),)
+
+
+def in_panel_terms(message: str) -> str:
+    """A server message with the scene's field names replaced by the panel settings an artist changes."""
+    for field, label in PANEL_TERMS:
+        message = message.replace(field, label)
+    return message
 
 
 DriveFrames = Mapping[int, Mapping[str, Mapping[str, np.ndarray]]]

@@ -132,3 +132,13 @@ def test_poll_is_non_blocking():
     worker.start()
     worker.join(5.0)
     assert [event.kind for event in worker.poll()][-1] == "done"
+
+
+def test_server_messages_name_the_panel_setting_not_the_scene_field():
+    from blender_addon.core.worker import WorkerEvent, in_panel_terms
+
+    message = "runaway: ... (raise time.substeps), or a collider or pin forcing the object through itself"
+    assert in_panel_terms(message) == ("runaway: ... (raise Substeps (Tangle Bake panel)), or a collider or pin "
+                                       "forcing the object through itself")
+    event = WorkerEvent("error", code="simulation_failed", message=message, object="Cape", frame=31)
+    assert "time.substeps" not in event.describe() and "Substeps (Tangle Bake panel)" in event.describe()
