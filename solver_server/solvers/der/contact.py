@@ -63,6 +63,10 @@ class ContactSettings:
     # continuous collision detection of vertices against colliders on the first iteration (collider_ccd.py);
     # off: colliders are only tested at the predicted end positions (a fast vertex can pass a thin collider)
     collider_ccd: bool = True
+    # [m/s] a vertex inside a collider's solid (a groom that starts through the ground or a body) is pushed out
+    # at most this fast relative to the surface, so it comes out over a few frames with its strand instead of
+    # every such vertex jumping onto the surface at once (which folds the strand's segments to zero length)
+    recovery_speed: float = 0.5
     # the local step after each global step: "jacobi" (seed Algorithm 3: one step per contact, all at once,
     # with `response`) or "gauss_seidel" (the contact problem of the linear model u = u_now + W Δλ with the
     # exact Delassus operator W = J A⁻¹ Jᵀ solved by projected Gauss–Seidel sweeps, contact_space.py)
@@ -421,9 +425,11 @@ class StepContacts:
             index = xp.nonzero(hit)[0]
             normal = _normalize(xp, normal[index])
             surface_velocity = collider.velocity(xp, x1[index], self.h)
-            # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹)
+            # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex
+            # predicted inside the solid comes out by at most recovery_speed · h in this step
             relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
-            parts.append((index, normal, relative_now + (contact_distance[index] - distance[index]) / self.h,
+            depth_limited = xp.maximum(distance[index], -settings.recovery_speed * self.h)
+            parts.append((index, normal, relative_now + (contact_distance[index] - depth_limited) / self.h,
                           surface_velocity))
         index = xp.concatenate([part[0] for part in parts]) if parts else xp.zeros(0, dtype=xp.int64)
         if index.shape[0] == 0:

@@ -249,6 +249,10 @@ class _SharedSolver:
         except ValueError as error:
             raise SceneError(str(error), object=first.id) from error
         self.state = rest_state(xp, self.model)
+        free = np.ones(int(self.starts["n_vertices"][-1]), dtype=bool)
+        free[fixed_vertices] = False
+        self.free_vertices = backend.from_host(free)
+        self.started = False            # the first step counts the free vertices that start inside a collider
         self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"],
                                           self.model.edge_vertex)
 
@@ -260,11 +264,25 @@ class _SharedSolver:
         control = DerControl(vertex_targets=from_host(np.concatenate([fixed for fixed, _, _ in targets])),
                              soft_targets=from_host(soft_targets) if soft_targets.size else None,
                              edge_directors=from_host(np.concatenate([turned for _, _, turned in targets])))
+        started_inside = None if self.started else self._inside_colliders()
+        self.started = True
         out = self.state.copy()
         wind = None if self.wind is None else self.wind.acceleration(self.state.tangents, inputs.time)
         stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity, acceleration=wind)
         self.state = out
+        if started_inside:
+            stats["started_inside"] = started_inside
         return stats
+
+    def _inside_colliders(self) -> int:
+        """Free vertices inside a collider's solid (below a plane, inside a primitive or a closed mesh shell):
+        a groom that starts through the ground or a body. Contact brings them out over a few frames
+        (``ContactSettings.recovery_speed``) where their strand can move that way."""
+        xp = self.backend.xp
+        inside = xp.zeros(self.state.positions.shape[0], dtype=bool)
+        for collider in self.solver.contact.colliders:
+            inside |= collider.depth_inside(xp, self.state.positions) > 0.0
+        return int((inside & self.free_vertices).sum())
 
     def _rows(self, index: int, length: int) -> slice | None:
         """Rows of object ``index`` in a combined state array of leading length ``length`` (None: unknown)."""
@@ -292,6 +310,7 @@ class _SharedSolver:
         joined = {name: from_host(np.concatenate([state[name] for state in states]))
                   for name in DerState.__dataclass_fields__}
         self.state = DerState(**joined)
+        self.started = True
 
     def solver_state(self) -> dict:
         """Cross-step state of the solver beyond DerState (its contact solver's ``state_arrays()``: the contact
@@ -328,6 +347,7 @@ class DerHairGroup:
 
     def step(self, inputs: SubstepInputs) -> dict:
         totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0, "unreachable_contacts": 0}
+        started_inside = 0
         colliders = list(inputs.colliders.colliders) if inputs.colliders is not None else []
         for shared in self.solvers:
             stats = shared.step(inputs, colliders)
@@ -336,6 +356,9 @@ class DerHairGroup:
             totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
             totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
             totals["unreachable_contacts"] += stats.get("unreachable_contacts", 0)
+            started_inside += stats.get("started_inside", 0)
+        if started_inside:
+            totals["started_inside"] = started_inside
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:
