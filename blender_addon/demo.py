@@ -143,16 +143,24 @@ def _turning(obj: bpy.types.Object, frames: int, degrees: float, swings: float) 
     obj.rotation_euler.z = rest
 
 
+def _turning_collider(name: str, skin: tuple[float, float, float, float], frames: int,
+                      degrees: float) -> bpy.types.Object:
+    """The mesh just added (the active object), named ``name``, smooth with a ``skin`` colour, a Mesh collider
+    that turns ``degrees`` to each side and back once over ``frames``."""
+    obj = bpy.context.active_object
+    obj.name = obj.data.name = name
+    obj.data.materials.append(_material(f"Skin {name}", skin))
+    bpy.ops.object.shade_smooth()
+    obj.tangle.role, obj.tangle.collider_shape = "COLLIDER", "MESH"
+    _turning(obj, frames, degrees=degrees, swings=1.0)
+    return obj
+
+
 def _add_character_with_cloth(scene: bpy.types.Scene, frames: int, vertices_per_side: int) -> bpy.types.Object:
     """Suzanne (Blender's monkey: open, with separate eye shells) turning her head, as a mesh collider, and a
     cotton cloth dropped over her that settles and slides as she turns (self-collision on)."""
     bpy.ops.mesh.primitive_monkey_add(size=0.9, location=(-0.75, 0.2, 0.75))
-    monkey = bpy.context.active_object
-    monkey.name = monkey.data.name = CHARACTER_NAME
-    monkey.data.materials.append(_material("Skin Suzanne", (0.9, 0.7, 0.55, 1.0)))
-    bpy.ops.object.shade_smooth()
-    monkey.tangle.role, monkey.tangle.collider_shape = "COLLIDER", "MESH"
-    _turning(monkey, frames, degrees=35.0, swings=1.0)
+    _turning_collider(CHARACTER_NAME, (0.9, 0.7, 0.55, 1.0), frames, degrees=35.0)
 
     cloth = bpy.data.objects.new(CLOTH_NAME, grid_mesh(CLOTH_NAME, vertices_per_side, 1.2))
     scene.collection.objects.link(cloth)
@@ -175,12 +183,7 @@ def _add_head_with_hair(scene: bpy.types.Scene, frames: int) -> tuple[bpy.types.
     Elastic Rods with hair–hair and hair–head Coulomb friction contact) that falls from its groom onto the
     head and flows as the head turns."""
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.22, segments=24, ring_count=12, location=(0.85, 0.35, 1.0))
-    head = bpy.context.active_object
-    head.name = head.data.name = HEAD_NAME
-    head.data.materials.append(_material("Skin Head", (0.75, 0.55, 0.45, 1.0)))
-    bpy.ops.object.shade_smooth()
-    head.tangle.role, head.tangle.collider_shape = "COLLIDER", "MESH"
-    _turning(head, frames, degrees=30.0, swings=1.0)
+    head = _turning_collider(HEAD_NAME, (0.75, 0.55, 0.45, 1.0), frames, degrees=30.0)
     scene.frame_set(1)
     # a hairline: no hair on the face side (local −Y) below the crown
     def scalp(centroids, _normals):

@@ -6,10 +6,12 @@ without clashing with the other conftest modules pytest has already imported.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +57,29 @@ class ServerProcess:
         if self.process.poll() is None:
             self.process.kill()
         return self.process.wait(10)
+
+
+def process_running(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (ended, not yet reaped by its new parent)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return not Path("/proc").is_dir()
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for process ``pid`` to end; True when it has."""
+    deadline = time.monotonic() + seconds
+    while process_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not process_running(pid)
+
+
+def end_process(pid: int) -> None:
+    """SIGKILL process ``pid`` if it still runs (a test's cleanup, also when the test failed)."""
+    if process_running(pid):
+        os.kill(pid, 9)

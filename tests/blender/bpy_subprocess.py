@@ -64,12 +64,3 @@ def solver_children(pid: int) -> list[int]:
         if parent == pid and b"solver_server" in command:
             found.append(int(entry.name))
     return found
-
-
-def process_running(pid: int) -> bool:
-    """True while process ``pid`` exists and is not a zombie (an ended process nobody has reaped yet)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

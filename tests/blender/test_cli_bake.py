@@ -6,7 +6,9 @@ import signal
 import time
 
 import pytest
-from bpy_subprocess import process_running, run_cli, solver_children, start_cli
+from bpy_subprocess import run_cli, solver_children, start_cli
+
+from tests.server_process import end_process, wait_gone
 
 def test_cli_bake_saves_keyframes_that_play_without_the_addon(run_scenario, solver_server_address, tmp_path):
     shot, baked = tmp_path / "shot.blend", tmp_path / "baked.blend"
@@ -72,11 +74,6 @@ def _first_frame_and_local_server(process) -> int:
     return servers[0]
 
 
-def _end(pid: int) -> None:
-    if process_running(pid):
-        os.kill(pid, signal.SIGKILL)
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the local server through /proc")
 def test_ctrl_c_in_the_terminal_cancels_a_local_server_bake_cleanly(run_scenario, tmp_path):
     """A terminal's Ctrl-C sends SIGINT to the whole foreground process group. The local solver runs in a group
@@ -93,11 +90,8 @@ def test_ctrl_c_in_the_terminal_cancels_a_local_server_bake_cleanly(run_scenario
     finally:
         process.kill()
         if server is not None:
-            deadline = time.monotonic() + 10
-            while process_running(server) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            still_running = process_running(server)
-            _end(server)
+            still_running = not wait_gone(server, 10)
+            end_process(server)
     assert process.returncode == 130, stdout + stderr
     assert re.search(r"bake cancelled: \d+/1000 frames", stdout), stdout
     assert "failed" not in (stdout + stderr).lower() and "timeout" not in (stdout + stderr).lower(), stdout + stderr
@@ -118,12 +112,9 @@ def test_a_killed_blender_takes_its_local_solver_with_it(run_scenario, tmp_path)
         server = _first_frame_and_local_server(process)
         process.kill()
         process.wait(10)
-        deadline = time.monotonic() + 10
-        while process_running(server) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not process_running(server), "the local solver outlived its Blender by 10 s"
+        assert wait_gone(server, 10), "the local solver outlived its Blender by 10 s"
     finally:
         process.kill()
         process.communicate()
         if server is not None:
-            _end(server)
+            end_process(server)

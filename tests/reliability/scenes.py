@@ -113,3 +113,18 @@ def light_cloth_scene(frame_end: int = 48, cloth_n: int = 6):
         return {"Ball": full_drive(frame)["Ball"]}
 
     return scene, drive
+
+
+def bake_frames(simulation, drive, upto, checkpoint_at=None):
+    """Advance to ``upto``; returns ({frame: positions}, checkpoint taken at ``checkpoint_at``)."""
+    frames, checkpoint = {}, None
+    if simulation.frame == simulation.frame_start:
+        frames[simulation.frame_start] = simulation.initial_frame()[1]
+        if checkpoint_at == simulation.frame_start:
+            checkpoint = simulation.checkpoint()
+    while simulation.frame < upto:
+        frame, positions, _ = simulation.advance(drive(simulation.frame + 1))
+        frames[frame] = positions
+        if frame == checkpoint_at:
+            checkpoint = simulation.checkpoint()
+    return frames, checkpoint

@@ -11,24 +11,9 @@ from solver_server.backend import get_backend
 from solver_server.sim.errors import SceneError
 from solver_server.simulation import Simulation
 
-from .scenes import SOLVER_SCENES, pd_scene
+from .scenes import SOLVER_SCENES, bake_frames, pd_scene
 
 FRAMES = {"pd": 10, "der": 6, "particles": 10, "cosserat": 10}
-
-
-def _bake(simulation, drive, upto, checkpoint_at=None):
-    """Advance to ``upto``; returns ({frame: positions}, checkpoint taken at ``checkpoint_at``)."""
-    frames, checkpoint = {}, None
-    if simulation.frame == simulation.frame_start:
-        frames[simulation.frame_start] = simulation.initial_frame()[1]
-        if checkpoint_at == simulation.frame_start:
-            checkpoint = simulation.checkpoint()
-    while simulation.frame < upto:
-        frame, positions, _ = simulation.advance(drive(simulation.frame + 1))
-        frames[frame] = positions
-        if frame == checkpoint_at:
-            checkpoint = simulation.checkpoint()
-    return frames, checkpoint
 
 
 @pytest.mark.parametrize("kind", sorted(SOLVER_SCENES))
@@ -36,7 +21,7 @@ def test_restored_simulation_continues_exactly(kind):
     last = FRAMES[kind]
     scene, drive = SOLVER_SCENES[kind](frame_end=last)
     backend = get_backend("cpu")
-    reference, checkpoint = _bake(Simulation(scene, backend), drive, last, checkpoint_at=last // 2)
+    reference, checkpoint = bake_frames(Simulation(scene, backend), drive, last, checkpoint_at=last // 2)
     assert checkpoint["frame"] == last // 2
     for group in checkpoint["groups"].values():
         for name, array in group.items():
@@ -45,7 +30,7 @@ def test_restored_simulation_continues_exactly(kind):
     checkpoint = decode_checkpoint(encode_checkpoint(checkpoint))
     resumed = Simulation(scene, backend)
     resumed.restore(checkpoint)
-    frames, _ = _bake(resumed, drive, last)
+    frames, _ = bake_frames(resumed, drive, last)
     assert sorted(frames) == list(range(last // 2 + 1, last + 1))
     moved = 0.0
     for frame, positions in frames.items():
@@ -59,10 +44,10 @@ def test_restored_simulation_continues_exactly(kind):
 def test_checkpoint_at_frame_start_equals_a_fresh_start():
     scene, drive = pd_scene(frame_end=4)
     backend = get_backend("cpu")
-    reference, checkpoint = _bake(Simulation(scene, backend), drive, 4, checkpoint_at=1)
+    reference, checkpoint = bake_frames(Simulation(scene, backend), drive, 4, checkpoint_at=1)
     resumed = Simulation(scene, backend)
     resumed.restore(checkpoint)
-    frames, _ = _bake(resumed, drive, 4)
+    frames, _ = bake_frames(resumed, drive, 4)
     for frame in (2, 3, 4):
         np.testing.assert_array_equal(frames[frame]["Cloth"], reference[frame]["Cloth"])
 
@@ -71,7 +56,7 @@ def test_checkpoint_at_frame_start_equals_a_fresh_start():
 def pd_checkpoint():
     scene, drive = pd_scene(frame_end=4)
     simulation = Simulation(scene, get_backend("cpu"))
-    _bake(simulation, drive, 2)
+    bake_frames(simulation, drive, 2)
     return scene, simulation.checkpoint()
 
 
@@ -115,11 +100,11 @@ def test_a_scene_without_kinematics_round_trips_through_bytes():
     scene, _ = pd_scene(frame_end=5)
     scene["objects"] = [obj for obj in scene["objects"] if obj["kind"] == "cloth"]
     backend = get_backend("cpu")
-    reference, checkpoint = _bake(Simulation(scene, backend), lambda frame: None, 5, checkpoint_at=3)
+    reference, checkpoint = bake_frames(Simulation(scene, backend), lambda frame: None, 5, checkpoint_at=3)
     assert checkpoint["groups"]["kinematic"] == {}
     for restored in (decode_checkpoint(encode_checkpoint(checkpoint)),
                      {"frame": 3, "groups": {"cloth": checkpoint["groups"]["cloth"]}}):
         resumed = Simulation(scene, backend)
         resumed.restore(restored)
-        frames, _ = _bake(resumed, lambda frame: None, 5)
+        frames, _ = bake_frames(resumed, lambda frame: None, 5)
         np.testing.assert_array_equal(frames[5]["Cloth"], reference[5]["Cloth"])

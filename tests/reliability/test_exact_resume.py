@@ -12,17 +12,7 @@ from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 
 from .resume_scenes import RESUME_SCENES
-
-
-def _advance(simulation, drive, last, checkpoint_at=None):
-    """Frames simulation.frame + 1 .. last as {frame: positions}, and the checkpoint at ``checkpoint_at``."""
-    frames, checkpoint = {}, None
-    while simulation.frame < last:
-        frame, positions, _ = simulation.advance(drive(simulation.frame + 1))
-        frames[frame] = positions
-        if frame == checkpoint_at:
-            checkpoint = simulation.checkpoint()
-    return frames, checkpoint
+from .scenes import bake_frames
 
 
 @pytest.mark.parametrize("name", sorted(RESUME_SCENES))
@@ -31,10 +21,10 @@ def test_every_frame_after_a_resume_equals_the_uninterrupted_bake(name):
     backend = get_backend("cpu")
     reference_simulation = Simulation(scene, backend)
     last = reference_simulation.frame_end
-    reference, checkpoint = _advance(reference_simulation, drive, last, checkpoint_at=checkpoint_frame)
+    reference, checkpoint = bake_frames(reference_simulation, drive, last, checkpoint_at=checkpoint_frame)
     resumed = Simulation(scene, backend)
     resumed.restore(decode_checkpoint(encode_checkpoint(checkpoint)))
-    frames, _ = _advance(resumed, drive, last)
+    frames, _ = bake_frames(resumed, drive, last)
     assert sorted(frames) == list(range(checkpoint_frame + 1, last + 1))
     moved = 0.0
     for frame in sorted(frames):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from solver_server.parent_watch import parent_gone, process_alive
+from tests.server_process import end_process, process_running, wait_gone
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,14 +24,6 @@ print(server.process.pid, flush=True)
 sys.stdin.readline()
 os._exit(0)
 """
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an ended process that its new parent has not reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return process_alive(pid)
 
 
 def test_process_alive_and_parent_gone():
@@ -48,18 +41,14 @@ def test_a_local_server_ends_when_its_parent_exits_without_cleaning_up():
     server_pid = None
     try:
         server_pid = int(parent.stdout.readline())
-        assert _running(server_pid)
         time.sleep(1.0)
-        assert _running(server_pid), "the server runs while its parent does"
+        assert process_running(server_pid), "the server runs while its parent does"
         parent.stdin.write("\n")
         parent.stdin.flush()
         parent.wait(30)
-        deadline = time.monotonic() + 10
-        while _running(server_pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _running(server_pid), "the local server outlived its parent by 10 s"
+        assert wait_gone(server_pid, 10), "the local server outlived its parent by 10 s"
     finally:
         parent.kill()
         parent.wait(10)
-        if server_pid is not None and _running(server_pid):
-            os.kill(server_pid, 9)
+        if server_pid is not None:
+            end_process(server_pid)
