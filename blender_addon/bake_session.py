@@ -93,8 +93,10 @@ class BakeSession:
 
         scene = self.scene
         settings = scene.tangle
-        scene_dict, drive, self.targets = bake_io.export_scene(scene)   # checks first: a blocked bake starts nothing
-        connection = self.connection or scene_connection(scene)
+        if self.connection is not None:
+            self.connection.validate()      # a given connection's settings (key files) cost nothing to check
+        scene_dict, drive, self.targets = bake_io.export_scene(scene)   # before the scene's connection: a
+        connection = self.connection or scene_connection(scene)         # blocked bake starts no local solver
         connection.validate()
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]
         route = bake_route(settings.output_route, settings.hair_cache)
