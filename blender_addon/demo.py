@@ -50,10 +50,11 @@ def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, leng
     """A Curves hair object on ``surface`` (a mesh with a UV map): one strand from the centroid of every loop
     triangle whose centroid is above ``min_height`` (object local z) and that ``keep(centroids (T, 3), normals
     (T, 3)) -> bool (T,)`` accepts (all by default), at most ``max_strands`` of them spread evenly over those
-    triangles; bound as Blender's hair tools bind it (``Curves.surface``, ``surface_uv_map`` and the
-    per-strand ``surface_uv_coordinate``). ``groom(roots (S, 3), normals (S, 3), arc (P,)) -> (S, P, 3)`` lays
-    the strands out in the surface's local space from their roots and the arc length [m] of each point
-    (default: straight along the normal). Returns (object, triangle indices, world points (N, 3))."""
+    triangles (in the order of their centroids' z, y, x); bound as Blender's hair tools bind it
+    (``Curves.surface``, ``surface_uv_map`` and the per-strand ``surface_uv_coordinate``). ``groom(roots (S, 3),
+    normals (S, 3), arc (P,)) -> (S, P, 3)`` lays the strands out in the surface's local space from their
+    roots and the arc length [m] of each point (default: straight along the normal). Returns (object,
+    triangle indices, world points (N, 3))."""
     mesh = surface.data
     mesh.calc_loop_triangles()
     local = np.empty(len(mesh.vertices) * 3)
@@ -73,7 +74,9 @@ def grow_hair(surface: bpy.types.Object, name: str, points_per_strand: int, leng
     wanted = centroids[:, 2] > min_height
     if keep is not None:
         wanted &= keep(centroids, normals)
+    # by position, not by triangle index: a new primitive's faces come in a different order in each session
     chosen = np.flatnonzero(wanted)
+    chosen = chosen[np.lexsort(centroids[chosen].round(6).T)]      # last key first: z, then y, then x
     if max_strands is not None and len(chosen) > max_strands:
         chosen = chosen[np.linspace(0, len(chosen) - 1, max_strands).round().astype(int)]
     normals = normals[chosen]
@@ -113,8 +116,7 @@ def combed_over_sphere(radius: float, lift: float):
                                    np.cos(angle)], axis=-1)
         hanging = along[None, :] - on_scalp * shell                          # the rest hangs down
         points[..., 2] -= hanging
-        lifting = np.minimum(arc, lift)[None, :, None]
-        first = roots[:, None, :] + lifting * normals[:, None, :]
+        first = roots[:, None, :] + arc[None, :, None] * normals[:, None, :]     # out along the normal
         return np.where((arc <= lift)[None, :, None], first, points)
     return groom
 
