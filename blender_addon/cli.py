@@ -152,28 +152,9 @@ def cancel_on_signals(session, printer):
             signal.signal(number, handler)
 
 
-class RecordingPrinter:
-    """A ProgressPrinter that also keeps the bake's progress (its frames' arrival times) for afterwards."""
-
-    def __init__(self, stream, interactive: bool):
-        from .core.progress_report import ProgressPrinter
-
-        self.printer = ProgressPrinter(stream, interactive=interactive)
-        self.progress = None
-
-    def frame(self, progress, frame, stats) -> None:
-        self.progress = progress
-        self.printer.frame(progress, frame, stats)
-
-    def message(self, text: str) -> None:
-        self.printer.message(text)
-
-    def close(self) -> None:
-        self.printer.close()
-
-
 def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | None) -> int:
     from .core.local_server import LocalServer
+    from .core.progress_report import ProgressPrinter
 
     clock = _Clock()
     out_dir = out_dir.resolve()
@@ -191,7 +172,7 @@ def run_demo(out_dir: Path, frames: int, vertices_per_side: int, address: str | 
         clock.lap("start server")
         scene = demo.build_scene(frames=frames, vertices_per_side=vertices_per_side)
         clock.lap("build scene")
-        printer = RecordingPrinter(sys.stdout, interactive=sys.stdout.isatty())
+        printer = ProgressPrinter(sys.stdout, interactive=sys.stdout.isatty())
         code, _ = bake_scene(scene, address, printer=printer)
         bake_seconds = clock.lap("bake")
         if code != 0:

@@ -9,6 +9,8 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.server_process import process_running
+
 VARIABLE = "TANGLE_TEST_RUN"
 
 
@@ -26,13 +28,13 @@ def _running_with(token: bytes) -> list[tuple[int, str]]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
+        if not process_running(int(entry.name)):
+            continue                                       # ended, waiting to be reaped
         try:
-            if b"Z" == (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0]:
-                continue                                   # ended, waiting to be reaped
             if marker not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError):
+        except OSError:
             continue
         found.append((int(entry.name), command))
     return found

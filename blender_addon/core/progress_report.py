@@ -38,6 +38,7 @@ class ProgressPrinter:
         self._last_line_at = None
         self._last_line_frames = 0
         self._bar_open = False
+        self.progress: BakeProgress | None = None   # the bake's progress as last reported (arrival times included)
 
     def describe(self, progress: BakeProgress, frame: int, stats: Mapping[str, object]) -> str:
         """The progress text after ``frame`` was baked (no bar)."""
@@ -54,6 +55,7 @@ class ProgressPrinter:
 
     def frame(self, progress: BakeProgress, frame: int, stats: Mapping[str, object]) -> None:
         """Report that ``frame`` was baked (``progress`` already records it)."""
+        self.progress = progress
         text = self.describe(progress, frame, stats)
         done, total = progress.frames_done, progress.frames_total
         if self.interactive:

@@ -249,9 +249,6 @@ class _SharedSolver:
         except ValueError as error:
             raise SceneError(str(error), object=first.id) from error
         self.state = rest_state(xp, self.model)
-        free = np.ones(int(self.starts["n_vertices"][-1]), dtype=bool)
-        free[fixed_vertices] = False
-        self.free_vertices = backend.from_host(free)
         self.started = False            # the first step counts the free vertices that start inside a collider
         self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"],
                                           self.model.edge_vertex)
@@ -282,7 +279,8 @@ class _SharedSolver:
         inside = xp.zeros(self.state.positions.shape[0], dtype=bool)
         for collider in self.solver.contact.colliders:
             inside |= collider.depth_inside(xp, self.state.positions) > 0.0
-        return int((inside & self.free_vertices).sum())
+        inside[self.solver.fixed_vertices] = False
+        return int(inside.sum())
 
     def _rows(self, index: int, length: int) -> slice | None:
         """Rows of object ``index`` in a combined state array of leading length ``length`` (None: unknown)."""
