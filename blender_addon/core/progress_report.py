@@ -1,4 +1,4 @@
-"""Progress of a headless bake on a terminal or in a log (issue 22 item 3). Blender-free.
+"""Progress of a headless bake on a terminal or in a log. Blender-free.
 
 On a terminal (``interactive``) one line is redrawn in place after every frame: a bar, frames done, the
 frame just baked, seconds per frame, the estimated time left and the solver's figures. In a log (stdout

@@ -1,4 +1,4 @@
-"""Hair rooted inside a collider, found before the bake (issue 20). Blender-free.
+"""Hair rooted inside a collider, found before the bake. Blender-free.
 
 The first two points of every strand follow the root (``scene_export.hair_object``). Where they lie inside a
 collider's solid, no motion of the strand can bring them out: the server leaves the free points next to them

@@ -1,4 +1,4 @@
-"""Set up a private Python environment that runs the local solver server (issue 22 item 2). Blender-free.
+"""Set up a private Python environment that runs the local solver server. Blender-free.
 
 A stock Blender has none of the solver's packages. ``SolverSetup`` makes a virtual environment in the
 add-on's user folder with Blender's own Python, installs the solver's requirements into it with pip (from

@@ -1,6 +1,6 @@
 """Triangle-mesh colliders (moving and deforming every frame): two-sided surfaces kept by CCD.
 
-A point's side of a mesh is never read from face normals (DESIGN.md §3, issue 18): artists' meshes
+A point's side of a mesh is never read from face normals (docs/contact.md): artists' meshes
 are open, made of several shells, thin (ears) and sometimes flipped. Every triangle is a two-sided
 surface with a thickness on both sides:
 

@@ -1,6 +1,6 @@
 """Warp kernels of the triangle-mesh collider (collision/mesh.py): two-sided contact kept by CCD.
 
-A point's side of the surface is never read from face normals (DESIGN.md §3). Over a substep the
+A point's side of the surface is never read from face normals (docs/contact.md). Over a substep the
 collider's triangles move linearly from their previous to their current vertices, and a point moves
 from its start x0 to its proposed end x1:
 
