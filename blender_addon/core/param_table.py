@@ -115,7 +115,7 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
               0.0, 1.0e9, paintable=True),
     ParamSpec("particle_stretch_scale", 0.1, "ratio",
               "Particles: strain where the quadratic stretch response equals the linear one", 1e-6, 10.0),
-    ParamSpec("particle_max_stretch", 1.1, "ratio", "Particles: distance clamp, max segment length / rest length",
+    ParamSpec("particle_max_stretch", 1.1, "ratio", "Particles: distance clamp, every segment stays within [1 / this, this] × its rest length",
               1.0, 10.0),
     ParamSpec("particle_teleport_speed", 10.0, "m/s",
               "Particles: root speed above which root motion is discarded (teleport)", 1e-6, 1.0e6),

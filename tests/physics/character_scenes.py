@@ -95,3 +95,69 @@ def hair_on_suzanne(frames: int = 24, flipped: bool = False, substeps: int = 4):
 
     return (scene([hair, head], frame_end=frames, substeps=substeps), drive, points, offsets, head_vertices,
             head_triangles)
+
+
+def held_motion(frame: int, motion_frames: int, turn_degrees: float = 60.0, slide=(0.3, 0.0, 0.0)) -> np.ndarray:
+    """matrix_world (4, 4) of a head that turns and slides (``turn_and_slide``) until ``motion_frames`` and then
+    holds still."""
+    return turn_and_slide(min(frame, motion_frames), motion_frames, turn_degrees, slide)
+
+
+def groom_on_suzanne(strands: int = 300, points: int = 12, length: float = 0.25, seed: int = 0):
+    """Straight strands rooted on the upper half of Suzanne's head: roots at random points (area-weighted, fixed
+    ``seed``) of the triangles above the head's centre, each strand straight out along its triangle's outward
+    normal tilted up a little (+0.3 z), ``points`` points over ``length`` [m]. Strands that would touch the head
+    at rest (sampled along every segment by winding number) are left out before the first ``strands`` are taken.
+    Returns (points (S·P, 3) [m], strand offsets (S + 1,) int32, root triangle (S,))."""
+    vertices, triangles = suzanne()
+    corners = vertices[triangles]
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    area = 0.5 * np.linalg.norm(normals, axis=1)
+    normals /= np.maximum(2.0 * area, 1e-300)[:, None]
+    # outward: the side a point just off the face's centroid has winding number 0
+    centroid = corners.mean(axis=1)
+    probe = np.abs(winding_numbers(centroid + 0.01 * normals, vertices, triangles)) < 0.5
+    normals[~probe] *= -1.0
+    upper = np.nonzero((centroid[:, 2] > 0.0) & (normals[:, 2] > -0.3))[0]
+    rng = np.random.default_rng(seed)
+    face = rng.choice(upper, size=4 * strands, p=area[upper] / area[upper].sum())
+    u, v = rng.random(4 * strands), rng.random(4 * strands)
+    flip = u + v > 1.0
+    u[flip], v[flip] = 1.0 - u[flip], 1.0 - v[flip]
+    roots = corners[face, 0] + u[:, None] * (corners[face, 1] - corners[face, 0]) \
+        + v[:, None] * (corners[face, 2] - corners[face, 0])
+    direction = normals[face] + np.array([0.0, 0.0, 0.3])
+    direction /= np.linalg.norm(direction, axis=1)[:, None]
+    samples = np.linspace(0.0, length, 4 * (points - 1) + 1)[1:]
+    along = roots[:, None, :] + samples[None, :, None] * direction[:, None, :]
+    clear = (np.abs(winding_numbers(along.reshape(-1, 3), vertices, triangles)) < 0.5).reshape(len(face), -1)
+    keep = np.nonzero(clear.all(axis=1))[0][:strands]
+    lines = roots[keep, None, :] + np.linspace(0.0, length, points)[None, :, None] * direction[keep, None, :]
+    offsets = np.arange(0, len(keep) * points + 1, points).astype(np.int32)
+    return lines.reshape(-1, 3), offsets, face[keep]
+
+
+def hair_on_character(model: str = "der", strands: int = 300, frames: int = 48, motion_frames: int = 18,
+                      flipped: bool = False, substeps: int = 4, guide_count: int = 0, radius: float = 1.0e-4):
+    """Hair on a moving Suzanne as an artist grooms it: ``groom_on_suzanne`` strands (25 cm, 12 points) of the
+    given ``model`` with its own defaults (radius ``radius`` [m], μ = 0.3 against the head), rooted on the head;
+    head and roots turn 60° and slide 0.3 m over ``motion_frames`` frames at 24 fps, then hold still until
+    ``frames``. ``guide_count`` > 0 simulates that many guides and interpolates the rest (Cosserat, particles).
+    Returns (scene dict, drive(frame) callable, hair rest points (N, 3), strand offsets, head vertices, head
+    triangles)."""
+    head_vertices, head_triangles = suzanne(flipped)
+    points, offsets, _ = groom_on_suzanne(strands)
+    params = {"model": model, "radius": radius, "collider_friction": 0.3}
+    if guide_count:
+        params["guide_count"] = guide_count
+    hair = {"id": "Hair", "kind": "hair", "points": points.astype(np.float32), "strand_offsets": offsets,
+            "animated": True, "matrix_world": np.eye(4), "params": params}
+    head = {"id": "Suzanne", "kind": "collider", "vertices": head_vertices, "triangles": head_triangles,
+            "params": {"friction": 0.3, "thickness": 0.0}, "animated": True, "matrix_world": np.eye(4)}
+
+    def drive(frame):
+        pose = held_motion(frame, motion_frames)
+        return {"Suzanne": {"matrix_world": pose}, "Hair": {"matrix_world": pose}}
+
+    return (scene([hair, head], frame_end=frames, substeps=substeps), drive, points, offsets, head_vertices,
+            head_triangles)

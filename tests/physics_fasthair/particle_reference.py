@@ -19,14 +19,29 @@ def _rebuild_chain(positions, segments, first_free: int):
     return np.concatenate([positions[:, :first_free], rebuilt], axis=1)
 
 
-def _scaled_segments(positions, target_lengths, only_longer: bool):
+def _scaled_segments(positions, target_lengths, only_longer: bool, shortest=None):
+    """Segments rescaled to ``target_lengths``; with ``only_longer`` only those longer, and with ``shortest`` also
+    those shorter than it, to it."""
     segments = positions[:, 1:] - positions[:, :-1]
     length = _lengths(segments)
     ratio = target_lengths / np.maximum(length, 1e-15)
     if only_longer:
         ratio = np.minimum(ratio, 1.0)
+    if shortest is not None:
+        ratio = np.where(length < shortest, shortest / np.maximum(length, 1e-15), ratio)
     ratio = np.where(length > 1e-15, ratio, 1.0)
     return segments * ratio[..., None]
+
+
+def _clamped(corrected, solver, pinned):
+    """(chain rebuilt from the root with every segment within [1/max_stretch, max_stretch] × rest, per-particle
+    own segment corrections (S, P, 3))."""
+    s = solver.settings
+    segments = corrected[:, 1:] - corrected[:, :-1]
+    clamped = _scaled_segments(corrected, solver.rest_lengths * s.max_stretch, True,
+                               solver.rest_lengths / s.max_stretch)
+    local = np.concatenate([np.zeros_like(segments[:, :1]), clamped - segments], axis=1)
+    return _rebuild_chain(corrected, clamped, pinned), local
 
 
 def spring_accelerations(solver, positions):
@@ -96,14 +111,17 @@ def reference_step(solver, positions, velocities, rigidity, time, root_targets, 
         if float(np.max(rigidity)) > 1e-6:
             rigid = _rebuild_chain(predicted, _scaled_segments(predicted, solver.rest_lengths, False), pinned)
             corrected = predicted + rigidity[:, None, None] * (rigid - predicted)
-        segments = corrected[:, 1:] - corrected[:, :-1]
-        clamped = _scaled_segments(corrected, solver.rest_lengths * s.max_stretch, True)
-        corrected = _rebuild_chain(corrected, clamped, pinned)
-        local = np.concatenate([np.zeros_like(segments[:, :1]), clamped - segments], axis=1)
+        corrected, local = _clamped(corrected, solver, pinned)
         velocities = velocities + np.where(free, local / h, 0.0)
-        collided, collided_velocities, _ = colliders.resolve(corrected, velocities, s.radius, np)
+        collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, np)
         positions = np.where(free, collided, corrected)
         velocities = np.where(free, collided_velocities, velocities)
+        if count:   # pushed particles: the clamp again, then the colliders once more
+            positions, local = _clamped(positions, solver, pinned)
+            velocities = velocities + np.where(free, local / h, 0.0)
+            collided, collided_velocities, _ = colliders.resolve(positions, velocities, s.radius, np)
+            positions = np.where(free, collided, positions)
+            velocities = np.where(free, collided_velocities, velocities)
         rigidity = rigidity * math.exp(-h / s.teleport_recovery)
         time += h
     tips = positions[np.arange(positions.shape[0]), valid.sum(axis=1) - 1]

@@ -332,7 +332,7 @@ class StepContacts:
         flip = _rows_dot(xp, start_a - start_b, normal) < 0.0
         normal[flip] *= -1.0
         keys = ea * model.n_edges + eb
-        closest = self._edge_contact_parts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
+        closest = self._edge_contacts_tuple(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
         far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
         found = closest if far is None else tuple(xp.concatenate(parts) for parts in zip(closest, far))
         return self._without_kinematic(found)
@@ -352,7 +352,7 @@ class StepContacts:
                      [warp_view(closest, wp.vec4d)], split=True)
         return closest
 
-    def _edge_contact_parts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
+    def _edge_contacts_tuple(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
         """The detection tuple of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
         vertices va, vb; normal (n, 3) unit, from B to A; separation (n, 3) [m]: A's point − B's point at the
         start of the step."""
@@ -389,19 +389,34 @@ class StepContacts:
         length = xp.linalg.norm(separation, axis=1)
         own = length >= 1e-3 * contact_distance[wanted]
         far_normal = xp.where(own[:, None], separation / xp.maximum(length, 1e-300)[:, None], normal[wanted])
-        return self._edge_contact_parts(ea[wanted], eb[wanted], va[wanted], vb[wanted], s_far[wanted],
+        return self._edge_contacts_tuple(ea[wanted], eb[wanted], va[wanted], vb[wanted], s_far[wanted],
                                         t_far[wanted], far_normal, separation, contact_distance[wanted],
                                         -keys[wanted] - 1)
 
-    def _collider_keys(self, number, vertices):
-        """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b)."""
+    def _collider_keys(self, number, vertices, end: bool = False):
+        """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b); those
+        of the end path (``relinearize``) after those of the first path."""
         model = self.model
-        return model.n_edges * model.n_edges + number * model.n_vertices + vertices
+        slot = number + (len(self.solver.colliders) if end else 0)
+        return model.n_edges * model.n_edges + slot * model.n_vertices + vertices
+
+    def _collider_contacts_tuple(self, collider, index, normal, target_normal, surface_velocity, radius, keys):
+        """The detection tuple of vertex contacts with a collider: vertices index (k,), unit normals (k, 3),
+        normal target velocities (k,) [m/s], the surface's velocities (k, 3) [m/s], vertex radii (N,) [m];
+        μ is the mean of the hair's collider friction and the collider's own, where both are given."""
+        xp, settings = self.xp, self.solver.settings
+        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
+        mu = sum(given) / len(given) if given else 0.3
+        n = index.shape[0]
+        weights = xp.zeros((n, 4))
+        weights[:, 0] = 1.0
+        return (xp.stack((index, index, index, index), axis=1), weights, xp.zeros(n, dtype=bool), normal,
+                target_normal, surface_velocity, xp.full(n, float(mu)), radius[index], keys)
 
     def _detect_collider(self, collider, number, x0, x1, velocity):
         """Vertex contacts with one collider: CCD hits of vertices whose path reaches the collider during the
         step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1."""
-        xp, model, settings = self.xp, self.model, self.solver.settings
+        xp, settings = self.xp, self.solver.settings
         radius = self._vertex_radius()
         contact_distance = radius + collider.thickness + settings.thickness
         band = (1.0 + settings.proximity) * contact_distance
@@ -419,31 +434,34 @@ class StepContacts:
             # keep the end position contact_distance in front of the plane touched first
             parts.append((hits.vertex, hits.normal, (contact_distance[hits.vertex] - hits.start_gap) / self.h,
                           hits.surface_velocity))
-        distance, normal = collider.signed_distance(xp, x1)
-        hit = (distance < band) & movable
-        if bool(hit.any()):
-            index = xp.nonzero(hit)[0]
-            normal = _normalize(xp, normal[index])
-            surface_velocity = collider.velocity(xp, x1[index], self.h)
-            # end-of-step gap linearized at the predicted position: d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex
-            # predicted inside the solid comes out by at most recovery_speed · h in this step
-            relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
-            depth_limited = xp.maximum(distance[index], -settings.recovery_speed * self.h)
-            parts.append((index, normal, relative_now + (contact_distance[index] - depth_limited) / self.h,
-                          surface_velocity))
-        index = xp.concatenate([part[0] for part in parts]) if parts else xp.zeros(0, dtype=xp.int64)
+        ended = self._end_position_contacts(collider, x1, velocity, movable, band, contact_distance)
+        if ended is not None:
+            parts.append(ended)
+        if not parts:
+            return None
+        index, normal, target, surface_velocity = (xp.concatenate(columns) for columns in zip(*parts))
         if index.shape[0] == 0:
             return None
-        # μ: the mean of the hair's collider friction and the collider's own, where both are given
-        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
-        mu = sum(given) / len(given) if given else 0.3
-        n = index.shape[0]
-        vertices = xp.stack((index, index, index, index), axis=1)
-        weights = xp.zeros((n, 4))
-        weights[:, 0] = 1.0
-        return (vertices, weights, xp.zeros(n, dtype=bool), xp.concatenate([part[1] for part in parts]),
-                xp.concatenate([part[2] for part in parts]), xp.concatenate([part[3] for part in parts]),
-                xp.full(n, float(mu)), radius[index], self._collider_keys(number, index))
+        return self._collider_contacts_tuple(collider, index, normal, target, surface_velocity, radius,
+                                             self._collider_keys(number, index))
+
+    def _end_position_contacts(self, collider, x1, velocity, movable, reach, contact_distance):
+        """Contacts of the ``movable`` (N,) vertices whose predicted end positions x1 (N, 3) [m] (velocity (N, 3)
+        [m/s]) lie nearer to the collider than ``reach`` (N,) [m]: (vertices (k,), unit normals (k, 3), normal
+        target velocities (k,) [m/s], surface velocities (k, 3) [m/s]), or None. The end-of-step gap is
+        linearized at the predicted position, d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex predicted inside the
+        solid comes out by at most recovery_speed · h in this step."""
+        xp = self.xp
+        distance, normal = collider.signed_distance(xp, x1)
+        hit = (distance < reach) & movable
+        if not bool(hit.any()):
+            return None
+        index = xp.nonzero(hit)[0]
+        normal = _normalize(xp, normal[index])
+        surface_velocity = collider.velocity(xp, x1[index], self.h)
+        relative_now = _rows_dot(xp, velocity[index] - surface_velocity, normal)
+        depth_limited = xp.maximum(distance[index], -self.solver.settings.recovery_speed * self.h)
+        return index, normal, relative_now + (contact_distance[index] - depth_limited) / self.h, surface_velocity
 
     def _unreachable(self, collider, number, x0, x1, contact_distance):
         """(N,) bool: free vertices whose collider contact only kinematic points could resolve, left out of
@@ -674,6 +692,10 @@ class StepContacts:
     def contact_count(self) -> int:
         return int(self.vertices.shape[0])
 
+    @property
+    def checks_end_positions(self) -> bool:
+        return bool(self.vertices.shape[0]) or bool(self.solver.colliders)
+
     def converged(self) -> bool:
         """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius (half
         of `end_penetration_tolerance`, if larger, once the set was written again at the end positions: the
@@ -686,26 +708,64 @@ class StepContacts:
         return self.worst_penetration <= tolerance
 
     def relinearize(self, velocity_after):
-        """Edge–edge contacts written again at the end of the step the settled loop predicts: new generalized
-        impulse (n_dofs,), or None when every pair of edges there keeps its contact distance (within
-        ``end_penetration_tolerance`` of the smaller radius).
+        """Contacts written again at the end of the step the settled loop predicts: new generalized impulse
+        (n_dofs,), or None when nothing there is closer than its contact distance (within
+        ``end_penetration_tolerance`` of the radius) and no vertex's path crosses a collider.
 
-        A contact of seed Algorithm 2 is linearized once, at the closest points of the two edges at the START of
-        the step (normal, parameters s and t). Hair falling over hair slides millimetres along the other strand
-        within a substep, so at the end those points and that normal no longer describe the pair, and pairs
-        the first iterate's path never brought together meet: on ``benchmarks.der_vs_blender_hair`` dense
-        substeps converged with 50–150 pairs of edges closer than 90 % of their contact distance, a third to
-        three quarters of them pairs of the contact set. Here every pair deeper than the tolerance at the
-        predicted end positions x_t + h v gets a contact at its END closest points, with the normal of their
-        separation turned to the side the same material points had at the start (a pair that passed through
-        each other is pushed back, not further); a pair already in the set keeps its impulse, projected onto
-        the new cone. The loop then goes on with the new set."""
-        xp, model, settings = self.xp, self.model, self.solver.settings
-        if not settings.self_collision or model.n_edges == 0:
-            return None
+        A contact of seed Algorithm 2 is linearized once, on the first iterate's path. Its impulses, and the other
+        contacts', then change the motion: the end positions can lie where that path never went.
+
+        * Edge pairs: hair falling over hair slides millimetres along the other strand within a substep, so at
+          the end the closest points and normal of the start no longer describe the pair, and pairs the first
+          iterate's path never brought together meet: on ``benchmarks.der_vs_blender_hair`` dense substeps
+          converged with 50–150 pairs of edges closer than 90 % of their contact distance. Every pair deeper
+          than the tolerance at the predicted end positions x_t + h v gets a contact at its END closest points,
+          with the normal of their separation turned to the side the same material points had at the start (a
+          pair that passed through each other is pushed back, not further).
+        * Colliders: a vertex pushed by its strand's other contacts can cross a collider surface that its first
+          path did not reach (a tip swung into the brow by the contact of the segment before it). The path
+          x_t → x_t + h v of every free vertex is tested again (``_end_collider_contacts``); a vertex that
+          reaches a surface gets a contact at the first touching point, on the side it started on.
+
+        A contact already in the set keeps its impulse (same key), projected onto the new cone. The loop then
+        goes on with the new set."""
+        xp, model = self.xp, self.model
         v_after = model.gather_positions(velocity_after)
         x0 = self.start_positions
         x1 = x0 + self.h * v_after
+        parts = [part for part in (self._end_edge_contacts(x0, x1), *self._end_collider_contacts(x0, x1))
+                 if part is not None and part[0].shape[0]]
+        if not parts:
+            return None
+        found = tuple(xp.concatenate(columns) for columns in zip(*parts))
+        # the set without the contacts these replace (same key), then the new ones with the old impulses
+        kept = ~xp.isin(self.keys, found[8])
+        old_order = xp.argsort(self.keys)
+        impulse = project_to_cone(xp, impulses_by_key(xp, self.keys[old_order], self.applied[old_order], found[8]),
+                                  found[3], found[6])
+        names = ("vertices", "weights", "kind_edge", "normal", "target_normal", "surface_velocity", "mu",
+                 "radius_scale", "keys")
+        for name, part in zip(names, found):
+            setattr(self, name, xp.concatenate([getattr(self, name)[kept], part]))
+        applied = xp.concatenate([self.applied[kept], impulse])
+        self.impulse, self.applied = applied, applied.copy()
+        self._last_increment = xp.zeros_like(applied)
+        self._relaxation = xp.concatenate([self._relaxation[kept], xp.ones(impulse.shape[0])])
+        self.active_mask = row_lengths(xp, applied) > 0.0
+        self._coupled_pairs = self._delassus = self._operator = self._last_problem = None
+        self.n_edge_contacts = int(self.kind_edge.sum())
+        self.n_collider_contacts = int(self.vertices.shape[0]) - self.n_edge_contacts
+        self._end_positions = x1
+        self.last_velocity = v_after
+        self.relinearized = True
+        return self.generalized_impulse(applied)
+
+    def _end_edge_contacts(self, x0, x1):
+        """Edge–edge contacts of the pairs closer at the end positions x1 (N, 3) [m] than their contact
+        distance less the tolerance (``relinearize``): the detection tuple, or None."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        if not settings.self_collision or model.n_edges == 0:
+            return None
         pairs = self._movable_edge_pairs(x1, x1)
         if pairs is None:
             return None
@@ -728,31 +788,37 @@ class StepContacts:
         normal = _normalize(xp, normal)
         normal = xp.where((_rows_dot(xp, normal, separation) < 0.0)[:, None], -normal, normal)
         keys = ea * model.n_edges + eb
-        found = self._without_kinematic(
-            self._edge_contact_parts(ea, eb, va, vb, s, t, normal, separation, contact_distance, keys))
-        if found[0].shape[0] == 0:
-            return None
-        # the set without the contacts these replace (same pair key), then the new ones with the old impulses
-        kept = ~xp.isin(self.keys, found[8])
-        old_order = xp.argsort(self.keys)
-        impulse = project_to_cone(xp, impulses_by_key(xp, self.keys[old_order], self.applied[old_order], found[8]),
-                                  found[3], found[6])
-        names = ("vertices", "weights", "kind_edge", "normal", "target_normal", "surface_velocity", "mu",
-                 "radius_scale", "keys")
-        for name, part in zip(names, found):
-            setattr(self, name, xp.concatenate([getattr(self, name)[kept], part]))
-        applied = xp.concatenate([self.applied[kept], impulse])
-        self.impulse, self.applied = applied, applied.copy()
-        self._last_increment = xp.zeros_like(applied)
-        self._relaxation = xp.concatenate([self._relaxation[kept], xp.ones(impulse.shape[0])])
-        self.active_mask = row_lengths(xp, applied) > 0.0
-        self._coupled_pairs = self._delassus = self._operator = self._last_problem = None
-        self.n_edge_contacts = int(self.kind_edge.sum())
-        self.n_collider_contacts = int(self.vertices.shape[0]) - self.n_edge_contacts
-        self._end_positions = x1
-        self.last_velocity = v_after
-        self.relinearized = True
-        return self.generalized_impulse(applied)
+        return self._without_kinematic(
+            self._edge_contacts_tuple(ea, eb, va, vb, s, t, normal, separation, contact_distance, keys))
+
+    def _end_collider_contacts(self, x0, x1):
+        """Per collider, the detection tuple (or None) of the free vertices whose path x0 → x1 (N, 3) [m] comes
+        closer to its surface than their contact distance less the tolerance: CCD along the path for a mesh,
+        the signed distance at x1 for an analytic collider. Keys of the end range (``_collider_keys``), so a
+        vertex may hold a contact of the first path and one of the end path."""
+        xp, settings = self.xp, self.solver.settings
+        radius = self._vertex_radius()
+        found = []
+        for number, collider in enumerate(self.solver.colliders):
+            contact_distance = radius + collider.thickness + settings.thickness
+            reach = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0)
+            movable = ~self.vertex_fixed & ~self._unreachable(collider, number, x0, x1, contact_distance)
+            mesh = collider.mesh_motion()
+            if mesh is None:
+                ended = self._end_position_contacts(collider, x1, (x1 - x0) / self.h, movable, reach,
+                                                    contact_distance)
+                if ended is None:
+                    found.append(None)
+                    continue
+                index, normal, target, surface_velocity = ended
+            else:
+                previous, current, triangles = (xp.asarray(array) for array in mesh)
+                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, self.h)
+                index, normal, surface_velocity = hits.vertex, hits.normal, hits.surface_velocity
+                target = (contact_distance[index] - hits.start_gap) / self.h
+            found.append(self._collider_contacts_tuple(collider, index, normal, target, surface_velocity, radius,
+                                                       self._collider_keys(number, index, end=True)))
+        return found
 
     def update(self, iteration: int, velocity_before, velocity_after):
         """Seed Algorithm 3: new generalized impulse (n_dofs,) from the velocities after a global step."""

@@ -55,9 +55,9 @@ KEEP_BEND_TWIST_BAND = True
 # of the contacts; above ~500 contacts the operators cost more than the iterations saved (+10 % at ~650, +14 %
 # at ~1 800; docs/der.md §7, session 8)
 CHEAP_REFRESH_CONTACTS = 400
-# times a step's contact loop, once its set predicts no penetration, writes its edge contacts again at the end
+# times a step's contact loop, once its set predicts no penetration, writes its contacts again at the end
 # positions it predicts (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their
-# contact distance (each set's end positions are checked once)
+# contact distance or a vertex's path there reaches a collider (each set's end positions are checked once)
 MAX_RELINEARIZATIONS = 2
 
 
@@ -130,6 +130,10 @@ class ImpulseHandler(Protocol):
     @property
     def contact_count(self) -> int:
         """Contacts of the step so far (0 before the detection)."""
+
+    @property
+    def checks_end_positions(self) -> bool:
+        """Whether ``relinearize`` has anything to test at the end positions (a contact, or a collider)."""
 
 
 @dataclass
@@ -477,8 +481,8 @@ class ImplicitEulerSolver:
             v = v_new
             contacts_settled = impulses is None or impulses.converged()
             if contacts_settled and contact_round is not None and not contact_just_found and not end_checked \
-                    and impulses.contact_count and stats.relinearizations < MAX_RELINEARIZATIONS:
-                # the set predicts no penetration: do the pairs at the end positions keep their distance?
+                    and impulses.checks_end_positions and stats.relinearizations < MAX_RELINEARIZATIONS:
+                # the set predicts no penetration: do the end positions keep every contact distance?
                 end_checked = True
                 relinearized = impulses.relinearize(v)
                 if relinearized is not None:

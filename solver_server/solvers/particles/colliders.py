@@ -45,9 +45,9 @@ class ColliderSet:
     def count(self) -> int:
         return int(len(self.plane_points) + len(self.sphere_centers) + len(self.capsule_a))
 
-    def resolve(self, positions, velocities, radius, xp=np, start=None):
+    def resolve(self, positions, velocities, radius, xp=np, start=None, interval=(0.0, 1.0)):
         """Push points out and apply friction (see :func:`resolve_contacts`; analytic shapes have an
-        inside, so ``start`` is not needed)."""
+        inside and do not move within a step, so ``start`` and ``interval`` are not needed)."""
         return resolve_contacts(positions, velocities, radius, self, xp)
 
     def contact(self, points, reach, xp=np, start=None, interval=(0.0, 1.0)):
@@ -224,16 +224,17 @@ class SceneColliders:
                 xp.where(mask, contacts.normal, 0.0).reshape(shape),
                 xp.where(mask, contacts.surface_motion, 0.0).reshape(shape), projected.reshape(shape))
 
-    def resolve(self, positions, velocities, radius, xp=np, start=None):
+    def resolve(self, positions, velocities, radius, xp=np, start=None, interval=(0.0, 1.0)):
         """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:
-        the points at the start of the step, so mesh colliders keep each point on its side) and apply
-        Coulomb friction to their velocities; returns (positions, velocities, contacts)."""
+        the points at the start of the step, so mesh colliders keep each point on its side, while the mesh
+        moves over ``interval``, the part of the substep the step covers) and apply Coulomb friction to their
+        velocities; returns (positions, velocities, contacts)."""
         shape = positions.shape
         flat = positions.reshape(-1, 3)
         count = flat.shape[0]
         projected, contacts = self.scene_set.project(
             xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction),
-            None if start is None else start.reshape(-1, 3))
+            None if start is None else start.reshape(-1, 3), interval)
         if contacts.count == 0:
             return positions, velocities, 0
         flat_velocities = velocities.reshape(-1, 3)

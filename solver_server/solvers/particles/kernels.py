@@ -72,12 +72,17 @@ def rest_length_segment(segment: wp.vec3d, target: wp.float64) -> wp.vec3d:
 
 
 @wp.func
-def clamped_segment(segment: wp.vec3d, limit: wp.float64) -> wp.vec3d:
-    """``segment`` shortened to length ``limit`` when longer, else unchanged."""
+def clamped_segment(segment: wp.vec3d, shortest: wp.float64, longest: wp.float64) -> wp.vec3d:
+    """``segment`` brought to a length within [shortest, longest] (unchanged inside it; a zero-length segment
+    stays)."""
     length_sq = wp.dot(segment, segment)
-    if length_sq <= limit * limit or length_sq <= wp.float64(TINY) * wp.float64(TINY):
+    if length_sq <= wp.float64(TINY) * wp.float64(TINY):
         return segment
-    return segment * (limit / wp.sqrt(length_sq))
+    if length_sq > longest * longest:
+        return segment * (longest / wp.sqrt(length_sq))
+    if length_sq < shortest * shortest:
+        return segment * (shortest / wp.sqrt(length_sq))
+    return segment
 
 
 @wp.func
@@ -154,7 +159,7 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
     ``positions`` are the substep's start; when ``shifted`` (teleported strands) they first move by
     ``shift`` (S, 3) and are written back so. ``corrected`` receives the clamped chain; ``velocities`` are
     updated in place; root particles k < pinned go to ``root_now`` (S·pinned, 3), particles after the tip
-    (``tip_index``, padding) are not integrated; segments are clamped to ``max_stretch`` × rest length;
+    (``tip_index``, padding) are not integrated; segments are clamped to [1 / max_stretch, max_stretch] × rest length;
     ``rigidity`` (S,) decays by ``rigidity_decay`` (the rigid blend applies when ``rigid_on``). With
     ``finishing`` (the step's last substep, no colliders after it) the sweep also does :func:`finish`'s work."""
     strand = wp.tid() + first_strand
@@ -236,7 +241,8 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
         final = current
         if k >= 1:
             segment = current - previous_current
-            clamped = clamped_segment(segment, max_stretch * rest_lengths[strand, k - 1])
+            rest = rest_lengths[strand, k - 1]
+            clamped = clamped_segment(segment, rest / max_stretch, max_stretch * rest)
             if is_free:
                 v = v + (clamped - segment) * inverse_h
             if k >= pinned:
@@ -271,6 +277,32 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
     if finishing != 0:
         largest_stretch[strand] = wp.sqrt(largest_sq)
         finite[strand] = int(wp.isfinite(total))
+
+
+@wp.kernel
+def clamp_chain(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
+                points: int, pinned: int, tip_index: wp.array(dtype=wp.int32), rest_lengths: wp.array2d(dtype=wp.float64),
+                max_stretch: wp.float64, h: wp.float64):
+    """The distance clamp of :func:`substep` again on strand ``first_strand + tid``, after the colliders moved
+    some of its particles: the chain rebuilt from the last root particle with every segment clamped to
+    [1 / max_stretch, max_stretch] × rest length, in place; as in :func:`substep`, only a particle's own
+    segment correction becomes velocity (the translation it inherits from segments nearer the root does not)."""
+    strand = wp.tid() + first_strand
+    base = strand * points
+    tip = tip_index[strand]
+    if pinned < 1 or tip < pinned:
+        return
+    previous = positions[base + pinned - 1]
+    final = previous
+    for k in range(pinned, tip + 1):
+        x = positions[base + k]
+        rest = rest_lengths[strand, k - 1]
+        segment = x - previous
+        clamped = clamped_segment(segment, rest / max_stretch, max_stretch * rest)
+        final = final + clamped
+        velocities[base + k] = velocities[base + k] + (clamped - segment) / h
+        positions[base + k] = final
+        previous = x
 
 
 @wp.kernel

@@ -31,7 +31,7 @@ class ParticleHairSettings:
     stretch_scale [-]: strain at which the quadratic stretch response equals the linear one.
     gravity_scale [-]: multiplies the scene gravity (seed 004 lowers g for game hair).
     damping [1/s]: v ← v·(1 − damping·h) per step (seed 004's γ per second).
-    max_stretch [-]: distance clamp, no segment longer than max_stretch × rest length.
+    max_stretch [-]: distance clamp, every segment within [1 / max_stretch, max_stretch] × rest length.
     teleport_speed [m/s]: root speed above which root motion is discarded (strand carried rigidly)
         and the rigid length constraint switches on.
     teleport_recovery [s]: time constant with which the rigid constraint fades back to springs.

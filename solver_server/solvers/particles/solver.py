@@ -13,7 +13,7 @@ Per step of length dt (split into stable internal substeps h):
 3. v ← (v + h a)(1 − damping h); points slower than ``rest_speed`` rest (v = 0, not moved);
    x ← x + h v (symplectic Euler; the seed's averaged velocity (v0+v1)/2 amplifies undamped
    oscillations by √(1 + h²ω²/2) per step and is not used).
-4. Rigid length constraint blended by rigidity, then the distance clamp (segments ≤ max_stretch ×
+4. Rigid length constraint blended by rigidity, then the distance clamp (segments within [1/max_stretch, max_stretch] ×
    rest length); both rebuild the chain from the root with a cumulative sum over segment
    vectors. Only a point's own segment correction becomes velocity (PBD style); turning the
    translation inherited from segments nearer the root into velocity whips the tip (measured:
@@ -179,6 +179,32 @@ class ParticleHairSolver:
     def _lengths(self, vectors):
         return self.xp.sqrt(self.xp.sum(vectors * vectors, axis=-1))
 
+    def _collide(self, colliders, start, corrected, velocities, h: float, interval):
+        """The colliders' projection of the clamped chain ``corrected`` (S, P, 3) [m] whose particles moved from
+        ``start`` during this internal step of length h [s] (a mesh collider moves over ``interval``, the part of
+        the simulation substep the step covers). A pushed particle stretches or squashes its segments: the
+        distance clamp (``kernels.clamp_chain``) runs again on the pushed chain and the colliders once more on
+        its result, so the step ends outside every collider with its segments (nearly) within the clamp.
+        Returns (positions, velocities, contacts of the first projection)."""
+        xp, s = self.xp, self.settings
+        free = self.free[..., None]
+        contacts = 0
+        for round_index in range(2):
+            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
+                                                                     start=start, interval=interval)
+            corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
+            velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
+            if round_index == 0:
+                contacts = count
+                if count == 0:
+                    break
+                strands, points = corrected.shape[:2]
+                launch_split(kernels.clamp_chain, strands, self.device, [], [
+                    warp_view(corrected.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
+                    points, s.pinned_points, self._views["tip_index"], self._views["rest_lengths"],
+                    float(s.max_stretch), float(h)])
+        return corrected, velocities, contacts
+
     def initial_state(self) -> ParticleState:
         xp = self.xp
         strands = self.rest_positions.shape[0]
@@ -232,12 +258,9 @@ class ParticleHairSolver:
                 int(finishing), shared["max_stretch"], shared["finite"]])
             largest_rigidity *= decay
             if colliders.count:
-                collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
-                                                                         start=positions)
+                corrected, velocities, count = self._collide(colliders, positions, corrected, velocities, h,
+                                                             (sub / substeps, alpha))
                 contact_count += count
-                free = self.free[..., None]
-                corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
-                velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
             positions, corrected = corrected, positions
             time += h
         if colliders.count:
