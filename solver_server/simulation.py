@@ -225,7 +225,7 @@ class Simulation:
                         extra[key] = max(extra.get(key, 0), value)
                     elif key.endswith("_objects"):      # ids named by any substep of the frame
                         extra[key] = sorted(set(extra.get(key, [])) | set(value))
-                    elif key == "recovered_inside":
+                    elif key == "recovered_inside" or key.startswith("failsafe_"):   # counts over the frame
                         extra[key] = extra.get(key, 0) + int(value)
                     elif key not in totals:
                         extra[key] = value

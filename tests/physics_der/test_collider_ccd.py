@@ -82,7 +82,12 @@ def test_fast_strand_and_thin_box(ccd):
 
 @pytest.mark.parametrize("ccd", [True, False])
 def test_fast_strand_and_moving_thin_mesh(ccd):
-    """A closed 4 mm slab as a triangle mesh rising at 5 m/s; its vertices are set every step."""
+    """A closed 4 mm slab as a triangle mesh rising at 5 m/s; its vertices are set every step. Without the
+    first path's CCD the settled loop's test of the end paths (StepContacts.relinearize) and the failsafe after
+    it still find the crossing: a mesh is never passed (an analytic thin box is, above: its end-of-step test
+    sees the far side). The strand then rides the slab only with the first path's CCD: without it, the first
+    path's end-of-step test also holds the vertices predicted beyond the slab on that far side, against the
+    end path's contacts."""
     rise = 5.0
     vertices, triangles = box_mesh((0.0, 0.0, TOP - 0.5 * THICK), (0.2, 0.2, THICK))
     slab = Collider(_spec(vertices=vertices, triangles=triangles))
@@ -91,12 +96,9 @@ def test_fast_strand_and_moving_thin_mesh(ccd):
         slab.set_pose(np.eye(4), vertices + np.array([0.0, 0.0, rise * DT * (step + 1)]))
         state, history = run(solver, state, 1, DT)
         top = TOP + rise * DT * (step + 1)
-        if ccd:
-            assert state.positions[:, 2].min() >= top + 0.9 * HAIR.radius, f"step {step}: passed into the slab"
+        assert state.positions[:, 2].min() >= top + 0.8 * HAIR.radius, f"step {step}: passed into the slab"
     if ccd:
         assert np.allclose(state.velocities[:, 2], rise, atol=0.5), "the strand should ride on the rising slab"
-    else:
-        assert state.positions[:, 2].min() < TOP - THICK, "without CCD the strand should pass the thin mesh"
 
 
 def test_moving_plane_catches_fast_strand():

@@ -32,6 +32,10 @@ class RecordingHandler:
         return True
 
     contact_count = 0
+    checks_end_positions = False
+
+    def keep_outside(self, positions, velocities):
+        return None
 
 
 def _step(detection, handler):

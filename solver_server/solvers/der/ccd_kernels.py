@@ -1,4 +1,5 @@
-"""Warp kernel of the DER strand–strand narrow phase (contact._detect_edges; issue 21 item 2: edge–edge CCD).
+"""Warp kernels of the DER edge–edge narrow phase: strand–strand pairs (contact._detect_edges) and rod edges
+against a mesh collider's edges (contact._mesh_edge_contacts).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
 the conservative prefilter (the start distance minus the largest relative endpoint motion must come within
@@ -12,6 +13,8 @@ the prefilter drops gets an infinite distance. One pair per item, no shared outp
 from __future__ import annotations
 
 import warp as wp
+
+from ...kernels.bounds import box_lower, box_upper
 
 wp.set_module_options({"enable_backward": False})
 
@@ -100,6 +103,37 @@ def critical_times(a1: wp.vec3d, a2: wp.vec3d, a3: wp.vec3d, b1: wp.vec3d, b2: w
     return wp.vec2d(wp.min(crit_a, crit_b), wp.max(crit_a, crit_b))
 
 
+@wp.func
+def pair_closest_in_step(p0: wp.vec3d, p1: wp.vec3d, p2: wp.vec3d, p3: wp.vec3d, m0: wp.vec3d, m1: wp.vec3d,
+                         m2: wp.vec3d, m3: wp.vec3d, reach_limit: wp.float64) -> wp.vec4d:
+    """(τ, s, t, distance) of the smallest closest-point distance over the step of the segments p0–p1 and p2–p3
+    moving by m0..m3 [m]; (0, 0, 0, +inf) when the prefilter shows they stay farther apart than reach_limit."""
+    start_distance = closest_on_segments(p0, p1, p2, p3)[2]
+    reach = wp.max(wp.max(wp.length(m0 - m2), wp.length(m0 - m3)), wp.max(wp.length(m1 - m2), wp.length(m1 - m3)))
+    best = wp.vec4d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(wp.inf))
+    if start_distance - reach < reach_limit:
+        a1 = p1 - p0
+        a2 = p2 - p0
+        a3 = p3 - p0
+        b1 = m1 - m0
+        b2 = m2 - m0
+        b3 = m3 - m0
+        critical = critical_times(a1, a2, a3, b1, b2, b3)
+        times = wp.vec4d(wp.float64(1.0), root_between(wp.float64(0.0), critical[0], a1, a2, a3, b1, b2, b3),
+                         root_between(critical[0], critical[1], a1, a2, a3, b1, b2, b3),
+                         root_between(critical[1], wp.float64(1.0), a1, a2, a3, b1, b2, b3))
+        tau = wp.float64(0.0)
+        for column in range(5):
+            if column > 0:
+                tau = times[column - 1]
+                if tau < wp.float64(0.0):        # no root on that piece: geometry.py's NaN, tested at τ = 1
+                    tau = wp.float64(1.0)
+            found = closest_on_segments(p0 + tau * m0, p1 + tau * m1, p2 + tau * m2, p3 + tau * m3)
+            if found[2] < best[3]:
+                best = wp.vec4d(tau, found[0], found[1], found[2])
+    return best
+
+
 @wp.kernel
 def edge_pairs_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
                                first_a: wp.array(dtype=wp.int32), first_b: wp.array(dtype=wp.int32),
@@ -116,31 +150,41 @@ def edge_pairs_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
         p1 = x0[va + 1]
         p2 = x0[vb]
         p3 = x0[vb + 1]
+        closest[k] = pair_closest_in_step(p0, p1, p2, p3, x1[va] - p0, x1[va + 1] - p1, x1[vb] - p2, x1[vb + 1] - p3,
+                                          reach_limit[k])
+
+
+@wp.kernel
+def mesh_edges_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
+                               first_vertex: wp.array(dtype=wp.int32), reach_limit: wp.array(dtype=wp.float64),
+                               bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                               mesh_edges: wp.array(dtype=wp.int32, ndim=2), first: int, chunk: int,
+                               nearest_edge: wp.array(dtype=wp.int32), closest: wp.array(dtype=wp.vec4d)):
+    """For rod edges k in [first + t·chunk, first + (t + 1)·chunk) (first vertices ``first_vertex``, moving
+    x0 → x1) against a mesh's edges moving previous → current (their swept boxes in ``bvh``): the mesh edge
+    that comes nearest during the step within ``reach_limit[k]`` [m], −1 for none, and (τ, s, t, distance) of
+    that approach (s along the rod edge, t along the mesh edge)."""
+    start = first + wp.tid() * chunk
+    for k in range(start, wp.min(start + chunk, first_vertex.shape[0])):
+        va = first_vertex[k]
+        p0 = x0[va]
+        p1 = x0[va + 1]
         m0 = x1[va] - p0
         m1 = x1[va + 1] - p1
-        m2 = x1[vb] - p2
-        m3 = x1[vb + 1] - p3
-        start_distance = closest_on_segments(p0, p1, p2, p3)[2]
-        reach = wp.max(wp.max(wp.length(m0 - m2), wp.length(m0 - m3)), wp.max(wp.length(m1 - m2), wp.length(m1 - m3)))
+        limit = reach_limit[k]
+        low = wp.min(box_lower(p0, x1[va], limit), box_lower(p1, x1[va + 1], limit))
+        high = wp.max(box_upper(p0, x1[va], limit), box_upper(p1, x1[va + 1], limit))
+        query = wp.bvh_query_aabb(bvh, low, high)
+        e = int(0)
+        best_edge = int(-1)
         best = wp.vec4d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(wp.inf))
-        if start_distance - reach < reach_limit[k]:
-            a1 = p1 - p0
-            a2 = p2 - p0
-            a3 = p3 - p0
-            b1 = m1 - m0
-            b2 = m2 - m0
-            b3 = m3 - m0
-            critical = critical_times(a1, a2, a3, b1, b2, b3)
-            times = wp.vec4d(wp.float64(1.0), root_between(wp.float64(0.0), critical[0], a1, a2, a3, b1, b2, b3),
-                             root_between(critical[0], critical[1], a1, a2, a3, b1, b2, b3),
-                             root_between(critical[1], wp.float64(1.0), a1, a2, a3, b1, b2, b3))
-            tau = wp.float64(0.0)
-            for column in range(5):
-                if column > 0:
-                    tau = times[column - 1]
-                    if tau < wp.float64(0.0):        # no root on that piece: geometry.py's NaN, tested at τ = 1
-                        tau = wp.float64(1.0)
-                found = closest_on_segments(p0 + tau * m0, p1 + tau * m1, p2 + tau * m2, p3 + tau * m3)
-                if found[2] < best[3]:
-                    best = wp.vec4d(tau, found[0], found[1], found[2])
+        while wp.bvh_query_next(query, e):
+            p2 = previous[mesh_edges[e, 0]]
+            p3 = previous[mesh_edges[e, 1]]
+            found = pair_closest_in_step(p0, p1, p2, p3, m0, m1, current[mesh_edges[e, 0]] - p2,
+                                         current[mesh_edges[e, 1]] - p3, limit)
+            if found[3] < limit and (found[3] < best[3] or (found[3] == best[3] and e < best_edge)):
+                best = found
+                best_edge = e
+        nearest_edge[k] = best_edge
         closest[k] = best

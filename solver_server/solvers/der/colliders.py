@@ -38,6 +38,15 @@ class ColliderView:
         """(previous vertices (V, 3), current vertices (V, 3), triangles (F, 3)) of a triangle mesh, else None."""
         return None
 
+    def mesh_geometry(self):
+        """The collision.mesh.MeshGeometry of a triangle-mesh collider (posed for the substep), else None."""
+        return None
+
+    def path_reaches_mesh(self, xp, start, end, reach):
+        """(n,) bool: the paths start → end (n, 3) [m] that cross a triangle mesh's moving surface or end nearer
+        to it than reach (n,) [m] (a broad test; every path for a collider that is no mesh)."""
+        return xp.ones(start.shape[0], dtype=bool)
+
     def depth_inside(self, xp, points):
         """(n,) [m] how deep points (n, 3) lie inside the collider's solid (0 outside): −signed distance."""
         distance, _ = self.signed_distance(xp, points)
@@ -86,6 +95,17 @@ class _MovingColliderView(ColliderView):
             return None
         geometry = collider.geometry
         return geometry.previous, geometry.vertices, geometry.triangles
+
+    def mesh_geometry(self):
+        collider = self.source.collider
+        return collider.geometry if getattr(collider, "is_mesh", False) else None
+
+    def path_reaches_mesh(self, xp, start, end, reach):
+        collider = self.source.collider
+        if not getattr(collider, "is_mesh", False):
+            return super().path_reaches_mesh(xp, start, end, reach)
+        _, push, _, _, _ = collider.geometry.resolve(xp, start, end, reach)
+        return push > 0.0
 
 
 def adapt_collider(collider) -> ColliderView:

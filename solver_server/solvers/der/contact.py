@@ -89,6 +89,12 @@ def _rows_dot(xp, a, b):
     return xp.einsum("nc,nc->n", a, b)
 
 
+# the columns of a detection tuple, in order: vertex slots (n, 4) (rod A: 0-1, rod B or the collider's point:
+# 2-3), their weights (n, 4), edge–edge pair (n,) bool, unit normal from B to A (n, 3), normal target velocity
+# (n,) [m/s], the collider surface's velocity (n, 3) [m/s], μ (n,), radius scale (n,) [m], key (n,)
+DETECTION_FIELDS = ("vertices", "weights", "kind_edge", "normal", "target_normal", "surface_velocity", "mu",
+                    "radius_scale", "keys")
+
 # smallest summed |barycentric weight| of free vertices for a pair contact to be solved (see _detect_edges)
 KINEMATIC_CONTACT_WEIGHT = 1e-3
 # edge pairs at a smaller angle than this (its sine) get a second contact at the far end of the stretch along
@@ -107,6 +113,7 @@ class ContactSolver:
         self.colliders = [adapt_collider(collider) for collider in colliders]
         self.settings = settings
         self._warm = None   # (sorted keys, impulses (n, 3), step length) of the last finished step
+        self.edge_vertices = None   # (E, 2) int32 device array of the rods' edges (StepContacts._edge_view)
         # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
         self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
         if settings.response not in ("rigid_rod", "delassus"):
@@ -207,6 +214,9 @@ class StepContacts:
         self.n_edge_contacts = 0
         self.n_collider_contacts = 0
         self.unreachable_by_collider = {}   # collider index -> free vertices left out of its contact (_unreachable)
+        self.failsafe_vertices = 0          # vertices the failsafe moved back out of a mesh (keep_outside)
+        self.failsafe_edges = 0             # edge–mesh-edge pairs it found crossed
+        self._unreachable_of = {}           # collider index -> (N,) bool mask of those vertices (kinematic input only)
         self._factor = None
         self._inverse_band = None
         self._delassus = None
@@ -232,19 +242,16 @@ class StepContacts:
             parts.append(self._detect_edges(x0, x1))
         for number, collider in enumerate(self.solver.colliders):
             parts.append(self._detect_collider(collider, number, x0, x1, velocity))
+            if collider.mesh_geometry() is not None:
+                movable = ~self.vertex_fixed & ~self._unreachable_of[number]
+                parts.append(self._mesh_edge_contacts(collider, number, x0, x1, movable, end=False))
         parts = [part for part in parts if part is not None and part[0].shape[0]]
         if not parts:
             return
-        self.keys = xp.concatenate([p[8] for p in parts])
-        self.vertices = xp.concatenate([p[0] for p in parts])
+        found = self._per_object(tuple(xp.concatenate(columns) for columns in zip(*parts)))
+        for name, column in zip(DETECTION_FIELDS, found):
+            setattr(self, name, column)
         self._coupled_pairs = self._delassus = self._operator = None
-        self.weights = xp.concatenate([p[1] for p in parts])
-        self.kind_edge = xp.concatenate([p[2] for p in parts])
-        self.normal = xp.concatenate([p[3] for p in parts])
-        self.target_normal = xp.concatenate([p[4] for p in parts])
-        self.surface_velocity = xp.concatenate([p[5] for p in parts])
-        self.mu = xp.concatenate([p[6] for p in parts])
-        self.radius_scale = xp.concatenate([p[7] for p in parts])
         n = self.vertices.shape[0]
         self.impulse = xp.zeros((n, 3))
         self.applied = xp.zeros((n, 3))
@@ -253,6 +260,15 @@ class StepContacts:
         self.active_mask = xp.ones(n, dtype=bool)
         self.n_edge_contacts = int(self.kind_edge.sum())
         self.n_collider_contacts = n - self.n_edge_contacts
+
+    def _per_object(self, found):
+        """The detection tuple ``found`` with the μ and normal targets of the objects its contacts belong to (one
+        object's contacts are detected with its own parameters: unchanged)."""
+        return found
+
+    def _vertex_thickness(self):
+        """(N,) [m] the extra contact distance of each vertex's object (``ContactSettings.thickness``)."""
+        return self.xp.full(self.model.n_vertices, self.solver.settings.thickness)
 
     def _candidate_pairs(self, x0, x1):
         """Edge pairs whose swept bounding spheres and boxes overlap, no shared vertex (kernels.pairs, sorted by
@@ -420,7 +436,8 @@ class StepContacts:
         radius = self._vertex_radius()
         contact_distance = radius + collider.thickness + settings.thickness
         band = (1.0 + settings.proximity) * contact_distance
-        movable = ~self.vertex_fixed & ~self._unreachable(collider, number, x0, x1, contact_distance)
+        self._unreachable_of[number] = self._unreachable(collider, number, x0, x1, contact_distance)
+        movable = ~self.vertex_fixed & ~self._unreachable_of[number]
         parts = []
         if settings.collider_ccd:
             mesh = collider.mesh_motion()
@@ -656,9 +673,10 @@ class StepContacts:
         mass = model.vertex_mass[self.vertices] / contact_counts[self.vertices]   # (n, 4), seed §3.2.3
         fixed = self.vertex_fixed[self.vertices]
         total = xp.zeros((self.vertices.shape[0], 3, 3))
-        # point contacts (vertex vs collider): K = δ/m
+        # point contacts (a vertex, or a point of a rod edge, against a collider): K = Σ w²/m δ over its free slots
         point = ~self.kind_edge
-        total[point] = eye / mass[point, 0][:, None, None]
+        compliance = xp.where(fixed[:, :2], 0.0, self.weights[:, :2] ** 2 / mass[:, :2]).sum(axis=1)
+        total[point] = eye * compliance[point][:, None, None]
         if bool(self.kind_edge.any()):
             for side in (0, 2):  # rod A uses slots 0-1, rod B slots 2-3
                 e = xp.nonzero(self.kind_edge)[0]
@@ -691,6 +709,77 @@ class StepContacts:
     @property
     def contact_count(self) -> int:
         return int(self.vertices.shape[0])
+
+    def keep_outside(self, positions, velocities):
+        """The failsafe after the contact loop: no free vertex or edge ends the step through a mesh collider.
+
+        The Newton contact loop ends on its iteration and end-check budgets (``MAX_RELINEARIZATIONS``), and
+        its contacts are linearized planes: a vertex held by one face can still slip through the next one in
+        a crease, and a mesh edge thinner than the hair's segments (an ear's rim, a brow's crest) can pass
+        between two vertices that both stay outside. Here the end positions are tested as cloth tests its own
+        (``MeshGeometry.resolve`` and ``add_edge_corrections``, two-sided, the side taken from the start of
+        the step): a vertex whose path x_t → x crosses a triangle goes back in front of it, and an edge that
+        crossed a mesh edge is moved back to its side (both with the contact distance less the tolerance),
+        then the vertices are tested once more. A moved vertex keeps its velocity less the part that drove
+        it into the surface. Returns (positions, velocities), or None when nothing crossed; the counts go to
+        the statistics (``failsafe_vertices``, ``failsafe_edges``)."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        meshes = [(number, collider) for number, collider in enumerate(self.solver.colliders)
+                  if collider.mesh_geometry() is not None]
+        if not meshes:
+            return None
+        start = xp.ascontiguousarray(self.start_positions, dtype=xp.float64)
+        moved = xp.zeros(model.n_vertices, dtype=bool)
+        end = xp.ascontiguousarray(positions, dtype=xp.float64)
+        velocities = xp.array(velocities, dtype=xp.float64)
+        radius = self._vertex_radius()
+        edges = self._edge_view()
+        for number, collider in meshes:
+            geometry = collider.mesh_geometry()
+            free = ~self.vertex_fixed & ~self._unreachable_of.get(number, xp.zeros(model.n_vertices, dtype=bool))
+            reach = xp.ascontiguousarray((1.0 - settings.end_penetration_tolerance) * radius + collider.thickness
+                                         + self._vertex_thickness())
+            end, crossed = self._vertices_back(geometry, start, end, velocities, free, reach)
+            moved |= crossed
+            correction = xp.zeros((model.n_vertices, 3))
+            count = xp.zeros(model.n_vertices, dtype=xp.int32)
+            contacts = xp.zeros(3, dtype=xp.int32)
+            crossed_point = xp.zeros(model.n_vertices, dtype=xp.int32)
+            geometry.add_edge_corrections(xp, start, end, edges, reach, xp.where(free, 1.0, 0.0), correction, count,
+                                          contacts, crossed_point)
+            edge_crossed = (crossed_point > 0) & free
+            self.failsafe_edges += int(contacts[1])
+            if bool(edge_crossed.any()):
+                shifted = end + correction / xp.maximum(count, 1)[:, None]
+                end = xp.ascontiguousarray(xp.where(edge_crossed[:, None], shifted, end))
+                end, crossed = self._vertices_back(geometry, start, end, velocities, free, reach)
+                moved |= crossed | edge_crossed
+        count = int(moved.sum())
+        self.failsafe_vertices += count
+        return (end, velocities) if count else None
+
+    def _vertices_back(self, geometry, start, end, velocities, free, reach):
+        """``free`` (N,) vertices whose path start → end (N, 3) [m] crosses the mesh moved back ``reach`` (N,) [m]
+        in front of the crossed triangle on their starting side; the inward part of their velocities
+        (relative to the surface) is removed in place. Returns (end positions, crossed (N,) bool)."""
+        xp = self.xp
+        resolved, _, normal, motion, crossed = geometry.resolve(xp, start, end, reach)
+        crossed = (crossed > 0) & free
+        if not bool(crossed.any()):
+            return end, crossed
+        relative = velocities - motion / self.h
+        inward = xp.minimum(_rows_dot(xp, relative, normal), 0.0)
+        velocities[...] = xp.where(crossed[:, None], velocities - inward[:, None] * normal, velocities)
+        return xp.ascontiguousarray(xp.where(crossed[:, None], resolved, end)), crossed
+
+    def _edge_view(self):
+        """Warp int32 (E, 2) view of the rods' edges (their two vertex indices), built once per model."""
+        solver = self.solver
+        if solver.edge_vertices is None:
+            xp, model = self.xp, self.model
+            solver.edge_vertices = xp.ascontiguousarray(
+                xp.stack((model.edge_vertex, model.edge_vertex + 1), axis=1).astype(xp.int32))
+        return warp_view(solver.edge_vertices, wp.int32)
 
     @property
     def checks_end_positions(self) -> bool:
@@ -737,15 +826,13 @@ class StepContacts:
                  if part is not None and part[0].shape[0]]
         if not parts:
             return None
-        found = tuple(xp.concatenate(columns) for columns in zip(*parts))
+        found = self._per_object(tuple(xp.concatenate(columns) for columns in zip(*parts)))
         # the set without the contacts these replace (same key), then the new ones with the old impulses
         kept = ~xp.isin(self.keys, found[8])
         old_order = xp.argsort(self.keys)
         impulse = project_to_cone(xp, impulses_by_key(xp, self.keys[old_order], self.applied[old_order], found[8]),
                                   found[3], found[6])
-        names = ("vertices", "weights", "kind_edge", "normal", "target_normal", "surface_velocity", "mu",
-                 "radius_scale", "keys")
-        for name, part in zip(names, found):
+        for name, part in zip(DETECTION_FIELDS, found):
             setattr(self, name, xp.concatenate([getattr(self, name)[kept], part]))
         applied = xp.concatenate([self.applied[kept], impulse])
         self.impulse, self.applied = applied, applied.copy()
@@ -802,7 +889,7 @@ class StepContacts:
         for number, collider in enumerate(self.solver.colliders):
             contact_distance = radius + collider.thickness + settings.thickness
             reach = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0)
-            movable = ~self.vertex_fixed & ~self._unreachable(collider, number, x0, x1, contact_distance)
+            movable = ~self.vertex_fixed & ~self._unreachable_of[number]
             mesh = collider.mesh_motion()
             if mesh is None:
                 ended = self._end_position_contacts(collider, x1, (x1 - x0) / self.h, movable, reach,
@@ -812,13 +899,85 @@ class StepContacts:
                     continue
                 index, normal, target, surface_velocity = ended
             else:
+                # the exact CCD (collider_ccd) on the vertices whose path the mesh's own kernel finds crossing it
+                # or ending within reach: the few near the surface, not every vertex of every strand
+                near = collider.path_reaches_mesh(xp, x0, x1, reach)
                 previous, current, triangles = (xp.asarray(array) for array in mesh)
-                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, self.h)
+                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable & near, reach, self.h)
                 index, normal, surface_velocity = hits.vertex, hits.normal, hits.surface_velocity
                 target = (contact_distance[index] - hits.start_gap) / self.h
             found.append(self._collider_contacts_tuple(collider, index, normal, target, surface_velocity, radius,
                                                        self._collider_keys(number, index, end=True)))
+            if mesh is not None:
+                found.append(self._mesh_edge_contacts(collider, number, x0, x1, movable, end=True))
         return found
+
+    def _mesh_edge_contacts(self, collider, number, x0, x1, movable, end: bool):
+        """Contacts of rod edges with a mesh collider's edges (an ear's rim, a brow's crest, thinner than the
+        hair's segments, passes between two vertices that both stay outside: no vertex contact sees it).
+
+        Every rod edge with a ``movable`` (N,) vertex is swept x0 → x1 (N, 3) [m] against the mesh's edges moving
+        over the substep (``ccd_kernels.mesh_edges_closest_in_step``, the mesh's edge BVH); the mesh edge that
+        comes nearest, within (1 + proximity) × the contact distance on the first path, or closer than the
+        contact distance less the tolerance on the ``end`` path (``relinearize``), gives a contact at those closest
+        points (s along the rod edge, t along the mesh edge). Its normal is the direction between the same
+        material points at the START of the step (the side the rod edge came from, so a crossing is pushed
+        back, never through); for points that touched already then, the normal of the two edges at the
+        approach, turned against their relative motion. Returns the detection tuple, or None."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        geometry = collider.mesh_geometry()
+        ev = model.edge_vertex
+        candidate = xp.nonzero(movable[ev] | movable[ev + 1])[0]
+        if candidate.shape[0] == 0:
+            return None
+        radius = model.edge_radius[candidate]
+        contact_distance = radius + collider.thickness + settings.thickness
+        limit = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0) if end \
+            else (1.0 + settings.proximity) * contact_distance
+        pose = geometry.pose(xp)
+        first_vertex = xp.ascontiguousarray(ev[candidate], dtype=xp.int32)
+        nearest_edge = xp.empty(candidate.shape[0], dtype=xp.int32)
+        closest = xp.empty((candidate.shape[0], 4), dtype=xp.float64)
+        launch_items(ccd_kernels.mesh_edges_closest_in_step, candidate.shape[0], warp_device_of(closest),
+                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
+                      warp_view(first_vertex, wp.int32), warp_view(xp.ascontiguousarray(limit), wp.float64),
+                      pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view],
+                     [warp_view(nearest_edge, wp.int32), warp_view(closest, wp.vec4d)], split=True)
+        hit = nearest_edge >= 0
+        if not bool(hit.any()):
+            return None
+        edge, mesh_edge, closest = candidate[hit], nearest_edge[hit], closest[hit]
+        contact_distance = contact_distance[hit]
+        tau, s, t = closest[:, 0:1], closest[:, 1], closest[:, 2]
+        va = ev[edge]
+        corners = pose.edges.indices[mesh_edge]
+        c0, d0 = pose.previous[corners[:, 0]], pose.previous[corners[:, 1]]
+        c1, d1 = pose.current[corners[:, 0]], pose.current[corners[:, 1]]
+        start_a = x0[va] + s[:, None] * (x0[va + 1] - x0[va])
+        start_b = c0 + t[:, None] * (d0 - c0)
+        motion_b = (c1 - c0) + t[:, None] * ((d1 - c1) - (d0 - c0))
+        separation = start_a - start_b
+        gap = row_lengths(xp, separation)
+        at = [p + tau * (q - p) for p, q in ((x0[va], x1[va]), (x0[va + 1], x1[va + 1]), (c0, c1), (d0, d1))]
+        crossing = cross3(xp, at[1] - at[0], at[3] - at[2])
+        motion_a = (x1[va] - x0[va]) + s[:, None] * ((x1[va + 1] - x0[va + 1]) - (x1[va] - x0[va]))
+        approach = _rows_dot(xp, crossing, motion_a - motion_b)
+        crossing = xp.where((approach > 0.0)[:, None], -crossing, crossing)
+        touching = (gap < 1e-3 * contact_distance)[:, None]
+        normal = _normalize(xp, xp.where(touching, crossing, separation))
+        start_gap = _rows_dot(xp, separation, normal)
+        n = edge.shape[0]
+        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
+        mu = sum(given) / len(given) if given else 0.3
+        colliders = len(self.solver.colliders)
+        keys = model.n_edges * model.n_edges + 2 * colliders * model.n_vertices \
+            + (number + (colliders if end else 0)) * model.n_edges + edge
+        found = (xp.stack((va, va + 1, va, va), axis=1),
+                 xp.stack((1.0 - s, s, xp.zeros(n), xp.zeros(n)), axis=1), xp.zeros(n, dtype=bool), normal,
+                 (contact_distance - start_gap) / self.h, motion_b / self.h, xp.full(n, float(mu)),
+                 model.edge_radius[edge], keys)
+        return self._without_kinematic(found)
 
     def update(self, iteration: int, velocity_before, velocity_after):
         """Seed Algorithm 3: new generalized impulse (n_dofs,) from the velocities after a global step."""
@@ -939,7 +1098,8 @@ class StepContacts:
         stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
                  "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
                  "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": self.sweeps,
-                 "unreachable_contacts": sum(self.unreachable_by_collider.values())}
+                 "unreachable_contacts": sum(self.unreachable_by_collider.values()),
+                 "failsafe_vertices": self.failsafe_vertices, "failsafe_edges": self.failsafe_edges}
         if n == 0 or self.last_velocity is None:
             return stats
         residual = self.fischer_burmeister(self.last_velocity)

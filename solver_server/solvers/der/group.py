@@ -201,19 +201,24 @@ class _SharedContactSolver(ContactSolver):
 
 
 class _SharedStepContacts(StepContacts):
-    def _detect(self, velocity):
-        super()._detect(velocity)
-        if not self.solver.per_object or self.vertices.shape[0] == 0:
-            return
+    def _vertex_thickness(self):
+        if not self.solver.per_object:
+            return super()._vertex_thickness()
+        return self.solver.object_thickness[self.solver.vertex_object]
+
+    def _per_object(self, found):
+        if not self.solver.per_object or found[0].shape[0] == 0:
+            return found
         xp, solver, settings = self.xp, self.solver, self.solver.settings
-        side_a = solver.vertex_object[self.vertices[:, 0]]
-        side_b = solver.vertex_object[self.vertices[:, 2]]   # the same object for a vertex–collider contact
+        vertices, _, kind_edge, _, target_normal, _, mu, *_ = found
+        side_a = solver.vertex_object[vertices[:, 0]]
+        side_b = solver.vertex_object[vertices[:, 2]]   # the same object for a collider contact
         pair_mu = 0.5 * (solver.object_friction[side_a] + solver.object_friction[side_b])
         # detected with settings.collider_friction: μ = (that + collider μ) / 2; swap in the object's own
-        collider_mu = self.mu + 0.5 * (solver.object_collider_friction[side_a] - settings.collider_friction)
-        self.mu = xp.where(self.kind_edge, pair_mu, collider_mu)
+        collider_mu = mu + 0.5 * (solver.object_collider_friction[side_a] - settings.collider_friction)
         thickness = 0.5 * (solver.object_thickness[side_a] + solver.object_thickness[side_b])
-        self.target_normal = self.target_normal - (settings.thickness - thickness) / self.h
+        return (*found[:4], target_normal - (settings.thickness - thickness) / self.h, found[5],
+                xp.where(kind_edge, pair_mu, collider_mu), *found[7:])
 
 
 class _SharedSolver:
@@ -344,7 +349,8 @@ class DerHairGroup:
         self.places = [place[object_id] for object_id in self.ids]
 
     def step(self, inputs: SubstepInputs) -> dict:
-        totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0, "unreachable_contacts": 0}
+        totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0, "unreachable_contacts": 0,
+                  "failsafe_vertices": 0, "failsafe_edges": 0}
         started_inside = 0
         colliders = list(inputs.colliders.colliders) if inputs.colliders is not None else []
         for shared in self.solvers:
@@ -353,7 +359,8 @@ class DerHairGroup:
             totals["contacts"] += stats.get("contacts", 0)
             totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
             totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
-            totals["unreachable_contacts"] += stats.get("unreachable_contacts", 0)
+            for name in ("unreachable_contacts", "failsafe_vertices", "failsafe_edges"):
+                totals[name] += stats.get(name, 0)
             started_inside += stats.get("started_inside", 0)
         if started_inside:
             totals["started_inside"] = started_inside

@@ -135,6 +135,10 @@ class ImpulseHandler(Protocol):
     def checks_end_positions(self) -> bool:
         """Whether ``relinearize`` has anything to test at the end positions (a contact, or a collider)."""
 
+    def keep_outside(self, positions, velocities):
+        """The step's end positions (N, 3) [m] and velocities (N, 3) [m/s] corrected where a vertex or an edge
+        still crosses a collider (a failsafe after the contact loop), or None when nothing crosses."""
+
 
 @dataclass
 class StepStats:
@@ -495,8 +499,14 @@ class ImplicitEulerSolver:
         config = point[2]
         q = q_t + h * v
         positions = model.gather_positions(q)
+        velocities = model.gather_positions(v)
+        held = None if impulses is None else impulses.keep_outside(positions, velocities)
+        if held is not None:
+            # the colliders' last word moved some vertices: frames transported to where they are now
+            positions, velocities = held
+            config = transported_configuration(xp, model, state, positions, model.gather_theta(q))
         new_state = DerState(
-            positions=positions, velocities=model.gather_positions(v), theta=model.gather_theta(q),
+            positions=positions, velocities=velocities, theta=model.gather_theta(q),
             theta_velocity=model.gather_theta(v),
             tangents=_unit_tangents(xp, model, positions), reference_u=config.reference_u,
             reference_twist=config.reference_twist)
