@@ -33,6 +33,7 @@ class StrandGroup(ABC):
         self.ids = [spec.id for spec in specs]
         self.objects, self.solvers, self.states = [], [], []
         self.poses: dict = {}
+        self.colliders = None   # the scene's collision.ColliderSet as posed by the latest substep
         for spec in specs:
             strands = StrandObject.from_spec(spec, scene, self.model, backend.xp)
             solver = self.make_solver(strands, spec.id, scene, backend.xp)
@@ -67,6 +68,7 @@ class StrandGroup(ABC):
     # ----------------------------------------------------------------- registry group interface
     def step(self, inputs: SubstepInputs) -> dict:
         self.poses = inputs.poses
+        self.colliders = inputs.colliders
         totals = {"iterations": 0, **{key: 0 for key in self.STAT_KEYS}}
         for strands, solver, state in zip(self.objects, self.solvers, self.states):
             colliders = SceneColliders(inputs.colliders, solver.settings.collider_friction) \
@@ -78,8 +80,10 @@ class StrandGroup(ABC):
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:
+        """Every strand's points (N, 3) float32 [m]; interpolated children kept out of the mesh colliders."""
         xp = self.backend.xp
-        return {strands.id: self.backend.to_host(strands.output(self.output_positions(solver, state), self.poses, xp))
+        return {strands.id: self.backend.to_host(strands.output(self.output_positions(solver, state), self.poses, xp,
+                                                                self.colliders, solver.settings.radius))
                 .astype(np.float32) for strands, solver, state in zip(self.objects, self.solvers, self.states)}
 
     def device_positions(self) -> list:

@@ -17,6 +17,10 @@ from .layout import StrandLayout
 from .selection import GuideAssignment, arc_length_samples
 
 
+# an interpolated child's segments stay within this ratio of their rest length (either way)
+CHILD_LENGTH_RATIO = 1.1
+
+
 class GuideInterpolator:
     """Interpolates all strands of an object from its guide strands.
 
@@ -50,6 +54,7 @@ class GuideInterpolator:
         guide_relative_rest = self._sample(xp.asarray(guide_rest))                           # (S, 2, P, 3)
         child_relative = xp.asarray(rest - rest[:, :1])
         self.rest_difference = child_relative[:, None] - guide_relative_rest               # (S, 2, P, 3)
+        self.rest_lengths = xp.asarray(np.linalg.norm(np.diff(rest, axis=1), axis=-1))      # (S, P − 1) [m]
 
     def _sample(self, guide_points):
         """Root-relative guide points at the children's fractions: (S, 2, P, 3)."""
@@ -60,10 +65,30 @@ class GuideInterpolator:
 
     def interpolate(self, guide_points, child_roots, rotations=None):
         """All strands (S, P, 3) [m] from guide strands (K, Pg, 3), child roots (S, 3) and optional
-        root-frame rotations (S, 3, 3) (identity when None)."""
+        root-frame rotations (S, 3, 3) (identity when None).
+
+        Each child is the weighted blend of its two guides' root-relative shapes (plus its own rest offset
+        from them), and then keeps its own segment lengths: where the two guides part (one each side of an
+        ear, one falling forward and one back) the plain blend of their points is shorter than either, down
+        to a fraction of the rest length; every blended segment is brought back within CHILD_LENGTH_RATIO of
+        the child's rest length and the strand rebuilt from its root (follow the leader): where the guides
+        agree the blend is kept as it is, where they part only the directions are blended."""
         xp = self.xp
         difference = self.rest_difference
         if rotations is not None:
             difference = xp.einsum("sij,skpj->skpi", xp.asarray(rotations), difference)
         shaped = self._sample(guide_points) + difference
-        return xp.asarray(child_roots)[:, None, :] + xp.einsum("sk,skpd->spd", self.weights, shaped)
+        blended = xp.asarray(child_roots)[:, None, :] + xp.einsum("sk,skpd->spd", self.weights, shaped)
+        return self.with_rest_lengths(blended)
+
+    def with_rest_lengths(self, strands):
+        """Strands (S, P, 3) [m] rebuilt from their first point with every segment's direction kept and its
+        length brought within [1 / CHILD_LENGTH_RATIO, CHILD_LENGTH_RATIO] × its rest length (a zero-length
+        segment stays zero)."""
+        xp = self.xp
+        segments = strands[:, 1:] - strands[:, :-1]
+        length = xp.sqrt(xp.sum(segments * segments, axis=-1))
+        wanted = xp.clip(length, self.rest_lengths / CHILD_LENGTH_RATIO, self.rest_lengths * CHILD_LENGTH_RATIO)
+        scale = xp.where(length > 1e-15, wanted / xp.maximum(length, 1e-15), 0.0)
+        rebuilt = strands[:, :1] + xp.cumsum(segments * scale[..., None], axis=1)
+        return xp.concatenate((strands[:, :1], rebuilt), axis=1)

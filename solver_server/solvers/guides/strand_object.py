@@ -15,6 +15,10 @@ from .roots import RootBinding
 from .selection import assign_guides, select_guides
 
 
+# times an interpolated point is moved out of the closed shell it is in, at most (shells inside shells)
+NESTED_SHELLS = 3
+
+
 @dataclass
 class StrandObject:
     """id; layout; rest (S, P, 3) padded rest points [m]; pinned: root points per strand that
@@ -75,14 +79,61 @@ class StrandObject:
         guides = self.interpolator.assignment.guides
         return {name: factors[guides] for name, factors in padded.items()}
 
-    def output(self, simulated_points, poses, xp=np):
+    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0):
         """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are
-        interpolated from the guides at the instant of ``poses``."""
+        interpolated from the guides at the instant of ``poses``.
+
+        With ``colliders`` (a collision.ColliderSet posed at that instant) the children are kept out of its
+        closed mesh shells (``_walked_outside``). The pinned root points stay where the skin puts them."""
         if self.interpolator is None:
             return self.layout.unpad(simulated_points, xp)
         roots, rotations = self.root_frames(poses)
-        return self.layout.unpad(self.interpolator.interpolate(simulated_points, xp.asarray(roots),
-                                                               xp.asarray(rotations)), xp)
+        points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        if colliders is not None and colliders.has_meshes:
+            points = self._walked_outside(points, colliders, radius, xp)
+        return self.layout.unpad(points, xp)
+
+    def _walked_outside(self, points, colliders, radius: float, xp):
+        """Interpolated strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh
+        shells of ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side
+        of an ear, cuts through the head between them. Each point is placed one rest length along its blended
+        segment from the point before; one that lands inside a shell (``ColliderSet.recover_inside``, by
+        winding number: no history is needed, the children are drawn, not simulated) goes out to ``radius``
+        beyond the nearest surface and back to the rest length along the new direction, unless that is inside
+        again (then it stays where it came out, or, where overlapping shells hold it, on the point before it:
+        a length error rather than a point inside)."""
+        rest_lengths = self.interpolator.rest_lengths
+        reach = xp.full(points.shape[0], float(radius))
+
+        def out_of_shells(candidate):
+            # a point pushed out of one shell can land in another (out of an eyeball, into the head): repeat
+            moved, inside = colliders.recover_inside(xp, xp.ascontiguousarray(candidate), reach)
+            for _ in range(NESTED_SHELLS - 1):
+                if not bool(inside.any()):
+                    break
+                moved, again = colliders.recover_inside(xp, moved, reach)
+                if not bool(again.any()):
+                    break
+            return moved, inside
+
+        placed = [points[:, k] for k in range(self.pinned)]
+        previous = placed[-1]
+        for k in range(self.pinned, points.shape[1]):
+            candidate = previous + (points[:, k] - points[:, k - 1])
+            moved, inside = out_of_shells(candidate)
+            if bool(inside.any()):
+                direction = moved - previous
+                length = xp.sqrt(xp.sum(direction * direction, axis=-1))
+                kept = previous + direction * (rest_lengths[:, k - 1] / xp.maximum(length, 1e-15))[:, None]
+                _, kept_inside = colliders.recover_inside(xp, xp.ascontiguousarray(kept), reach)
+                _, moved_inside = colliders.recover_inside(xp, moved, reach)
+                # the rest length if that is outside, else where it came out, else (overlapping shells that it
+                # could not leave) on the point before it, which is outside
+                choice = xp.where(kept_inside[:, None], xp.where(moved_inside[:, None], previous, moved), kept)
+                candidate = xp.where(inside[:, None], choice, candidate)
+            placed.append(candidate)
+            previous = candidate
+        return xp.stack(placed, axis=1)
 
     @staticmethod
     def _pinned_root_points(spec, layout: StrandLayout, model: str) -> int:
