@@ -76,7 +76,7 @@ class StrandGroup(ABC):
             stats = solver.step(state, state, self.control(strands, solver, inputs, colliders), None, inputs.dt)
             totals["iterations"] += stats["substeps"]
             for key in self.STAT_KEYS:
-                totals[key] += stats[key]
+                totals[key] += stats.get(key, 0)
         return totals
 
     def positions(self) -> dict[str, np.ndarray]:

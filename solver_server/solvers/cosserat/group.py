@@ -20,6 +20,7 @@ class CosseratHairGroup(StrandGroup):
     model = "cosserat"
     STATE_FIELDS = ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                     "root_angular_velocities", "collider_anchor")
+    STAT_KEYS = ("contacts", "recovered_inside")
     finite_field = "orientations"
 
     def make_solver(self, strands, object_id, scene, xp):

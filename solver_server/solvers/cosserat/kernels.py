@@ -178,6 +178,44 @@ def kinematics(first_strand: int, segments: int, orientations: wp.array(dtype=wp
     fastest_sq[strand] = largest
 
 
+@wp.kernel
+def turn_towards(first_strand: int, segments: int, orientations: wp.array(dtype=wp.vec4d),
+                 lengths: wp.array2d(dtype=wp.float64), free: wp.array2d(dtype=wp.int32),
+                 root_positions: wp.array(dtype=wp.vec3d), targets: wp.array(dtype=wp.vec3d),
+                 moved: wp.array(dtype=wp.int32)):
+    """Strand ``first_strand + tid`` with ``moved`` set: every free segment, from the root out, turned by the
+    shortest arc so that its director points from its (new) proximal node to the target of its distal node
+    (``targets`` (S·P, 3) [m]): follow the leader in orientations, the segment lengths kept. A segment whose
+    target lies exactly behind it (no shortest arc) or on its proximal node keeps its orientation."""
+    strand = wp.tid() + first_strand
+    if moved[strand] == 0:
+        return
+    base = strand * segments
+    node = strand * (segments + 1)
+    one = wp.float64(1.0)
+    tiny = wp.float64(1e-12)
+    position = root_positions[strand]
+    for i in range(segments):
+        q = orientations[base + i]
+        d3 = director(q)
+        length = lengths[strand, i]
+        if free[strand, i] != 0:
+            wanted = targets[node + i + 1] - position
+            distance = wp.length(wanted)
+            if distance > tiny * (one + length):
+                to = wanted / distance
+                arc = wp.vec4d(one + wp.dot(d3, to), wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+                axis = wp.cross(d3, to)
+                arc = wp.vec4d(arc[0], axis[0], axis[1], axis[2])
+                size = wp.length(arc)
+                if arc[0] > tiny and size > tiny:
+                    q = quat_multiply(arc / size, q)
+                    q = q / wp.length(q)
+                    orientations[base + i] = q
+                    d3 = director(q)
+        position = position + length * d3
+
+
 @wp.struct
 class Chains:
     """The solver's constant strand data: segments M per strand, radius [m]; per segment (S, M) lengths [m],

@@ -51,6 +51,8 @@ from .interaction import SweptSphereInteraction
 from .settings import CosseratSettings
 
 
+# rounds of (turn the strands whose nodes the colliders moved, query again) at the end of a substep
+TURN_OUT_ROUNDS = 3
 MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
@@ -310,7 +312,7 @@ class CosseratSolver:
                               xp.array(state_in.joint_velocities, dtype=xp.float64, order="C"),
                               start_pos, start_rot, state_in.root_velocities, state_in.root_angular_velocities,
                               state_in.time, state_in.interaction_pairs, state_in.collider_anchor)
-        contact_count = substeps = corrected = 0
+        contact_count = substeps = corrected = recovered_count = 0
         elapsed = anchored = 0.0        # [s] into dt: this step's start, the collider anchor's time
         while dt - elapsed > 1e-12 * dt:
             # the start velocities (and, when forces need them, node positions and velocities) of this step
@@ -332,12 +334,20 @@ class CosseratSolver:
             # carry the anchor to the end of the substep (the next step's query starts there, at rest)
             end = self._kinematics(state, with_nodes=True)
             self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (anchored / dt, 1.0))
+            # a node whose anchor is inside a closed shell is held there by the two-sided query: out with it
+            state.collider_anchor, recovered = colliders.recover_inside(state.collider_anchor, self.settings.radius, xp)
+            recovered_count = int(xp.count_nonzero(recovered & (self.node_mass > 0.0)))
+            for _ in range(TURN_OUT_ROUNDS):    # turned segments move the nodes after them: query again, at rest
+                if not self._turn_out(state, end["positions"]):
+                    break
+                end = self._kinematics(state, with_nodes=True)
+                self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (1.0, 1.0))
         if not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time", "collider_anchor"):
             setattr(state_out, name, getattr(state, name))
-        return {"substeps": substeps, "corrected_strands": corrected, "contacts": contact_count,
+        return {"recovered_inside": recovered_count, "substeps": substeps, "corrected_strands": corrected, "contacts": contact_count,
                 "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
 
     def _step_length(self, fastest: float, remaining: float) -> float:
@@ -438,6 +448,26 @@ class CosseratSolver:
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h
         return count
+
+    def _turn_out(self, state: CosseratState, positions) -> bool:
+        """The substep's last word on the colliders: the contact push is a force that closes part of a node's
+        depth per step, so a node that crossed a surface late in the substep would end it inside. Strands with
+        a node that the contact query moved (``state.collider_anchor``: the nodes pushed out on the side each
+        came from) turn their segments towards those positions (``kernels.turn_towards``, lengths kept); the
+        joint velocities stay, and the next step's contact force meets the motion into the surface. Returns
+        whether a strand turned."""
+        xp = self.xp
+        strands, points = positions.shape[:2]
+        shift = state.collider_anchor - positions
+        moved = xp.ascontiguousarray((xp.sum(shift * shift, axis=-1) > 0.0).any(axis=1).astype(xp.int32))
+        if not bool(moved.any()):
+            return False
+        launch_split(kernels.turn_towards, strands, self.device, [], [
+            points - 1, warp_view(state.orientations.reshape(-1, 4), wp.vec4d), self._views["lengths"],
+            self._views["free"], warp_view(xp.ascontiguousarray(state.root_positions), wp.vec3d),
+            warp_view(xp.ascontiguousarray(state.collider_anchor).reshape(-1, 3), wp.vec3d),
+            warp_view(moved, wp.int32)])
+        return True
 
     def _collider_forces(self, state: CosseratState, positions, velocities, colliders: ColliderSet, h, dt: float,
                          interval) -> tuple:

@@ -60,6 +60,11 @@ class ColliderSet:
         normal = xp.where((depth > 0.0)[..., None], normal, 0.0)
         return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal
 
+    def recover_inside(self, points, reach, xp=np):
+        """(points, recovered (...) bool): analytic shapes have an inside that ``contact`` pushes out of
+        already, so nothing is recovered here (see ``SceneColliders.recover_inside``)."""
+        return points, xp.zeros(points.shape[:-1], dtype=bool)
+
     def to_device(self, xp) -> "ColliderSet":
         """Copy of this set with its arrays on the device of ``xp``."""
         arrays = {name: xp.asarray(getattr(self, name)) for name in (
@@ -201,6 +206,16 @@ class SceneColliders:
 
     def to_device(self, xp) -> "SceneColliders":
         return self
+
+    def recover_inside(self, points, reach, xp=np):
+        """Points (..., 3) [m] inside a closed mesh shell (generalized winding number, either orientation) moved
+        ``reach`` [m] (scalar) beyond its nearest surface (``collision.ColliderSet.recover_inside``), for points
+        whose side a mesh's CCD kept wrongly (carried in where the head's shells overlap, or started inside).
+        Returns (points, recovered (...) bool)."""
+        shape = points.shape
+        flat = xp.ascontiguousarray(points.reshape(-1, 3))
+        moved, recovered = self.scene_set.recover_inside(xp, flat, xp.full(flat.shape[0], float(reach)))
+        return moved.reshape(shape), recovered.reshape(shape[:-1])
 
     def contact(self, points, reach, xp=np, start=None, interval=(0.0, 1.0)):
         """Points (..., 3) [m] closer than ``reach`` [m] (scalar or per point, (...)) plus each collider's
