@@ -3,7 +3,7 @@
 ``check_scene`` stores the problems in ``Scene.tangle.problems`` (listed in the Tangle Bake panel, each
 with its object) and returns them; ``bake_io.export_scene`` calls it first and refuses to send anything
 while any blocking problem remains. Warnings (``Problem.blocking`` false) do not stop a bake: hair rooted
-inside a collider at the first frame (``core.rooted_inside``). ``TANGLE_OT_check_scene`` runs the same
+inside a collider, or combed partly through one, at the first frame (``core.rooted_inside``). ``TANGLE_OT_check_scene`` runs the same
 check from the panel.
 """
 
@@ -18,7 +18,7 @@ from .bake_io import (export_collider, export_hair, frame_range, marked_objects,
 from .core import validation
 from .core.painted_maps import check_maps, map_settings
 from .core.param_table import CLOTH_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
-from .core.rooted_inside import rooted_inside_warnings
+from .core.rooted_inside import rooted_inside_warnings, started_inside_warnings
 from .core.scene_export import ExportError
 from .core.validation import Problem
 
@@ -98,9 +98,9 @@ def object_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) ->
 
 
 def rooted_inside(scene: bpy.types.Scene, blocked: set[str] = frozenset()) -> list[Problem]:
-    """Warnings for hair rooted inside a collider at the bake's first frame (the scene is read there, as
-    the bake reads it, and the current frame is restored). Objects named in ``blocked`` have blocking
-    problems of their own and cannot be read for this; they are left out."""
+    """Warnings for hair rooted inside a collider, or combed partly through one, at the bake's first frame
+    (the scene is read there, as the bake reads it, and the current frame is restored). Objects named in
+    ``blocked`` have blocking problems of their own and cannot be read for this; they are left out."""
     hair_objects = [obj for obj in marked_objects(scene, "HAIR") if obj.name not in blocked]
     colliders = [obj for obj in marked_objects(scene, "COLLIDER") if obj.name not in blocked]
     if not hair_objects or not colliders:
@@ -117,6 +117,7 @@ def rooted_inside(scene: bpy.types.Scene, blocked: set[str] = frozenset()) -> li
             except ExportError:
                 continue          # its emitter is blocked: that problem is listed already
             warnings += rooted_inside_warnings(hair_entry, collider_entries)
+            warnings += started_inside_warnings(hair_entry, collider_entries)
         return warnings
     finally:
         scene.frame_set(current_frame, subframe=current_subframe)

@@ -1,4 +1,4 @@
-"""Hair rooted inside a collider, found before the bake. Blender-free.
+"""Hair rooted inside a collider, or combed partly through one, found before the bake. Blender-free.
 
 The first two points of every strand follow the root (``scene_export.hair_object``). Where they lie inside a
 collider's solid, no motion of the strand can bring them out: the server leaves the free points next to them
@@ -124,22 +124,38 @@ def _mesh_depth(vertices, triangles, points):
     return depth
 
 
+def _hair_arrays(hair: Mapping):
+    """(points (N, 3) [m], strand offsets (S + 1,), contact distance [m]: radius + thickness) of a hair entry."""
+    params = hair.get("params", {})
+    return (np.asarray(hair["points"], np.float64).reshape(-1, 3),
+            np.asarray(hair["strand_offsets"], np.int64).reshape(-1),
+            float(params.get("radius", 0.0)) + float(params.get("thickness", 0.0)))
+
+
+def _tested_strands(collider: Mapping, strands: int, points_per_strand: float) -> tuple[np.ndarray, int]:
+    """(strand indices, stride): every strand, or an even subsample that keeps the point–triangle pairs of
+    a mesh collider within MAX_PAIRS."""
+    triangles = len(collider["triangles"]) if "vertices" in collider else 1
+    stride = max(1, int(np.ceil(points_per_strand * strands * triangles / MAX_PAIRS)))
+    return np.arange(0, strands, stride), stride
+
+
+def _root_depth(collider: Mapping, points: np.ndarray, offsets: np.ndarray, tested: np.ndarray) -> np.ndarray:
+    """Depth (k,) [m] of the deeper of the two root points of the ``tested`` strands inside the collider."""
+    roots = np.concatenate([points[offsets[tested]], points[offsets[tested] + 1]])
+    return depth_inside(collider, roots).reshape(2, -1).max(axis=0)
+
+
 def rooted_inside_warnings(hair: Mapping, colliders: list[Mapping]) -> list[Problem]:
     """Non-blocking problems, one per collider, for strands of a protocol hair entry whose root points (the
     first two of each strand) lie inside the collider deeper than the hair's contact distance (radius +
     thickness, the hair's own contact sphere wholly inside)."""
-    points = np.asarray(hair["points"], np.float64).reshape(-1, 3)
-    offsets = np.asarray(hair["strand_offsets"], np.int64).reshape(-1)
-    params = hair.get("params", {})
-    reach = float(params.get("radius", 0.0)) + float(params.get("thickness", 0.0))
+    points, offsets, reach = _hair_arrays(hair)
     strands = len(offsets) - 1
     warnings = []
     for collider in colliders:
-        triangles = len(collider["triangles"]) if "vertices" in collider else 1
-        stride = max(1, int(np.ceil(2 * strands * triangles / MAX_PAIRS)))
-        tested = np.arange(0, strands, stride)
-        roots = np.concatenate([points[offsets[tested]], points[offsets[tested] + 1]])
-        depth = depth_inside(collider, roots).reshape(2, -1).max(axis=0)
+        tested, stride = _tested_strands(collider, strands, 2)
+        depth = _root_depth(collider, points, offsets, tested)
         sunk = int(np.count_nonzero(depth > reach))
         if sunk == 0:
             continue
@@ -150,4 +166,37 @@ def rooted_inside_warnings(hair: Mapping, colliders: list[Mapping]) -> list[Prob
             f"{1e3 * float(depth.max()):.3g} mm deep): the points next to those roots cannot be pushed out, so "
             f"they are left out of contact with '{collider['id']}'; move the roots onto its surface or shrink it",
             blocking=False))
+    return warnings
+
+
+def started_inside_warnings(hair: Mapping, colliders: list[Mapping]) -> list[Problem]:
+    """Non-blocking problems, one per collider, for strands rooted outside it whose other points start inside
+    its solid deeper than the hair's contact distance (a groom combed through the ground or the body). The
+    solver counts them (``started_inside`` in the first frame's stats) and brings them out over a few frames
+    where their strand can move that way; the artist should know that the first frames show it."""
+    points, offsets, reach = _hair_arrays(hair)
+    strands = len(offsets) - 1
+    if strands == 0:
+        return []
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(strands), lengths)                  # (N,) strand of every point
+    beyond_roots = np.arange(len(owner)) - offsets[owner] >= 2
+    warnings = []
+    for collider in colliders:
+        tested, stride = _tested_strands(collider, strands, float(lengths.mean()))
+        rooted_outside = np.zeros(strands, bool)
+        rooted_outside[tested[_root_depth(collider, points, offsets, tested) <= reach]] = True
+        rows = np.flatnonzero(beyond_roots & rooted_outside[owner])
+        depth = depth_inside(collider, points[rows]) if len(rows) else np.zeros(0)
+        deep = depth > reach
+        through = len(np.unique(owner[rows[deep]]))
+        if through == 0:
+            continue
+        count = f"{through}" if stride == 1 else f"about {min(through * stride, strands)}"
+        warnings.append(Problem(
+            hair["id"],
+            f"{count} of {strands} strands start partly inside collider '{collider['id']}' ({int(deep.sum())} "
+            f"points, up to {1e3 * float(depth.max()):.3g} mm deep): the solver brings them out over the first "
+            f"frames where the strands can move that way; comb the groom out of '{collider['id']}' for a clean "
+            f"first frame", blocking=False))
     return warnings

@@ -250,6 +250,17 @@ class ColliderSet:
         return (correction / xp.maximum(count, 1)[:, None], count > 0, found, crossed, through,
                 crossed_point > 0)
 
+    def inside(self, xp, points):
+        """(n,) bool: points (n, 3) [m] inside some collider's solid: below a plane or inside a primitive (signed
+        distance), or inside a closed mesh shell (generalized winding number, either orientation)."""
+        inside = xp.zeros(points.shape[0], dtype=bool)
+        for collider in self.colliders:
+            if collider.is_mesh:
+                inside |= collider.geometry.recover_inside(xp, points, xp.zeros(points.shape[0]))[1]
+            else:
+                inside |= collider.geometry.signed_distance(xp, points)[0] < 0.0
+        return inside
+
     def recover_inside(self, xp, points, thickness):
         """Points (n, 3) that start a job inside a closed mesh shell, moved out (see
         ``MeshGeometry.recover_inside``); thickness (n,) [m]. Returns (points, recovered (n,) bool)."""

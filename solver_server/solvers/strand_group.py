@@ -68,8 +68,14 @@ class StrandGroup(ABC):
     # ----------------------------------------------------------------- registry group interface
     def step(self, inputs: SubstepInputs) -> dict:
         self.poses = inputs.poses
+        first = self.colliders is None
         self.colliders = inputs.colliders
         totals = {"iterations": 0, **{key: 0 for key in self.STAT_KEYS}}
+        if first and inputs.colliders is not None and len(inputs.colliders):
+            started = sum(self._started_inside(strands, solver, state, inputs.colliders)
+                          for strands, solver, state in zip(self.objects, self.solvers, self.states))
+            if started:
+                totals["started_inside"] = started
         for strands, solver, state in zip(self.objects, self.solvers, self.states):
             colliders = SceneColliders(inputs.colliders, solver.settings.collider_friction) \
                 if inputs.colliders is not None and len(inputs.colliders) else None
@@ -78,6 +84,17 @@ class StrandGroup(ABC):
             for key in self.STAT_KEYS:
                 totals[key] += stats.get(key, 0)
         return totals
+
+    def _started_inside(self, strands: StrandObject, solver, state, colliders) -> int:
+        """Free simulated points that start the job inside a collider's solid (a groom through the ground or a
+        body): counted in the first substep's stats, where contact then brings out what their strands can."""
+        xp = self.backend.xp
+        points = self.output_positions(solver, state)
+        _, layout = strands.simulated
+        free = np.array(layout.valid, dtype=bool)
+        free[:, :strands.pinned] = False
+        inside = colliders.inside(xp, xp.ascontiguousarray(points.reshape(-1, 3), dtype=xp.float64))
+        return int(xp.count_nonzero(inside & xp.asarray(free.reshape(-1))))
 
     def positions(self) -> dict[str, np.ndarray]:
         """Every strand's points (N, 3) float32 [m]; interpolated children kept out of the mesh colliders."""

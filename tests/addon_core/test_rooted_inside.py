@@ -8,7 +8,7 @@ import pytest
 
 from blender_addon.core import rooted_inside
 from blender_addon.core.rooted_inside import (depth_inside, distances_to_triangles, rooted_inside_warnings,
-                                              winding_numbers)
+                                              started_inside_warnings, winding_numbers)
 from solver_server.collision.mesh import closest_points_on_triangles
 from tests.physics.scenes import uv_sphere
 
@@ -107,3 +107,22 @@ def test_a_primitive_collider_and_the_hair_contact_distance():
     assert rooted_inside_warnings(_hair(roots, [up], radius=1e-3), [sphere])[0].object == "Hair"
     # a contact distance beyond the depth: the root's own contact sphere reaches out, as on the scalp
     assert rooted_inside_warnings(_hair(roots, [up], radius=1e-3, thickness=2e-3), [sphere]) == []
+
+
+@pytest.mark.parametrize("flipped", [False, True])
+def test_strands_combed_through_a_collider_are_a_warning_of_their_own(flipped):
+    """Three strands rooted on the top of the head: one combed straight down through it, one up into the air,
+    one rooted inside (that one is the rooted-inside warning's, not counted again)."""
+    down, up = np.array([0.0, 0.0, -1.0]), np.array([0.0, 0.0, 1.0])
+    roots = np.array([[0.0, 0.0, RADIUS + 0.01], [0.03, 0.0, RADIUS + 0.01], [0.0, 0.0, 0.0]])
+    hair = _hair(roots, [down, up, up])
+    warnings = started_inside_warnings(hair, [_sphere_mesh(flipped)])
+    assert len(warnings) == 1
+    warning = warnings[0]
+    assert not warning.blocking and warning.object == "Hair"
+    assert warning.message.startswith("1 of 3 strands start partly inside collider 'Head'"), warning.message
+    plane = {"id": "Ground", "shape": {"type": "plane", "point": [0, 0, RADIUS - 0.005], "normal": [0, 0, 1]},
+             "matrix_world": np.eye(4).tolist()}      # the strand combed down reaches 1.5 and 2.5 cm below it
+    assert started_inside_warnings(_hair(roots[:2], [up, up]), [plane]) == []
+    assert started_inside_warnings(_hair(roots[:2], [down, up]), [plane])[0].message.startswith(
+        "1 of 2 strands start partly inside collider 'Ground'")

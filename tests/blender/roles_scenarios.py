@@ -497,8 +497,9 @@ def scenario_checks(args: dict) -> dict:
 
 
 def scenario_rooted_inside(args: dict) -> dict:
-    """Hair rooted inside a collider (issue 20): Check Scene lists a warning that does not block the bake,
-    for a sphere primitive and for the same sphere as a mesh collider with flipped normals."""
+    """Hair rooted inside a collider, and hair combed partly through one: Check Scene lists a warning for each
+    that does not block the bake, for a sphere primitive and for the same sphere as a mesh collider with
+    flipped normals."""
     load_addon("source", None)
     scene = bpy.context.scene
     scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0  # nothing listens there
@@ -512,6 +513,13 @@ def scenario_rooted_inside(args: dict) -> dict:
     curves.position_data.foreach_set("vector", np.array(points, np.float32).ravel())
     hair = linked_object("Hair", curves)
     hair.tangle.role, hair.tangle.bind_to_surface = "HAIR", False
+    # a strand rooted 1 cm above the ball and combed 3 cm down into it: a warning of its own
+    combed_curves = bpy.data.hair_curves.new("Combed")
+    combed_curves.add_curves([4])
+    combed_curves.position_data.foreach_set("vector", np.array([(0.0, 0.0, 0.11 - 0.01 * k) for k in range(4)],
+                                                               np.float32).ravel())
+    combed = linked_object("Combed", combed_curves)
+    combed.tangle.role, combed.tangle.bind_to_surface = "HAIR", False
     report = {}
     for case in ("sphere", "flipped_mesh", "thin_cloth"):
         if case == "flipped_mesh":
