@@ -60,6 +60,11 @@ class ColliderSet:
         normal = xp.where((depth > 0.0)[..., None], normal, 0.0)
         return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal
 
+    def resolve_edges(self, start, points, segments, radius, free, xp=np):
+        """(points, 0): a segment cannot pass an analytic shape without one of its points entering it, which
+        ``resolve`` pushes out (see ``SceneColliders.resolve_edges``)."""
+        return points, 0
+
     def recover_inside(self, points, reach, xp=np):
         """(points, recovered (...) bool): analytic shapes have an inside that ``contact`` pushes out of
         already, so nothing is recovered here (see ``SceneColliders.recover_inside``)."""
@@ -206,6 +211,23 @@ class SceneColliders:
 
     def to_device(self, xp) -> "SceneColliders":
         return self
+
+    def resolve_edges(self, start, points, segments, radius, free, xp=np):
+        """Segments of points (S, P, 3) [m] (moved from ``start`` during the step) that a mesh collider's edge
+        crossed, or comes within ``radius`` [m] of, moved back to their side (``collision.ColliderSet
+        .resolve_edges``, one Jacobi pass of cloth's edge–edge CCD); ``segments``: Warp int32 (E, 2) view of
+        the flat point indices; ``free`` (S, P) bool: the points that move. Returns (points, segments moved)."""
+        if not self.scene_set.has_meshes:
+            return points, 0
+        shape = points.shape
+        flat = xp.ascontiguousarray(points.reshape(-1, 3), dtype=xp.float64)
+        count = flat.shape[0]
+        correction, touched, found, *_ = self.scene_set.resolve_edges(
+            xp, start.reshape(-1, 3), flat, segments, xp.full(count, float(radius)),
+            xp.ascontiguousarray(xp.asarray(free, dtype=xp.float64).reshape(-1)))
+        if not found:
+            return points, 0
+        return (flat + xp.where(touched[:, None], correction, 0.0)).reshape(shape), found
 
     def recover_inside(self, points, reach, xp=np):
         """Points (..., 3) [m] inside a closed mesh shell (generalized winding number, either orientation) moved

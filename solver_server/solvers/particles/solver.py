@@ -89,6 +89,7 @@ class ParticleHairSolver:
         free = np.array(layout.valid, dtype=bool)
         free[:, :settings.pinned_points] = False
         self.free = xp.asarray(free)                                              # (S, P): integrated particles
+        self._segments = None                                                     # _segment_view
         self.tip_index = xp.asarray((layout.valid.sum(axis=1) - 1).astype(np.int32))
         self.device = warp_device_of(self.rest_positions)
         self.rest_lengths = self._lengths(rest[:, 1:] - rest[:, :-1])
@@ -179,12 +180,23 @@ class ParticleHairSolver:
     def _lengths(self, vectors):
         return self.xp.sqrt(self.xp.sum(vectors * vectors, axis=-1))
 
+    def _segment_view(self):
+        """Warp int32 (S·(P − 1), 2) view of every strand's segments as particle index pairs (built once)."""
+        if self._segments is None:
+            xp = self.xp
+            strands, points = self.rest_positions.shape[:2]
+            first = (xp.arange(strands)[:, None] * points + xp.arange(points - 1)[None, :]).reshape(-1)
+            self._segments = xp.ascontiguousarray(xp.stack((first, first + 1), axis=1).astype(xp.int32))
+        return warp_view(self._segments, wp.int32)
+
     def _collide(self, colliders, start, corrected, velocities, h: float, interval):
         """The colliders' projection of the clamped chain ``corrected`` (S, P, 3) [m] whose particles moved from
         ``start`` during this internal step of length h [s] (a mesh collider moves over ``interval``, the part of
         the simulation substep the step covers). A pushed particle stretches or squashes its segments: the
         distance clamp (``kernels.clamp_chain``) runs again on the pushed chain and the colliders once more on
-        its result, so the step ends outside every collider with its segments (nearly) within the clamp.
+        its result, so the step ends outside every collider with its segments (nearly) within the clamp. Between
+        the first projection and the clamp, segments that a mesh's edge crossed go back to their side
+        (``resolve_edges``).
         Returns (positions, velocities, contacts of the first projection)."""
         xp, s = self.xp, self.settings
         free = self.free[..., None]
@@ -195,8 +207,15 @@ class ParticleHairSolver:
             corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
             velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
             if round_index == 0:
-                contacts = count
-                if count == 0:
+                # a mesh's edge (an ear's rim) between two particles that both stay outside: the segment goes
+                # back to its side, its particles' velocities take the move
+                moved, edge_count = colliders.resolve_edges(start, corrected, self._segment_view(), s.radius,
+                                                            self.free, xp)
+                if edge_count:
+                    velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
+                    corrected = moved
+                contacts = count + edge_count
+                if contacts == 0:
                     break
                 strands, points = corrected.shape[:2]
                 launch_split(kernels.clamp_chain, strands, self.device, [], [
