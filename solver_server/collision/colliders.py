@@ -226,10 +226,11 @@ class ColliderSet:
     def has_meshes(self) -> bool:
         return any(collider.is_mesh for collider in self.colliders)
 
-    def resolve_edges(self, xp, start, points, point_edges, thickness, inverse_mass):
+    def resolve_edges(self, xp, start, points, point_edges, thickness, inverse_mass, interval=(0.0, 1.0)):
         """One Jacobi pass of edge–edge contact between the points' edges and every mesh collider's edges.
 
-        start, points: (n, 3) [m] at the substep start and now; point_edges: Warp int32 (E, 2) view;
+        start, points: (n, 3) [m] at the substep start and now (or at the start and the end of ``interval``,
+        the part of the substep a solver's shorter step covers); point_edges: Warp int32 (E, 2) view;
         thickness (n,) [m]; inverse_mass (n,) (0: the point does not move). Returns (correction (n, 3) [m]
         averaged per point, touched (n,) bool, number of edge pairs in contact, number of those that had
         crossed during the substep, number of the points' edges that passed through a mesh at the start,
@@ -245,7 +246,7 @@ class ColliderSet:
             if collider.is_mesh:
                 reach = xp.ascontiguousarray(thickness + collider.thickness, dtype=xp.float64)
                 collider.geometry.add_edge_corrections(xp, start, points, point_edges, reach, inverse_mass,
-                                                       correction, count, contacts, crossed_point)
+                                                       correction, count, contacts, crossed_point, interval)
         found, crossed, through = (int(value) for value in contacts.tolist())
         return (correction / xp.maximum(count, 1)[:, None], count > 0, found, crossed, through,
                 crossed_point > 0)

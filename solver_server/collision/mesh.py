@@ -203,7 +203,7 @@ class MeshGeometry:
         return resolved, push, normal, motion, crossed
 
     def add_edge_corrections(self, xp, start, proposed, point_edges, reach, inverse_mass, correction, count,
-                             contacts, crossed_point) -> None:
+                             contacts, crossed_point, interval=(0.0, 1.0)) -> None:
         """Edge–edge contact of the points' edges with the mesh's edges (an ear's rim, a sleeve's hem) over the
         substep: CCD of both motions and proximity, two-sided (``mesh_kernels.collider_edge_contacts``).
 
@@ -212,14 +212,16 @@ class MeshGeometry:
         thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts,
         the pairs in contact (contacts[0]), those that had crossed (contacts[1]) and the point edges that
         already passed through the mesh at the start, left free (contacts[2]) into the given arrays, and sets
-        crossed_point (n,) int32 to 1 at the points of edges that had crossed."""
+        crossed_point (n,) int32 to 1 at the points of edges that had crossed. interval: the part (begin, end) of
+        the substep over which the points moved start → proposed (fractions, as for ``resolve``)."""
         pose = self.pose(xp)
         if point_edges.shape[0] == 0:
             return
+        begin, end = (float(fraction) for fraction in interval)
         launch(mesh_kernels.collider_edge_contacts, point_edges.shape[0], device=pose.device,
                   inputs=[pose.edges.bvh.id, pose.triangles.bvh.id, pose.previous_view, pose.current_view,
                           pose.edges.index_view, pose.triangles.index_view, warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
-                          warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64),
+                          warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64), begin, end,
                           warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                           warp_view(crossed_point, wp.int32)])
 

@@ -207,15 +207,17 @@ def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dt
 
 
 @wp.func
-def _passes_through_mesh(bvh: wp.uint64, vertices: wp.array(dtype=wp.vec3d), triangles: wp.array(dtype=wp.int32, ndim=2),
+def _passes_through_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                         fraction: wp.float64, triangles: wp.array(dtype=wp.int32, ndim=2),
                          p: wp.vec3d, q: wp.vec3d) -> bool:
-    """Whether segment p–q passes through a triangle of the mesh at ``vertices`` (whose boxes the BVH's
-    contain)."""
+    """Whether segment p–q passes through a triangle of the mesh at ``fraction`` of the substep (whose swept
+    boxes the BVH's contain)."""
     query = wp.bvh_query_aabb(bvh, box_lower(p, q, wp.float64(0.0)), box_upper(p, q, wp.float64(0.0)))
     t = int(0)
     while wp.bvh_query_next(query, t):
-        if segment_crosses_triangle(p, q, vertices[triangles[t, 0]], vertices[triangles[t, 1]],
-                                    vertices[triangles[t, 2]]):
+        if segment_crosses_triangle(p, q, pose_vertex(previous, current, triangles[t, 0], fraction),
+                                    pose_vertex(previous, current, triangles[t, 1], fraction),
+                                    pose_vertex(previous, current, triangles[t, 2], fraction)):
             return True
     return False
 
@@ -226,10 +228,12 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
                            mesh_triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                            proposed: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                            reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
+                           begin: wp.float64, end: wp.float64,
                            correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
                            contacts: wp.array(dtype=wp.int32), crossed_point: wp.array(dtype=wp.int32)):
-    """Point edge e (start → proposed) against every mesh edge (previous → current) whose swept box it
-    meets: crossed during the substep, or closer than the endpoints' larger reach. The point edge is
+    """Point edge e (start → proposed) against every mesh edge moving from its pose at fraction ``begin`` of
+    the substep to its pose at ``end`` (as ``resolve_mesh_contacts``; the swept boxes cover the whole substep)
+    whose swept box it meets: crossed during that part, or closer than the endpoints' larger reach. The point edge is
     moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
     counts the pairs in contact, contacts[1] those that had crossed; crossed_point is set to 1 at both
     points of an edge that had crossed.
@@ -245,7 +249,7 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
     b0 = start[ib]
     a1 = proposed[ia]
     b1 = proposed[ib]
-    if _passes_through_mesh(triangle_bvh, previous, mesh_triangles, a0, b0):
+    if _passes_through_mesh(triangle_bvh, previous, current, begin, mesh_triangles, a0, b0):
         wp.atomic_add(contacts, 2, 1)
         return
     r = wp.max(reach[ia], reach[ib])
@@ -255,8 +259,10 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
     f = int(0)
     one = wp.float64(1.0)
     while wp.bvh_query_next(query, f):
-        contact = edge_pair_contact(a0, b0, previous[mesh_edges[f, 0]], previous[mesh_edges[f, 1]], a1, b1,
-                                    current[mesh_edges[f, 0]], current[mesh_edges[f, 1]], r)
+        contact = edge_pair_contact(a0, b0, pose_vertex(previous, current, mesh_edges[f, 0], begin),
+                                    pose_vertex(previous, current, mesh_edges[f, 1], begin), a1, b1,
+                                    pose_vertex(previous, current, mesh_edges[f, 0], end),
+                                    pose_vertex(previous, current, mesh_edges[f, 1], end), r)
         error = contact.error
         direction = contact.direction
         s = contact.s

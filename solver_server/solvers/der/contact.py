@@ -733,10 +733,11 @@ class StepContacts:
         end = xp.ascontiguousarray(positions, dtype=xp.float64)
         velocities = xp.array(velocities, dtype=xp.float64)
         radius = self._vertex_radius()
-        edges = self._edge_view()
         for number, collider in meshes:
             geometry = collider.mesh_geometry()
-            free = ~self.vertex_fixed & ~self._unreachable_of.get(number, xp.zeros(model.n_vertices, dtype=bool))
+            unreachable = self._unreachable_of.get(number, xp.zeros(model.n_vertices, dtype=bool))
+            free = ~self.vertex_fixed & ~unreachable
+            edges = self._edge_view(unreachable)
             reach = xp.ascontiguousarray((1.0 - settings.end_penetration_tolerance) * radius + collider.thickness
                                          + self._vertex_thickness())
             end, crossed = self._vertices_back(geometry, start, end, velocities, free, reach)
@@ -772,14 +773,17 @@ class StepContacts:
         velocities[...] = xp.where(crossed[:, None], velocities - inward[:, None] * normal, velocities)
         return xp.ascontiguousarray(xp.where(crossed[:, None], resolved, end)), crossed
 
-    def _edge_view(self):
-        """Warp int32 (E, 2) view of the rods' edges (their two vertex indices), built once per model."""
-        solver = self.solver
+    def _edge_view(self, excluded):
+        """Warp int32 (E, 2) view of the rods' edges (their two vertex indices; all of them built once per
+        model) without those with an ``excluded`` (N,) vertex."""
+        solver, xp, model = self.solver, self.xp, self.model
         if solver.edge_vertices is None:
-            xp, model = self.xp, self.model
             solver.edge_vertices = xp.ascontiguousarray(
                 xp.stack((model.edge_vertex, model.edge_vertex + 1), axis=1).astype(xp.int32))
-        return warp_view(solver.edge_vertices, wp.int32)
+        edges = solver.edge_vertices
+        if bool(excluded.any()):
+            self._kept_edges = edges = xp.ascontiguousarray(edges[~(excluded[edges[:, 0]] | excluded[edges[:, 1]])])
+        return warp_view(edges, wp.int32)
 
     @property
     def checks_end_positions(self) -> bool:
@@ -927,7 +931,9 @@ class StepContacts:
         xp, model, settings = self.xp, self.model, self.solver.settings
         geometry = collider.mesh_geometry()
         ev = model.edge_vertex
-        candidate = xp.nonzero(movable[ev] | movable[ev + 1])[0]
+        # an edge with a vertex that only its sunk root could bring out is left out, as that vertex is
+        reachable = ~self._unreachable_of[number]
+        candidate = xp.nonzero((movable[ev] | movable[ev + 1]) & reachable[ev] & reachable[ev + 1])[0]
         if candidate.shape[0] == 0:
             return None
         radius = model.edge_radius[candidate]

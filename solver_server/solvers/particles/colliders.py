@@ -60,7 +60,7 @@ class ColliderSet:
         normal = xp.where((depth > 0.0)[..., None], normal, 0.0)
         return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal
 
-    def resolve_edges(self, start, points, segments, radius, free, xp=np):
+    def resolve_edges(self, start, points, segments, radius, free, xp=np, interval=(0.0, 1.0)):
         """(points, 0): a segment cannot pass an analytic shape without one of its points entering it, which
         ``resolve`` pushes out (see ``SceneColliders.resolve_edges``)."""
         return points, 0
@@ -212,8 +212,9 @@ class SceneColliders:
     def to_device(self, xp) -> "SceneColliders":
         return self
 
-    def resolve_edges(self, start, points, segments, radius, free, xp=np):
-        """Segments of points (S, P, 3) [m] (moved from ``start`` during the step) that a mesh collider's edge
+    def resolve_edges(self, start, points, segments, radius, free, xp=np, interval=(0.0, 1.0)):
+        """Segments of points (S, P, 3) [m] (moved from ``start`` during the step, while the meshes move over
+        ``interval``, fractions of the substep) that a mesh collider's edge
         crossed, or comes within ``radius`` [m] of, moved back to their side (``collision.ColliderSet
         .resolve_edges``, one Jacobi pass of cloth's edge–edge CCD); ``segments``: Warp int32 (E, 2) view of
         the flat point indices; ``free`` (S, P) bool: the points that move. Returns (points, segments moved)."""
@@ -224,7 +225,7 @@ class SceneColliders:
         count = flat.shape[0]
         correction, touched, found, *_ = self.scene_set.resolve_edges(
             xp, start.reshape(-1, 3), flat, segments, xp.full(count, float(radius)),
-            xp.ascontiguousarray(xp.asarray(free, dtype=xp.float64).reshape(-1)))
+            xp.ascontiguousarray(xp.asarray(free, dtype=xp.float64).reshape(-1)), interval)
         if not found:
             return points, 0
         return (flat + xp.where(touched[:, None], correction, 0.0)).reshape(shape), found

@@ -41,6 +41,10 @@ from .colliders import ColliderSet
 from .settings import ParticleHairSettings
 
 
+# projections onto the colliders per internal step with a contact, the distance clamp between each two
+COLLIDER_ROUNDS = 2
+
+
 @dataclass
 class ParticleState:
     """positions, velocities: (S, P, 3); rigidity: (S,) in [0, 1]; time [s] since the start."""
@@ -193,15 +197,15 @@ class ParticleHairSolver:
         """The colliders' projection of the clamped chain ``corrected`` (S, P, 3) [m] whose particles moved from
         ``start`` during this internal step of length h [s] (a mesh collider moves over ``interval``, the part of
         the simulation substep the step covers). A pushed particle stretches or squashes its segments: the
-        distance clamp (``kernels.clamp_chain``) runs again on the pushed chain and the colliders once more on
-        its result, so the step ends outside every collider with its segments (nearly) within the clamp. Between
+        distance clamp (``kernels.clamp_chain``) and the colliders alternate (COLLIDER_ROUNDS projections), so the
+        step ends outside every collider with its segments (nearly) within the clamp. Between
         the first projection and the clamp, segments that a mesh's edge crossed go back to their side
         (``resolve_edges``).
         Returns (positions, velocities, contacts of the first projection)."""
         xp, s = self.xp, self.settings
         free = self.free[..., None]
         contacts = 0
-        for round_index in range(2):
+        for round_index in range(COLLIDER_ROUNDS):
             collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
                                                                      start=start, interval=interval)
             corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
@@ -210,13 +214,14 @@ class ParticleHairSolver:
                 # a mesh's edge (an ear's rim) between two particles that both stay outside: the segment goes
                 # back to its side, its particles' velocities take the move
                 moved, edge_count = colliders.resolve_edges(start, corrected, self._segment_view(), s.radius,
-                                                            self.free, xp)
+                                                            self.free, xp, interval)
                 if edge_count:
                     velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
                     corrected = moved
                 contacts = count + edge_count
                 if contacts == 0:
                     break
+            if round_index < COLLIDER_ROUNDS - 1:
                 strands, points = corrected.shape[:2]
                 launch_split(kernels.clamp_chain, strands, self.device, [], [
                     warp_view(corrected.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
