@@ -1,0 +1,237 @@
+"""Hair on a moving character: strands groomed on Blender's Suzanne (exported from real bpy) while the head
+turns 60° and slides 0.3 m over 18 frames and then holds still until frame 48; every Tangle hair model (DER,
+Cosserat, particles; the fast ones also with 40 guides and the rest interpolated), and Blender's own particle
+Hair Dynamics on the same head as the anchor, in the same run.
+
+Scene (``tests/physics/character_scenes.hair_on_character``): 300 strands of 12 points and 25 cm, radius
+0.1 mm, rooted on the upper half of the head (area-weighted random points, each strand straight out along its
+face normal tilted up), μ = 0.3 against the head, 4 substeps at 24 fps. Blender: a hair particle system of
+300 strands of the same length and points on the same upper half (its own random roots), Hair Dynamics at
+quality 4, the head a Collision object with the same keyframed motion.
+
+Per model, over all frames: points inside the head (|generalized winding number| > 0.5, roots left out), the
+worst segment strain (|l / l_rest − 1|), the roots' largest distance from where the skin carries them, the
+largest jump of a point in one frame after frame 8 measured in the head's own frame (the head's motion taken
+out), the largest tip motion in one frame 24 frames after the head stopped (frame 42 on), and seconds per frame.
+
+    .venv/bin/python -m benchmarks.hair_on_character [--frames 48] [--strands 300] [--models der,cosserat,...]
+        [--skip-blender] [--render docs/images]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks.kernel_warmup import print_kernel_warmup
+from tests.physics.character_scenes import hair_on_character, held_motion
+from tests.physics.contact_metrics import winding_numbers
+
+MOTION_FRAMES = 18
+JUMP_FROM = 8                  # the bar on per-frame jumps applies from this frame on
+SETTLE_AFTER = 24              # frames after the head stops
+RENDER_FRAMES = (8, 18, 48)
+PATH_STEPS_LOG2 = 4            # Blender's drawn hair path: 2^4 segments per strand, read back with co_hair
+
+
+def _head_at(head_vertices, frame):
+    pose = held_motion(frame, MOTION_FRAMES)
+    return head_vertices @ pose[:3, :3].T + pose[:3, 3]
+
+
+def figures(positions, rest, points, head_vertices, head_triangles):
+    """The quality figures of hair positions (F, N, 3) [m] (frame 1 first), rest points (N, 3), points per
+    strand."""
+    frames = len(positions)
+    strands = positions.reshape(frames, -1, points, 3)
+    rest_strands = rest.reshape(-1, points, 3)
+    inside = []
+    for index, frame in enumerate(strands):
+        free = frame[:, 1:].reshape(-1, 3)
+        inside.append(int((np.abs(winding_numbers(free, _head_at(head_vertices, index + 1), head_triangles)) > 0.5)
+                          .sum()))
+    rest_lengths = np.linalg.norm(np.diff(rest_strands, axis=1), axis=2)
+    strain = np.abs(np.linalg.norm(np.diff(strands, axis=2), axis=3) / rest_lengths - 1.0)
+    local = np.empty_like(strands)
+    drift = 0.0
+    for index in range(frames):
+        pose = held_motion(index + 1, MOTION_FRAMES)
+        local[index] = (strands[index] - pose[:3, 3]) @ pose[:3, :3]        # in the head's frame
+        drift = max(drift, float(np.linalg.norm(local[index, :, 0] - rest_strands[:, 0], axis=1).max()))
+    jumps = np.linalg.norm(np.diff(local, axis=0), axis=3)                   # (F − 1, S, P)
+    settle_from = MOTION_FRAMES + SETTLE_AFTER
+    return {"inside": inside, "inside_max": max(inside), "strain_worst": float(strain.max()),
+            "strain_p99": float(np.percentile(strain, 99)), "root_drift_m": drift,
+            "jump_after_8_m": float(jumps[JUMP_FROM - 1:].max()) if frames > JUMP_FROM else None,
+            "settled_tip_motion_m": float(jumps[settle_from - 1:, :, -1].max()) if frames > settle_from else None}
+
+
+def run_tangle(model: str, strands: int, frames: int, guides: int):
+    from solver_server.backend import get_backend
+    from solver_server.simulation import Simulation
+
+    scene, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
+        model, strands, frames=frames, motion_frames=MOTION_FRAMES, guide_count=guides)
+    simulation = Simulation(scene, get_backend("cpu"))
+    out = [simulation.initial_frame()[1]["Hair"]]
+    seconds, failsafe = [], 0
+    for frame in range(2, frames + 1):
+        started = time.perf_counter()
+        _, positions, stats = simulation.advance(drive(frame))
+        seconds.append(time.perf_counter() - started)
+        out.append(positions["Hair"])
+        failsafe += int(stats.get("failsafe_vertices", 0))
+    return np.array(out, np.float64), float(np.mean(seconds)), rest, int(np.diff(offsets)[0]), failsafe
+
+
+def run_blender(strands: int, frames: int, points: int):
+    """Blender's particle Hair Dynamics on the same head and motion: (positions (F, S·P, 3), s per frame)."""
+    import bpy
+
+    scene_dict, _, _, _, head_vertices, head_triangles = hair_on_character("der", strands, frames=frames)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = 24
+    mesh = bpy.data.meshes.new("Suzanne")
+    mesh.from_pydata(head_vertices.tolist(), [], head_triangles.tolist())
+    head = bpy.data.objects.new("Suzanne", mesh)
+    scene.collection.objects.link(head)
+    upper = head.vertex_groups.new(name="upper")
+    upper.add([v.index for v in mesh.vertices if v.co.z > 0.0], 1.0, "REPLACE")
+    head.modifiers.new("Collision", "COLLISION")
+    head.modifiers.new("hair", "PARTICLE_SYSTEM")
+    system = head.particle_systems[0]
+    system.vertex_group_density = "upper"
+    settings = system.settings
+    settings.type = "HAIR"
+    settings.count = strands
+    settings.hair_length = 0.25
+    settings.hair_step = points - 1
+    settings.emit_from = "FACE"
+    settings.display_step = PATH_STEPS_LOG2
+    system.use_hair_dynamics = True
+    system.cloth.settings.quality = 4
+    system.cloth.collision_settings.collision_quality = 2
+    system.point_cache.frame_start, system.point_cache.frame_end = 1, frames
+    for frame in (1, MOTION_FRAMES):
+        pose = held_motion(frame, MOTION_FRAMES)
+        head.location = pose[:3, 3]
+        head.rotation_euler = (0.0, 0.0, float(np.arctan2(pose[1, 0], pose[0, 0])))
+        head.keyframe_insert("location", frame=frame)
+        head.keyframe_insert("rotation_euler", frame=frame)
+    for curve in head.animation_data.action.fcurves:
+        for key in curve.keyframe_points:
+            key.interpolation = "LINEAR"
+    scene.frame_start, scene.frame_end = 1, frames
+    scene.frame_set(1)
+    out, seconds = [], []
+    for frame in range(1, frames + 1):
+        started = time.perf_counter()
+        scene.frame_set(frame)
+        if frame > 1:
+            seconds.append(time.perf_counter() - started)
+        evaluated = head.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        particles = evaluated.particle_systems[0]
+        # the drawn path (2^PATH_STEPS_LOG2 segments along the simulated keys), resampled to `points` points
+        steps = 2 ** PATH_STEPS_LOG2
+        path = np.array([[particles.co_hair(evaluated, particle_no=i, step=k) for k in range(steps + 1)]
+                         for i in range(len(particles.particles))], np.float64)
+        where = np.linspace(0.0, steps, points)
+        low = np.minimum(where.astype(int), steps - 1)
+        fraction = (where - low)[None, :, None]
+        out.append((path[:, low] + fraction * (path[:, low + 1] - path[:, low])).reshape(-1, 3))
+    rest = out[0]
+    return np.array(out), float(np.mean(seconds)), rest
+
+
+def render(path, hair_xyz, points, head_vertices, head_triangles, frame):
+    """Workbench image of the strands (tubes of 2.5 mm so they read at this size) over the posed head."""
+    import bpy
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    scene = bpy.context.scene
+    mesh = bpy.data.meshes.new("Head")
+    mesh.from_pydata(_head_at(head_vertices, frame).tolist(), [], np.asarray(head_triangles).tolist())
+    for polygon in mesh.polygons:
+        polygon.use_smooth = True
+    head = bpy.data.objects.new("Head", mesh)
+    head.color = (0.75, 0.75, 0.75, 1.0)
+    scene.collection.objects.link(head)
+    curve = bpy.data.curves.new("Hair", "CURVE")
+    curve.dimensions, curve.bevel_depth = "3D", 0.0025
+    for strand in np.asarray(hair_xyz).reshape(-1, points, 3):
+        spline = curve.splines.new("POLY")
+        spline.points.add(points - 1)
+        spline.points.foreach_set("co", np.hstack([strand, np.ones((points, 1))]).ravel())
+    hair = bpy.data.objects.new("Hair", curve)
+    hair.color = (0.35, 0.2, 0.1, 1.0)
+    scene.collection.objects.link(hair)
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(camera)
+    camera.location = (-3.2, -4.2, 2.6)
+    target = bpy.data.objects.new("Target", None)
+    target.location = (0.15, 0.0, 0.3)
+    scene.collection.objects.link(target)
+    aim = camera.constraints.new("TRACK_TO")
+    aim.target = target
+    aim.track_axis, aim.up_axis = "TRACK_NEGATIVE_Z", "UP_Y"
+    scene.camera = camera
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.color_type = "OBJECT"
+    scene.display.shading.light = "STUDIO"
+    scene.render.resolution_x, scene.render.resolution_y = 640, 480
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+
+
+def _print(name, figure, seconds, failsafe=None):
+    settled, jump = figure["settled_tip_motion_m"], figure["jump_after_8_m"]
+    print(f"{name:22s}: {seconds:6.3f} s/frame | inside max {figure['inside_max']:4d} | worst strain "
+          f"{figure['strain_worst'] * 100:6.1f} % (p99 {figure['strain_p99'] * 100:4.1f} %) | root drift "
+          f"{figure['root_drift_m'] * 1e3:6.2f} mm | jump after frame {JUMP_FROM} "
+          f"{'-' if jump is None else f'{jump:.3f} m'} (head frame) | settled tip motion "
+          f"{'-' if settled is None else f'{settled * 1e3:.1f} mm'}"
+          + ("" if failsafe is None else f" | failsafe moves {failsafe}"))
+    print(f"{'':22s}  inside per frame: {figure['inside']}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=48)
+    parser.add_argument("--strands", type=int, default=300)
+    parser.add_argument("--models", default="der,cosserat,particles,cosserat+guides,particles+guides")
+    parser.add_argument("--skip-blender", action="store_true")
+    parser.add_argument("--render", default=None, help=f"folder for DER (and Blender) images at frames {RENDER_FRAMES}")
+    args = parser.parse_args(argv)
+    print_kernel_warmup()
+    print(f"scene: {args.strands} strands x 12 points, 25 cm, r 0.1 mm, on Suzanne turning 60 deg and sliding 0.3 m "
+          f"over {MOTION_FRAMES} frames, then still until frame {args.frames}; 4 substeps, 24 fps")
+    _, _, _, _, head_vertices, head_triangles = hair_on_character("der", args.strands, frames=args.frames)
+    runs = {}
+    for name in args.models.split(","):
+        model, _, guided = name.partition("+")
+        positions, seconds, rest, points, failsafe = run_tangle(model, args.strands, args.frames, 40 if guided else 0)
+        runs[name] = positions
+        _print(f"tangle {name}", figures(positions, rest, points, head_vertices, head_triangles), seconds, failsafe)
+    blender = None
+    if not args.skip_blender:
+        blender, seconds, rest = run_blender(args.strands, args.frames, 12)
+        _print("blender hair dynamics", figures(blender, rest, 12, head_vertices, head_triangles), seconds)
+    if args.render:
+        from pathlib import Path
+
+        folder = Path(args.render).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+        for frame in RENDER_FRAMES:
+            if "der" in runs and frame <= args.frames:
+                render(folder / f"hair_der_f{frame:02d}.png", runs["der"][frame - 1], 12, head_vertices,
+                       head_triangles, frame)
+            if blender is not None and frame <= args.frames:
+                render(folder / f"hair_blender_f{frame:02d}.png", blender[frame - 1], 12, head_vertices,
+                       head_triangles, frame)
+
+
+if __name__ == "__main__":
+    main()
