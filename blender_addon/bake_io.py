@@ -24,16 +24,13 @@ from .core import scene_export
 from .core.bake_state import frame_of_shape_key, topology_hash
 from .core.transforms import to_local, to_world
 from .shape_keys import remove_shape_keys, write_shape_key
+from .skin import SKIN_MODIFIERS, follows_skin, mute_skin, readable_skin, restore_muted
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS, defaults
 from .core.validation import blocking, summary
 from .core.wind import scene_wind
 
 # Modifiers that move vertices without changing topology: a collider carrying one deforms over time.
-DEFORMING_MODIFIERS = frozenset({
-    "ARMATURE", "CAST", "CURVE", "DISPLACE", "HOOK", "LAPLACIANDEFORM", "LATTICE", "MESH_DEFORM",
-    "SHRINKWRAP", "SIMPLE_DEFORM", "SMOOTH", "CORRECTIVE_SMOOTH", "LAPLACIANSMOOTH", "SURFACE_DEFORM",
-    "WARP", "WAVE", "MESH_CACHE", "MESH_SEQUENCE_CACHE", "NODES", "CLOTH", "SOFT_BODY",
-})
+DEFORMING_MODIFIERS = SKIN_MODIFIERS | {"CLOTH", "SOFT_BODY"}
 
 
 def matrix_array(matrix) -> np.ndarray:
@@ -120,6 +117,7 @@ class MeshTarget:
     vertex_count: int
     topology: str
     matrices: dict[int, np.ndarray] = field(default_factory=dict)
+    skin: bool = False          # its modifiers deform it below the simulation (``skin``): muted once baked
 
     def matrix_at(self, frame: int) -> np.ndarray:
         """The object's transform at ``frame`` (results are converted to local space with it)."""
@@ -136,9 +134,12 @@ def simulated_mesh_params(obj: bpy.types.Object) -> tuple[str, dict]:
     return "cloth", _params(obj.tangle.cloth, CLOTH_PARAMS)
 
 
-def export_simulated_mesh(obj: bpy.types.Object, scene: bpy.types.Scene | None = None) -> tuple[dict, MeshTarget]:
-    """Cloth or soft body entry of a mesh object (its base mesh in world space; a cloth takes the scene's
-    wind with Scene Wind) and its bake target."""
+def export_simulated_mesh(obj: bpy.types.Object, scene: bpy.types.Scene | None = None,
+                          depsgraph=None) -> tuple[dict, MeshTarget]:
+    """Cloth or soft body entry of a mesh object and its bake target: its base mesh in world space, or, when
+    modifiers deform it below the simulation (``skin``; read inside ``readable_skin``, with ``depsgraph``),
+    the mesh they deform, whose pinned vertices then follow it every frame; a cloth takes the scene's wind
+    with Scene Wind."""
     if obj.type != "MESH":
         raise scene_export.ExportError(f"only mesh objects can be {obj.tangle.role.lower()}, this is a {obj.type}",
                                        obj.name)
@@ -146,15 +147,24 @@ def export_simulated_mesh(obj: bpy.types.Object, scene: bpy.types.Scene | None =
         raise scene_export.ExportError("leave Edit Mode before baking", obj.name)
     matrix_world = matrix_array(obj.matrix_world)
     local, triangles = mesh_arrays(obj.data)
+    skin = follows_skin(obj) and depsgraph is not None
+    if skin:
+        deformed = hair_io.evaluated_surface(obj, depsgraph).vertices
+        if len(deformed) != len(local):
+            raise scene_export.ExportError(
+                f"its modifiers change the vertex count ({len(local)} -> {len(deformed)}); only modifiers that "
+                "move vertices (Armature, Surface Deform, Lattice, …) can deform a simulated mesh", obj.name)
+        local = to_local(deformed, matrix_world)
     indices, weights = pin_weights(obj, obj.tangle.pin_group)
-    moving = matrix_world if transform_moves(obj) else None  # pinned vertices then follow the object
+    # pinned vertices follow the object's transform, or the skin's deformed positions sent every frame
+    moving = matrix_world if transform_moves(obj) or skin else None
     kind, params = simulated_mesh_params(obj)
     if kind == "cloth" and scene is not None and obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}
     settings, table = (obj.tangle.cloth, CLOTH_PARAMS) if kind == "cloth" else (obj.tangle.softbody, SOFTBODY_PARAMS)
     entry = scene_export.simulated_mesh_object(kind, obj.name, to_world(local, matrix_world), triangles, indices,
                                                weights, params, moving, painted_maps(obj, settings, table))
-    target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles))
+    target = MeshTarget(obj.name, matrix_world, len(local), topology_hash(len(local), triangles), skin=skin)
     return entry, target
 
 
@@ -288,12 +298,14 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
         raise scene_export.ExportError(first_problem[len(problems[0].object) + 2:], problems[0].object)
     first, last = frame_range(scene)
     current_frame, current_subframe = scene.frame_current, scene.frame_subframe
-    scene.frame_set(first)
-    try:
-        scene_dict, animated, deforming, targets = _export_current_frame(scene, first, last)
-    finally:
-        scene.frame_set(current_frame, subframe=current_subframe)
-    drive = drive_frames(scene, animated, first, last, deforming) if animated else None
+    skinned = [obj for obj in marked_objects(scene, "CLOTH") + marked_objects(scene, "SOFTBODY") if follows_skin(obj)]
+    with readable_skin(skinned):
+        scene.frame_set(first)
+        try:
+            scene_dict, animated, deforming, targets = _export_current_frame(scene, first, last)
+        finally:
+            scene.frame_set(current_frame, subframe=current_subframe)
+        drive = drive_frames(scene, animated, first, last, deforming) if animated else None
     for name, target in targets.items():  # objects that move convert their results with each frame's transform
         if drive is not None and name in drive[first]:
             target.matrices = {frame: values[name]["matrix_world"] for frame, values in drive.items()}
@@ -305,7 +317,7 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
     depsgraph = bpy.context.evaluated_depsgraph_get()
     entries, targets = [], {}
     for obj in marked_objects(scene, "CLOTH") + marked_objects(scene, "SOFTBODY"):
-        entry, targets[obj.name] = export_simulated_mesh(obj, scene)
+        entry, targets[obj.name] = export_simulated_mesh(obj, scene, depsgraph)
         entries.append(entry)
     hairs = marked_objects(scene, "HAIR")
     for obj in hairs:
@@ -322,6 +334,7 @@ def _export_current_frame(scene: bpy.types.Scene, first: int, last: int):
     animated = [bpy.data.objects[entry["id"]] for entry in entries if entry.get("animated")]
     deforming = frozenset(entry["id"] for entry in entries if entry.get("animated") and entry["kind"] == "collider"
                           and "vertices" in entry and deforms(bpy.data.objects[entry["id"]]))
+    deforming |= {name for name, target in targets.items() if getattr(target, "skin", False)}
     return scene_dict, animated, deforming, targets
 
 
@@ -361,6 +374,8 @@ def write_frame(target, frame: int, first_frame: int, positions_world: np.ndarra
         hair_io.write_frame(obj, target, frame, first_frame, local)
     else:
         write_shape_key(obj, frame, first_frame, local)
+        if target.skin:
+            mute_skin(obj)     # the baked frames replace what the skin modifiers did: no second deformation
     obj.tangle.baked_topology = target.topology
 
 
@@ -376,6 +391,7 @@ def free_bake(obj: bpy.types.Object) -> int:
     animation; returns how many frames were removed."""
     if obj.type == "CURVES":
         return hair_io.free_curves_bake(obj)
+    restore_muted(obj)
     key = getattr(obj.data, "shape_keys", None)
     obj.tangle.baked_topology = ""
     if key is None:

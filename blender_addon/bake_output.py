@@ -33,9 +33,10 @@ from . import bake_io, hair_cache, hair_io
 from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name, split_route
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
 from .shape_keys import remove_shape_keys, shape_key_fcurve
+from .skin import BAKE_CACHE_MODIFIER, mute_skin
 
 RECORD_PROPERTY = "_tangle_bake"
-MESH_CACHE_NAME = "Tangle Cache"
+MESH_CACHE_NAME = BAKE_CACHE_MODIFIER
 CACHE_FOLDER_SUFFIX = "_tangle"
 
 
@@ -211,6 +212,8 @@ class Pc2Output:
         index = list(obj.modifiers).index(modifier)
         if index != 0:
             obj.modifiers.move(index, 0)
+        if getattr(self.target, "skin", False):
+            mute_skin(obj)     # the cache replaces what the skin modifiers did: no second deformation
         obj.tangle.baked_topology = self.target.topology
 
     def write(self, frame: int, positions_world: np.ndarray) -> None:

@@ -25,9 +25,9 @@ from .core import scene_export
 from .core.bake_state import topology_hash
 from .core.strands import carried_handles, point_of_position_path, position_path
 from .shape_keys import write_shape_key
+from .skin import mute_modifiers, restore_muted
 
 REST_ATTRIBUTE = "tangle_rest_position"
-MUTED_PROPERTY = "tangle_muted_modifiers"  # modifiers the bake switched off, restored by Free Bake
 SURFACE_DEFORM_NODE = "GeometryNodeDeformCurvesOnSurface"
 SURFACE_UV_ATTRIBUTE = "surface_uv_coordinate"
 _LINEAR = 1  # index of "LINEAR" in the keyframe interpolation enum (foreach_set takes enum indices)
@@ -210,22 +210,11 @@ def surface_deform_modifiers(obj: bpy.types.Object) -> list[bpy.types.Modifier]:
 
 
 def mute_surface_deform(obj: bpy.types.Object) -> None:
-    muted = surface_deform_modifiers(obj)
-    for modifier in muted:
-        modifier.show_viewport = modifier.show_render = False
-    if muted:
-        obj[MUTED_PROPERTY] = "\n".join(modifier.name for modifier in muted)
+    mute_modifiers(obj, surface_deform_modifiers(obj))
 
 
 def restore_surface_deform(obj: bpy.types.Object) -> None:
-    names = obj.get(MUTED_PROPERTY)
-    if names is None:
-        return
-    for name in names.split("\n"):
-        modifier = obj.modifiers.get(name)
-        if modifier is not None:
-            modifier.show_viewport = modifier.show_render = True
-    del obj[MUTED_PROPERTY]
+    restore_muted(obj)
 
 
 def _write_curves_frame(obj: bpy.types.Object, target: HairTarget, frame: int, local: np.ndarray) -> None:

@@ -141,6 +141,89 @@ def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
     return result
 
 
+def skinned_torso_and_cape(frames: int):
+    """A closed torso (cylinder, r 0.2 m, 1 m tall) skinned to a two-bone rig whose Chest bone bends and
+    twists over the shot, and a 9 x 9 cape hanging 5 cm behind it with its own Armature modifier on the same
+    rig (all of it weighted to Chest) and its top row in the pin group. Returns (torso, cape, rig)."""
+    scene = bpy.context.scene
+    data = bpy.data.armatures.new("Rig")
+    rig = linked_object("Rig", data)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    spine = data.edit_bones.new("Spine")
+    spine.head, spine.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.5)
+    chest = data.edit_bones.new("Chest")
+    chest.head, chest.tail, chest.parent = (0.0, 0.0, 0.5), (0.0, 0.0, 1.0), spine
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bend = rig.pose.bones["Chest"]
+    bend.rotation_mode = "XYZ"
+    for frame, angles in ((1, (0.0, 0.0, 0.0)), (frames, (0.35, 0.0, 0.6))):
+        bend.rotation_euler = angles
+        bend.keyframe_insert("rotation_euler", frame=frame)
+    torso = mesh_object("Torso", bpy.ops.mesh.primitive_cylinder_add, (0.0, 0.0, 0.5), radius=0.2, depth=1.0,
+                        vertices=24)
+    heights = np.array([vertex.co.z for vertex in torso.data.vertices])
+    torso.vertex_groups.new(name="Spine").add([int(i) for i in np.flatnonzero(heights < 0.0)], 1.0, "REPLACE")
+    torso.vertex_groups.new(name="Chest").add([int(i) for i in np.flatnonzero(heights >= 0.0)], 1.0, "REPLACE")
+    torso.modifiers.new("Armature", "ARMATURE").object = rig
+    torso.tangle.role, torso.tangle.collider_shape = "COLLIDER", "MESH"
+    n = 9
+    rows, columns = np.meshgrid(np.linspace(0.95, 0.35, n), np.linspace(-0.25, 0.25, n), indexing="ij")
+    vertices = np.stack([columns.ravel(), np.full(n * n, 0.25), rows.ravel()], axis=1)
+    faces = [(i * n + j, i * n + j + 1, (i + 1) * n + j + 1, (i + 1) * n + j) for i in range(n - 1)
+             for j in range(n - 1)]
+    mesh = bpy.data.meshes.new("Cape")
+    mesh.from_pydata(vertices.tolist(), [], faces)
+    cape = linked_object("Cape", mesh)
+    cape.vertex_groups.new(name="Chest").add(list(range(n * n)), 1.0, "REPLACE")
+    cape.vertex_groups.new(name="pins").add(list(range(n)), 1.0, "REPLACE")
+    cape.modifiers.new("Armature", "ARMATURE").object = rig
+    cape.tangle.role, cape.tangle.pin_group = "CLOTH", "pins"
+    scene.frame_set(1)
+    return torso, cape, rig
+
+
+def scenario_cape_on_skinned_torso(args: dict) -> dict:
+    """The cape's pins follow the skin its Armature modifier makes; playback shows the bake once, not
+    deformed again by the modifier; Free Bake brings the modifier back."""
+    result = {"addon": load_addon("source", None)}
+    frames = args["frames"]
+    scene = bake_scene(frames, 4, args["address"])
+    torso, cape, rig = skinned_torso_and_cape(frames)
+    pinned = list(range(9))
+    skin = {frame: evaluated_world_positions(cape, frame)[pinned] for frame in range(1, frames + 1)}
+    result |= bake(scene)
+    armature = cape.modifiers["Armature"]
+    result["muted_after_bake"] = not armature.show_viewport and not armature.show_render
+    pin_error, inside, stretch = [], [], []
+    for frame in range(1, frames + 1):
+        positions = evaluated_world_positions(cape, frame)
+        pin_error.append(float(np.linalg.norm(positions[pinned] - skin[frame], axis=1).max()))
+        inside.append(_inside_skinned_torso(positions, torso, frame))
+        grid = positions.reshape(9, 9, 3)
+        across = np.linalg.norm(np.diff(grid, axis=1), axis=2) / (0.5 / 8)     # rest spacing along a row
+        down = np.linalg.norm(np.diff(grid, axis=0), axis=2) / (0.6 / 8)       # and down a column
+        stretch.append(float(max(across.max(), down.max()) - 1.0))
+    result["pin_error"], result["inside"], result["stretch"] = pin_error, inside, stretch
+    result["freed"] = call(lambda: bpy.ops.tangle.free_bake())
+    result["restored_after_free"] = armature.show_viewport and armature.show_render
+    return result
+
+
+def _inside_skinned_torso(points: np.ndarray, torso, frame: int) -> int:
+    """Cape points inside the torso's evaluated (bent) surface at ``frame``: generalized winding number."""
+    body = evaluated_world_positions(torso, frame)
+    evaluated = torso.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    mesh = evaluated.to_mesh()
+    mesh.calc_loop_triangles()
+    triangles = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+    mesh.loop_triangles.foreach_get("vertices", triangles)
+    evaluated.to_mesh_clear()
+    rooted_inside = importlib.import_module("blender_addon.core.rooted_inside")
+    winding = rooted_inside.winding_numbers(body, triangles.reshape(-1, 3), points)
+    return int((np.abs(winding) > 0.5).sum())
+
+
 def make_head_and_hair(strand_points: int, length: float):
     """A UV sphere head (with its UV map) and 12 strands grown on its upper triangles by the demo's
     ``grow_hair`` (roots at triangle centroids, bound through the UV map)."""
