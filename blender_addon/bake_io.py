@@ -22,6 +22,7 @@ from . import hair_io
 from .paint_io import painted_maps, vertex_group_weights
 from .core import scene_export
 from .core.bake_state import frame_of_shape_key, topology_hash
+from .core.strands import carried_to_posed
 from .core.transforms import to_local, to_world
 from .shape_keys import remove_shape_keys, write_shape_key
 from .skin import SKIN_MODIFIERS, follows_skin, mute_skin, readable_skin, restore_muted
@@ -225,7 +226,14 @@ def export_hair(obj: bpy.types.Object, depsgraph, scene: bpy.types.Scene) -> tup
     roots = None
     if uses_emitter(obj):
         surface = hair_io.evaluated_surface(obj.data.surface, depsgraph, obj.data.surface_uv_map)
-        roots = hair_io.bind_roots(obj, points_world[strands.strand_offsets[:-1]], surface)
+        rest = hair_io.rest_surface_vertices(obj.data.surface, surface) if deforms(obj.data.surface) else None
+        roots, triangles, weights = hair_io.bind_roots(obj, points_world[strands.strand_offsets[:-1]], surface, rest)
+        if rest is not None:
+            # the groom is made on the surface's rest shape: a bake that starts on a posed frame carries every
+            # strand with its root's triangle onto the posed scalp
+            corners = surface.triangles[triangles]
+            points_world = carried_to_posed(points_world, strands.strand_offsets, weights, rest[corners],
+                                            surface.vertices[corners])
     params = _params(obj.tangle.hair, HAIR_PARAMS)
     if obj.tangle.use_scene_wind:
         params |= scene_wind_params(scene) or {}

@@ -128,12 +128,15 @@ def _nearest_triangles(corners: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return np.array([-1 if index is None else index for index in found], np.int64)
 
 
-def bind_roots(obj: bpy.types.Object, roots_world: np.ndarray, surface: SurfaceMesh) -> dict:
-    """Root binding of a Curves object to its emitter surface (scene ``roots``).
+def bind_roots(obj: bpy.types.Object, roots_world: np.ndarray, surface: SurfaceMesh,
+               rest_vertices: np.ndarray | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Root binding of a Curves object to its emitter surface (scene ``roots``): (the binding, triangle
+    indices (S,) into ``surface.triangles``, barycentric weights (S, 3)).
 
     With the Curves' ``surface_uv_coordinate`` attribute and the surface's UV map, each root is found
-    in UV space (as Blender's own hair tools bind it); otherwise at the nearest surface point in world
-    space. roots_world: (S, 3) first point of every strand [m]."""
+    in UV space (as Blender's own hair tools bind it); otherwise at the nearest point, in world space, of
+    the surface's triangles with ``rest_vertices`` (V, 3) [m] (its undeformed shape, on which the groom was
+    made; None: the surface as it is). roots_world: (S, 3) first point of every strand [m]."""
     curves = obj.data
     attribute = curves.attributes.get(SURFACE_UV_ATTRIBUTE)
     if surface.corner_uvs is not None and attribute is not None and attribute.domain == "CURVE":
@@ -143,13 +146,25 @@ def bind_roots(obj: bpy.types.Object, roots_world: np.ndarray, surface: SurfaceM
         corners = np.concatenate([surface.corner_uvs, np.zeros(surface.corner_uvs.shape[:2] + (1,))], axis=2)
     else:
         queries = roots_world
-        corners = surface.vertices[surface.triangles]
+        corners = (surface.vertices if rest_vertices is None else rest_vertices)[surface.triangles]
     triangles = _nearest_triangles(corners, queries)
     if np.any(triangles < 0):
         raise scene_export.ExportError(f"could not bind the roots to the emitter surface '{curves.surface.name}'",
                                        obj.name)
     weights = scene_export.barycentric_on_triangles(queries, corners[triangles])
-    return scene_export.hair_roots(curves.surface.name, triangles, weights)
+    return scene_export.hair_roots(curves.surface.name, triangles, weights), triangles, weights
+
+
+def rest_surface_vertices(surface_obj: bpy.types.Object, posed: SurfaceMesh) -> np.ndarray | None:
+    """World vertices (V, 3) [m] of an emitter surface without the modifiers that deform it (the shape a
+    groom is made on), when they correspond one to one with the evaluated surface ``posed``; else None."""
+    mesh = surface_obj.data
+    if len(mesh.vertices) != len(posed.vertices):
+        return None
+    local = np.empty(len(mesh.vertices) * 3)
+    mesh.vertices.foreach_get("co", local)
+    matrix = np.array(surface_obj.matrix_world, dtype=np.float64)
+    return local.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
 
 
 # ---- bake targets ------------------------------------------------------------------------------

@@ -68,3 +68,28 @@ def carried_handles(rest_knots: np.ndarray, rest_handles: np.ndarray, knots_now:
                                  strand_tangents(knots_now, strand_offsets))
     offsets = np.asarray(rest_handles, np.float64) - np.asarray(rest_knots, np.float64)
     return np.asarray(knots_now, np.float64) + np.einsum("kij,kj->ki", rotation, offsets)
+
+
+def triangle_frames(corners: np.ndarray) -> np.ndarray:
+    """(S, 3, 3) orthonormal frames [e1 e2 n] (columns) of triangles (S, 3 corners, 3): e1 along the first
+    edge, n the normal (degenerate triangles get arbitrary but finite frames)."""
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    e1 = b - a
+    e1 = e1 / np.maximum(np.linalg.norm(e1, axis=1, keepdims=True), 1e-300)
+    normal = np.cross(b - a, c - a)
+    normal = normal / np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+    return np.stack([e1, np.cross(normal, e1), normal], axis=-1)
+
+
+def carried_to_posed(points: np.ndarray, strand_offsets: np.ndarray, weights: np.ndarray,
+                     rest_corners: np.ndarray, posed_corners: np.ndarray) -> np.ndarray:
+    """A groom authored on a surface's rest shape, carried onto the same surface deformed (a bake that
+    starts on a posed frame): every strand moves rigidly with the triangle its root is bound to, from the
+    triangle's rest frame and point (barycentric ``weights`` (S, 3)) to its posed ones, so it keeps its
+    place and angle on the scalp. points (N, 3) [m], strand_offsets (S + 1,), rest and posed corners
+    (S, 3, 3) [m] of each strand's triangle. Returns the carried points (N, 3)."""
+    rotation = triangle_frames(posed_corners) @ np.transpose(triangle_frames(rest_corners), (0, 2, 1))
+    rest_root = np.einsum("sk,skd->sd", weights, rest_corners)
+    posed_root = np.einsum("sk,skd->sd", weights, posed_corners)
+    strand = np.repeat(np.arange(len(strand_offsets) - 1), np.diff(strand_offsets))
+    return posed_root[strand] + np.einsum("nij,nj->ni", rotation[strand], points - rest_root[strand])

@@ -44,3 +44,23 @@ def test_aligned_handles_follow_a_rigid_turn_of_the_strand_exactly():
     moved = knots @ turn.T + [1, 2, 3]
     np.testing.assert_allclose(strands.carried_handles(knots, left, moved, [0, 3]), left @ turn.T + [1, 2, 3],
                                atol=1e-12)
+
+
+def test_a_groom_made_on_the_rest_scalp_is_carried_rigidly_onto_the_posed_scalp():
+    """Two strands bound to two triangles; the surface turns 90° about z and moves: each strand keeps its
+    place on its triangle and its angle to it (a bake starting on a posed frame)."""
+    rest_corners = np.array([[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+                             [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])
+    weights = np.array([[0.2, 0.3, 0.5], [1.0 / 3, 1.0 / 3, 1.0 / 3]])
+    roots = np.einsum("sk,skd->sd", weights, rest_corners)
+    along = np.array([[0.0, 0.3, 1.0], [1.0, 0.0, 0.2]])
+    points = np.concatenate([roots[s] + np.outer(np.linspace(0.0, 0.1, 4), along[s]) for s in range(2)])
+    offsets = np.array([0, 4, 8])
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    shift = np.array([0.5, -0.2, 1.0])
+    posed_corners = rest_corners @ turn.T + shift
+    carried = strands.carried_to_posed(points, offsets, weights, rest_corners, posed_corners)
+    np.testing.assert_allclose(carried, points @ turn.T + shift, atol=1e-12)
+    # at rest nothing moves
+    np.testing.assert_allclose(strands.carried_to_posed(points, offsets, weights, rest_corners, rest_corners), points,
+                               atol=1e-12)

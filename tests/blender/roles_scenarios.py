@@ -234,6 +234,50 @@ def make_head_and_hair(strand_points: int, length: float):
     return head, hair, chosen, points
 
 
+def scenario_hair_on_bent_head_from_a_posed_frame(args: dict) -> dict:
+    """Curves hair on a head skinned to a rig whose upper bone bends it (an Armature modifier on the head);
+    the bake runs frames 12-20, where the head is already bent: the roots must sit on the bent scalp."""
+    result = {"addon": load_addon("source", None)}
+    scene = bake_scene(20, 4, args["address"])
+    scene.frame_start = 12
+    head, hair, chosen, rest_points = make_head_and_hair(4, 0.08)
+    data = bpy.data.armatures.new("Rig")
+    rig = linked_object("Rig", data)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    neck = data.edit_bones.new("Neck")
+    neck.head, neck.tail = (0.0, 0.0, 0.8), (0.0, 0.0, 1.0)
+    crown = data.edit_bones.new("Crown")
+    crown.head, crown.tail, crown.parent = (0.0, 0.0, 1.0), (0.0, 0.0, 1.2), neck
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bend = rig.pose.bones["Crown"]
+    bend.rotation_mode = "XYZ"
+    for frame, angles in ((1, (0.0, 0.0, 0.0)), (12, (0.5, 0.0, 0.4)), (20, (0.7, 0.0, 0.9))):
+        bend.rotation_euler = angles
+        bend.keyframe_insert("rotation_euler", frame=frame)
+    heights = np.array([vertex.co.z for vertex in head.data.vertices]) + head.location.z
+    head.vertex_groups.new(name="Neck").add([int(i) for i in np.flatnonzero(heights < 1.0)], 1.0, "REPLACE")
+    head.vertex_groups.new(name="Crown").add([int(i) for i in np.flatnonzero(heights >= 1.0)], 1.0, "REPLACE")
+    head.modifiers.new("Armature", "ARMATURE").object = rig
+    scene.tangle.hair_cache = "KEYFRAMES"
+    hair.tangle.role = "HAIR"
+    hair.tangle.hair.model = args["model"]
+    scene.frame_set(1)
+    result |= bake(scene)
+    rooted_inside = importlib.import_module("blender_addon.core.rooted_inside")
+    hair_io = importlib.import_module("blender_addon.hair_io")
+    roots = np.arange(0, len(rest_points), 4)
+    gaps = []
+    for frame in range(12, 21):
+        scene.frame_set(frame)
+        surface = hair_io.evaluated_surface(head, bpy.context.evaluated_depsgraph_get())
+        points = curves_positions(hair, frame)
+        gaps.append(float(rooted_inside.distances_to_triangles(surface.vertices, surface.triangles, points[roots])
+                          .max()))
+    result["root_gap"] = gaps
+    return result
+
+
 def scenario_curves_hair_on_moving_head(args: dict) -> dict:
     """Curves hair bound to a moving head through its UV map: keyframed points play back without the
     server, roots follow the head, Free Bake restores the groom."""
