@@ -13,14 +13,16 @@ import bpy
 import numpy as np
 
 from . import hair_io
-from .bake_io import (export_collider, export_hair, frame_range, marked_objects, matrix_array, mesh_arrays,
-                      simulated_mesh_params, to_world)
+from .bake_io import (deforms, export_collider, export_hair, frame_range, marked_objects, matrix_array,
+                      mesh_arrays, simulated_mesh_params, to_world)
 from .core import validation
 from .core.painted_maps import check_maps, map_settings
 from .core.param_table import CLOTH_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .core.rooted_inside import rooted_inside_warnings, started_inside_warnings
+from .core.bake_state import frame_of_shape_key
 from .core.scene_export import ExportError
 from .core.validation import Problem
+from .skin import follows_skin, readable_skin
 
 ROLE_NAMES = {"CLOTH": "cloth", "SOFTBODY": "soft body", "COLLIDER": "mesh collider", "HAIR": "hair"}
 
@@ -50,7 +52,35 @@ def _mesh_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) -> 
         settings, table = (obj.tangle.cloth, CLOTH_PARAMS) if kind == "cloth" else (obj.tangle.softbody, SOFTBODY_PARAMS)
         problems += check_maps(obj.name, map_settings(settings, table), table, params,
                                [group.name for group in obj.vertex_groups])
+        problems += _deformation_problems(obj, len(local))
     return problems
+
+
+def _deformation_problems(obj: bpy.types.Object, vertex_count: int) -> list[Problem]:
+    """What a simulated mesh's deformation below the simulation asks: skin modifiers must keep its vertex
+    count (the bake follows them); animated shape keys are not followed (a warning)."""
+    problems = []
+    if follows_skin(obj):
+        with readable_skin([obj]):
+            deformed = hair_io.evaluated_surface(obj, bpy.context.evaluated_depsgraph_get()).vertices
+        if len(deformed) != vertex_count:
+            problems.append(Problem(obj.name, f"its modifiers change the vertex count ({vertex_count} -> "
+                                              f"{len(deformed)}); only modifiers that move vertices (Armature, "
+                                              "Surface Deform, Lattice, …) can deform a simulated mesh"))
+    keys = getattr(obj.data, "shape_keys", None)
+    action = keys.animation_data.action if keys is not None and keys.animation_data else None
+    if action is not None and any(frame_of_shape_key(_quoted_name(curve.data_path)) is None
+                                  for curve in action.fcurves):
+        problems.append(Problem(obj.name, "animated shape keys deform it, but the bake simulates its base mesh "
+                                          "and its pins do not follow them; deform it with a modifier (Armature, "
+                                          "Surface Deform) instead", blocking=False))
+    return problems
+
+
+def _quoted_name(data_path: str) -> str:
+    """The name in an animation path such as ``key_blocks["Smile"].value`` ("" when it names none)."""
+    parts = data_path.split('"')
+    return parts[1] if len(parts) >= 3 else ""
 
 
 def _hair_problems(obj: bpy.types.Object, scene: bpy.types.Scene) -> list[Problem]:
@@ -78,6 +108,13 @@ def _hair_problems(obj: bpy.types.Object, scene: bpy.types.Scene) -> list[Proble
             obj.name, surface.name if surface else None, surface.type if in_scene else None,
             surface.tangle.role if in_scene else None, surface.tangle.collider_shape if in_scene else None,
             curves.surface_uv_map, uv_maps)
+        if in_scene and surface.type == "MESH" and deforms(surface):
+            posed = hair_io.evaluated_surface(surface, bpy.context.evaluated_depsgraph_get())
+            if hair_io.rest_surface_vertices(surface, posed) is None:
+                problems.append(Problem(obj.name, f"the modifiers of its surface '{surface.name}' change its vertex "
+                                                  "count, so the groom cannot be carried onto the posed surface: "
+                                                  "a bake that starts on a posed frame starts with the roots off the "
+                                                  "scalp", blocking=False))
     return problems
 
 

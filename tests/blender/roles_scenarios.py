@@ -207,6 +207,15 @@ def scenario_cape_on_skinned_torso(args: dict) -> dict:
     result["pin_error"], result["inside"], result["stretch"] = pin_error, inside, stretch
     result["freed"] = call(lambda: bpy.ops.tangle.free_bake())
     result["restored_after_free"] = armature.show_viewport and armature.show_render
+    checks = importlib.import_module("blender_addon.checks")
+    result["checked"] = [[p.object, p.message, p.blocking] for p in checks.check_scene(scene)]
+    # a shape key animated on the cape is not followed: Check Scene says so
+    cape.shape_key_add(name="Basis")
+    flutter = cape.shape_key_add(name="Flutter")
+    for frame, value in ((1, 0.0), (frames, 1.0)):
+        flutter.value = value
+        flutter.keyframe_insert("value", frame=frame)
+    result["checked_with_shape_key"] = [[p.object, p.message, p.blocking] for p in checks.check_scene(scene)]
     return result
 
 

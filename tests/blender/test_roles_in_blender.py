@@ -318,6 +318,9 @@ def test_a_cape_pinned_by_an_armature_follows_the_skin_and_plays_back_once(run_s
     assert max(result["inside"]) == 0, result["inside"]
     assert max(result["stretch"]) < 0.05, result["stretch"]
     assert result["freed"]["result"] == ["FINISHED"] and result["restored_after_free"]
+    assert result["checked"] == []          # followed: nothing to warn about
+    [(name, message, blocking)] = result["checked_with_shape_key"]
+    assert name == "Cape" and not blocking and message.startswith("animated shape keys deform it"), message
 
 
 @pytest.mark.parametrize("model", ["der", "particles"])
