@@ -65,9 +65,10 @@ class RunawayGuard:
                 step = float(np.linalg.norm(change[:3, 3]) + np.linalg.norm(change[:3, :3], 2) * self.extent)
             self.kinematic = max(self.kinematic, step / self.dt)
 
-    def check(self, groups, xp, frame: int, skip: bool) -> None:
+    def check(self, groups, xp, frame: int, skip: bool, cause=None) -> None:
         """After a substep: raise SimulationError if an object's points moved faster than ``limit()``
-        (``skip``: a teleport substep; only remember the positions)."""
+        (``skip``: a teleport substep; only remember the positions). ``cause``: optional callable
+        object id -> a sentence naming what drove that object through something (or None)."""
         self.elapsed += self.dt
         limit = self.limit()
         for group in groups:
@@ -77,10 +78,12 @@ class RunawayGuard:
                     moved = positions - before
                     speed = float(xp.sqrt((moved * moved).sum(axis=-1)).max()) / self.dt
                     if speed > limit:
+                        found = None if cause is None else cause(object_id)
+                        likely = found if found is not None else (
+                            "stiffness too high for the substep count (raise time.substeps), or a collider or "
+                            "pin forcing the object through itself")
                         raise SimulationError(
                             f"runaway: a point moved at {speed:.3g} m/s in one substep, far beyond what this scene "
                             f"can produce ({limit:.3g} m/s from gravity and the fastest animated object): the "
-                            "simulation blew up; likely cause: stiffness too high for the substep count (raise "
-                            "time.substeps), or a collider or pin forcing the object through itself",
-                            object=object_id, frame=frame)
+                            f"simulation blew up; likely cause: {likely}", object=object_id, frame=frame)
                 self.previous[object_id] = positions.copy()

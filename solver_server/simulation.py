@@ -94,6 +94,30 @@ class Simulation:
         vertices = (1.0 - alpha) * concrete(start) + alpha * concrete(end)
         return ObjectPose(matrix, vertices)
 
+    def _pins_through_colliders(self, object_id: str, poses) -> str | None:
+        """Why a runaway object blew up when its pins are the cause: its pin targets at ``poses`` lie inside a
+        collider (the pins drag it through: a cape pinned to a bone that swings through the body, pins that
+        do not follow a deforming skin). A sentence naming the deepest such collider and the depth, or None."""
+        targets = None
+        for group in self.groups:
+            if object_id in group.ids and hasattr(group, "object_pin_targets"):
+                targets = group.object_pin_targets(object_id, poses)
+        if targets is None or len(targets) == 0:
+            return None
+        deepest = None
+        for collider in self.colliders.colliders:
+            if collider.is_mesh:
+                surface, inside = collider.geometry.recover_inside(np, targets, np.zeros(len(targets)))
+                depth = np.where(inside, np.linalg.norm(surface - targets, axis=1), 0.0)
+            else:
+                depth = np.maximum(-collider.geometry.signed_distance(np, targets)[0], 0.0)
+            if depth.max() > 0.0 and (deepest is None or depth.max() > deepest[1]):
+                deepest = (collider.id, float(depth.max()), int((depth > 0.0).sum()))
+        if deepest is None:
+            return None
+        return (f"{deepest[2]} of its pinned points were pulled up to {deepest[1]:.3g} m through '{deepest[0]}' "
+                "(the pins' targets pass through that collider: check what the pins follow)")
+
     # ------------------------------------------------------------------ checkpoints (ARCHITECTURE §3)
     KINEMATIC_GROUP = "kinematic"
 
@@ -238,7 +262,8 @@ class Simulation:
                         "inverted/degenerate element", object=bad, frame=frame)
             substep_end = {object_id: poses[object_id] for object_id in self.animated_ids}
             self.runaway.note_kinematics(substep_start, substep_end, self.colliders.teleported)
-            self.runaway.check(self.groups, self.backend.xp, frame, skip=bool(self.colliders.teleported))
+            self.runaway.check(self.groups, self.backend.xp, frame, skip=bool(self.colliders.teleported),
+                               cause=lambda object_id, poses=poses: self._pins_through_colliders(object_id, poses))
             substep_start = substep_end
         device_ms = device_timer.elapsed_ms()
         self._poses = end_poses

@@ -297,6 +297,27 @@ def test_runaway_guard_stops_an_exploding_object_naming_it_and_the_frame():
     assert isinstance(guard, RunawayGuard) and guard.limit() < 100.0
 
 
+def test_a_runaway_caused_by_pins_dragged_through_a_collider_says_so():
+    """A cape whose pinned row is driven 0.3 m into a body (what a pin that does not follow the skin does):
+    the likely cause the runaway names is the pins and the collider, with the depth, not the stiffness."""
+    from solver_server.solvers.registry_types import ObjectPose
+
+    body, body_triangles = uv_sphere(8, 16, radius=0.3)
+    vertices, triangles, index = grid(5, 5, size=0.4, height=0.35)
+    vertices[:, :2] -= 0.2
+    pinned = index[2]                                # the middle row, x = 0
+    cape = cloth_object(vertices, triangles, pins=pinned, object_id="Cape", animated=True,
+                        matrix_world=np.eye(4))
+    simulation = Simulation(scene([cape, mesh_collider("Torso", body, body_triangles)], frame_end=3), BACKEND)
+    dragged = vertices.copy()
+    dragged[pinned, 2] = 0.0                         # through the body's centre: up to 0.3 m deep
+    cause = simulation._pins_through_colliders("Cape", {"Cape": ObjectPose(np.eye(4), dragged)})
+    assert cause is not None and cause.startswith("5 of its pinned points were pulled up to 0.") and \
+        "through 'Torso'" in cause, cause
+    assert float(cause.split("up to ")[1].split(" m")[0]) > 0.25
+    assert simulation._pins_through_colliders("Cape", {"Cape": ObjectPose(np.eye(4), vertices)}) is None
+
+
 def test_runaway_guard_does_not_fire_on_a_20_m_per_s_hit():
     """The 2 mm slab scene above ran through the same guard (Simulation checks every substep); here the
     bound it used: the slab's own speed raised it above the cloth's 20 m/s."""

@@ -50,6 +50,11 @@ class PDGroup:
                 targets[rows] = carry_points(self._pin_rest[rows], pose.matrix, slot.matrix_rest)
         return targets
 
+    def object_pin_targets(self, object_id: str, poses) -> np.ndarray:
+        """(k, 3) world targets [m] of object ``object_id``'s pinned particles for the given poses."""
+        slot = next(index for index, slot in enumerate(self.model.slots) if slot.id == object_id)
+        return self.pin_targets(poses)[self.model.pin_slot == slot]
+
     def step(self, inputs: SubstepInputs) -> dict:
         control = Control(pin_targets=self.backend.xp.asarray(self.pin_targets(inputs.poses)),
                           colliders=inputs.colliders, time=inputs.time)
