@@ -36,6 +36,8 @@ _SIMULATED_COMMON: tuple[ParamSpec, ...] = (
     ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
     ParamSpec("pin_stiffness", 1.0e4, "N/m",
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
+    ParamSpec("unpin_frame", 0, "frame", "Frame from which the pinned vertices let go and the object falls "
+              "freely (a cape torn off, a flag released); 0 keeps the pins for the whole bake", 0, 10_000_000),
 )
 
 def _wind(applied: str) -> tuple[ParamSpec, ...]:

@@ -53,6 +53,8 @@ def _common_simulated() -> tuple[ParamSpec, ...]:
         ParamSpec("pin_stiffness", 1.0e4, "N/m",
                   "stiffness of a pin with vertex weight w < 1 (ω = w·pin_stiffness); weight 1 is an exact pin",
                   low=0.0, high=1.0e12, low_open=True),
+        ParamSpec("unpin_frame", 0, "", "frame from which the pins let go and the object moves freely (0: never)",
+                  type="int", low=0, high=10**7),
     )
 
 

@@ -51,10 +51,23 @@ def hair_on_suzanne_shot(model: str, guides: bool = False):
     return built, drive, 6
 
 
+def cloth_let_go(checkpoint_frame: int):
+    """A cloth pinned at two corners with a timed unpin at frame 10 (its pins let go and it falls onto a
+    floor): a checkpoint before the release and one after it."""
+    vertices, triangles, index = grid(10, 10, size=0.6, height=0.5)
+    cloth = cloth_object(vertices, triangles, pins=[index[0, 0], index[-1, 0]],
+                         params={"unpin_frame": 10, "thickness": 0.004})
+    floor = {"id": "Floor", "kind": "collider", "shape": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]},
+             "matrix_world": np.eye(4), "params": {"friction": 0.5}}
+    return scene([cloth, floor], frame_end=18, substeps=4), lambda frame: None, checkpoint_frame
+
+
 RESUME_SCENES = {
     "cloth_self_collision_suzanne": cloth_with_self_collision_on_suzanne,
     "cloth_self_collision_suzanne_flipped": lambda: cloth_with_self_collision_on_suzanne(flipped=True),
     "soft_body_on_pinned_cloth": soft_body_on_pinned_cloth,
+    "cloth_let_go_checkpoint_before": lambda: cloth_let_go(6),
+    "cloth_let_go_checkpoint_after": lambda: cloth_let_go(12),
     "der_hair_on_suzanne": lambda: hair_on_suzanne_shot("der"),
     "cosserat_hair_on_suzanne": lambda: hair_on_suzanne_shot("cosserat"),
     "particle_hair_on_suzanne": lambda: hair_on_suzanne_shot("particles"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ...collision.self_collision import SurfaceContact
@@ -21,19 +23,46 @@ class PDGroup:
         self.backend = backend
         self.ids = [spec.id for spec in specs]
         self.settings = resolve_pd_settings(scene.solver.get("pd"))
-        self.model = build_particle_model(specs)
-        dt = scene.time.frame_dt / scene.time.substeps
-        self.solver = PDSolver(self.model, backend, self.settings, dt, scene.gravity)
-        if SurfaceContact.wanted(self.model):
-            self.solver.self_collision = SurfaceContact(self.model, self.solver.contact,
-                                                        iterations=self.settings["self_collision_iterations"])
+        self._specs, self._scene = list(specs), scene
+        # timed unpin: object id -> the frame from which its pins let go (the param ``unpin_frame``, 0: never)
+        self.unpin_frames = {spec.id: int(spec.params.get("unpin_frame", 0)) for spec in specs
+                             if int(spec.params.get("unpin_frame", 0)) > 0}
+        self.released: set[str] = set()
+        self._build()
         xp = backend.xp
         self.state = State(positions=xp.asarray(self.model.rest.copy()),
                            velocities=xp.zeros((self.model.particle_count, 3)))
+
+    def _build(self) -> None:
+        """Model, solver and pin tables of the objects, without the pins of the ``released`` ones. The pins are
+        eliminated from the factorized system, so letting them go builds the solver again (once per release;
+        the particles and their order stay)."""
+        specs = [replace(spec, pin_indices=spec.pin_indices[:0], pin_weights=spec.pin_weights[:0])
+                 if spec.id in self.released else spec for spec in self._specs]
+        scene = self._scene
+        before = getattr(self, "solver", None)
+        self.model = build_particle_model(specs)
+        dt = scene.time.frame_dt / scene.time.substeps
+        self.solver = PDSolver(self.model, self.backend, self.settings, dt, scene.gravity)
+        if before is not None:          # what the solver keeps across steps (its checkpoint state) carries over
+            self.solver.started = before.started
+            if before.fell_back:
+                self.solver.fell_back = True
+                self.solver.global_solver = self.solver.cholesky
+        if SurfaceContact.wanted(self.model):
+            self.solver.self_collision = SurfaceContact(self.model, self.solver.contact,
+                                                        iterations=self.settings["self_collision_iterations"])
         self._pin_rest = self.model.rest[self.model.pin_indices]
         self._pin_local = self.model.pin_indices - np.array([self.model.slots[s].start for s in self.model.pin_slot],
                                                             dtype=np.int64)
         self._pinned_slots = sorted(set(self.model.pin_slot.tolist()))
+
+    def _release_due(self, frame: int) -> None:
+        """Let go of the pins of every object whose ``unpin_frame`` has come (the frame being computed)."""
+        due = {object_id for object_id, first in self.unpin_frames.items() if frame >= first} - self.released
+        if due:
+            self.released |= due
+            self._build()
 
     def pin_targets(self, poses) -> np.ndarray:
         """(P, 3) world targets of the pinned particles for the given poses."""
@@ -56,6 +85,7 @@ class PDGroup:
         return self.pin_targets(poses)[self.model.pin_slot == slot]
 
     def step(self, inputs: SubstepInputs) -> dict:
+        self._release_due(inputs.frame)
         control = Control(pin_targets=self.backend.xp.asarray(self.pin_targets(inputs.poses)),
                           colliders=inputs.colliders, time=inputs.time)
         out = State(self.state.positions, self.state.velocities)
@@ -81,16 +111,24 @@ class PDGroup:
         return {"positions": np.array(to_host(self.state.positions), np.float64),
                 "velocities": np.array(to_host(self.state.velocities), np.float64),
                 "global_fallback": np.array(self.solver.fell_back),
-                "started": np.array(self.solver.started)}
+                "started": np.array(self.solver.started),
+                "released": np.array([object_id in self.released for object_id in self.ids])}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         shape = (self.model.particle_count, 3)
         positions = checked_state_array(arrays, "positions", shape, np.float64, self.ids[0])
         velocities = checked_state_array(arrays, "velocities", shape, np.float64, self.ids[0])
         fell_back = bool(checked_state_array(arrays, "global_fallback", (), bool, self.ids[0]))
+        # the objects whose timed unpin had come (absent in checkpoints written before it existed: none)
+        released = checked_state_array(arrays, "released", (len(self.ids),), bool, self.ids[0]) \
+            if "released" in arrays else np.zeros(len(self.ids), bool)
         # checkpoints written before "started" was kept come from frames after the first substep
         started = bool(checked_state_array(arrays, "started", (), bool, self.ids[0])) if "started" in arrays else True
         xp = self.backend.xp
+        released_ids = {object_id for object_id, gone in zip(self.ids, released) if gone}
+        if released_ids != self.released:
+            self.released = released_ids
+            self._build()
         self.state = State(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
         self.solver.started = started
         if fell_back:
