@@ -141,10 +141,11 @@ def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
     return result
 
 
-def skinned_torso_and_cape(frames: int):
+def skinned_torso_and_cape(frames: int, deform: str = "armature"):
     """A closed torso (cylinder, r 0.2 m, 1 m tall) skinned to a two-bone rig whose Chest bone bends and
-    twists over the shot, and a 9 x 9 cape hanging 5 cm behind it with its own Armature modifier on the same
-    rig (all of it weighted to Chest) and its top row in the pin group. Returns (torso, cape, rig)."""
+    twists over the shot, and a 9 x 9 cape hanging 5 cm behind it, its top row in the pin group, deformed
+    either by its own Armature modifier on the same rig (all of it weighted to Chest; ``deform`` "armature")
+    or by a Surface Deform modifier bound to the torso ("surface_deform"). Returns (torso, cape, rig)."""
     scene = bpy.context.scene
     data = bpy.data.armatures.new("Rig")
     rig = linked_object("Rig", data)
@@ -161,7 +162,7 @@ def skinned_torso_and_cape(frames: int):
         bend.rotation_euler = angles
         bend.keyframe_insert("rotation_euler", frame=frame)
     torso = mesh_object("Torso", bpy.ops.mesh.primitive_cylinder_add, (0.0, 0.0, 0.5), radius=0.2, depth=1.0,
-                        vertices=24)
+                        vertices=24, end_fill_type="TRIFAN")       # Surface Deform binds to no n-gon caps
     heights = np.array([vertex.co.z for vertex in torso.data.vertices])
     torso.vertex_groups.new(name="Spine").add([int(i) for i in np.flatnonzero(heights < 0.0)], 1.0, "REPLACE")
     torso.vertex_groups.new(name="Chest").add([int(i) for i in np.flatnonzero(heights >= 0.0)], 1.0, "REPLACE")
@@ -175,11 +176,16 @@ def skinned_torso_and_cape(frames: int):
     mesh = bpy.data.meshes.new("Cape")
     mesh.from_pydata(vertices.tolist(), [], faces)
     cape = linked_object("Cape", mesh)
-    cape.vertex_groups.new(name="Chest").add(list(range(n * n)), 1.0, "REPLACE")
     cape.vertex_groups.new(name="pins").add(list(range(n)), 1.0, "REPLACE")
-    cape.modifiers.new("Armature", "ARMATURE").object = rig
-    cape.tangle.role, cape.tangle.pin_group = "CLOTH", "pins"
     scene.frame_set(1)
+    if deform == "armature":
+        cape.vertex_groups.new(name="Chest").add(list(range(n * n)), 1.0, "REPLACE")
+        cape.modifiers.new("Skin", "ARMATURE").object = rig
+    else:
+        cape.modifiers.new("Skin", "SURFACE_DEFORM").target = torso
+        with bpy.context.temp_override(object=cape, active_object=cape):
+            bpy.ops.object.surfacedeform_bind(modifier="Skin")
+    cape.tangle.role, cape.tangle.pin_group = "CLOTH", "pins"
     return torso, cape, rig
 
 
@@ -189,11 +195,15 @@ def scenario_cape_on_skinned_torso(args: dict) -> dict:
     result = {"addon": load_addon("source", None)}
     frames = args["frames"]
     scene = bake_scene(frames, 4, args["address"])
-    torso, cape, rig = skinned_torso_and_cape(frames)
+    torso, cape, rig = skinned_torso_and_cape(frames, args["deform"])
     pinned = list(range(9))
     skin = {frame: evaluated_world_positions(cape, frame)[pinned] for frame in range(1, frames + 1)}
+    result["skin_moves"] = float(np.abs(skin[frames] - skin[1]).max())
+    # the skin itself may stretch the pinned row (a Surface Deform on a twisting chest): the cloth must follow
+    result["skin_stretch"] = max(float(np.linalg.norm(np.diff(row, axis=0), axis=1).max() / (0.5 / 8) - 1.0)
+                                 for row in skin.values())
     result |= bake(scene)
-    armature = cape.modifiers["Armature"]
+    armature = cape.modifiers["Skin"]
     result["muted_after_bake"] = not armature.show_viewport and not armature.show_render
     pin_error, inside, stretch = [], [], []
     for frame in range(1, frames + 1):
@@ -205,6 +215,9 @@ def scenario_cape_on_skinned_torso(args: dict) -> dict:
         down = np.linalg.norm(np.diff(grid, axis=0), axis=2) / (0.6 / 8)       # and down a column
         stretch.append(float(max(across.max(), down.max()) - 1.0))
     result["pin_error"], result["inside"], result["stretch"] = pin_error, inside, stretch
+    if args.get("render"):
+        for frame in (1, frames // 2, frames):
+            _render_story(f"{args['render']}/cape_{args['deform']}_f{frame:02d}.png", frame)
     result["freed"] = call(lambda: bpy.ops.tangle.free_bake())
     result["restored_after_free"] = armature.show_viewport and armature.show_render
     checks = importlib.import_module("blender_addon.checks")
@@ -217,6 +230,30 @@ def scenario_cape_on_skinned_torso(args: dict) -> dict:
         flutter.keyframe_insert("value", frame=frame)
     result["checked_with_shape_key"] = [[p.object, p.message, p.blocking] for p in checks.check_scene(scene)]
     return result
+
+
+def _render_story(path: str, frame: int) -> None:
+    """A Workbench still of the scene as it plays back at ``frame`` (object colours, studio light), from a
+    camera behind and to the side of the torso."""
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    camera = bpy.data.objects.get("StoryCamera")
+    if camera is None:
+        camera = linked_object("StoryCamera", bpy.data.cameras.new("StoryCamera"))
+        camera.location = (1.6, 2.4, 1.4)
+        target = linked_object("StoryTarget", None)
+        target.location = (0.0, 0.0, 0.6)
+        aim = camera.constraints.new("TRACK_TO")
+        aim.target, aim.track_axis, aim.up_axis = target, "TRACK_NEGATIVE_Z", "UP_Y"
+        for name, colour in (("Torso", (0.75, 0.75, 0.75, 1.0)), ("Cape", (0.7, 0.15, 0.15, 1.0))):
+            bpy.data.objects[name].color = colour
+    scene.camera = camera
+    scene.render.engine = "BLENDER_WORKBENCH"
+    scene.display.shading.color_type = "OBJECT"
+    scene.display.shading.light = "STUDIO"
+    scene.render.resolution_x, scene.render.resolution_y = 480, 480
+    scene.render.filepath = path
+    bpy.ops.render.render(write_still=True)
 
 
 def _inside_skinned_torso(points: np.ndarray, torso, frame: int) -> int:

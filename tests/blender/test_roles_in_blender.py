@@ -305,18 +305,23 @@ def test_painted_maps_change_the_drape_and_export_as_factors(run_scenario, solve
     assert result["particles_maps"] == ["particle_stiffness"]
 
 
-def test_a_cape_pinned_by_an_armature_follows_the_skin_and_plays_back_once(run_scenario, solver_server_address):
-    """A cape with an Armature modifier on a bending, twisting rig, its top row pinned: the pins follow the
-    skin the modifier makes (they stayed where the undeformed mesh was, up to 380 mm off, and the bake failed
-    with a runaway); playback shows the bake, not the bake deformed again by the modifier; Free Bake brings the
-    modifier back."""
+@pytest.mark.parametrize("deform", ["armature", "surface_deform"])
+def test_a_cape_pinned_by_an_armature_follows_the_skin_and_plays_back_once(run_scenario, solver_server_address,
+                                                                           deform):
+    """A cape deformed by an Armature modifier on a bending, twisting rig, or by a Surface Deform modifier
+    bound to the skinned torso, its top row pinned: the pins follow the skin the modifier makes (they stayed
+    where the undeformed mesh was, up to 380 mm off, and the bake failed with a runaway); playback shows the
+    bake, not the bake deformed again by the modifier; Free Bake brings the modifier back."""
     frames = 16
-    result = run_roles(run_scenario, "cape_on_skinned_torso", frames=frames, address=solver_server_address)
+    result = run_roles(run_scenario, "cape_on_skinned_torso", frames=frames, deform=deform,
+                       address=solver_server_address)
+    assert result["skin_moves"] > 0.1           # the skin carries the pinned row a long way
     assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
     assert result["muted_after_bake"]
     assert max(result["pin_error"]) < 5e-4, result["pin_error"]        # the issue's bar: 0.5 mm
     assert max(result["inside"]) == 0, result["inside"]
-    assert max(result["stretch"]) < 0.05, result["stretch"]
+    # beyond what the skin itself does to the pinned row (the Surface Deform stretches it by the chest's twist)
+    assert max(result["stretch"]) < max(result["skin_stretch"], 0.0) + 0.05, (result["stretch"], result["skin_stretch"])
     assert result["freed"]["result"] == ["FINISHED"] and result["restored_after_free"]
     assert result["checked"] == []          # followed: nothing to warn about
     [(name, message, blocking)] = result["checked_with_shape_key"]
