@@ -38,6 +38,9 @@ _SIMULATED_COMMON: tuple[ParamSpec, ...] = (
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
     ParamSpec("unpin_frame", 0, "frame", "Frame from which the pinned vertices let go and the object falls "
               "freely (a cape torn off, a flag released); 0 keeps the pins for the whole bake", 0, 10_000_000),
+    ParamSpec("pin_pull_speed", 0.0, "m/s", "Fastest a pinned vertex follows what pins it: a target that jumps "
+              "(a cut in the animation, a pose snapped into place) is pulled in at this speed, slower motion is "
+              "followed exactly; 0 follows at once", 0.0, 1.0e4),
 )
 
 def _wind(applied: str) -> tuple[ParamSpec, ...]:

@@ -55,6 +55,8 @@ def _common_simulated() -> tuple[ParamSpec, ...]:
                   low=0.0, high=1.0e12, low_open=True),
         ParamSpec("unpin_frame", 0, "", "frame from which the pins let go and the object moves freely (0: never)",
                   type="int", low=0, high=10**7),
+        ParamSpec("pin_pull_speed", 0.0, "m/s", "fastest a pin follows its target: a target that jumps is pulled "
+                  "in at this speed (0: at once)", low=0.0, high=1.0e4),
     )
 
 

@@ -62,12 +62,29 @@ def cloth_let_go(checkpoint_frame: int):
     return scene([cloth, floor], frame_end=18, substeps=4), lambda frame: None, checkpoint_frame
 
 
+def cloth_pin_pulled_to_a_jumped_target():
+    """A cloth pinned at one corner whose target jumps 0.4 m at frame 4, pulled in at 0.5 m/s (pin_pull_speed):
+    the checkpoint at frame 8 falls in the middle of the pull."""
+    vertices, triangles, index = grid(8, 8, size=0.4, height=0.6)
+    cloth = cloth_object(vertices, triangles, pins=[index[0, 0], index[-1, 0]], animated=True,
+                         matrix_world=np.eye(4), params={"pin_pull_speed": 0.5})
+
+    def drive(frame: int) -> dict:
+        moved = vertices.copy()
+        if frame >= 4:
+            moved[:, 1] += 0.4
+        return {"Cloth": {"matrix_world": np.eye(4), "vertices": moved}}
+
+    return scene([cloth], frame_end=20, substeps=4), drive, 8
+
+
 RESUME_SCENES = {
     "cloth_self_collision_suzanne": cloth_with_self_collision_on_suzanne,
     "cloth_self_collision_suzanne_flipped": lambda: cloth_with_self_collision_on_suzanne(flipped=True),
     "soft_body_on_pinned_cloth": soft_body_on_pinned_cloth,
     "cloth_let_go_checkpoint_before": lambda: cloth_let_go(6),
     "cloth_let_go_checkpoint_after": lambda: cloth_let_go(12),
+    "cloth_pin_pulled_to_a_jumped_target": cloth_pin_pulled_to_a_jumped_target,
     "der_hair_on_suzanne": lambda: hair_on_suzanne_shot("der"),
     "cosserat_hair_on_suzanne": lambda: hair_on_suzanne_shot("cosserat"),
     "particle_hair_on_suzanne": lambda: hair_on_suzanne_shot("particles"),

@@ -28,6 +28,7 @@ class PDGroup:
         self.unpin_frames = {spec.id: int(spec.params.get("unpin_frame", 0)) for spec in specs
                              if int(spec.params.get("unpin_frame", 0)) > 0}
         self.released: set[str] = set()
+        self._eased = None          # (N, 3) [m] where each pulled pin is now (pin_pull_speed; rows of pins)
         self._build()
         xp = backend.xp
         self.state = State(positions=xp.asarray(self.model.rest.copy()),
@@ -56,6 +57,28 @@ class PDGroup:
         self._pin_local = self.model.pin_indices - np.array([self.model.slots[s].start for s in self.model.pin_slot],
                                                             dtype=np.int64)
         self._pinned_slots = sorted(set(self.model.pin_slot.tolist()))
+        # [m/s] per pin: the fastest a pin follows its target (0: at once; pin_pull_speed)
+        self._pull_speed = np.array([float(self.model.params[s].get("pin_pull_speed", 0.0))
+                                     for s in self.model.pin_slot], np.float64)
+
+    def _pulled(self, targets: np.ndarray, dt: float) -> np.ndarray:
+        """The pins' targets (P, 3) [m] for this substep with ``pin_pull_speed``: a pin moves towards its target
+        by at most that speed × dt [s] (a target that jumped is pulled in over the frames that takes; motion
+        slower than that is followed exactly). The pulled positions are kept per particle (checkpointed)."""
+        if not np.any(self._pull_speed > 0.0):
+            return targets
+        indices = self.model.pin_indices
+        if self._eased is None:      # the pins start where their particles are
+            self._eased = np.array(self.backend.to_host(self.state.positions), np.float64)
+        previous = self._eased[indices]
+        step = targets - previous
+        distance = np.linalg.norm(step, axis=1)
+        reach = self._pull_speed * dt
+        slowed = (self._pull_speed > 0.0) & (distance > reach)
+        pulled = np.where(slowed[:, None], previous + step * (reach / np.maximum(distance, 1e-300))[:, None],
+                          targets)
+        self._eased[indices] = pulled
+        return pulled
 
     def _release_due(self, frame: int) -> None:
         """Let go of the pins of every object whose ``unpin_frame`` has come (the frame being computed)."""
@@ -86,7 +109,8 @@ class PDGroup:
 
     def step(self, inputs: SubstepInputs) -> dict:
         self._release_due(inputs.frame)
-        control = Control(pin_targets=self.backend.xp.asarray(self.pin_targets(inputs.poses)),
+        targets = self._pulled(self.pin_targets(inputs.poses), inputs.dt)
+        control = Control(pin_targets=self.backend.xp.asarray(targets),
                           colliders=inputs.colliders, time=inputs.time)
         out = State(self.state.positions, self.state.velocities)
         stats = self.solver.step(self.state, out, control, None, inputs.dt)
@@ -112,7 +136,8 @@ class PDGroup:
                 "velocities": np.array(to_host(self.state.velocities), np.float64),
                 "global_fallback": np.array(self.solver.fell_back),
                 "started": np.array(self.solver.started),
-                "released": np.array([object_id in self.released for object_id in self.ids])}
+                "released": np.array([object_id in self.released for object_id in self.ids]),
+                **({} if self._eased is None else {"pin_pulled": self._eased.copy()})}
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         shape = (self.model.particle_count, 3)
@@ -122,6 +147,8 @@ class PDGroup:
         # the objects whose timed unpin had come (absent in checkpoints written before it existed: none)
         released = checked_state_array(arrays, "released", (len(self.ids),), bool, self.ids[0]) \
             if "released" in arrays else np.zeros(len(self.ids), bool)
+        pulled = checked_state_array(arrays, "pin_pulled", shape, np.float64, self.ids[0]) \
+            if "pin_pulled" in arrays else None
         # checkpoints written before "started" was kept come from frames after the first substep
         started = bool(checked_state_array(arrays, "started", (), bool, self.ids[0])) if "started" in arrays else True
         xp = self.backend.xp
@@ -130,6 +157,7 @@ class PDGroup:
             self.released = released_ids
             self._build()
         self.state = State(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
+        self._eased = None if pulled is None else np.array(pulled)
         self.solver.started = started
         if fell_back:
             self.solver.fell_back = True
