@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from solver_server.kernels import cpu_kernel_threads, warm_kernels
+from solver_server.kernel_warmup import warm_kernels
+from solver_server.kernels import cpu_kernel_threads
 
 
 def print_kernel_warmup(device: str = "cpu") -> float:

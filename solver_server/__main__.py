@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     except BackendError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 2
-    from .kernels import warm_kernels
+    from .kernel_warmup import warm_kernels
 
     warp_device = backend.warp_device
     warmed = warm_kernels(warp_device)   # a cached start takes milliseconds; a fresh machine compiles once here

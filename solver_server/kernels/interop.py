@@ -30,7 +30,7 @@ _init_lock = threading.Lock()
 _initialized = False
 
 
-def _ensure_initialized() -> None:
+def ensure_initialized() -> None:
     global _initialized
     if _initialized:
         return
@@ -47,13 +47,13 @@ def _ensure_initialized() -> None:
 
 def kernel_cache_dir() -> str:
     """The folder holding compiled kernels (see module docstring)."""
-    _ensure_initialized()
+    ensure_initialized()
     return str(wp.config.kernel_cache_dir)
 
 
 def warp_device_of(array) -> str:
     """Warp device name of an ``xp`` array: "cpu" for numpy (and the strict CPU stand-in), "cuda:N" for CuPy."""
-    _ensure_initialized()
+    ensure_initialized()
     device = getattr(array, "device", None)
     if isinstance(array, np.ndarray) or device is None or not hasattr(device, "id"):
         return "cpu"
@@ -86,7 +86,7 @@ def warp_view(array, dtype):
     items); ``wp.float64`` and ``wp.int32`` keep the array's shape (e.g. (T, 3) element indices as a 2-d Warp
     array). The array must already be C-contiguous with the matching scalar type (ValueError otherwise: a silent
     conversion would be a copy the kernel's writes never reach)."""
-    _ensure_initialized()
+    ensure_initialized()
     scalar = np.dtype(_SCALAR_OF[dtype])
     item_shape = _ITEM_SHAPE_OF.get(dtype)
     itemized = item_shape is not None
@@ -161,7 +161,7 @@ def capture(device: str, record):
     cannot be captured); on the CPU Warp records them and replays them in C++ (no Python per launch). The
     arrays the launches use must outlive the graph, and ``record`` must make nothing but launches (no array
     allocation, no host synchronization)."""
-    _ensure_initialized()
+    ensure_initialized()
     if device == "cpu":
         wp.capture_begin(device="cpu")
         try:
@@ -206,7 +206,7 @@ def repeat_while(running, body, device: str) -> None:
 def device_loops(device: str) -> bool:
     """Whether a graph of :func:`capture` on ``device`` may hold :func:`repeat_while` loops (the CPU's recorded
     replay always; CUDA with a 12.4+ driver and toolkit: conditional graph nodes)."""
-    _ensure_initialized()
+    ensure_initialized()
     return device == "cpu" or bool(wp.is_conditional_graph_supported())
 
 
@@ -310,27 +310,3 @@ def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs
             futures.append(pool.submit(wp.launch, kernel, dim=dim, inputs=inputs, device=device))
     for future in futures:
         future.result()
-
-
-def warm_kernels(device: str = "cpu") -> dict:
-    """Load (compile on first use, else read from the cache) every Tangle kernel module on ``device``.
-    Returns {"seconds": float, "cache": str, "modules": [names]}."""
-    _ensure_initialized()
-    from ..collision import mesh_kernels, primitive_kernels, surface_kernels  # noqa: PLC0415
-    from ..solvers.cosserat import kernels as cosserat_kernels  # noqa: PLC0415
-    from ..solvers.der import (bend_twist_kernels, ccd_kernels, contact_kernels, frame_kernels,  # noqa: PLC0415
-                               retraction_kernels, stretch_kernels)
-    from ..solvers.particles import kernels as particle_kernels  # noqa: PLC0415
-    from ..solvers.pd import (bending_kernels, jacobi_kernels, limit_kernels, limit_sweep_kernels,  # noqa: PLC0415
-                              local_kernels, tet_kernels, triangle_kernels)
-    from . import bounds, geometry, pairs  # noqa: PLC0415
-
-    tick = time.perf_counter()
-    modules = [geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
-               limit_sweep_kernels, local_kernels, triangle_kernels, bending_kernels, tet_kernels, jacobi_kernels,
-               particle_kernels, cosserat_kernels, pairs, contact_kernels, stretch_kernels, bend_twist_kernels,
-               frame_kernels, retraction_kernels, ccd_kernels]
-    for module in modules:
-        wp.load_module(module, device=device)
-    return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(),
-            "modules": [module.__name__ for module in modules]}

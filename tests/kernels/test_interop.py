@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import warp as wp
 
-from solver_server.kernels import kernel_cache_dir, warm_kernels, warp_device_of, warp_view
+from solver_server.kernel_warmup import warm_kernels
+from solver_server.kernels import kernel_cache_dir, warp_device_of, warp_view
 from tests.portability.strict_backend import strict_backend
 
 
