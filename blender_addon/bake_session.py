@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import bpy
 
-from . import bake_io, bake_output
+from . import bake_output, export
 from .core.bake_state import (BakeProgress, BakeRecord, BakeRefused, bake_route, outcome_status, plan_continuation,
                               stats_line)
 from .core.checkpoints import CheckpointError, decode_checkpoint, encode_checkpoint
@@ -95,7 +95,7 @@ class BakeSession:
         settings = scene.tangle
         if self.connection is not None:
             self.connection.validate()      # a given connection's settings (key files) cost nothing to check
-        scene_dict, drive, self.targets = bake_io.export_scene(scene)   # before the scene's connection: a
+        scene_dict, drive, self.targets = export.export_scene(scene)   # before the scene's connection: a
         connection = self.connection or scene_connection(scene)         # blocked bake starts no local solver
         connection.validate()
         first, last = scene_dict["time"]["frame_start"], scene_dict["time"]["frame_end"]

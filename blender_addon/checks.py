@@ -1,7 +1,7 @@
 """Pre-bake checks, bpy side: read every marked object and run ``core.validation`` on it.
 
 ``check_scene`` stores the problems in ``Scene.tangle.problems`` (listed in the Tangle Bake panel, each
-with its object) and returns them; ``bake_io.export_scene`` calls it first and refuses to send anything
+with its object) and returns them; ``export.export_scene`` calls it first and refuses to send anything
 while any blocking problem remains. Warnings (``Problem.blocking`` false) do not stop a bake: hair rooted
 inside a collider, or combed partly through one, at the first frame (``core.rooted_inside``). ``TANGLE_OT_check_scene`` runs the same
 check from the panel.

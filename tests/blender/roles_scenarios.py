@@ -37,7 +37,6 @@ def scenario_softbody_on_floor(args: dict) -> dict:
     floor = mesh_object("Floor", bpy.ops.mesh.primitive_plane_add, size=4.0)
     floor.tangle.role, floor.tangle.collider_shape = "COLLIDER", "PLANE"
 
-    bake_io = importlib.import_module("blender_addon.bake_io")
     # Export only: a waving mesh collider sends its deformed vertices every frame, box and torus fit.
     waving = grid_object("Waving", 6, 1.0, 3.0)
     waving.location.x = 3.0
@@ -48,7 +47,7 @@ def scenario_softbody_on_floor(args: dict) -> dict:
     crate.tangle.role, crate.tangle.collider_shape = "COLLIDER", "BOX"
     ring = mesh_object("Ring", bpy.ops.mesh.primitive_torus_add, (0.0, 3.0, 0.0))
     ring.tangle.role, ring.tangle.collider_shape = "COLLIDER", "TORUS"
-    scene_dict, drive, targets = bake_io.export_scene(scene)
+    scene_dict, drive, targets = importlib.import_module("blender_addon.export").export_scene(scene)
     entries = entries_by_id(scene_dict)
     result["kinds"] = {name: entry["kind"] for name, entry in entries.items()}
     result["jelly_params"] = entries["Jelly"]["params"]
@@ -354,8 +353,7 @@ def scenario_curves_hair_on_moving_head(args: dict) -> dict:
         field = bpy.context.active_object
         field.field.strength, field.field.noise = args["wind"], 0.5
         bpy.context.view_layer.objects.active = hair
-    bake_io = importlib.import_module("blender_addon.bake_io")
-    scene_dict, drive, _ = bake_io.export_scene(scene)
+    scene_dict, drive, _ = importlib.import_module("blender_addon.export").export_scene(scene)
     entries = entries_by_id(scene_dict)
     result["wind_params"] = {key: value for key, value in entries["Hair"]["params"].items() if key.startswith("wind")}
     roots = entries["Hair"]["roots"]
@@ -800,9 +798,8 @@ def scenario_painted_maps(args: dict) -> dict:
     heavy.data.foreach_set("value", (np.arange(strands) % 2).astype(np.float32))
     hair.tangle.hair.young_modulus_map, hair.tangle.hair.young_modulus_map_zero = "root_stiff", 0.2
     hair.tangle.hair.density_map, hair.tangle.hair.density_map_zero = "heavy", 0.5
-    bake_io = importlib.import_module("blender_addon.bake_io")
     checks = importlib.import_module("blender_addon.checks")
-    scene_dict, _, _ = bake_io.export_scene(scene)
+    scene_dict, _, _ = importlib.import_module("blender_addon.export").export_scene(scene)
     entries = entries_by_id(scene_dict)
     result["flap_maps"] = {name: np.asarray(values).tolist() for name, values in entries["Flap"]["maps"].items()}
     result["hair_maps"] = {name: np.asarray(values).tolist() for name, values in entries["Hair"]["maps"].items()}
@@ -824,7 +821,7 @@ def scenario_painted_maps(args: dict) -> dict:
     hair.tangle.role = "NONE"
     cloth.bend_stiffness_map = "stiff"
     hair.tangle.role = "HAIR"
-    scene_dict, _, _ = bake_io.export_scene(scene)
+    scene_dict, _, _ = importlib.import_module("blender_addon.export").export_scene(scene)
     result["particles_maps"] = sorted(entries_by_id(scene_dict)["Hair"]["maps"])
     return result
 
@@ -859,10 +856,9 @@ def scenario_curves_hair_cache(args: dict) -> dict:
     surface_deform = surface_deform_modifier(hair)
     later = hair.modifiers.new("Later", "NODES")  # a modifier after the simulation (e.g. children); empty here
     rest_local = curves_positions(hair, 1, world=False)
-    bake_io = importlib.import_module("blender_addon.bake_io")
 
     def hair_animated_on_the_wire():  # must not change when the bake adds / mutes modifiers (resume rebuilds it)
-        return entries_by_id(bake_io.export_scene(scene)[0])["Hair"]["animated"]
+        return entries_by_id(importlib.import_module("blender_addon.export").export_scene(scene)[0])["Hair"]["animated"]
 
     result["animated_before"] = hair_animated_on_the_wire()
 
