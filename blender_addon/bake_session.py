@@ -89,7 +89,7 @@ class BakeSession:
     def start(self) -> "BakeSession":
         """Check and export, then connect (a ``local`` server starts only now) and submit. Raises one of
         ``START_ERRORS`` (naming the object / setting) before anything is sent."""
-        from .preferences import scene_connection
+        from .scene_connection import scene_connection
 
         scene = self.scene
         settings = scene.tangle

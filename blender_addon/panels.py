@@ -6,8 +6,7 @@ from .bake_io import deforms, is_animated, wind_fields
 from .core.connection import is_local
 from .core.painted_maps import AT_ZERO_SUFFIX, MAP_SUFFIX, paintable
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
-from .operators.bake import active_session
-from .operators.server import running_local_server
+from .session import active_session, running_local_server
 
 FAST_HAIR_SHARED = ("guide_count", "gravity_scale")
 
@@ -184,7 +183,6 @@ class TANGLE_PT_bake_workflow(_PhysicsTab, bpy.types.Panel):
     def draw(self, context):
         from . import bake_output
         from .core.bake_state import stored_text
-        from .operators.server import running_local_server
         from .preferences import addon_preferences
 
         layout = self.layout

@@ -14,7 +14,7 @@ import bpy
 from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import AddonPreferences, PropertyGroup, UIList
 
-from .core.connection import ConnectionSettingsError, ServerConnection, is_local
+from .session import setup_in_progress
 
 PROFILE_ADDRESS_EXAMPLE = "tcp://127.0.0.1:5555"   # a new profile's address, to be edited
 
@@ -84,8 +84,6 @@ class TanglePreferences(AddonPreferences):
             box.prop(profile, "client_secret_key_file")
         layout.separator()
         layout.label(text="Local Server")
-        from .operators.setup import setup_in_progress  # noqa: PLC0415 (operators import this module)
-
         progress = setup_in_progress()
         row = layout.row(align=True)
         if progress is None:
@@ -159,35 +157,3 @@ def local_server_python(context=None) -> tuple[str, tuple[str, ...], str]:
     python = bpy.path.abspath(prefs.python_path) if prefs.python_path else sys.executable
     extra = (bpy.path.abspath(prefs.solver_path),) if prefs.solver_path else ()
     return python, extra, prefs.local_device
-
-
-def scene_connection(scene, context=None) -> ServerConnection:
-    """The connection a bake of ``scene`` uses: its server profile (address + keys) when one is picked,
-    else the scene's address; the address ``local`` starts (or reuses) this session's local solver.
-    Raises ConnectionSettingsError naming the profile when it cannot work."""
-    settings = scene.tangle
-    name = settings.server_profile
-    if not name and is_local(settings.server_address):
-        from .core.local_server import LocalServerError  # noqa: PLC0415
-        from .operators.server import ensure_local_server  # noqa: PLC0415 (operators import this module)
-
-        try:
-            connection = ServerConnection(ensure_local_server(context).address, local=True)
-        except LocalServerError as error:
-            raise ConnectionSettingsError(f"the local solver did not start: {error}") from error
-    elif not name:
-        connection = ServerConnection(settings.server_address)
-    else:
-        prefs = addon_preferences(context)
-        profile = prefs.profiles.get(name) if prefs is not None else None
-        if profile is None:
-            raise ConnectionSettingsError(
-                f"scene '{scene.name}' uses server profile '{name}', which is not defined in the Tangle add-on "
-                "preferences on this machine; add it there or clear the scene's profile")
-        connection = ServerConnection(
-            profile.address,
-            bpy.path.abspath(profile.server_public_key_file) if profile.server_public_key_file else "",
-            bpy.path.abspath(profile.client_secret_key_file) if profile.client_secret_key_file else "",
-            profile=name)
-    connection.validate()
-    return connection

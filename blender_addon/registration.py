@@ -8,7 +8,8 @@ from .operators.bake import TANGLE_OT_bake, TANGLE_OT_cancel_bake, TANGLE_OT_reb
 from .operators.connection import TANGLE_OT_test_connection
 from .operators.farm import TANGLE_OT_farm_bake
 from .operators.free import TANGLE_OT_free_bake
-from .operators.server import TANGLE_OT_start_local_server, TANGLE_OT_stop_local_server, stop_local_server
+from .operators.server import TANGLE_OT_start_local_server, TANGLE_OT_stop_local_server
+from .session import cancel_running_setup, stop_local_server
 from .panels import TANGLE_PT_bake, TANGLE_PT_bake_workflow, TANGLE_PT_object, TANGLE_PT_object_maps
 
 classes = properties.classes + preferences.classes + checks.classes + presets.classes + setup.classes + (
@@ -49,7 +50,7 @@ def unregister() -> None:
     if clear_session_state in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(clear_session_state)
     stop_local_server()
-    setup.cancel_running_setup()
+    cancel_running_setup()
     properties.detach()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

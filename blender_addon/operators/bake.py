@@ -8,30 +8,10 @@ Executed from a script or in ``--background`` (no event loop) they block until t
 import bpy
 
 from ..bake_session import START_ERRORS, BakeSession, continuation_frames
+from ..session import active_session, last_session, set_active_session
+from .guards import CANCEL_BAKE_FIRST, no_bake_running, refuse
 
 SIMULATED_ROLES = frozenset({"CLOTH", "SOFTBODY", "HAIR"})
-
-# The bake running in this Blender session (at most one); the cancel operator and the panel read it.
-_active_session: BakeSession | None = None
-
-
-def active_session() -> BakeSession | None:
-    return _active_session if _active_session is not None and not _active_session.finished else None
-
-
-BAKE_RUNNING = "A Tangle bake is already running"
-CANCEL_BAKE_FIRST = "Cancel the running bake first"
-
-
-def refuse(operator_class, reason: str) -> bool:
-    """Operator poll: show ``reason`` on the greyed-out button and refuse (always returns False)."""
-    operator_class.poll_message_set(reason)
-    return False
-
-
-def no_bake_running(operator_class, reason: str = BAKE_RUNNING) -> bool:
-    """Operator poll: True while no Tangle bake runs in this Blender session, else refuse with ``reason``."""
-    return active_session() is None or refuse(operator_class, reason)
 
 
 def _report_outcome(operator, outcome) -> set[str]:
@@ -63,9 +43,8 @@ class _ModalBake:
         return None
 
     def _start(self, context) -> BakeSession | None:
-        global _active_session
         try:
-            _active_session = BakeSession(context.scene, from_frame=self._from_frame(context)).start()
+            set_active_session(BakeSession(context.scene, from_frame=self._from_frame(context)).start())
         except START_ERRORS as error:
             context.scene.tangle.is_baking = False
             self.report({"ERROR"}, f"Tangle bake not started: {error}")
@@ -75,7 +54,7 @@ class _ModalBake:
         if warnings:
             self.report({"WARNING"}, f"Baking with {len(warnings)} warning(s) (listed in the Tangle Bake panel): "
                                      f"{warnings[0].object_name}: {warnings[0].message}")
-        return _active_session
+        return last_session()
 
     def execute(self, context):
         session = self._start(context)
@@ -94,7 +73,7 @@ class _ModalBake:
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
-        session = _active_session
+        session = last_session()
         if event.type == "ESC" and event.value == "PRESS":
             session.cancel()
         elif event.type == "TIMER":

@@ -5,8 +5,8 @@ import bpy
 from .._protocol import SolverError
 from ..core.bake_state import server_line
 from ..core.connection import ConnectionSettingsError, open_client
-from ..preferences import scene_connection
-from .bake import active_session
+from ..scene_connection import scene_connection
+from ..session import active_session
 
 TEST_TIMEOUT_S = 5.0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import bpy
 from bpy.props import BoolProperty, FloatProperty, StringProperty
 
-from .bake import no_bake_running
+from .guards import no_bake_running
 
 
 class TANGLE_OT_farm_bake(bpy.types.Operator):

@@ -4,7 +4,8 @@ stored checkpoints."""
 import bpy
 
 from ..bake_output import RECORD_PROPERTY, clear_record, free_outputs, mesh_cache_modifier
-from .bake import CANCEL_BAKE_FIRST, SIMULATED_ROLES, no_bake_running, refuse
+from .bake import SIMULATED_ROLES
+from .guards import CANCEL_BAKE_FIRST, no_bake_running, refuse
 
 NOTHING_TO_FREE = ("Nothing to free: no cloth, soft body or hair in this scene has a Tangle bake "
                    "(shape keys tangle_f#### or a Tangle Mesh Cache)")

@@ -8,31 +8,14 @@ A scene whose server address is ``local`` (the default) bakes on it: the first B
 Server* starts it ahead of time and sets the scene to ``local`` (clearing its server profile).
 """
 
-import atexit
-
 import bpy
 
 from ..core.connection import LOCAL
-from ..core.local_server import LocalServer, LocalServerError, check_interpreter
+from ..core.local_server import LocalServer, LocalServerError
 from ..preferences import local_server_python
-from .bake import CANCEL_BAKE_FIRST, no_bake_running, refuse
-
-STARTUP_TIMEOUT_S = 180.0   # [s] the first start on a machine compiles the kernels before listening (~26 s idle)
-_local_server: LocalServer | None = None
-
-
-def running_local_server() -> LocalServer | None:
-    return _local_server if _local_server is not None and _local_server.running else None
-
-
-def stop_local_server() -> int | None:
-    """Stop the server this Blender session started (no-op when none); returns its exit code."""
-    global _local_server
-    server, _local_server = _local_server, None
-    return server.stop() if server is not None else None
-
-
-atexit.register(stop_local_server)
+from ..session import running_local_server, stop_local_server
+from .. import session
+from .guards import CANCEL_BAKE_FIRST, no_bake_running, refuse
 
 
 class TANGLE_OT_start_local_server(bpy.types.Operator):
@@ -64,16 +47,7 @@ class TANGLE_OT_start_local_server(bpy.types.Operator):
 def ensure_local_server(context=None) -> LocalServer:
     """The local solver server of this Blender session, started now if none runs (Server Python and
     device from the add-on preferences). Raises LocalServerError when it cannot start."""
-    global _local_server
-    server = running_local_server()
-    if server is not None:
-        return server
-    python, extra_paths, device = local_server_python(context)
-    check_interpreter(python, extra_paths)
-    server = LocalServer(python=python, startup_timeout=STARTUP_TIMEOUT_S, device=device, extra_paths=extra_paths)
-    server.start()
-    _local_server = server
-    return server
+    return session.ensure_local_server(*local_server_python(context))
 
 
 class TANGLE_OT_stop_local_server(bpy.types.Operator):

@@ -16,7 +16,7 @@ import bpy
 
 from ..core.solver_setup import SolverSetup, SolverSetupError, solver_source
 from ..preferences import ADDON_PACKAGE, addon_preferences
-from .server import running_local_server, stop_local_server
+from ..session import running_local_server, running_setup, set_running_setup, stop_local_server
 
 ENVIRONMENT_FOLDER = "solver_env"
 ADDON_FOLDER = Path(__file__).resolve().parents[1]
@@ -36,20 +36,6 @@ class _Progress:
     def update(self, fraction: float, text: str) -> None:
         with self.lock:
             self.fraction, self.text = fraction, text
-
-
-_running: tuple[SolverSetup, _Progress] | None = None
-
-
-def setup_in_progress() -> _Progress | None:
-    """The progress of the set-up running now (None when none runs)."""
-    return _running[1] if _running is not None else None
-
-
-def cancel_running_setup() -> None:
-    """Stop a set-up still running (the add-on is being disabled)."""
-    if _running is not None:
-        _running[0].cancel()
 
 
 def environment_folder() -> Path:
@@ -113,13 +99,12 @@ class TANGLE_OT_setup_local_solver(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if _running is not None:
+        if running_setup() is not None:
             cls.poll_message_set("The local solver is being set up")
             return False
         return addon_preferences(context) is not None
 
     def execute(self, context):
-        global _running
         prefs = addon_preferences(context)
         try:
             setup = _new_setup(prefs)
@@ -134,15 +119,14 @@ class TANGLE_OT_setup_local_solver(bpy.types.Operator):
             status = _finish(prefs, setup, progress)
             self.report({"ERROR" if progress.error else "INFO"}, f"Tangle: {status}")
             return {"CANCELLED" if progress.error else "FINISHED"}
-        _running = (setup, progress)
+        set_running_setup((setup, progress))
         threading.Thread(target=_work, args=(setup, progress, False), name="tangle-solver-setup", daemon=True).start()
         self._timer = context.window_manager.event_timer_add(0.25, window=context.window)
         context.window_manager.modal_handler_add(self)
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
-        global _running
-        setup, progress = _running
+        setup, progress = running_setup()
         if event.type == "ESC":
             setup.cancel()
         if event.type != "TIMER":
@@ -153,7 +137,7 @@ class TANGLE_OT_setup_local_solver(bpy.types.Operator):
         if not progress.finished:
             return {"PASS_THROUGH"}
         context.window_manager.event_timer_remove(self._timer)
-        _running = None
+        set_running_setup(None)
         status = _finish(addon_preferences(context), setup, progress)
         self.report({"ERROR" if progress.error else "INFO"}, f"Tangle: {status}")
         return {"CANCELLED" if progress.error else "FINISHED"}
@@ -167,10 +151,10 @@ class TANGLE_OT_cancel_solver_setup(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _running is not None
+        return running_setup() is not None
 
     def execute(self, context):
-        _running[0].cancel()
+        running_setup()[0].cancel()
         return {"FINISHED"}
 
 

@@ -147,7 +147,7 @@ def scenario_continuation(args: dict) -> dict:
     scene, sheet = bpy.context.scene, bpy.data.objects["Sheet"]
     result["resume_poll"] = bpy.ops.tangle.resume_bake.poll()
     result["resume"] = call(bpy.ops.tangle.resume_bake) | {"status": scene.tangle.status}
-    result["resume"]["streamed"] = importlib.import_module("blender_addon.operators.bake")._active_session.outcome.frames_total
+    result["resume"]["streamed"] = importlib.import_module("blender_addon.session").last_session().outcome.frames_total
     resumed = playback(sheet, range(1, frames + 1))
     result["resume_vs_full"] = max_difference(reference, resumed)
     if before_resume is not None:
@@ -166,7 +166,7 @@ def scenario_continuation(args: dict) -> dict:
     scene.frame_set(k)
     result["checkpoints_before_rebake"] = sorted(bake_output.load_record(scene).checkpoints)
     result["rebake"] = call(bpy.ops.tangle.rebake_from_frame) | {"status": scene.tangle.status}
-    result["rebake"]["streamed"] = importlib.import_module("blender_addon.operators.bake")._active_session.outcome.frames_total
+    result["rebake"]["streamed"] = importlib.import_module("blender_addon.session").last_session().outcome.frames_total
     after = playback(sheet, range(1, frames + 1))
     result["rebake_kept_max_diff"] = float(max(np.abs(after[f] - before[f]).max() for f in range(1, k)))
     result["rebake_changed_min"] = float(np.abs(after[frames] - before[frames]).max())
@@ -295,18 +295,18 @@ def scenario_modal_escape(args: dict) -> dict:
     bpy.ops.wm.save_as_mainfile(filepath=args["path"])
     pinned_sheet(args["n"])
     operator, context, reports, removed = modal_driver(scene)
-    operators._active_session = operators.BakeSession(scene).start()
+    importlib.import_module("blender_addon.session").set_active_session(operators.BakeSession(scene).start())
     result = {"panel_shows_progress": operators.active_session() is not None, "mid_status": "", "ticks": 0}
     ticks, outcome, pressed = [], None, False
     deadline = time.monotonic() + 60
     while outcome is None and time.monotonic() < deadline:
         outcome = modal_tick(operators, operator, context, ticks)
-        if not pressed and operators._active_session.progress.frames_done >= args["escape_after"]:
+        if not pressed and importlib.import_module("blender_addon.session").last_session().progress.frames_done >= args["escape_after"]:
             result["mid_status"], result["mid_stats"] = scene.tangle.status, scene.tangle.live_stats
             result["mid_progress"] = scene.tangle.progress
             pressed = True
             operators.TANGLE_OT_bake.modal(operator, context, SimpleNamespace(type="ESC", value="PRESS"))
-    session = operators._active_session
+    session = importlib.import_module("blender_addon.session").last_session()
     result.update(outcome=sorted(outcome or []), state=session.outcome.state, frames=session.outcome.frames_baked,
                   last_frame=bake_output.load_record(scene).last_frame, reports=reports, timer_removed=removed,
                   status=scene.tangle.status, max_tick_ms=1e3 * max(ticks), ticks=len(ticks),
@@ -330,7 +330,8 @@ def scenario_paused_server(args: dict) -> dict:
     server = local_server.LocalServer()
     scene.tangle.server_address = server.start()
     try:
-        session = operators._active_session = operators.BakeSession(scene).start()
+        session = operators.BakeSession(scene).start()
+        importlib.import_module("blender_addon.session").set_active_session(session)
         paused_at = resumed_at = outcome = None
         deadline = time.monotonic() + 90
         while outcome is None and time.monotonic() < deadline:
