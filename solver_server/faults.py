@@ -1,4 +1,4 @@
-"""Numerical fault detection between frames (issue 7 item 5), used by ``jobs.Job``.
+"""Numerical fault detection between frames, used by ``jobs.Job``.
 
 The Simulation already stops on NaN/Inf after every substep. :class:`MotionGuard` adds the check
 for a simulation that is still finite but exploding, on every frame before it is sent:

@@ -1,5 +1,5 @@
 """Runaway guard: a simulated object moving far faster than anything in the scene can make it move
-stops the job with a clear error naming the object and the frame (issue 18), instead of baking an
+stops the job with a clear error naming the object and the frame, instead of baking an
 explosion or a body flung to −660 m. Checked after every substep; the frames before are kept.
 
 What the scene can produce: gravity over the time simulated so far (|g| t), plus the fastest kinematic

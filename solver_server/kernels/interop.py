@@ -1,6 +1,6 @@
 """Warp set-up and zero-copy hand-over of ``xp`` arrays to Warp kernels.
 
-Arrays stay numpy (CPU) or CuPy (CUDA) at module boundaries (DESIGN.md §3). :func:`warp_view` wraps one
+Arrays stay numpy (CPU) or CuPy (CUDA) at module boundaries (docs/kernels.md). :func:`warp_view` wraps one
 as a Warp array over the SAME memory: a numpy or CuPy array through its data pointer (Warp's CPU device or
 the array's GPU), any other array module through DLPack (the strict test backend, which stands in for a
 device).

@@ -300,7 +300,7 @@ SELF_COLLISION_THICKNESS = 0.25   # most self-collision thickness per median res
 def _check_self_collision_thickness(spec: ObjectSpec, object_id: str) -> None:
     """A self-colliding cloth keeps 2 × thickness between its own non-adjacent elements, some of which lie
     less than an edge length apart at rest: a thickness beyond SELF_COLLISION_THICKNESS × the median edge
-    would push the cloth apart from its own rest shape (issue 20's sweep: 1 m on 5 cm edges ran away)."""
+    would push the cloth apart from its own rest shape (``benchmarks.parameter_sweep``: 1 m on 5 cm edges ran away)."""
     corners = spec.vertices[spec.triangles]
     edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2)
     median = float(np.median(edges))

@@ -105,12 +105,12 @@ HAIR = (
     ParamSpec("friction", 0.1, "", "hair–hair Coulomb friction coefficient μ", low=0.0, high=10.0),
     ParamSpec("collider_friction", 0.3, "", "hair–collider Coulomb friction coefficient μ", low=0.0, high=10.0),
     # radius and offset at most 1 cm (a thick braid): beyond, strands placed a few cm apart start deep inside
-    # each other and the colliders, which no step can resolve gently (issue 20's sweep: runaways at 1 m)
+    # each other and the colliders, which no step can resolve gently (``benchmarks.parameter_sweep``: runaways at 1 m)
     ParamSpec("thickness", 0.0, "m", "extra contact offset", low=0.0, high=0.01),
     ParamSpec("damping", 0.1, "1/s", "velocity drag rate", low=0.0, high=1000.0),
     ParamSpec("radius", 5.0e-5, "m", "strand radius", low=0.0, high=0.01, low_open=True),
     # density from foam to metal, moduli up to diamond's: a strand lighter than air and stiffer than steel is
-    # ill-conditioned beyond any substep count (issue 20's sweep: featherweight stiff strands ran away)
+    # ill-conditioned beyond any substep count (``benchmarks.parameter_sweep``: featherweight stiff strands ran away)
     ParamSpec("density", 1300.0, "kg/m³", "strand material density", low=10.0, high=1.0e5, paintable=True),
     ParamSpec("young_modulus", 3.0e9, "Pa", "Young's modulus", low=0.0, high=1.0e12, low_open=True, paintable=True),
     ParamSpec("shear_modulus", 1.0e9, "Pa", "shear modulus (twist)", low=0.0, high=1.0e12, low_open=True,

@@ -1,5 +1,5 @@
 """Warp kernels of the force-transport Cosserat step (solver.py): one thread per strand, looping over its
-segments inside the kernel (issue 21 item 3).
+segments inside the kernel.
 
 ``kinematics`` walks a strand root → tip: segment angular velocities Ω_i = Ω_root + Σ_{j≤i} w_j and, when
 asked, node positions and velocities (cumulative sums of l d3 and l Ω × d3), plus the strand's largest |Ω|²

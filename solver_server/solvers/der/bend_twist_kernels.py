@@ -1,5 +1,5 @@
 """Warp kernel of the DER bend and twist energy and its gradient (energy.strand_energy_and_gradient: the
-line search's objective), per strand, added straight into the gradient (issue 21 item 2).
+line search's objective), per strand, added straight into the gradient.
 
 At an interior vertex i with edges e⁰ = x_i − x_{i−1}, e¹ = x_{i+1} − x_i, reference directors u^j, v^j = t^j × u^j
 and twist angles θ^j: material directors m₁ = cos θ u + sin θ v, m₂ = −sin θ u + cos θ v, curvature binormal

@@ -14,7 +14,7 @@ the step gets a contact at the FIRST touching point, so a fast strand cannot pas
   triangles, narrow phase at the times where the vertex and the moving triangle are coplanar (cubic of
   seed eq. 4.1 with one segment shrunk to the vertex: `coplanarity_times`), a hit where the vertex lies
   within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
-  the side the vertex started on (never read from the winding: issue 18).
+  the side the vertex started on (never read from the winding).
 
 A hit is returned as a contact plane: unit normal n (towards the vertex's starting side), the signed gap of the
 start point to the plane, and the surface velocity there.  The contact then asks the end position to stay
@@ -113,7 +113,7 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     a0, b0, c0 = corners0[tri, 0], corners0[tri, 1], corners0[tri, 2]
     a1, b1, c1 = corners1[tri, 0], corners1[tri, 1], corners1[tri, 2]
     q0, q1, r = p0[vertex], p1[vertex], reach_v[vertex]
-    # two-sided (issue 18): a crossing from either side; the side is the one the vertex starts on
+    # two-sided: a crossing from either side; the side is the one the vertex starts on
     front0 = cross3(xp, b0 - a0, c0 - a0)
     start_height = _rows_dot(xp, q0 - a0, front0)
     clear = start_height != 0.0

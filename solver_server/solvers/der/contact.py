@@ -1029,7 +1029,7 @@ class StepContacts:
         step that applies its impulses.  For stiff, light strands (a 1 TPa rod of 12 kg/m³) the stretch
         blocks k/l t tᵀ outweigh the inertia M/h² by ~10⁸, so a tangent that turned by a milliradian makes
         the old matrix 10⁴ × too stiff across the edge: the impulses computed on it launched a hinged rod
-        resting on a floor at 50 m/s (issue 20's parameter sweep, seed 1)."""
+        resting on a floor at 50 m/s (``benchmarks.parameter_sweep``, seed 1)."""
         if self._last_problem is None or self._factor is None or self.vertices.shape[0] == 0:
             return None
         relative, start, solved_on = self._last_problem

@@ -1,5 +1,5 @@
 """Warp kernel of the DER reference frames' time-parallel transport (state.transported_configuration), a
-thread per strand (issue 21 item 2: reference-frame transport).
+thread per strand (reference-frame transport).
 
 Per edge: the new unit tangent t, the base frame's reference director carried by the minimal rotation from
 the base tangent to t (frames.parallel_transport), then made exactly unit and perpendicular to t

@@ -46,14 +46,14 @@ SETTLED_FRACTION = 0.1
 # step's refreshes, which reassemble only the stretch part.  A matrix goes stale within a step through its
 # stretch blocks (k/l t tᵀ: at frame-rate substeps k/l is ~4e6 × the inertia M/h² of the 1 000 × 20 benchmark
 # hair, so edges turning by a microradian already matter), while the bend–twist blocks (EI/l³ ≈ 76 × M/h²)
-# change little: same iterations, 11–18 % less time per step (docs/der.md §7, session 8)
+# change little: same iterations, 11–18 % less time per step (docs/der.md §7)
 KEEP_BEND_TWIST_BAND = True
 # with at most this many contacts in the step, a matrix that took a step is refreshed at the next refresh
 # iteration even when it is not stale: a Gauss–Newton matrix at the current iterate converges in about half
 # the iterations (benchmark hair: 14 -> 7 per substep at ~50 contacts, 5-7 -> 5 without contact), and a
 # refresh costs one stretch assembly and LAPACK factorization (~20 ms at 83 000 DOF) plus a Delassus operator
 # of the contacts; above ~500 contacts the operators cost more than the iterations saved (+10 % at ~650, +14 %
-# at ~1 800; docs/der.md §7, session 8)
+# at ~1 800; docs/der.md §7)
 CHEAP_REFRESH_CONTACTS = 400
 # times a step's contact loop, once its set predicts no penetration, writes its contacts again at the end
 # positions it predicts (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their

@@ -1,5 +1,5 @@
 """Warp kernel of the DER stretching energy (energy.py): per strand, its edges' energy, gradient and
-Hessian blocks added straight into the gradient and the lower band (issue 21 item 2).
+Hessian blocks added straight into the gradient and the lower band.
 
 E_stretch = Σ_edges ½ k_s (|e|/|ē| − 1)² |ē| over the DOFs [x_v, θ, x_{v+1}] of an edge (θ does not enter):
 gradient ∓ k_s (|e|/|ē| − 1) t on the two vertices (t = e/|e|), Hessian blocks ±B with

@@ -1,4 +1,4 @@
-"""Wind on DER hair (issue 22 item 7): the wind pushes a strand across itself.
+"""Wind on DER hair: the wind pushes a strand across itself.
 
 For a hair object with wind w(t) = direction · (strength + amplitude · sin(2π t / period)) [m/s²]
 (``solvers/wind.py``, the field the fast hair models and cloth take), a vertex with unit tangent t̂ (the

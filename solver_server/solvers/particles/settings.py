@@ -27,7 +27,7 @@ class ParticleHairSettings:
     angle_stiffness [1/s²]: turning-angle spring per unit mass at every interior particle: energy per mass
         ½ k L̄² (θ − θ̄)² (θ: angle between the particle's two segments, θ̄ at rest, L̄ their mean rest length).
         Unlike the second-neighbour spring it is blind to stretch, so segments at the distance clamp cannot
-        fold into kinks at no cost (an addition to seed 004, issue 22 item 7).
+        fold into kinks at no cost (an addition to seed 004).
     stretch_scale [-]: strain at which the quadratic stretch response equals the linear one.
     gravity_scale [-]: multiplies the scene gravity (seed 004 lowers g for game hair).
     damping [1/s]: v ← v·(1 − damping·h) per step (seed 004's γ per second).

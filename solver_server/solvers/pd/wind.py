@@ -1,4 +1,4 @@
-"""Wind on cloth (issue 22 item 7): the wind pushes a face along its normal.
+"""Wind on cloth: the wind pushes a face along its normal.
 
 For a cloth object with wind w(t) = direction · (strength + amplitude · sin(2π t / period)) [m/s²]
 (``solvers/wind.py``, the same field the fast hair models take), a triangle with unit normal n̂ and area A
