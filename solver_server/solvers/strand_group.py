@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from .guides.strand_object import StrandObject
-from .particles.colliders import SceneColliders
+from .strand_colliders import SceneColliders
 from .registry_types import SubstepInputs, checked_state_array
 
 

@@ -1,9 +1,11 @@
 """Reading a fast strand model's settings dataclass from a hair object's params (shared by the particle
-and Cosserat models): protocol key per field, float (or int) conversion."""
+and Cosserat models): protocol key per field, float (or int) conversion, and the range checks."""
 
 from __future__ import annotations
 
 from dataclasses import fields
+
+from solver_server.sim.errors import SceneError
 
 
 def settings_from_hair_params(cls, params: dict, key_for, wind, integers: tuple[str, ...] = ()):
@@ -18,3 +20,11 @@ def settings_from_hair_params(cls, params: dict, key_for, wind, integers: tuple[
         if key in params:
             values[field.name] = int(params[key]) if field.name in integers else float(params[key])
     return cls(**values, wind=wind)
+
+
+def check_ranges(checks, object_id: str | None = None) -> None:
+    """Raise SceneError naming the object for the first failed check of ``checks``: (protocol key, value,
+    passed: bool, the rule in words such as "> 0")."""
+    for key, value, passed, rule in checks:
+        if not passed:
+            raise SceneError(f"parameter {key!r} = {value!r} must be {rule}", object=object_id)

@@ -259,10 +259,10 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
 def reference_step(solver, state, control, dt: float) -> dict:
     """solver.step's former loop with ``reference_substep`` (``state`` advanced in place)."""
     from solver_server.solvers.cosserat.solver import CosseratState  # noqa: PLC0415
-    from solver_server.solvers.particles.colliders import ColliderSet  # noqa: PLC0415
+    from solver_server.solvers.strand_colliders import AnalyticColliders  # noqa: PLC0415
 
     xp = solver.xp
-    colliders = control.colliders if control.colliders is not None else ColliderSet()
+    colliders = control.colliders if control.colliders is not None else AnalyticColliders()
     start_pos, start_rot = state.root_positions, state.root_rotations
     end_pos = xp.asarray(control.root_positions, dtype=xp.float64)
     end_rot = quat.normalize(xp.asarray(control.root_rotations, dtype=xp.float64), xp)

@@ -9,7 +9,7 @@ from scipy.integrate import solve_bvp
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
 from solver_server.solvers.cosserat import quaternion as quat
 from solver_server.solvers.guides.layout import StrandLayout
-from solver_server.solvers.particles import ColliderSet
+from solver_server.solvers.particles import AnalyticColliders
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -163,7 +163,7 @@ def test_default_step_is_stable(segments, young):
 def test_strand_rests_on_a_sphere_collider():
     rest = straight(30, length=0.6)
     solver, state = make(rest, radius=2e-3, young_modulus=1e7, shear_modulus=4e6, damping=5.0)
-    colliders = ColliderSet(sphere_centers=np.array([[0.35, 0.0, -0.12]]), sphere_radii=np.array([0.1]))
+    colliders = AnalyticColliders(sphere_centers=np.array([[0.35, 0.0, -0.12]]), sphere_radii=np.array([0.1]))
     control = CosseratControl(state.root_positions.copy(), state.root_rotations.copy(), colliders)
     contacts = 0
     for _ in range(96):

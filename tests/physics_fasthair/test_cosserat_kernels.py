@@ -10,7 +10,7 @@ import numpy as np
 from solver_server.kernels import interop
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
 from solver_server.solvers.cosserat import quaternion as quat
-from solver_server.solvers.particles import ColliderSet, WindSettings
+from solver_server.solvers.particles import AnalyticColliders, WindSettings
 from tests.physics_fasthair.cosserat_reference import reference_step
 from tests.physics_fasthair.strands import curly_strands
 
@@ -35,7 +35,7 @@ def _pair():
 def test_kernel_steps_equal_the_whole_array_reference():
     kernel_solver, reference_solver = _pair()
     kernel_state, reference_state = kernel_solver.initial_state(), reference_solver.initial_state()
-    sphere = ColliderSet.from_scene([{"id": "Ball", "shape": {"type": "sphere", "center": [0.0, 0.0, -0.155],
+    sphere = AnalyticColliders.from_scene([{"id": "Ball", "shape": {"type": "sphere", "center": [0.0, 0.0, -0.155],
                                                               "radius": 0.035}}])
     strands, points = kernel_solver.rest_root.shape[0], kernel_solver.lengths.shape[1] + 1
     extra = np.zeros((strands, points, 3))

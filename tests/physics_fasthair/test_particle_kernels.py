@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from solver_server.kernels import interop
-from solver_server.solvers.particles import (ColliderSet, ParticleHairSettings, ParticleHairSolver, StrandControl,
+from solver_server.solvers.particles import (AnalyticColliders, ParticleHairSettings, ParticleHairSolver, StrandControl,
                                              WindSettings)
 from tests.physics_fasthair.particle_reference import (angle_accelerations, reference_step,
                                                        spring_accelerations)
@@ -45,8 +45,8 @@ def test_spring_and_angle_accelerations_match_the_numpy_formulas():
 @pytest.mark.parametrize("with_sphere", [False, True])
 def test_kernel_steps_equal_the_whole_array_reference(pinned, with_sphere):
     solver = _solver(pinned)
-    colliders = ColliderSet.from_scene([{"id": "Ball", "shape": {"type": "sphere", "center": [0.2, 0.0, -0.1],
-                                                                  "radius": 0.04}}]) if with_sphere else ColliderSet()
+    colliders = AnalyticColliders.from_scene([{"id": "Ball", "shape": {"type": "sphere", "center": [0.2, 0.0, -0.1],
+                                                                  "radius": 0.04}}]) if with_sphere else AnalyticColliders()
     state = solver.initial_state()
     positions, velocities, rigidity, time = state.positions, state.velocities, state.rigidity, state.time
     roots = solver.rest_positions[:, :pinned].copy()

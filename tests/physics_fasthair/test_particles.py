@@ -7,7 +7,7 @@ import pytest
 
 from solver_server.sim.errors import SceneError
 from solver_server.solvers.guides.layout import StrandLayout
-from solver_server.solvers.particles import (ColliderSet, ParticleHairSettings, ParticleHairSolver, StrandControl,
+from solver_server.solvers.particles import (AnalyticColliders, ParticleHairSettings, ParticleHairSolver, StrandControl,
                                              WindSettings)
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -117,7 +117,7 @@ def test_sphere_and_capsule_colliders_keep_points_outside():
     rest = np.zeros((2, 11, 3))
     rest[:, :, 0] = np.linspace(0.0, 0.3, 11)
     rest[1, :, 1] = 0.2
-    colliders = ColliderSet(sphere_centers=np.array([[0.2, 0.0, -0.1]]), sphere_radii=np.array([0.06]),
+    colliders = AnalyticColliders(sphere_centers=np.array([[0.2, 0.0, -0.1]]), sphere_radii=np.array([0.06]),
                             capsule_a=np.array([[0.1, 0.1, -0.12]]), capsule_b=np.array([[0.1, 0.3, -0.12]]),
                             capsule_radii=np.array([0.04]), friction=0.5)
     settings = ParticleHairSettings(pinned_points=2, damping=2.0, radius=0.002)
@@ -137,7 +137,7 @@ def test_collider_set_from_scene_maps_local_shapes_and_reports_unsupported():
     matrix = np.eye(4)
     matrix[:3, :3] *= 2.0
     matrix[:3, 3] = [1.0, 0.0, 0.0]
-    colliders = ColliderSet.from_scene([
+    colliders = AnalyticColliders.from_scene([
         {"id": "Ball", "shape": {"type": "sphere", "center": [0, 0, 1], "radius": 0.5}, "matrix_world": matrix,
          "params": {"thickness": 0.01}},
         {"id": "Floor", "shape": {"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}},

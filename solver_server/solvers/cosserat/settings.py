@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from solver_server.sim.errors import SceneError
 
 from ..wind import WindSettings
-from ..strand_settings import settings_from_hair_params
+from ..strand_settings import check_ranges, settings_from_hair_params
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,12 @@ class CosseratSettings:
         (``cosserat_max_step``), interaction keys are named as above."""
         settings = settings_from_hair_params(cls, params, lambda name: "cosserat_max_step" if name == "max_step" else name,
                                              WindSettings.from_object_params(params, object_id))
-        for name in ("radius", "density", "young_modulus", "shear_modulus", "max_step"):
-            if not getattr(settings, name) > 0:
-                raise SceneError(f"parameter {name!r} = {getattr(settings, name)!r} must be > 0", object=object_id)
-        for name in ("damping", "collider_friction", "interaction_inner_radius", "interaction_outer_radius",
-                     "interaction_stiffness", "interaction_damping"):
-            if not getattr(settings, name) >= 0:
-                raise SceneError(f"parameter {name!r} = {getattr(settings, name)!r} must be >= 0", object=object_id)
+        positive = ("radius", "density", "young_modulus", "shear_modulus", "max_step")
+        not_negative = ("damping", "collider_friction", "interaction_inner_radius", "interaction_outer_radius",
+                        "interaction_stiffness", "interaction_damping")
+        check_ranges([(name, getattr(settings, name), getattr(settings, name) > 0, "> 0") for name in positive]
+                     + [(name, getattr(settings, name), getattr(settings, name) >= 0, ">= 0") for name in not_negative],
+                     object_id)
         if settings.interaction_outer_radius < settings.interaction_inner_radius:
             raise SceneError("interaction_outer_radius must be >= interaction_inner_radius", object=object_id)
         return settings

@@ -44,7 +44,7 @@ import warp as wp
 
 from ...kernels import int32_view, launch_split, warp_device_of, warp_view
 from ..guides.layout import StrandLayout
-from ..particles.colliders import ColliderSet
+from ..strand_colliders import AnalyticColliders
 from . import quaternion as quat
 from . import kernels
 from .interaction import SweptSphereInteraction
@@ -90,7 +90,7 @@ class CosseratControl:
 
     root_positions: object
     root_rotations: object
-    colliders: ColliderSet | None = None
+    colliders: AnalyticColliders | None = None
     extra_forces: object = None
 
 
@@ -303,7 +303,7 @@ class CosseratSolver:
         MAX_TURN_PER_STEP (the velocity-product terms are explicit; a whipping tip gets shorter steps,
         never shorter than max_step / MAX_REFINEMENT); the split is re-planned after every step."""
         xp = self.xp
-        colliders = control.colliders.to_device(xp) if control.colliders is not None else ColliderSet()
+        colliders = control.colliders.to_device(xp) if control.colliders is not None else AnalyticColliders()
         start_pos, start_rot = state_in.root_positions, state_in.root_rotations
         end_pos = xp.asarray(control.root_positions, dtype=xp.float64)
         end_rot = quat.normalize(xp.asarray(control.root_rotations, dtype=xp.float64), xp)
@@ -469,7 +469,7 @@ class CosseratSolver:
             warp_view(moved, wp.int32)])
         return True
 
-    def _collider_forces(self, state: CosseratState, positions, velocities, colliders: ColliderSet, h, dt: float,
+    def _collider_forces(self, state: CosseratState, positions, velocities, colliders: AnalyticColliders, h, dt: float,
                          interval) -> tuple:
         """(S, P, 3) node forces [N] pushing the nodes in contact out of the colliders within about one step of
         length h [s] (remove the normal velocity towards the surface, close half the depth per step) with a

@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from solver_server.sim.errors import SceneError
 
-from ..strand_settings import settings_from_hair_params
+from ..strand_settings import check_ranges, settings_from_hair_params
 from ..wind import WindSettings
 
 
@@ -83,6 +82,4 @@ class ParticleHairSettings:
             ("radius", self.radius, self.radius >= 0, ">= 0"),
             ("particle_pinned_points", self.pinned_points, self.pinned_points in (1, 2), "1 or 2"),
         )
-        for key, value, ok, rule in checks:
-            if not ok:
-                raise SceneError(f"parameter {key!r} = {value!r} must be {rule}", object=object_id)
+        check_ranges(checks, object_id)

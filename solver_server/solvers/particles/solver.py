@@ -37,7 +37,7 @@ import warp as wp
 from ...kernels import launch, launch_split, warp_device_of, warp_view
 from ..guides.layout import StrandLayout
 from . import kernels
-from .colliders import ColliderSet
+from ..strand_colliders import AnalyticColliders
 from .settings import ParticleHairSettings
 
 
@@ -64,7 +64,7 @@ class StrandControl:
     the END of the step [m]; colliders in world space (may be empty)."""
 
     root_targets: object
-    colliders: ColliderSet | None = None
+    colliders: AnalyticColliders | None = None
 
 
 # ω² of the angle springs is at most this × k (Gershgorin over a particle's own and its neighbours' joints,
@@ -243,7 +243,7 @@ class ParticleHairSolver:
         pinned = s.pinned_points
         strands, points = self.rest_positions.shape[:2]
         targets = xp.asarray(control.root_targets, dtype=xp.float64)
-        colliders = control.colliders.to_device(xp) if control.colliders is not None else ColliderSet()
+        colliders = control.colliders.to_device(xp) if control.colliders is not None else AnalyticColliders()
         positions = xp.array(state_in.positions, dtype=xp.float64, order="C")
         velocities = xp.array(state_in.velocities, dtype=xp.float64, order="C")
         rigidity = xp.array(state_in.rigidity, dtype=xp.float64)

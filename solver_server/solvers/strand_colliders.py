@@ -1,8 +1,9 @@
-"""Analytic colliders for the fast hair models: planes, spheres and capsules.
+"""Colliders of the fast hair models (particles, Cosserat): analytic planes, spheres and capsules
+(``AnalyticColliders``), and the scene's posed colliders through the same interface (``SceneColliders``).
 
 Signed distances are vectorized over points and colliders (a loop runs over the three
 shape *types* only). World space, meters. Scene primitives arrive in local space with a
-``matrix_world`` (ARCHITECTURE §2); ``ColliderSet.from_scene`` maps them to world space.
+``matrix_world`` (ARCHITECTURE §2); ``AnalyticColliders.from_scene`` maps them to world space.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def _empty(shape):
 
 
 @dataclass
-class ColliderSet:
+class AnalyticColliders:
     """World-space analytic colliders (host or device arrays, float64).
 
     plane_points (Np, 3), plane_normals (Np, 3) unit, solid below the plane;
@@ -70,12 +71,12 @@ class ColliderSet:
         already, so nothing is recovered here (see ``SceneColliders.recover_inside``)."""
         return points, xp.zeros(points.shape[:-1], dtype=bool)
 
-    def to_device(self, xp) -> "ColliderSet":
+    def to_device(self, xp) -> "AnalyticColliders":
         """Copy of this set with its arrays on the device of ``xp``."""
         arrays = {name: xp.asarray(getattr(self, name)) for name in (
             "plane_points", "plane_normals", "sphere_centers", "sphere_radii",
             "capsule_a", "capsule_b", "capsule_radii")}
-        return ColliderSet(**arrays, friction=self.friction, ignored=self.ignored)
+        return AnalyticColliders(**arrays, friction=self.friction, ignored=self.ignored)
 
     def signed_distance(self, points, xp=np):
         """Distance to the nearest collider surface and its outward normal.
@@ -112,7 +113,7 @@ class ColliderSet:
         return best.reshape(points.shape[:-1]), best_normal.reshape(points.shape)
 
     @classmethod
-    def from_scene(cls, colliders: list[dict]) -> "ColliderSet":
+    def from_scene(cls, colliders: list[dict]) -> "AnalyticColliders":
         """World-space set from scene collider objects.
 
         Each item: {"id", "shape": {"type": ..., local parameters}, "matrix_world": (4, 4),
@@ -171,7 +172,7 @@ def _round_distance(offset, radii, xp):
     return length - radii[None], normal
 
 
-def resolve_contacts(positions, velocities, radius, colliders: ColliderSet, xp=np):
+def resolve_contacts(positions, velocities, radius, colliders: AnalyticColliders, xp=np):
     """Push points out of the colliders and apply Coulomb friction to their velocity.
 
     positions, velocities: (..., 3) [m], [m/s], modified copies are returned; radius: point
@@ -196,7 +197,7 @@ def resolve_contacts(positions, velocities, radius, colliders: ColliderSet, xp=n
 
 class SceneColliders:
     """Adapter giving the fast hair models the scene's colliders (``solver_server.collision``,
-    posed by the Simulation for every substep) through the same interface as :class:`ColliderSet`:
+    posed by the Simulation for every substep) through the same interface as :class:`AnalyticColliders`:
     ``count``, ``friction``, ``ignored``, ``to_device``, ``contact`` and ``resolve``.
     Every collider type of the scene (plane, sphere, box, torus, mesh) is used."""
 
