@@ -113,7 +113,10 @@ class ContactSolver:
         self.colliders = [adapt_collider(collider) for collider in colliders]
         self.settings = settings
         self._warm = None   # (sorted keys, impulses (n, 3), step length) of the last finished step
-        self.edge_vertices = None   # (E, 2) int32 device array of the rods' edges (StepContacts._edge_view)
+        # (E, 2) int32 device array of the rods' edges (their two vertices; StepContacts._edge_view)
+        self.edge_vertices = xp.ascontiguousarray(
+            xp.stack((model.edge_vertex, model.edge_vertex + 1), axis=1).astype(xp.int32))
+        self.vertex_radius = _vertex_radius(xp, model)   # (N,) [m] mean radius of each vertex's edges
         # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
         self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
         if settings.response not in ("rigid_rod", "delassus"):
@@ -433,7 +436,7 @@ class StepContacts:
         """Vertex contacts with one collider: CCD hits of vertices whose path reaches the collider during the
         step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1."""
         xp, settings = self.xp, self.solver.settings
-        radius = self._vertex_radius()
+        radius = self.solver.vertex_radius
         contact_distance = radius + collider.thickness + settings.thickness
         band = (1.0 + settings.proximity) * contact_distance
         self._unreachable_of[number] = self._unreachable(collider, number, x0, x1, contact_distance)
@@ -526,15 +529,6 @@ class StepContacts:
         unreachable = unreachable & ~fixed
         self.unreachable_by_collider[number] = int(unreachable.sum())
         return unreachable
-
-    def _vertex_radius(self):
-        xp, model = self.xp, self.model
-        radius = xp.zeros(model.n_vertices)
-        count = xp.zeros(model.n_vertices)
-        for shift in (0, 1):
-            radius += xp.bincount(model.edge_vertex + shift, weights=model.edge_radius, minlength=model.n_vertices)
-            count += xp.bincount(model.edge_vertex + shift, minlength=model.n_vertices)
-        return radius / count
 
     # ---------------------------------------------------------------- local impulses
     def relative_velocity(self, velocity):
@@ -732,7 +726,7 @@ class StepContacts:
         moved = xp.zeros(model.n_vertices, dtype=bool)
         end = xp.ascontiguousarray(positions, dtype=xp.float64)
         velocities = xp.array(velocities, dtype=xp.float64)
-        radius = self._vertex_radius()
+        radius = self.solver.vertex_radius
         for number, collider in meshes:
             geometry = collider.mesh_geometry()
             unreachable = self._unreachable_of.get(number, xp.zeros(model.n_vertices, dtype=bool))
@@ -774,15 +768,11 @@ class StepContacts:
         return xp.ascontiguousarray(xp.where(crossed[:, None], resolved, end)), crossed
 
     def _edge_view(self, excluded):
-        """Warp int32 (E, 2) view of the rods' edges (their two vertex indices; all of them built once per
-        model) without those with an ``excluded`` (N,) vertex."""
-        solver, xp, model = self.solver, self.xp, self.model
-        if solver.edge_vertices is None:
-            solver.edge_vertices = xp.ascontiguousarray(
-                xp.stack((model.edge_vertex, model.edge_vertex + 1), axis=1).astype(xp.int32))
-        edges = solver.edge_vertices
+        """Warp int32 (E, 2) view of the rods' edges (their two vertex indices) without those with an
+        ``excluded`` (N,) vertex."""
+        edges = self.solver.edge_vertices
         if bool(excluded.any()):
-            self._kept_edges = edges = xp.ascontiguousarray(edges[~(excluded[edges[:, 0]] | excluded[edges[:, 1]])])
+            self._kept_edges = edges = self.xp.ascontiguousarray(edges[~(excluded[edges[:, 0]] | excluded[edges[:, 1]])])
         return warp_view(edges, wp.int32)
 
     @property
@@ -888,7 +878,7 @@ class StepContacts:
         the signed distance at x1 for an analytic collider. Keys of the end range (``_collider_keys``), so a
         vertex may hold a contact of the first path and one of the end path."""
         xp, settings = self.xp, self.solver.settings
-        radius = self._vertex_radius()
+        radius = self.solver.vertex_radius
         found = []
         for number, collider in enumerate(self.solver.colliders):
             contact_distance = radius + collider.thickness + settings.thickness
@@ -1127,6 +1117,16 @@ class StepContacts:
         response = self._rigid_rod_response(xp.ones(self.model.n_vertices))
         scale = xp.einsum("ni,nij,nj->n", self.normal, response, self.normal)
         return fischer_burmeister_residual(xp, self.applied * scale[:, None], relative, self.normal, self.mu)
+
+
+def _vertex_radius(xp, model: DerModel):
+    """(N,) [m] the mean radius of the edges at each vertex."""
+    radius = xp.zeros(model.n_vertices)
+    count = xp.zeros(model.n_vertices)
+    for shift in (0, 1):
+        radius += xp.bincount(model.edge_vertex + shift, weights=model.edge_radius, minlength=model.n_vertices)
+        count += xp.bincount(model.edge_vertex + shift, minlength=model.n_vertices)
+    return radius / count
 
 
 def _nearest_marked(xp, marked):
