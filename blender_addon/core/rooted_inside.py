@@ -140,6 +140,12 @@ def _tested_strands(collider: Mapping, strands: int, points_per_strand: float) -
     return np.arange(0, strands, stride), stride
 
 
+def _counted(found: int, stride: int, strands: int) -> str:
+    """How many of ``strands`` a warning names: ``found`` when every strand was tested, else the subsample's
+    count scaled by its ``stride`` ("about N")."""
+    return f"{found}" if stride == 1 else f"about {min(found * stride, strands)}"
+
+
 def _root_depth(collider: Mapping, points: np.ndarray, offsets: np.ndarray, tested: np.ndarray) -> np.ndarray:
     """Depth (k,) [m] of the deeper of the two root points of the ``tested`` strands inside the collider."""
     roots = np.concatenate([points[offsets[tested]], points[offsets[tested] + 1]])
@@ -159,10 +165,9 @@ def rooted_inside_warnings(hair: Mapping, colliders: list[Mapping]) -> list[Prob
         sunk = int(np.count_nonzero(depth > reach))
         if sunk == 0:
             continue
-        count = f"{sunk}" if stride == 1 else f"about {min(sunk * stride, strands)}"
         warnings.append(Problem(
             hair["id"],
-            f"{count} of {strands} strands are rooted inside collider '{collider['id']}' (up to "
+            f"{_counted(sunk, stride, strands)} of {strands} strands are rooted inside collider '{collider['id']}' (up to "
             f"{1e3 * float(depth.max()):.3g} mm deep): the points next to those roots cannot be pushed out, so "
             f"they are left out of contact with '{collider['id']}'; move the roots onto its surface or shrink it",
             blocking=False))
@@ -192,10 +197,9 @@ def started_inside_warnings(hair: Mapping, colliders: list[Mapping]) -> list[Pro
         through = len(np.unique(owner[rows[deep]]))
         if through == 0:
             continue
-        count = f"{through}" if stride == 1 else f"about {min(through * stride, strands)}"
         warnings.append(Problem(
             hair["id"],
-            f"{count} of {strands} strands start partly inside collider '{collider['id']}' ({int(deep.sum())} "
+            f"{_counted(through, stride, strands)} of {strands} strands start partly inside collider '{collider['id']}' ({int(deep.sum())} "
             f"points, up to {1e3 * float(depth.max()):.3g} mm deep): the solver brings them out over the first "
             f"frames where the strands can move that way; comb the groom out of '{collider['id']}' for a clean "
             f"first frame", blocking=False))

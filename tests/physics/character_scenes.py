@@ -81,16 +81,25 @@ def hair_on_suzanne(frames: int = 24, flipped: bool = False, substeps: int = 4):
     """DER hair (``scalp_hair``, r = 2 mm, E = 100 MPa, μ = 0.3) falling onto Suzanne's head while the head (and
     the hair's roots with it) turns 60° and slides 0.3 m over ``frames``. Returns (scene dict, drive(frame)
     callable, hair rest points (N, 3), strand offsets, head vertices, head triangles)."""
-    head_vertices, head_triangles = suzanne(flipped)
     points, offsets = scalp_hair()
+    params = {"model": "der", "radius": 2e-3, "young_modulus": 1e8, "damping": 1.0, "friction": 0.3}
+    return _hair_on_moving_suzanne(points, offsets, params, 0.002, lambda frame: turn_and_slide(frame, frames),
+                                   frames, flipped, substeps)
+
+
+def _hair_on_moving_suzanne(points, offsets, params: dict, head_thickness: float, pose_at, frames: int,
+                            flipped: bool, substeps: int):
+    """The scene of hair ``points`` (N, 3) [m] / ``offsets`` with ``params`` rooted on Suzanne (μ 0.3, collider
+    thickness ``head_thickness`` [m]), head and roots both moved by ``pose_at(frame)`` (4, 4). Returns (scene
+    dict, drive(frame) callable, points, offsets, head vertices, head triangles)."""
+    head_vertices, head_triangles = suzanne(flipped)
     hair = {"id": "Hair", "kind": "hair", "points": points.astype(np.float32), "strand_offsets": offsets,
-            "animated": True, "matrix_world": np.eye(4),
-            "params": {"model": "der", "radius": 2e-3, "young_modulus": 1e8, "damping": 1.0, "friction": 0.3}}
+            "animated": True, "matrix_world": np.eye(4), "params": params}
     head = {"id": "Suzanne", "kind": "collider", "vertices": head_vertices, "triangles": head_triangles,
-            "params": {"friction": 0.3, "thickness": 0.002}, "animated": True, "matrix_world": np.eye(4)}
+            "params": {"friction": 0.3, "thickness": head_thickness}, "animated": True, "matrix_world": np.eye(4)}
 
     def drive(frame):
-        pose = turn_and_slide(frame, frames)
+        pose = pose_at(frame)
         return {"Suzanne": {"matrix_world": pose}, "Hair": {"matrix_world": pose}}
 
     return (scene([hair, head], frame_end=frames, substeps=substeps), drive, points, offsets, head_vertices,
@@ -145,19 +154,9 @@ def hair_on_character(model: str = "der", strands: int = 300, frames: int = 48, 
     ``frames``. ``guide_count`` > 0 simulates that many guides and interpolates the rest (Cosserat, particles).
     Returns (scene dict, drive(frame) callable, hair rest points (N, 3), strand offsets, head vertices, head
     triangles)."""
-    head_vertices, head_triangles = suzanne(flipped)
     points, offsets, _ = groom_on_suzanne(strands)
     params = {"model": model, "radius": radius, "collider_friction": 0.3}
     if guide_count:
         params["guide_count"] = guide_count
-    hair = {"id": "Hair", "kind": "hair", "points": points.astype(np.float32), "strand_offsets": offsets,
-            "animated": True, "matrix_world": np.eye(4), "params": params}
-    head = {"id": "Suzanne", "kind": "collider", "vertices": head_vertices, "triangles": head_triangles,
-            "params": {"friction": 0.3, "thickness": 0.0}, "animated": True, "matrix_world": np.eye(4)}
-
-    def drive(frame):
-        pose = held_motion(frame, motion_frames)
-        return {"Suzanne": {"matrix_world": pose}, "Hair": {"matrix_world": pose}}
-
-    return (scene([hair, head], frame_end=frames, substeps=substeps), drive, points, offsets, head_vertices,
-            head_triangles)
+    return _hair_on_moving_suzanne(points, offsets, params, 0.0, lambda frame: held_motion(frame, motion_frames),
+                                   frames, flipped, substeps)
