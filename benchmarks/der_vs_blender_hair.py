@@ -83,6 +83,31 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
             frame_seconds)
 
 
+def add_hair_dynamics(obj, strands: int, length: float, segments: int, quality: int, last_frame: int,
+                      min_height: float, **particle_settings):
+    """A hair particle system with Hair Dynamics on mesh object ``obj``: ``strands`` hairs of ``length`` [m] and
+    ``segments`` segments emitted from its faces above local height ``min_height`` (a density vertex group),
+    the other ``particle_settings`` set on its ParticleSettings, solver quality ``quality``, cached over frames
+    1..``last_frame``. Returns the ParticleSystem."""
+    group = obj.vertex_groups.new(name="hair_density")
+    group.add([v.index for v in obj.data.vertices if v.co.z > min_height], 1.0, "REPLACE")
+    obj.modifiers.new("hair", "PARTICLE_SYSTEM")
+    system = obj.particle_systems[0]
+    system.vertex_group_density = group.name
+    settings = system.settings
+    settings.type = "HAIR"
+    settings.count = strands
+    settings.hair_length = length
+    settings.hair_step = segments
+    settings.emit_from = "FACE"
+    for name, value in particle_settings.items():
+        setattr(settings, name, value)
+    system.use_hair_dynamics = True
+    system.cloth.settings.quality = quality
+    system.point_cache.frame_start, system.point_cache.frame_end = 1, last_frame
+    return system
+
+
 def run_blender(strands: int, segments: int, frames: int, quality: int):
     import bpy
 
@@ -91,22 +116,8 @@ def run_blender(strands: int, segments: int, frames: int, quality: int):
     scene.render.fps = FPS
     bpy.ops.mesh.primitive_uv_sphere_add(radius=SPHERE_RADIUS, segments=48, ring_count=24, location=(0, 0, 0))
     sphere = bpy.context.active_object
-    top = sphere.vertex_groups.new(name="top")
-    top.add([v.index for v in sphere.data.vertices if v.co.z > 1e-6], 1.0, "REPLACE")
-    sphere.modifiers.new("hair", "PARTICLE_SYSTEM")
-    system = sphere.particle_systems[0]
-    system.vertex_group_density = "top"
-    settings = system.settings
-    settings.type = "HAIR"
-    settings.count = strands
-    settings.hair_length = HAIR_LENGTH
-    settings.hair_step = segments
-    settings.emit_from = "FACE"
-    settings.use_emit_random = False
-    settings.use_even_distribution = True
-    system.use_hair_dynamics = True
-    system.cloth.settings.quality = quality
-    system.point_cache.frame_start, system.point_cache.frame_end = 1, 1 + frames
+    system = add_hair_dynamics(sphere, strands, HAIR_LENGTH, segments, quality, 1 + frames, min_height=1e-6,
+                               use_emit_random=False, use_even_distribution=True)
     # one turn per PERIOD about +z, keyframed with linear interpolation
     sphere.rotation_euler = (0.0, 0.0, 0.0)
     sphere.keyframe_insert("rotation_euler", index=2, frame=1)

@@ -25,7 +25,9 @@ import time
 
 import numpy as np
 
+from benchmarks.der_vs_blender_hair import add_hair_dynamics
 from benchmarks.kernel_warmup import print_kernel_warmup
+from benchmarks.workbench import render_still
 from tests.physics.character_scenes import hair_on_character, held_motion
 from tests.physics.contact_metrics import winding_numbers
 
@@ -90,7 +92,7 @@ def run_blender(strands: int, frames: int, points: int):
     """Blender's particle Hair Dynamics on the same head and motion: (positions (F, S·P, 3), s per frame)."""
     import bpy
 
-    scene_dict, _, _, _, head_vertices, head_triangles = hair_on_character("der", strands, frames=frames)
+    _, _, _, _, head_vertices, head_triangles = hair_on_character("der", strands, frames=frames)
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps = 24
@@ -98,23 +100,10 @@ def run_blender(strands: int, frames: int, points: int):
     mesh.from_pydata(head_vertices.tolist(), [], head_triangles.tolist())
     head = bpy.data.objects.new("Suzanne", mesh)
     scene.collection.objects.link(head)
-    upper = head.vertex_groups.new(name="upper")
-    upper.add([v.index for v in mesh.vertices if v.co.z > 0.0], 1.0, "REPLACE")
     head.modifiers.new("Collision", "COLLISION")
-    head.modifiers.new("hair", "PARTICLE_SYSTEM")
-    system = head.particle_systems[0]
-    system.vertex_group_density = "upper"
-    settings = system.settings
-    settings.type = "HAIR"
-    settings.count = strands
-    settings.hair_length = 0.25
-    settings.hair_step = points - 1
-    settings.emit_from = "FACE"
-    settings.display_step = PATH_STEPS_LOG2
-    system.use_hair_dynamics = True
-    system.cloth.settings.quality = 4
+    system = add_hair_dynamics(head, strands, 0.25, points - 1, 4, frames, min_height=0.0,
+                               display_step=PATH_STEPS_LOG2)
     system.cloth.collision_settings.collision_quality = 2
-    system.point_cache.frame_start, system.point_cache.frame_end = 1, frames
     for frame in (1, MOTION_FRAMES):
         pose = held_motion(frame, MOTION_FRAMES)
         head.location = pose[:3, 3]
@@ -168,22 +157,7 @@ def render(path, hair_xyz, points, head_vertices, head_triangles, frame):
     hair = bpy.data.objects.new("Hair", curve)
     hair.color = (0.35, 0.2, 0.1, 1.0)
     scene.collection.objects.link(hair)
-    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(camera)
-    camera.location = (-3.2, -4.2, 2.6)
-    target = bpy.data.objects.new("Target", None)
-    target.location = (0.15, 0.0, 0.3)
-    scene.collection.objects.link(target)
-    aim = camera.constraints.new("TRACK_TO")
-    aim.target = target
-    aim.track_axis, aim.up_axis = "TRACK_NEGATIVE_Z", "UP_Y"
-    scene.camera = camera
-    scene.render.engine = "BLENDER_WORKBENCH"
-    scene.display.shading.color_type = "OBJECT"
-    scene.display.shading.light = "STUDIO"
-    scene.render.resolution_x, scene.render.resolution_y = 640, 480
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
+    render_still(path, (-3.2, -4.2, 2.6), (0.15, 0.0, 0.3))
 
 
 def _print(name, figure, seconds, failsafe=None):

@@ -23,6 +23,7 @@ from tests.physics.contact_metrics import (edge_stretch, edges_through_surface, 
                                            winding_numbers)
 
 from benchmarks.kernel_warmup import print_kernel_warmup
+from benchmarks.workbench import render_still
 
 SETTLED_FRAME = 24
 
@@ -135,22 +136,7 @@ def render(path, cloth_xyz, triangles, head_vertices, head_triangles, frame, fra
         obj = bpy.data.objects.new(name, mesh)
         obj.color = color
         scene.collection.objects.link(obj)
-    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(camera)
-    camera.location = (-3.0, -4.5, 2.4)
-    target = bpy.data.objects.new("Target", None)
-    target.location = (0.1, 0.0, 0.2)
-    scene.collection.objects.link(target)
-    aim = camera.constraints.new("TRACK_TO")
-    aim.target = target
-    aim.track_axis, aim.up_axis = "TRACK_NEGATIVE_Z", "UP_Y"
-    scene.camera = camera
-    scene.render.engine = "BLENDER_WORKBENCH"
-    scene.display.shading.color_type = "OBJECT"
-    scene.display.shading.light = "STUDIO"
-    scene.render.resolution_x, scene.render.resolution_y = 640, 480
-    scene.render.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
+    render_still(path, (-3.0, -4.5, 2.4), (0.1, 0.0, 0.2))
 
 
 def main(argv=None) -> None:
