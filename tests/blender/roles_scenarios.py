@@ -140,32 +140,45 @@ def scenario_cloth_pinned_to_moving_parent(args: dict) -> dict:
     return result
 
 
+def bending_rig(bones: tuple[str, str], heights: tuple[float, float, float], keys) -> bpy.types.Object:
+    """An armature of two bones along +z, ``bones`` (lower, upper) from heights[0] to heights[1] and on to
+    heights[2] [m]; the upper bone takes the XYZ rotations ``keys`` ((frame, (x, y, z)) ...) [rad]."""
+    data = bpy.data.armatures.new("Rig")
+    rig = linked_object("Rig", data)
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="EDIT")
+    lower = data.edit_bones.new(bones[0])
+    lower.head, lower.tail = (0.0, 0.0, heights[0]), (0.0, 0.0, heights[1])
+    upper = data.edit_bones.new(bones[1])
+    upper.head, upper.tail, upper.parent = (0.0, 0.0, heights[1]), (0.0, 0.0, heights[2]), lower
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bend = rig.pose.bones[bones[1]]
+    bend.rotation_mode = "XYZ"
+    for frame, angles in keys:
+        bend.rotation_euler = angles
+        bend.keyframe_insert("rotation_euler", frame=frame)
+    return rig
+
+
+def skin_by_height(obj, rig, bones: tuple[str, str], joint: float) -> None:
+    """Skin mesh ``obj`` (not rotated) to ``rig``: its vertices below world height ``joint`` [m] wholly to the
+    lower of ``bones``, the others to the upper one, through an Armature modifier."""
+    heights = np.array([vertex.co.z for vertex in obj.data.vertices]) + obj.location.z
+    obj.vertex_groups.new(name=bones[0]).add([int(i) for i in np.flatnonzero(heights < joint)], 1.0, "REPLACE")
+    obj.vertex_groups.new(name=bones[1]).add([int(i) for i in np.flatnonzero(heights >= joint)], 1.0, "REPLACE")
+    obj.modifiers.new("Armature", "ARMATURE").object = rig
+
+
 def skinned_torso_and_cape(frames: int, deform: str = "armature"):
     """A closed torso (cylinder, r 0.2 m, 1 m tall) skinned to a two-bone rig whose Chest bone bends and
     twists over the shot, and a 9 x 9 cape hanging 5 cm behind it, its top row in the pin group, deformed
     either by its own Armature modifier on the same rig (all of it weighted to Chest; ``deform`` "armature")
     or by a Surface Deform modifier bound to the torso ("surface_deform"). Returns (torso, cape, rig)."""
     scene = bpy.context.scene
-    data = bpy.data.armatures.new("Rig")
-    rig = linked_object("Rig", data)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    spine = data.edit_bones.new("Spine")
-    spine.head, spine.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.5)
-    chest = data.edit_bones.new("Chest")
-    chest.head, chest.tail, chest.parent = (0.0, 0.0, 0.5), (0.0, 0.0, 1.0), spine
-    bpy.ops.object.mode_set(mode="OBJECT")
-    bend = rig.pose.bones["Chest"]
-    bend.rotation_mode = "XYZ"
-    for frame, angles in ((1, (0.0, 0.0, 0.0)), (frames, (0.35, 0.0, 0.6))):
-        bend.rotation_euler = angles
-        bend.keyframe_insert("rotation_euler", frame=frame)
+    rig = bending_rig(("Spine", "Chest"), (0.0, 0.5, 1.0), ((1, (0.0, 0.0, 0.0)), (frames, (0.35, 0.0, 0.6))))
     torso = mesh_object("Torso", bpy.ops.mesh.primitive_cylinder_add, (0.0, 0.0, 0.5), radius=0.2, depth=1.0,
                         vertices=24, end_fill_type="TRIFAN")       # Surface Deform binds to no n-gon caps
-    heights = np.array([vertex.co.z for vertex in torso.data.vertices])
-    torso.vertex_groups.new(name="Spine").add([int(i) for i in np.flatnonzero(heights < 0.0)], 1.0, "REPLACE")
-    torso.vertex_groups.new(name="Chest").add([int(i) for i in np.flatnonzero(heights >= 0.0)], 1.0, "REPLACE")
-    torso.modifiers.new("Armature", "ARMATURE").object = rig
+    skin_by_height(torso, rig, ("Spine", "Chest"), 0.5)
     torso.tangle.role, torso.tangle.collider_shape = "COLLIDER", "MESH"
     n = 9
     rows, columns = np.meshgrid(np.linspace(0.95, 0.35, n), np.linspace(-0.25, 0.25, n), indexing="ij")
@@ -286,24 +299,9 @@ def scenario_hair_on_bent_head_from_a_posed_frame(args: dict) -> dict:
     scene = bake_scene(20, 4, args["address"])
     scene.frame_start = 12
     head, hair, chosen, rest_points = make_head_and_hair(4, 0.08)
-    data = bpy.data.armatures.new("Rig")
-    rig = linked_object("Rig", data)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    neck = data.edit_bones.new("Neck")
-    neck.head, neck.tail = (0.0, 0.0, 0.8), (0.0, 0.0, 1.0)
-    crown = data.edit_bones.new("Crown")
-    crown.head, crown.tail, crown.parent = (0.0, 0.0, 1.0), (0.0, 0.0, 1.2), neck
-    bpy.ops.object.mode_set(mode="OBJECT")
-    bend = rig.pose.bones["Crown"]
-    bend.rotation_mode = "XYZ"
-    for frame, angles in ((1, (0.0, 0.0, 0.0)), (12, (0.5, 0.0, 0.4)), (20, (0.7, 0.0, 0.9))):
-        bend.rotation_euler = angles
-        bend.keyframe_insert("rotation_euler", frame=frame)
-    heights = np.array([vertex.co.z for vertex in head.data.vertices]) + head.location.z
-    head.vertex_groups.new(name="Neck").add([int(i) for i in np.flatnonzero(heights < 1.0)], 1.0, "REPLACE")
-    head.vertex_groups.new(name="Crown").add([int(i) for i in np.flatnonzero(heights >= 1.0)], 1.0, "REPLACE")
-    head.modifiers.new("Armature", "ARMATURE").object = rig
+    rig = bending_rig(("Neck", "Crown"), (0.8, 1.0, 1.2),
+                      ((1, (0.0, 0.0, 0.0)), (12, (0.5, 0.0, 0.4)), (20, (0.7, 0.0, 0.9))))
+    skin_by_height(head, rig, ("Neck", "Crown"), 1.0)
     scene.tangle.hair_cache = "KEYFRAMES"
     hair.tangle.role = "HAIR"
     hair.tangle.hair.model = args["model"]
