@@ -12,16 +12,12 @@ from .collision import mesh_kernels, primitive_kernels, surface_kernels
 from .kernels import bounds, geometry, pairs
 from .kernels.interop import ensure_initialized, kernel_cache_dir
 from .solvers.cosserat import kernels as cosserat_kernels
-from .solvers.der import (bend_twist_kernels, ccd_kernels, contact_kernels, frame_kernels, retraction_kernels,
-                          stretch_kernels)
+from .solvers.der.kernels import WARP_MODULES as DER_MODULES
 from .solvers.particles import kernels as particle_kernels
-from .solvers.pd import (bending_kernels, jacobi_kernels, limit_kernels, limit_sweep_kernels, local_kernels,
-                         tet_kernels, triangle_kernels)
+from .solvers.pd.kernels import WARP_MODULES as PD_MODULES
 
-KERNEL_MODULES = (geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, limit_kernels,
-                  limit_sweep_kernels, local_kernels, triangle_kernels, bending_kernels, tet_kernels, jacobi_kernels,
-                  particle_kernels, cosserat_kernels, pairs, contact_kernels, stretch_kernels, bend_twist_kernels,
-                  frame_kernels, retraction_kernels, ccd_kernels)
+KERNEL_MODULES = (geometry, bounds, mesh_kernels, primitive_kernels, surface_kernels, *PD_MODULES, particle_kernels,
+                  cosserat_kernels, pairs, *DER_MODULES)
 
 
 def warm_kernels(device: str = "cpu") -> dict:

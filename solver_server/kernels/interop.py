@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np

@@ -20,8 +20,8 @@ from ..sim.errors import SceneError
 from .registry_types import ObjectPose, SolverGroup, SubstepInputs
 
 _FACTORIES: dict[tuple[str, str | None], Callable | str] = {
-    ("cloth", None): "solver_server.solvers.pd.group:build_pd_group",
-    ("softbody", None): "solver_server.solvers.pd.group:build_pd_group",
+    ("cloth", None): "solver_server.solvers.pd:build_group",
+    ("softbody", None): "solver_server.solvers.pd:build_group",
     ("hair", "der"): "solver_server.solvers.der:build_group",
     ("hair", "cosserat"): "solver_server.solvers.cosserat:build_group",
     ("hair", "particles"): "solver_server.solvers.particles:build_group",

@@ -1,4 +1,4 @@
-"""The PD bending local step in Warp kernels (solvers/pd/bending_kernels.py) against the selector path it replaces:
+"""The PD bending local step in Warp kernels (solvers/pd/kernels/bending.py) against the selector path it replaces:
 Lᵀ W p(L q) with the batch's own projection (eq. 3-14: rest mean curvature along the current ring normal) on a
 curved rest shape with painted rigidity, deformed; a flat rest shape adds nothing; layouts agree bit for bit."""
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from solver_server.backend import get_backend
 from solver_server.solvers.pd import constraints as pdc
-from solver_server.solvers.pd.bending_kernels import BendingLocal
+from solver_server.solvers.pd.kernels.bending import BendingLocal
 from tests.physics.scenes import grid
 
 BACKEND = get_backend("cpu")

@@ -1,4 +1,4 @@
-"""The (A-)Jacobi global step's Warp kernels (solvers/pd/jacobi_kernels.py): one Chebyshev sweep equals its
+"""The (A-)Jacobi global step's Warp kernels (solvers/pd/kernels/jacobi.py): one Chebyshev sweep equals its
 sparse-matrix formula, and the CPU (row ranges over threads) and CUDA (thread per row) layouts give the same
 solve bit for bit."""
 
@@ -9,7 +9,7 @@ import numpy as np
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 from solver_server.solvers.pd.global_solve import JacobiSolve
-from solver_server.solvers.pd.jacobi_kernels import CsrKernelMatrix
+from solver_server.solvers.pd.kernels.jacobi import CsrKernelMatrix
 from tests.physics.scenes import cloth_object, grid, scene
 
 BACKEND = get_backend("cpu")

@@ -1,4 +1,4 @@
-"""The PD edge-strain local step in a Warp kernel (solvers/pd/local_kernels.py) against the selector path it
+"""The PD edge-strain local step in a Warp kernel (solvers/pd/kernels/local.py) against the selector path it
 replaces: Aᵀ W p(A q) with the batch's own projection, in and beyond the strain band, stiffened weights."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 from solver_server.backend import get_backend
 from solver_server.kernels import interop
 from solver_server.solvers.pd import constraints as pdc
-from solver_server.solvers.pd.local_kernels import EdgeStrainLocal
+from solver_server.solvers.pd.kernels.local import EdgeStrainLocal
 from tests.physics.scenes import grid
 
 BACKEND = get_backend("cpu")

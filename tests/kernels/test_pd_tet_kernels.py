@@ -1,4 +1,4 @@
-"""The PD tet local step in Warp kernels (solvers/pd/tet_kernels.py) against the selector path it replaces:
+"""The PD tet local step in Warp kernels (solvers/pd/kernels/tet.py) against the selector path it replaces:
 Aᵀ W p(A q) of the tet strain and volume batches with their own projections (projections.py), at rest, in and
 beyond the strain band, with inverted tets, painted weights and tets without a volume constraint."""
 

@@ -1,4 +1,4 @@
-"""The PD triangle-strain local step in Warp kernels (solvers/pd/triangle_kernels.py) against the selector path
+"""The PD triangle-strain local step in Warp kernels (solvers/pd/kernels/triangle.py) against the selector path
 it replaces: Aᵀ W p(A q) with the batch's own projection (projections.project_strain_2d), stretched, compressed,
 sheared and rotated cloth in and beyond the band, nearly flat-folded triangles; a collinear triangle projects to
 singular values in the band; both launch layouts agree bit for bit."""
@@ -10,7 +10,7 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.solvers.pd import constraints as pdc
-from solver_server.solvers.pd.triangle_kernels import TriangleStrainLocal
+from solver_server.solvers.pd.kernels.triangle import TriangleStrainLocal
 from tests.physics.scenes import grid
 
 BACKEND = get_backend("cpu")

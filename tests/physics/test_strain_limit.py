@@ -8,7 +8,7 @@ import numpy as np
 
 from solver_server.backend import get_backend
 from solver_server.solvers.pd.incidence import incidence
-from solver_server.solvers.pd.limit_sweep_kernels import colour_edges
+from solver_server.solvers.pd.kernels.limit_sweep import colour_edges
 from solver_server.solvers.pd.strain_limit import FAULT_RATIO, EdgeStrainLimit
 from tests.physics.scenes import grid
 from solver_server.solvers.pd.constraints import unique_edges

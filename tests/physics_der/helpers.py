@@ -3,9 +3,9 @@
 import numpy as np
 
 from solver_server.backend import get_backend
-from solver_server.solvers.der.contact import ContactSettings
+from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.energy import Configuration, elastic_energy
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.solver import DerSolver
 from solver_server.solvers.der.state import rest_state

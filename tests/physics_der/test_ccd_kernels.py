@@ -1,4 +1,4 @@
-"""The DER strand–strand narrow phase in one Warp kernel (der/ccd_kernels.py) against the array formulas it
+"""The DER strand–strand narrow phase in one Warp kernel (der/kernels/ccd.py) against the array formulas it
 replaced (geometry.coplanarity_times and segment_closest_points at τ = 0, 1 and the coplanarity times, with
 the same prefilter): crossing, parallel, resting and far pairs."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import warp as wp
 
 from solver_server.kernels import launch_items, warp_view
-from solver_server.solvers.der import ccd_kernels
+from solver_server.solvers.der.kernels import ccd as ccd_kernels
 from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
 
 

@@ -14,8 +14,8 @@ import pytest
 from solver_server.collision import Collider
 from solver_server.solvers.der.collider_ccd import swept_distance_hits, swept_mesh_hits
 from solver_server.solvers.der.colliders import adapt_collider
-from solver_server.solvers.der.contact import ContactSettings
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import ContactSettings
+from solver_server.solvers.der.settings import NewtonSettings
 
 from .helpers import HAIR, make, run, straight
 

@@ -6,9 +6,9 @@ import pytest
 from solver_server.collision.primitives import PRIMITIVES
 from solver_server.solvers.der import contact as contact_module
 from solver_server.solvers.der import integrator as integrator_module
-from solver_server.solvers.der.contact import ContactSettings
+from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.geometry import segment_closest_points
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
 from .helpers import make, straight

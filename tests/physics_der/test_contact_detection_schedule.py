@@ -4,7 +4,8 @@ has converged (NewtonSettings.contact_detection_tolerance)."""
 import numpy as np
 import pytest
 
-from solver_server.solvers.der.integrator import ImplicitEulerSolver, NewtonSettings
+from solver_server.solvers.der.integrator import ImplicitEulerSolver
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.solver import clamped_root_vertices
 from solver_server.solvers.der.state import rest_state

@@ -7,11 +7,12 @@ import pytest
 from protocol.checkpoint_files import decode_checkpoint, encode_checkpoint
 from solver_server.sim.errors import SceneError
 from solver_server.simulation import Simulation
-from solver_server.solvers.der.contact import ContactSettings
+from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.group import concatenate_models
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
-from solver_server.solvers.der.solver import DerControl, DerSolver
+from solver_server.solvers.der.solver import DerSolver
+from solver_server.solvers.der.state import DerControl
 from solver_server.solvers.der.state import rest_state
 
 from tests.portability.strict_backend import strict_backend

@@ -15,9 +15,9 @@ from scipy.spatial import cKDTree
 from benchmarks.der_hairball import SpinningSphere, hemisphere_roots, rotate_z
 from solver_server.solvers.der import DerControl
 from solver_server.solvers.der import integrator as integrator_module
-from solver_server.solvers.der.contact import ContactSettings
+from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.geometry import segment_closest_points
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
 from .helpers import make

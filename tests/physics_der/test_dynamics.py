@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
 from solver_server.solvers.der.state import rest_state
@@ -107,7 +107,7 @@ def test_soft_pin_carries_the_strand_weight_like_a_spring():
 
 def test_clamped_roots_follow_root_positions_and_directions():
     """DerControl root position + direction per strand: the first two points land exactly on them."""
-    from solver_server.solvers.der.solver import DerControl
+    from solver_server.solvers.der.state import DerControl
     points = np.concatenate((straight(6, 0.05), straight(6, 0.05, origin=(0.0, 0.01, 0.0))))
     model, solver, state = make(points, [0, 6, 12], HAIR)
     roots = np.array([[0.001, 0.0, 0.002], [0.0, 0.011, 0.001]])
@@ -130,7 +130,7 @@ def test_clamped_root_twist_follows_the_edge_directors(turn):
     """A curl turns with its root: a helix (no gravity) whose clamped root frame turns by `turn` about the
     first edge ends as the rest helix turned rigidly about that edge (a zero-energy state of the clamp);
     without the directors nothing moves (the fixed twist angle keeps its value)."""
-    from solver_server.solvers.der.solver import DerControl
+    from solver_server.solvers.der.state import DerControl
     points = _helix(n_turns=1.5, n=31)
     material = DerMaterial(radius=2e-4, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=20.0)
     model, solver, state = make(points, [0, len(points)], material)
@@ -157,7 +157,7 @@ def test_clamped_root_twist_follows_the_edge_directors(turn):
 
 
 def test_edge_directors_are_checked():
-    from solver_server.solvers.der.solver import DerControl
+    from solver_server.solvers.der.state import DerControl
     points = straight(6, 0.05)
     model, solver, state = make(points, [0, 6], HAIR)
     out = state.copy()

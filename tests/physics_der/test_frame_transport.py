@@ -1,4 +1,4 @@
-"""The reference frames' time-parallel transport on a Warp kernel (frame_kernels.transport_frames, through
+"""The reference frames' time-parallel transport on a Warp kernel (kernels.frame.transport_frames, through
 state.transported_configuration) equals the xp formulas of frames.py (parallel transport, orthonormalize,
 reference twist unwrapped to the nearest turn), for all strands and for a subset (the rest copied from fill),
 including a twist unwrapped across ±π."""

@@ -6,9 +6,10 @@ import scipy.linalg
 
 from solver_server.collision.primitives import PRIMITIVES
 from solver_server.solvers.der.banded import band_of_inverse
-from solver_server.solvers.der.contact import ContactSettings, fischer_burmeister_residual, project_to_cone
+from solver_server.solvers.der.contact import fischer_burmeister_residual, project_to_cone
+from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.geometry import coplanarity_times, overlap_far_end, segment_closest_points
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
 
 from .helpers import make, run, straight

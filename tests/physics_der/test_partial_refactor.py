@@ -73,7 +73,7 @@ def test_refactored_blocks_match_a_full_factorization_and_others_are_kept():
 def test_integrator_refactors_only_moving_strands_and_reaches_the_full_newton_solution():
     """Five strands hang at rest, one swings: later refreshes of the quasi-Newton matrix refactor the swinging
     strand only, and the motion is that of full Newton (every iteration a full factorization)."""
-    from solver_server.solvers.der.integrator import NewtonSettings
+    from solver_server.solvers.der.settings import NewtonSettings
 
     from .helpers import GRAVITY, make, run
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from solver_server.solvers.der import integrator
-from solver_server.solvers.der.integrator import NewtonSettings
+from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.retraction import LengthPreservingPath
 from solver_server.solvers.der.solver import clamped_root_vertices

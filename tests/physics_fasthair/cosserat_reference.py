@@ -258,7 +258,7 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
 
 def reference_step(solver, state, control, dt: float) -> dict:
     """solver.step's former loop with ``reference_substep`` (``state`` advanced in place)."""
-    from solver_server.solvers.cosserat.solver import CosseratState  # noqa: PLC0415
+    from solver_server.solvers.cosserat.state import CosseratState  # noqa: PLC0415
     from solver_server.solvers.strand_colliders import AnalyticColliders  # noqa: PLC0415
 
     xp = solver.xp

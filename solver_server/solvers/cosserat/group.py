@@ -8,7 +8,8 @@ from ..registry_types import checked_state_array
 from ..strand_group import StrandGroup
 from . import quaternion as quat
 from .settings import CosseratSettings
-from .solver import CosseratControl, CosseratSolver
+from .solver import CosseratSolver
+from .state import CosseratControl
 
 
 class CosseratHairGroup(StrandGroup):

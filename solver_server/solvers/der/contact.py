@@ -24,7 +24,6 @@ The global step then uses the generalized impulse I = Σ Jᵀλ (equal and oppos
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
@@ -32,7 +31,7 @@ import warp as wp
 from ...backend import repeat_each
 from ...kernels import launch_items, warp_device_of, warp_view
 from ...kernels.pairs import ChainSpherePairs
-from . import ccd_kernels
+from .kernels import ccd as ccd_kernels
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .colliders import adapt_collider
 from .frames import cross3, row_lengths
@@ -40,44 +39,7 @@ from .banded import band_of_inverse
 from .contact_space import DelassusOperator, coulomb_scale
 from .geometry import overlap_far_end, segment_closest_points
 from .model import DerModel
-
-
-@dataclass
-class ContactSettings:
-    friction: float = 0.3                     # hair–hair μ
-    collider_friction: float | None = None    # hair–collider μ (averaged with the collider's own `friction`)
-    thickness: float = 0.0                    # extra contact distance [m] added to the hair radii
-    self_collision: bool = True
-    # pairs closer than (1 + proximity) × contact distance during the step join the contact set (a slack
-    # contact carries no impulse, but it is there when the other contacts' impulses push the pair together)
-    proximity: float = 0.5
-    # local response of a contact: "rigid_rod" (seed eq. 3.3: each edge a rigid rod, a vertex a point mass) or
-    # "delassus" (exact response J A⁻¹ Jᵀ of the factorized global system, from the band of A⁻¹)
-    response: str = "delassus"
-    # the global/local loop also continues while a contact predicts a deeper penetration than this fraction
-    # of the hair radius (the smaller one for a pair; seed: mean |Δv| only)
-    penetration_tolerance: float = 0.02
-    # a pair of edges that the settled contact loop's end positions put deeper than this fraction of the
-    # smaller radius inside its contact distance gets a contact there and the loop goes on (StepContacts.relinearize)
-    end_penetration_tolerance: float = 0.1
-    # continuous collision detection of vertices against colliders on the first iteration (collider_ccd.py);
-    # off: colliders are only tested at the predicted end positions (a fast vertex can pass a thin collider)
-    collider_ccd: bool = True
-    # [m/s] a vertex inside a collider's solid (a groom that starts through the ground or a body) is pushed out
-    # at most this fast relative to the surface, so it comes out over a few frames with its strand instead of
-    # every such vertex jumping onto the surface at once (which folds the strand's segments to zero length)
-    recovery_speed: float = 0.5
-    # the local step after each global step: "jacobi" (seed Algorithm 3: one step per contact, all at once,
-    # with `response`) or "gauss_seidel" (the contact problem of the linear model u = u_now + W Δλ with the
-    # exact Delassus operator W = J A⁻¹ Jᵀ solved by projected Gauss–Seidel sweeps, contact_space.py)
-    local_solver: str = "jacobi"
-    gauss_seidel_sweeps: int = 50
-    # the sweeps stop once no contact's relative velocity changes in a sweep by more than this fraction of
-    # the velocity that would move it by penetration_tolerance × radius over the step
-    gauss_seidel_tolerance: float = 0.1
-    # at most this many colours (sequential updates per sweep); contacts beyond share colours with
-    # neighbours and step with their block scaled by the number sharing (contact_space.py)
-    gauss_seidel_colours: int = 24
+from .settings import ContactSettings
 
 
 # a refactorization that changes some contact's normal compliance W_nn by more than this fraction (of the
@@ -321,7 +283,7 @@ class StepContacts:
         if pairs is None:
             return None
         ea, eb, va, vb, contact_distance = pairs
-        # the narrow phase in one kernel (ccd_kernels): the prefilter (the segments' distance shrinks by at most
+        # the narrow phase in one kernel (kernels.ccd): the prefilter (the segments' distance shrinks by at most
         # the largest relative motion of an endpoint of A against one of B, so strands moving together are not
         # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
         # times; a pair the prefilter drops gets an infinite distance
@@ -359,7 +321,7 @@ class StepContacts:
     def _closest_in_step(self, x0, x1, va, vb, limit):
         """(n, 4) (τ, s, t, distance) of each edge pair's (first vertices va, vb (n,)) smallest closest-point
         distance while the points move x0 → x1 (N, 3) [m], +inf distance where it stays above ``limit`` (n,) [m]
-        (``ccd_kernels.edge_pairs_closest_in_step``, one launch)."""
+        (``kernels.ccd.edge_pairs_closest_in_step``, one launch)."""
         xp = self.xp
         closest = xp.empty((va.shape[0], 4), dtype=xp.float64)
         launch_items(ccd_kernels.edge_pairs_closest_in_step, va.shape[0], warp_device_of(closest),
@@ -911,7 +873,7 @@ class StepContacts:
         hair's segments, passes between two vertices that both stay outside: no vertex contact sees it).
 
         Every rod edge with a ``movable`` (N,) vertex is swept x0 → x1 (N, 3) [m] against the mesh's edges moving
-        over the substep (``ccd_kernels.mesh_edges_closest_in_step``, the mesh's edge BVH); the mesh edge that
+        over the substep (``kernels.ccd.mesh_edges_closest_in_step``, the mesh's edge BVH); the mesh edge that
         comes nearest, within (1 + proximity) × the contact distance on the first path, or closer than the
         contact distance less the tolerance on the ``end`` path (``relinearize``), gives a contact at those closest
         points (s along the rod edge, t along the mesh edge). Its normal is the direction between the same

@@ -20,7 +20,7 @@ to the target velocity, friction to cancel the sliding, projection onto the Coul
 sweep visits the contacts one after the other in one kernel (true Gauss–Seidel, no colours).  On CUDA the
 sweeps go colour by colour: contacts of one colour share no strand, so they are independent and updated at
 once, two kernel launches per colour, and a solve's sweeps are one CUDA graph whose while-node stops them on
-the device (contact_kernels).  The next global step applies the impulses; its velocities show what the linear
+the device (kernels.contact).  The next global step applies the impulses; its velocities show what the linear
 model missed (nonlinear elasticity, contacts found later) and the loop repeats.
 """
 
@@ -32,7 +32,7 @@ import warp as wp
 from ...backend import repeat_each
 from ...kernels import (capture, device_loops, int32_view, launch, launch_split, repeat_while, replay, warp_device_of,
                         warp_view)
-from . import contact_kernels
+from .kernels import contact as contact_kernels
 
 # on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
 # (contact_kernels.sequential_sweeps, no colouring); off, and always on CUDA: colour after colour
@@ -186,7 +186,7 @@ class _SequentialSweeps:
 
 class _ColourSweeps:
     """DelassusOperator's blocks in the contact frames for the sweeps colour after colour
-    (contact_kernels.colour_steps and colour_effects: two launches per colour, the same kernels on every device).
+    (kernels.contact.colour_steps and colour_effects: two launches per colour, the same kernels on every device).
 
     Everything in sweep (colour) order.  Colour c's contacts are [member_start[c], member_start[c + 1]); the
     contacts its blocks reach are the effect rows [row_start[c], row_start[c + 1]): effect row k adds

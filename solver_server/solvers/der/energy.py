@@ -21,7 +21,8 @@ from typing import Any
 import warp as wp
 
 from ...kernels import launch_split, warp_device_of, warp_view
-from . import bend_twist_kernels, stretch_kernels
+from .kernels import bend_twist as bend_twist_kernels
+from .kernels import stretch as stretch_kernels
 from .frames import normalize_rows, row_lengths
 from .jet import cross3
 from .model import BAND_WIDTH, DerModel, ElementSubset, index_view, strands_view
@@ -105,7 +106,7 @@ def add_bend_twist(xp, model: DerModel, config: Configuration, grad, energy, sub
                    band=None):
     """Add the bend and twist energy of every strand (or subset.strands) to energy (S,) [J], its gradient
     into grad (n_dofs,) and, if band (11, n_dofs) is given, its Gauss–Newton Hessian into that lower band:
-    one Warp launch, a thread per strand (bend_twist_kernels.bend_twist_terms; the closed form of the
+    one Warp launch, a thread per strand (kernels.bend_twist.bend_twist_terms; the closed form of the
     gradient)."""
     def floats(array, width=None):
         array = xp.ascontiguousarray(array, dtype=xp.float64)
@@ -129,7 +130,7 @@ def elastic_energy(xp, model: DerModel, config: Configuration):
 def add_stretch(xp, model: DerModel, positions, grad, band, project: bool, subset: ElementSubset | None = None):
     """Add the stretching energy's gradient into grad (n_dofs,) and, if band is not None, its Hessian into the
     lower band (11, n_dofs), for every strand (or subset.strands); returns the energy of every strand (S,) [J]
-    (0 outside the subset). One Warp launch, a thread per strand (stretch_kernels.stretch_terms)."""
+    (0 outside the subset). One Warp launch, a thread per strand (kernels.stretch.stretch_terms)."""
     strands = strands_view(model, subset)
     energy = xp.zeros(model.n_strands, dtype=positions.dtype)
     count = strands.shape[0]
@@ -226,7 +227,7 @@ def elastic_gradient_hessian(xp, model: DerModel, config: Configuration, with_he
         # the closed-form gradient: the line search's kernel (its energies are not needed here)
         add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset)
     elif "bend_twist" in parts and bend_start.shape[0] and gauss_newton:
-        # gradient and Gauss–Newton Hessian straight into the band (bend_twist_kernels)
+        # gradient and Gauss–Newton Hessian straight into the band (kernels.bend_twist)
         add_bend_twist(xp, model, config, grad, xp.zeros(model.n_strands, dtype=grad.dtype), subset, band)
     elif "bend_twist" in parts and bend_start.shape[0]:
         b_grad, b_hess = _bend_twist_blocks(xp, model, config, project, bends)

@@ -42,11 +42,11 @@ from ...sim.rigid_carry import carry_points
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
 from ..wind import WindSettings
-from .contact import ContactSettings, ContactSolver, StepContacts
-from .integrator import NewtonSettings
+from .contact import ContactSolver, StepContacts
 from .model import DerInputError, DerMaterial, DerModel, build_model
-from .solver import DerControl, DerSolver
-from .state import DerState, rest_state
+from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
+from .solver import DerSolver
+from .state import DerControl, DerState, rest_state
 from .wind import StrandWind
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
@@ -54,10 +54,6 @@ _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool
                  "contact_detection_tolerance": float, "contact_detection_iterations": int, "local_solver": str}
 # keys that configure the contacts (ContactSettings), not the Newton loop
 _CONTACT_KEYS = ("response", "local_solver")
-# scene defaults: quasi-Newton on the Gauss-Newton matrix refreshed every 4 iterations (docs/der.md §3)
-_SCENE_DEFAULTS = {"quasi_newton_matrix": "gauss_newton", "refresh_interval": 4, "contact_detection_tolerance": 1e-4}
-# and the Gauss-Seidel contact solve (converges where the seed's Jacobi step ends dense substeps at N_max)
-_SCENE_CONTACT_DEFAULTS = {"response": "delassus", "local_solver": "gauss_seidel"}
 
 
 def _settings(scene, object_id):
@@ -66,7 +62,7 @@ def _settings(scene, object_id):
     if unknown:
         raise SceneError(f"unknown scene.solver.der setting(s) {unknown}; known: {sorted(_SETTING_KEYS)}",
                          object=object_id)
-    newton = NewtonSettings(**_SCENE_DEFAULTS)
+    newton = NewtonSettings(**SCENE_NEWTON_DEFAULTS)
     for key, kind in _SETTING_KEYS.items():
         if key in raw and key not in _CONTACT_KEYS:
             setattr(newton, key, kind(raw[key]))
@@ -78,7 +74,7 @@ def _settings(scene, object_id):
     if newton.contact_detection_tolerance < 0.0:
         newton.contact_detection_tolerance = None   # the seed's detection after the first iteration
     contact = {key: str(raw[key]) for key in _CONTACT_KEYS if key in raw}
-    return newton, {**_SCENE_CONTACT_DEFAULTS, **contact}
+    return newton, {**SCENE_CONTACT_DEFAULTS, **contact}
 
 
 class _HairObject:

@@ -23,6 +23,7 @@ from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_g
 from .frames import normalize_rows
 from .model import DerModel, element_subset
 from .retraction import LengthPreservingPath
+from .settings import NewtonSettings
 from .state import DerState, transported_configuration
 
 
@@ -59,33 +60,6 @@ CHEAP_REFRESH_CONTACTS = 400
 # positions it predicts (StepContacts.relinearize) and goes on, when pairs of edges there are closer than their
 # contact distance or a vertex's path there reaches a collider (each set's end positions are checked once)
 MAX_RELINEARIZATIONS = 2
-
-
-@dataclass
-class NewtonSettings:
-    max_iterations: int = 50
-    tolerance: float = 1e-6          # mean |Δv| over the vertex velocity components [m/s] that ends the iteration
-    quasi_newton: bool = True
-    # matrix of the quasi-Newton variant: "exact" (first-iteration Hessian, seed §3.3) or "gauss_newton"
-    # (Σ w ∇s∇sᵀ over the strains: positive semi-definite and about as cheap as a gradient)
-    quasi_newton_matrix: str = "exact"
-    # quasi-Newton: refactor the matrix at the current iterate every this many iterations (0: never, the
-    # seed's variant). Stiff stretching makes the first-iteration matrix stale once edges rotate in a step.
-    refresh_interval: int = 0
-    # search along the length-preserving path (retraction.py) instead of the straight line, on strands
-    # without contact impulses: turning edges no longer stretch the trial points, 2-3× fewer iterations at
-    # frame-rate steps, same solution
-    length_preserving_path: bool = True
-    # when contacts are detected (CCD from x_t along the step) and the impulse loop starts: None = after the
-    # first iteration (seed Algorithm 2); a value [m/s] = once the free motion's mean |Δv| is below it (or
-    # after contact_detection_iterations).  At frame-rate steps the first iterate is far from the end-of-step
-    # motion: contacts found along it are the wrong ones, and resolving them while the strands still turn
-    # costs tens of iterations
-    contact_detection_tolerance: float | None = None
-    contact_detection_iterations: int = 8
-    armijo: float = 1e-4
-    backtrack: float = 0.5
-    max_backtracks: int = 10
 
 
 @dataclass

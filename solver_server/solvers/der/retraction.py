@@ -25,7 +25,7 @@ from __future__ import annotations
 import warp as wp
 
 from ...kernels import int32_view, launch_split, warp_device_of, warp_view
-from . import retraction_kernels
+from .kernels import retraction as retraction_kernels
 from .frames import row_lengths
 from .model import index_view
 
@@ -69,7 +69,7 @@ class LengthPreservingPath:
         """Trial velocities (n_dofs,) moved onto the path from the point `current` (edges_at of the search's
         start velocities); strands (S,) bool limits it to those strands (None: every eligible strand).  Twist
         rates and kinematic vertices are returned unchanged. One Warp launch, a thread per strand
-        (retraction_kernels.bend_path: the edges summed from each strand's root)."""
+        (kernels.retraction.bend_path: the edges summed from each strand's root)."""
         xp, model, h = self.xp, self.model, self.h
         eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
         if not bool(eligible.any()):

@@ -10,32 +10,15 @@ own axis turns the curls at its crown too).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .contact import ContactSettings, ContactSolver
+from .contact import ContactSolver
 from .frames import normalize_rows, row_lengths, shortest_turn, time_parallel_reference
 from .jet import cross3
-from .integrator import ImplicitEulerSolver, NewtonSettings, SoftPins
+from .integrator import ImplicitEulerSolver, SoftPins
 from .model import DerModel
-from .state import DerState
-
-
-@dataclass
-class DerControl:
-    """Kinematic targets at the END of the step.
-
-    vertex_targets: (F, 3) [m] positions of the solver's fixed vertices, in their order; or, for clamped
-    roots, root_positions (S, 3) [m] and root_directions (S, 3) (unit first-edge directions).
-    """
-    vertex_targets: Any = None
-    root_positions: Any = None
-    root_directions: Any = None
-    soft_targets: Any = None   # (P, 3) [m] targets of the soft-pinned vertices (None: their rest positions)
-    # (K, 3) directions the material director m1 of each fixed edge points along at the end of the step (the
-    # part perpendicular to the edge counts); None: the fixed twist angles keep their values.  Needs both
-    # vertices of every fixed edge fixed (clamped roots are)
-    edge_directors: Any = None
+from .settings import ContactSettings, NewtonSettings
+from .state import DerControl, DerState
 
 
 def clamped_root_vertices(xp, model: DerModel):

@@ -8,7 +8,7 @@ from typing import Any
 import warp as wp
 
 from ...kernels import launch_split, warp_device_of, warp_view
-from . import frame_kernels
+from .kernels import frame as frame_kernels
 from .energy import Configuration
 from .frames import normalize_rows
 from .model import DerModel, ElementSubset, index_view, strands_view
@@ -41,7 +41,7 @@ def rest_state(xp, model: DerModel) -> DerState:
 def transported_configuration(xp, model: DerModel, base: DerState, positions, theta, subset: ElementSubset | None = None,
                               fill: Configuration | None = None) -> Configuration:
     """Configuration at (positions, theta) with reference frames transported in time from `base`
-    (frame_kernels.transport_frames: one Warp launch, a thread per strand).
+    (kernels.frame.transport_frames: one Warp launch, a thread per strand).
 
     subset (with fill): transport only the frames of those elements; the other entries of reference_u and
     reference_twist are copied from the configuration `fill`."""
@@ -64,3 +64,20 @@ def transported_configuration(xp, model: DerModel, base: DerState, positions, th
 
 
 __all__ = ["DerState", "rest_state", "transported_configuration"]
+
+
+@dataclass
+class DerControl:
+    """Kinematic targets at the END of the step.
+
+    vertex_targets: (F, 3) [m] positions of the solver's fixed vertices, in their order; or, for clamped
+    roots, root_positions (S, 3) [m] and root_directions (S, 3) (unit first-edge directions).
+    """
+    vertex_targets: Any = None
+    root_positions: Any = None
+    root_directions: Any = None
+    soft_targets: Any = None   # (P, 3) [m] targets of the soft-pinned vertices (None: their rest positions)
+    # (K, 3) directions the material director m1 of each fixed edge points along at the end of the step (the
+    # part perpendicular to the edge counts); None: the fixed twist angles keep their values.  Needs both
+    # vertices of every fixed edge fixed (clamped roots are)
+    edge_directors: Any = None

@@ -85,7 +85,7 @@ def twist_strain_jet(xp, e0, e1, u0, u1, reference_twist, theta0, theta1, with_h
 
 def bend_twist_gradients(xp, e0, e1, rest_length_product, frame0, frame1):
     """Closed-form values and gradients (over the 8 local variables) of the four material curvatures and of
-    the reference twist (equal to the jets' gradients; bend_twist_kernels computes the same per element, and
+    the reference twist (equal to the jets' gradients; kernels.bend_twist computes the same per element, and
     the tests assemble the Gauss–Newton Hessian from these as its reference):
 
         ∂ω/∂e^{i−1} = (2 e^i × m − ω e^i)/D,   ∂ω/∂e^i = (−2 e^{i−1} × m − ω e^{i−1})/D   (m ⊥-transport terms

@@ -2,7 +2,8 @@
 
 from ..strand_colliders import AnalyticColliders
 from .settings import ParticleHairSettings, WindSettings
-from .solver import ParticleHairSolver, ParticleState, StrandControl
+from .solver import ParticleHairSolver
+from .state import ParticleState, StrandControl
 from .group import build_group
 
 __all__ = ["build_group", "AnalyticColliders", "ParticleHairSettings", "ParticleHairSolver", "ParticleState", "StrandControl",

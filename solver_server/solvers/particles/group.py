@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..strand_group import StrandGroup
 from .settings import ParticleHairSettings
-from .solver import ParticleHairSolver, StrandControl
+from .solver import ParticleHairSolver
+from .state import StrandControl
 
 
 class ParticleHairGroup(StrandGroup):

@@ -29,7 +29,6 @@ Arrays are padded (strands S, points P, 3) [m], [m/s]; see guides.layout.StrandL
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
@@ -39,32 +38,11 @@ from ..guides.layout import StrandLayout
 from . import kernels
 from ..strand_colliders import AnalyticColliders
 from .settings import ParticleHairSettings
+from .state import ParticleState, StrandControl
 
 
 # projections onto the colliders per internal step with a contact, the distance clamp between each two
 COLLIDER_ROUNDS = 2
-
-
-@dataclass
-class ParticleState:
-    """positions, velocities: (S, P, 3); rigidity: (S,) in [0, 1]; time [s] since the start."""
-
-    positions: object
-    velocities: object
-    rigidity: object
-    time: float = 0.0
-
-    def copy(self, xp) -> "ParticleState":
-        return ParticleState(xp.array(self.positions), xp.array(self.velocities), xp.array(self.rigidity), self.time)
-
-
-@dataclass
-class StrandControl:
-    """Inputs of one step: root_targets (S, K, 3) world positions of the K pinned root points at
-    the END of the step [m]; colliders in world space (may be empty)."""
-
-    root_targets: object
-    colliders: AnalyticColliders | None = None
 
 
 # ω² of the angle springs is at most this × k (Gershgorin over a particle's own and its neighbours' joints,

@@ -9,7 +9,7 @@ Solvers:
 - ``CholeskySolve``: prefactored sparse direct solve (default, seed §4.2).
 - ``JacobiSolve``: Jacobi / A-Jacobi of order l (x ← Rˡ x + Σ_{j<l} Rʲ D⁻¹ b, R = D⁻¹B; seed
   §4.3.2, eq. 4-8) with Chebyshev acceleration (S, γ, ρ; eqs. 4-11, 4-12), a Warp kernel launch per sweep
-  (``jacobi_kernels``: the seed's GPU path). Divergence
+  (``kernels.jacobi``: the seed's GPU path). Divergence
   (growing residual or non-finite values) is detected; the caller falls back to Cholesky.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse
 
 from ...kernels import capture, replay
-from .jacobi_kernels import CsrKernelMatrix
+from .kernels.jacobi import CsrKernelMatrix
 
 
 @dataclass
@@ -142,7 +142,7 @@ class JacobiSolve:
 
     def solve(self, rhs, initial=None) -> tuple[object, SolveReport]:
         """x ≈ K⁻¹ rhs for rhs (n, 3) (or (n,), (n, 1), (n, 2): padded to three columns) from ``initial`` (same
-        shape; default β): ``iterations`` sweeps, each one launch of ``jacobi_kernels.chebyshev_sweep``; returns
+        shape; default β): ``iterations`` sweeps, each one launch of ``kernels.jacobi.chebyshev_sweep``; returns
         (x, SolveReport)."""
         xp = self.backend.xp
         columns = 1 if rhs.ndim == 1 else rhs.shape[1]

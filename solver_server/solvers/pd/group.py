@@ -9,7 +9,7 @@ import numpy as np
 from ...collision.self_collision import SurfaceContact
 from ...sim.errors import SceneError
 from ...sim.rigid_carry import carry_points
-from ...sim.state import Control, State
+from .state import PDControl, PDState
 from ..registry_types import SubstepInputs, checked_state_array
 from .assemble import build_particle_model
 from .settings import resolve_pd_settings
@@ -31,8 +31,8 @@ class PDGroup:
         self._eased = None          # (N, 3) [m] where each pulled pin is now (pin_pull_speed; rows of pins)
         self._build()
         xp = backend.xp
-        self.state = State(positions=xp.asarray(self.model.rest.copy()),
-                           velocities=xp.zeros((self.model.particle_count, 3)))
+        self.state = PDState(positions=xp.asarray(self.model.rest.copy()),
+                             velocities=xp.zeros((self.model.particle_count, 3)))
 
     def _build(self) -> None:
         """Model, solver and pin tables of the objects, without the pins of the ``released`` ones. The pins are
@@ -110,9 +110,9 @@ class PDGroup:
     def step(self, inputs: SubstepInputs) -> dict:
         self._release_due(inputs.frame)
         targets = self._pulled(self.pin_targets(inputs.poses), inputs.dt)
-        control = Control(pin_targets=self.backend.xp.asarray(targets),
-                          colliders=inputs.colliders, time=inputs.time)
-        out = State(self.state.positions, self.state.velocities)
+        control = PDControl(pin_targets=self.backend.xp.asarray(targets),
+                            colliders=inputs.colliders, time=inputs.time)
+        out = PDState(self.state.positions, self.state.velocities)
         stats = self.solver.step(self.state, out, control, None, inputs.dt)
         self.state = out
         return stats
@@ -156,7 +156,7 @@ class PDGroup:
         if released_ids != self.released:
             self.released = released_ids
             self._build()
-        self.state = State(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
+        self.state = PDState(positions=xp.asarray(positions), velocities=xp.asarray(velocities))
         self._eased = None if pulled is None else np.array(pulled)
         self.solver.started = started
         if fell_back:
@@ -180,7 +180,7 @@ class PDGroup:
         return self.ids[0]
 
 
-def build_pd_group(specs, backend, scene) -> PDGroup:
+def build_group(specs, backend, scene) -> PDGroup:
     """Registry factory for kinds 'cloth' and 'softbody'."""
     if not specs:
         raise SceneError("no cloth or soft-body objects given to the PD solver")

@@ -27,15 +27,15 @@ import scipy.sparse
 from ...collision import ColliderSet
 from ...sim.maps import element_factors
 from ...sim.model import ParticleModel
-from ...sim.state import Control, State
+from .state import PDControl, PDState
 from . import constraints as pdc
-from .bending_kernels import BendingLocal
+from .kernels.bending import BendingLocal
 from .contact import ContactPoints, merge_contacts
 from .global_solve import CholeskySolve, JacobiSolve
-from .local_kernels import EdgeStrainLocal
+from .kernels.local import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
-from .tet_kernels import TetLocal
-from .triangle_kernels import TriangleStrainLocal
+from .kernels.tet import TetLocal
+from .kernels.triangle import TriangleStrainLocal
 from .wind import ClothWind
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
@@ -107,7 +107,7 @@ def edge_strain_batch(batches: list[pdc.ConstraintBatch]) -> pdc.ConstraintBatch
 
 
 def tet_local_step(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple[TetLocal | None, list]:
-    """The tet strain and volume batches' local step in kernels (tet_kernels.TetLocal) and the batches it
+    """The tet strain and volume batches' local step in kernels (kernels.tet.TetLocal) and the batches it
     covers; (None, []) without tets."""
     strain = next((batch for batch in batches if batch.name == "tet_strain"), None)
     if strain is None:
@@ -122,8 +122,8 @@ def tet_local_step(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple
 
 def kernel_local_steps(backend, batches: list[pdc.ConstraintBatch], n: int) -> tuple[list, set[int]]:
     """The local steps that run in Warp kernels, each fused with its right-hand side (``add_rhs(q, rhs)``):
-    cloth edges (local_kernels), shear triangles (triangle_kernels), bending (bending_kernels), soft-body tet
-    strain and volume (tet_kernels); and the ids of the batches they cover. The others (soft pins) go through
+    cloth edges (kernels.local), shear triangles (kernels.triangle), bending (kernels.bending), soft-body tet
+    strain and volume (kernels.tet); and the ids of the batches they cover. The others (soft pins) go through
     their selectors."""
     steps, covered = [], []
     edges = edge_strain_batch(batches)
@@ -435,7 +435,7 @@ class PDSolver:
         change = -xp.where(chosen, outgoing, 0.0)[:, None] * near.normal
         return contact.distribute(velocities, change, chosen)
 
-    def step(self, state_in: State, state_out: State, control: Control, contacts, dt: float) -> dict:
+    def step(self, state_in: PDState, state_out: PDState, control: PDControl, contacts, dt: float) -> dict:
         """Advance one substep; returns stats {iterations, contacts, local_ms, global_ms, collision_ms} and,
         with cloth, strain_limit_ms, strain_limit_rounds (rounds of passes run), strain_limit_left (edges
         still longer than the hard limit)."""

@@ -4,7 +4,7 @@ The PD edge constraint is an energy term: with a handful of local/global iterati
 concentrated load (a point pin carrying half a cloth, a fast impact on a collider) overshoots σmax by
 tens of per cent. This pass shortens every edge longer than ``(σmax + slack) · r`` back to that length
 (Provot 1995, in the position-based form of Müller et al. 2007) with mass-weighted Jacobi passes in Warp
-kernels (``limit_kernels``): all too-long edges are corrected at once, a particle's correction is the sum
+kernels (``kernels.limit``): all too-long edges are corrected at once, a particle's correction is the sum
 of its edges' corrections divided by their number (constraint averaging keeps the iteration stable; an
 over-relaxation factor is available, default 1: 1.5 gave larger settled jumps on the Suzanne scenes,
 0.098 m against 0.072 m per frame, for 6.9 % against 7.1 % worst stretch on the sphere scene). Exactly pinned particles have zero inverse mass and never move. Jacobi carries
@@ -17,7 +17,7 @@ pins) at once; the passes then clean up what the linear solve leaves. Particles 
 can be given contact planes: the passes keep them on the collider's side, so an edge over a rim is
 shortened by sliding along the surface rather than by pulling its points into it. ``sweep`` is the
 local clean-up between collider edge rounds: Gauss–Seidel sweeps over colour classes
-(``limit_sweep_kernels``), no global solve.
+(``kernels.limit_sweep``), no global solve.
 
 The pass only moves positions; the solver then sets v = (q − q_t)/h from the corrected positions, so
 velocities stay consistent with the motion (removing stretch takes energy out, it never adds any).
@@ -30,8 +30,8 @@ import numpy as np
 import warp as wp
 
 from ...kernels import launch, launch_items, recorded_items, warp_device_of, warp_view
-from . import limit_kernels as kernels
-from . import limit_sweep_kernels as sweep_kernels
+from .kernels import limit as limit_kernels
+from .kernels import limit_sweep as sweep_kernels
 from .incidence import incidence
 
 FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
@@ -94,7 +94,7 @@ class EdgeStrainLimit:
     def _check(self, q_view):
         """(edges beyond their limit, edges beyond FAULT_RATIO × it); fills self.overshoot (E, 3) [m]."""
         self.result[:] = 0
-        self._launch(kernels.edge_overshoot, len(self.max_length),
+        self._launch(limit_kernels.edge_overshoot, len(self.max_length),
                      [self._edges_view, self._max_length_view, FAULT_RATIO, q_view],
                      [self.overshoot_view, self.result_view])
         return int(self.result[0]), int(self.result[1])
@@ -107,7 +107,7 @@ class EdgeStrainLimit:
         (``check_sequential``), CUDA the check kernel and then, when an edge is too long, the choice as array
         operations (same lists; None when none is too long)."""
         if not self.parallel:
-            launch(kernels.check_sequential, 1, device=self.device,
+            launch(limit_kernels.check_sequential, 1, device=self.device,
                    inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
                            *self._check_views])
             found, kept, too_long, faulty = (int(count) for count in self._check_counts.tolist())
@@ -135,26 +135,26 @@ class EdgeStrainLimit:
         chosen_view, particles_view = warp_view(chosen, wp.int32), warp_view(particles, wp.int32)
         relaxation = wp.float64(self.relaxation)
         if not self.parallel:     # one launch for the round (launch overhead was most of a pass on the CPU)
-            launch(kernels.passes_sequential, 1, device=self.device,
+            launch(limit_kernels.passes_sequential, 1, device=self.device,
                    inputs=[chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
                            particles_view, *self._incident_views, relaxation, *plane_views, self.passes_per_round,
                            *self._work_views, q_view])
             return
         # the same three launches every pass: their arguments are packed once (recorded_items)
-        launches = [recorded_items(kernels.edge_steps, len(chosen), self.device,
+        launches = [recorded_items(limit_kernels.edge_steps, len(chosen), self.device,
                                    [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
                                     q_view], [*self._work_views, self.result_view]),
-                    recorded_items(kernels.apply_steps, len(particles), self.device,
+                    recorded_items(limit_kernels.apply_steps, len(particles), self.device,
                                    [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
                                     *self._work_views], [q_view]),
-                    recorded_items(kernels.planes, len(particle), self.device, plane_views, [q_view])]
+                    recorded_items(limit_kernels.planes, len(particle), self.device, plane_views, [q_view])]
         for _ in range(self.passes_per_round):
             self.result[:] = 0
             for launch_pass in launches:
                 launch_pass()
 
     def sweep(self, xp, positions, frozen=None):
-        """``passes_per_round`` Gauss–Seidel sweeps (``limit_sweep_kernels``), no global solve and no check:
+        """``passes_per_round`` Gauss–Seidel sweeps (``kernels.limit_sweep``), no global solve and no check:
         positions (n, 3) [m] -> corrected copy; frozen: optional (n,) bool, particles not to move."""
         q = xp.ascontiguousarray(positions, dtype=xp.float64).copy()
         inverse_mass = self._inverse_mass_view

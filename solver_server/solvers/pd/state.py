@@ -1,4 +1,5 @@
-"""Per-step data (Newton style): State holds positions/velocities, Control the kinematic inputs."""
+"""The PD cloth and soft bodies' per-step data: PDState (positions and velocities of the merged particle
+system) and PDControl (the kinematic inputs of one substep)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,18 @@ from dataclasses import dataclass, field
 
 
 @dataclass
-class State:
+class PDState:
     """positions (n, 3) [m] and velocities (n, 3) [m/s] on the backend device (float64)."""
 
     positions: object
     velocities: object
 
-    def copy(self) -> "State":
-        return State(self.positions.copy(), self.velocities.copy())
+    def copy(self) -> "PDState":
+        return PDState(self.positions.copy(), self.velocities.copy())
 
 
 @dataclass
-class Control:
+class PDControl:
     """Kinematic inputs for one substep.
 
     pin_targets: (P, 3) [m] world targets of the model's pinned particles (model.pin_indices

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ...kernels import launch_items, warp_device_of, warp_view
-from .incidence import corner_incidence
+from ....kernels import launch_items, warp_device_of, warp_view
+from ..incidence import corner_incidence
 
 wp.set_module_options({"enable_backward": False})
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ...kernels import launch_items, warp_device_of, warp_view
+from ....kernels import launch_items, warp_device_of, warp_view
 
 wp.set_module_options({"enable_backward": False})
 

@@ -10,7 +10,7 @@ with a thread per edge (``sweep_colour``): the same edges in the same order, the
 Gauss–Seidel fixes a local spike (an edge that the collider rounds stretched over a brow) in a few sweeps
 where Jacobi's averaging needs many passes (on the Suzanne scenes: worst stretch 3.6–5.1 % against
 5.7–8.9 %), but carries a region-wide stretch to the region's last edges instead of spreading it: the
-main limit pass (``limit_kernels``, after a global solve) stays Jacobi.
+main limit pass (``kernels.limit``, after a global solve) stays Jacobi.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from .limit_kernels import distance_step
+from .limit import distance_step
 
 
 @wp.func
 def limit_edge(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, ndim=2),
                max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64), edge: int) -> int:
     """Shorten ``edge`` to its hard limit if longer, moving its ends by their inverse masses
-    (``limit_kernels.distance_step``). Returns 1 if the edge was beyond its limit (and tolerance), else 0."""
+    (``kernels.limit.distance_step``). Returns 1 if the edge was beyond its limit (and tolerance), else 0."""
     step = distance_step(q, edges, max_length, inverse_mass, edge)
     if wp.length_sq(step) == wp.float64(0.0):
         return 0

@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse
 import warp as wp
 
-from ...kernels import launch_items, warp_device_of, warp_view
-from .incidence import corner_incidence
+from ....kernels import launch_items, warp_device_of, warp_view
+from ..incidence import corner_incidence
 
 wp.set_module_options({"enable_backward": False})
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ...kernels import launch_items, warp_device_of, warp_view
-from .incidence import incidence
+from ....kernels import launch_items, warp_device_of, warp_view
+from ..incidence import incidence
 
 
 @wp.kernel

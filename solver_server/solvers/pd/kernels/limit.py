@@ -27,7 +27,7 @@ def distance_step(q: wp.array(dtype=wp.vec3d), edges: wp.array(dtype=wp.int32, n
     """λ n̂ of the PBD distance constraint (Müller et al. 2007) of an edge beyond its limit (and tolerance):
     λ = (l − l_max) / (w_i + w_j), n̂ = (q_i − q_j) / l; end i moves by −w_i λ n̂, end j by +w_j λ n̂. The zero
     vector for an edge within its limit or with both ends fixed. Shared by the Jacobi passes here and the
-    Gauss–Seidel sweeps (``limit_sweep_kernels``)."""
+    Gauss–Seidel sweeps (``kernels.limit_sweep``)."""
     i = edges[edge, 0]
     j = edges[edge, 1]
     vector = q[i] - q[j]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ...kernels.bounds import box_lower, box_upper
+from ....kernels.bounds import box_lower, box_upper
 
 wp.set_module_options({"enable_backward": False})
 
