@@ -99,43 +99,124 @@ def start_side(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.ve
 
 
 @wp.func
-def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
-                        a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
-    """Earliest time t in [0, 1] at which a vertex moving x0 → x1 passes through the triangle moving
-    (a0, b0, c0) → (a1, b1, c1), both linearly; −1 when it does not.
+def segment_closest_parameters_near_parallel(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d,
+                                             parallel: wp.float64) -> wp.vec2d:
+    """(s, t) in [0, 1]² of the closest points p1 + s (q1 − p1) and p2 + t (q2 − p2) of two segments
+    (Ericson, RTCD §5.1.9; degenerate segments handled as points). Segments whose directions' cross
+    product is below ``parallel`` (relative: a·e − b² ≤ parallel · a·e) count as parallel, and s starts
+    from 0 there."""
+    zero = wp.float64(0.0)
+    one = wp.float64(1.0)
+    tiny = wp.float64(1e-300)
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = wp.dot(d1, d1)
+    e = wp.dot(d2, d2)
+    f = wp.dot(d2, r)
+    s = zero
+    t = zero
+    if a <= tiny and e <= tiny:
+        return wp.vec2d(zero, zero)
+    if a <= tiny:
+        return wp.vec2d(zero, wp.clamp(f / e, zero, one))
+    c = wp.dot(d1, r)
+    if e <= tiny:
+        return wp.vec2d(wp.clamp(-c / a, zero, one), zero)
+    b = wp.dot(d1, d2)
+    denominator = a * e - b * b
+    if denominator > wp.max(tiny, parallel * a * e):
+        s = wp.clamp((b * f - c * e) / denominator, zero, one)
+    t = (b * s + f) / e
+    if t < zero:
+        t = zero
+        s = wp.clamp(-c / a, zero, one)
+    elif t > one:
+        t = one
+        s = wp.clamp((b - c) / a, zero, one)
+    return wp.vec2d(s, t)
 
-    The coplanarity cubic is scanned on CCD_SAMPLES sub-intervals; in the first one whose ends have
-    opposite signs (or reach zero) its root is bisected, and the vertex must then lie inside the
-    triangle (closest point within CCD_INSIDE × longest edge). A crossing is a change of side, so a
-    vertex that only touches the plane and turns back is not one."""
+
+@wp.func
+def segment_closest_parameters(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d) -> wp.vec2d:
+    """``segment_closest_parameters_near_parallel`` with only exactly parallel segments taken as parallel."""
+    return segment_closest_parameters_near_parallel(p1, q1, p2, q2, wp.float64(0.0))
+
+
+@wp.func
+def edge_coplanarity(t: wp.float64, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d,
+                     b1: wp.vec3d, c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
+    """(c − a)·((b − a) × (d − c)) at time t for edges ab and cd moving linearly: zero when the two
+    edges' lines meet; its sign is the side of edge ab's line that cd passes on."""
+    a = lerp3(a0, a1, t)
+    c = lerp3(c0, c1, t)
+    return wp.dot(c - a, wp.cross(lerp3(b0, b1, t) - a, lerp3(d0, d1, t) - c))
+
+
+@wp.func
+def moving_coplanarity(edge_edge: bool, t: wp.float64, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
+                       p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> wp.float64:
+    """The coplanarity function at time t of four points moving linearly (pqrs at 0 → pqrs at 1): of edge pq
+    against edge rs (``edge_coplanarity``) when ``edge_edge``, else of vertex p against triangle qrs
+    (``coplanarity``)."""
+    if edge_edge:
+        return edge_coplanarity(t, p0, q0, r0, s0, p1, q1, r1, s1)
+    return coplanarity(t, p0, p1, q0, r0, s0, q1, r1, s1)
+
+
+@wp.func
+def next_coplanar_time(edge_edge: bool, first: int, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
+                       p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> wp.vec2d:
+    """The CCD bracket: (t, k) with t the bisected root of ``moving_coplanarity`` in the first of the CCD_SAMPLES
+    sub-intervals of [0, 1], from sub-interval ``first`` on, whose ends have opposite signs (or reach zero), and
+    k the sub-interval after it (where a scan that rejects this root goes on); (−1, CCD_SAMPLES) without one."""
     zero = wp.float64(0.0)
     samples = wp.float64(CCD_SAMPLES)
-    previous = coplanarity(zero, x0, x1, a0, b0, c0, a1, b1, c1)
-    for k in range(int(CCD_SAMPLES)):
+    previous = moving_coplanarity(edge_edge, wp.float64(first) / samples, p0, q0, r0, s0, p1, q1, r1, s1)
+    for k in range(first, int(CCD_SAMPLES)):
         t_high = wp.float64(k + 1) / samples
-        value = coplanarity(t_high, x0, x1, a0, b0, c0, a1, b1, c1)
+        value = moving_coplanarity(edge_edge, t_high, p0, q0, r0, s0, p1, q1, r1, s1)
         if (previous > zero and value <= zero) or (previous < zero and value >= zero):
             low = wp.float64(k) / samples
             high = t_high
             low_value = previous
             for _ in range(CCD_BISECTIONS):
                 middle = wp.float64(0.5) * (low + high)
-                middle_value = coplanarity(middle, x0, x1, a0, b0, c0, a1, b1, c1)
+                middle_value = moving_coplanarity(edge_edge, middle, p0, q0, r0, s0, p1, q1, r1, s1)
                 if (low_value > zero) == (middle_value > zero) and middle_value != zero:
                     low = middle
                     low_value = middle_value
                 else:
                     high = middle
-            t = high
-            a = lerp3(a0, a1, t)
-            b = lerp3(b0, b1, t)
-            c = lerp3(c0, c1, t)
-            x = lerp3(x0, x1, t)
-            closest = blend(closest_barycentric(x, a, b, c), a, b, c)
-            scale = wp.max(wp.length(b - a), wp.max(wp.length(c - a), wp.length(c - b)))
-            if wp.length(x - closest) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
-                return t
+            return wp.vec2d(high, wp.float64(k + 1))
         previous = value
+    return wp.vec2d(wp.float64(-1.0), samples)
+
+
+@wp.func
+def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+                        a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
+    """Earliest time t in [0, 1] at which a vertex moving x0 → x1 passes through the triangle moving
+    (a0, b0, c0) → (a1, b1, c1), both linearly; −1 when it does not.
+
+    The coplanarity cubic's roots come from the CCD bracket (``next_coplanar_time``), earliest first; at a
+    root the vertex must lie inside the triangle (closest point within CCD_INSIDE × longest edge). A crossing
+    is a change of side, so a vertex that only touches the plane and turns back is not one."""
+    first = int(0)
+    while first < int(CCD_SAMPLES):
+        root = next_coplanar_time(False, first, x0, a0, b0, c0, x1, a1, b1, c1)
+        t = root[0]
+        if t < wp.float64(0.0):
+            return t
+        a = lerp3(a0, a1, t)
+        b = lerp3(b0, b1, t)
+        c = lerp3(c0, c1, t)
+        x = lerp3(x0, x1, t)
+        closest = blend(closest_barycentric(x, a, b, c), a, b, c)
+        scale = wp.max(wp.length(b - a), wp.max(wp.length(c - a), wp.length(c - b)))
+        if wp.length(x - closest) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
+            return t
+        first = int(root[1])
     return wp.float64(-1.0)
 
 
@@ -189,86 +270,27 @@ def vertex_triangle_ccd_kernel(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
 
 
 @wp.func
-def segment_closest_parameters(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d) -> wp.vec2d:
-    """(s, t) in [0, 1]² of the closest points p1 + s (q1 − p1) and p2 + t (q2 − p2) of two segments
-    (Ericson, RTCD §5.1.9; degenerate segments handled as points)."""
-    zero = wp.float64(0.0)
-    one = wp.float64(1.0)
-    tiny = wp.float64(1e-300)
-    d1 = q1 - p1
-    d2 = q2 - p2
-    r = p1 - p2
-    a = wp.dot(d1, d1)
-    e = wp.dot(d2, d2)
-    f = wp.dot(d2, r)
-    s = zero
-    t = zero
-    if a <= tiny and e <= tiny:
-        return wp.vec2d(zero, zero)
-    if a <= tiny:
-        return wp.vec2d(zero, wp.clamp(f / e, zero, one))
-    c = wp.dot(d1, r)
-    if e <= tiny:
-        return wp.vec2d(wp.clamp(-c / a, zero, one), zero)
-    b = wp.dot(d1, d2)
-    denominator = a * e - b * b
-    if denominator > tiny:
-        s = wp.clamp((b * f - c * e) / denominator, zero, one)
-    t = (b * s + f) / e
-    if t < zero:
-        t = zero
-        s = wp.clamp(-c / a, zero, one)
-    elif t > one:
-        t = one
-        s = wp.clamp((b - c) / a, zero, one)
-    return wp.vec2d(s, t)
-
-
-@wp.func
-def edge_coplanarity(t: wp.float64, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d,
-                     b1: wp.vec3d, c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
-    """(c − a)·((b − a) × (d − c)) at time t for edges ab and cd moving linearly: zero when the two
-    edges' lines meet; its sign is the side of edge ab's line that cd passes on."""
-    a = lerp3(a0, a1, t)
-    c = lerp3(c0, c1, t)
-    return wp.dot(c - a, wp.cross(lerp3(b0, b1, t) - a, lerp3(d0, d1, t) - c))
-
-
-@wp.func
 def edge_edge_ccd(a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
                   c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
     """Earliest time t in [0, 1] at which edge ab (a0 b0 → a1 b1) passes through edge cd (linear
-    motions), −1 when it does not: a sign change of ``edge_coplanarity`` bisected as in
-    ``vertex_triangle_ccd``, where the segments then meet (distance within CCD_INSIDE × the longer edge)."""
-    zero = wp.float64(0.0)
-    samples = wp.float64(CCD_SAMPLES)
-    previous = edge_coplanarity(zero, a0, b0, c0, d0, a1, b1, c1, d1)
-    for k in range(int(CCD_SAMPLES)):
-        t_high = wp.float64(k + 1) / samples
-        value = edge_coplanarity(t_high, a0, b0, c0, d0, a1, b1, c1, d1)
-        if (previous > zero and value <= zero) or (previous < zero and value >= zero):
-            low = wp.float64(k) / samples
-            high = t_high
-            low_value = previous
-            for _ in range(CCD_BISECTIONS):
-                middle = wp.float64(0.5) * (low + high)
-                middle_value = edge_coplanarity(middle, a0, b0, c0, d0, a1, b1, c1, d1)
-                if (low_value > zero) == (middle_value > zero) and middle_value != zero:
-                    low = middle
-                    low_value = middle_value
-                else:
-                    high = middle
-            t = high
-            a = lerp3(a0, a1, t)
-            b = lerp3(b0, b1, t)
-            c = lerp3(c0, c1, t)
-            d = lerp3(d0, d1, t)
-            st = segment_closest_parameters(a, b, c, d)
-            gap = lerp3(a, b, st[0]) - lerp3(c, d, st[1])
-            scale = wp.max(wp.length(b - a), wp.length(d - c))
-            if wp.length(gap) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
-                return t
-        previous = value
+    motions), −1 when it does not: a root of ``edge_coplanarity`` from the CCD bracket (``next_coplanar_time``)
+    at which the segments meet (distance within CCD_INSIDE × the longer edge)."""
+    first = int(0)
+    while first < int(CCD_SAMPLES):
+        root = next_coplanar_time(True, first, a0, b0, c0, d0, a1, b1, c1, d1)
+        t = root[0]
+        if t < wp.float64(0.0):
+            return t
+        a = lerp3(a0, a1, t)
+        b = lerp3(b0, b1, t)
+        c = lerp3(c0, c1, t)
+        d = lerp3(d0, d1, t)
+        st = segment_closest_parameters(a, b, c, d)
+        gap = lerp3(a, b, st[0]) - lerp3(c, d, st[1])
+        scale = wp.max(wp.length(b - a), wp.length(d - c))
+        if wp.length(gap) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
+            return t
+        first = int(root[1])
     return wp.float64(-1.0)
 
 

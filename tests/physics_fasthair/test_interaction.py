@@ -3,16 +3,20 @@
 import numpy as np
 
 from solver_server.solvers.cosserat import CosseratControl, CosseratSettings, CosseratSolver
-from solver_server.solvers.cosserat.interaction import SweptSphereInteraction, closest_points_between_segments
+from solver_server.solvers.cosserat.interaction import SweptSphereInteraction
 from solver_server.solvers.guides.layout import StrandLayout
+from solver_server.solvers.strand_geometry import segment_closest_parameters
 
 
 def test_closest_points_of_segments():
-    p1, q1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
-    p2, q2 = np.array([[0.25, -1.0, 0.1], [2.0, 0.0, 1.0]]), np.array([[0.25, 1.0, 0.1], [3.0, 0.0, 1.0]])
-    s, t = closest_points_between_segments(p1, q1, p2, q2)
-    np.testing.assert_allclose(s, [0.25, 1.0])
-    np.testing.assert_allclose(t, [0.5, 0.0])
+    """Crossing, end-to-end, parallel and zero-length pairs (the last two without a NaN)."""
+    p1 = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    q1 = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    p2 = np.array([[0.25, -1.0, 0.1], [2.0, 0.0, 1.0], [0.5, 1.0, 0.0], [0.3, 0.0, 1.0]])
+    q2 = np.array([[0.25, 1.0, 0.1], [3.0, 0.0, 1.0], [2.5, 1.0, 0.0], [0.3, 0.0, 1.0]])
+    s, t = segment_closest_parameters(np, p1, q1, p2, q2)
+    np.testing.assert_allclose(s, [0.25, 1.0, 0.5, 0.0])
+    np.testing.assert_allclose(t, [0.5, 0.0, 0.0, 0.0])
 
 
 def crossing_pair(gap):

@@ -25,27 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...kernels.pairs import ChainSpherePairs
-
-
-def closest_points_between_segments(p1, q1, p2, q2, xp=np):
-    """Parameters s, t (n,) in [0, 1] of the closest points p1 + s(q1 − p1), p2 + t(q2 − p2).
-
-    p1, q1, p2, q2: (n, 3) segment end points [m] (arrays of ``xp``)."""
-    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
-    a = xp.sum(d1 * d1, axis=1)
-    e = xp.sum(d2 * d2, axis=1)
-    f = xp.sum(d2 * r, axis=1)
-    c = xp.sum(d1 * r, axis=1)
-    b = xp.sum(d1 * d2, axis=1)
-    denominator = a * e - b * b
-    safe_a = xp.maximum(a, 1e-300)
-    safe_e = xp.maximum(e, 1e-300)
-    s = xp.where(denominator > 1e-12 * xp.maximum(a * e, 1e-300),
-                 xp.clip((b * f - c * e) / xp.maximum(denominator, 1e-300), 0.0, 1.0), 0.0)
-    t = (b * s + f) / safe_e
-    s = xp.where(t < 0.0, xp.clip(-c / safe_a, 0.0, 1.0), xp.where(t > 1.0, xp.clip((b - c) / safe_a, 0.0, 1.0), s))
-    t = xp.clip(t, 0.0, 1.0)
-    return s, t
+from ..strand_geometry import segment_closest_parameters
 
 
 class SweptSphereInteraction:
@@ -110,7 +90,7 @@ class SweptSphereInteraction:
         if len(pairs) == 0:
             return result.reshape(strands, points, 3), 0
         i, j = pairs[:, 0], pairs[:, 1]
-        s, t = closest_points_between_segments(start[i], end[i], start[j], end[j], xp)
+        s, t = segment_closest_parameters(xp, start[i], end[i], start[j], end[j])
         on_i = start[i] + s[:, None] * (end[i] - start[i])
         on_j = start[j] + t[:, None] * (end[j] - start[j])
         gap = on_i - on_j

@@ -3,6 +3,7 @@ coplanarity times of two moving segments (seed 000 eq. 4.1)."""
 
 from __future__ import annotations
 
+from ..strand_geometry import segment_closest_parameters
 from .frames import cross3, row_lengths
 
 
@@ -13,27 +14,12 @@ def _dot(xp, a, b):
 def segment_closest_points(xp, p1, q1, p2, q2):
     """Closest points of segments [p1, q1] and [p2, q2] (rows independent, shapes (n, 3)).
 
-    Returns (s, t, distance): parameters in [0, 1] of the closest points on each segment and their distance.
+    Returns (s, t, distance): parameters in [0, 1] of the closest points on each segment
+    (``strand_geometry.segment_closest_parameters``) and their distance [m].
     """
-    d1 = q1 - p1
-    d2 = q2 - p2
-    r = p1 - p2
-    a = _dot(xp, d1, d1)
-    e = _dot(xp, d2, d2)
-    f = _dot(xp, d2, r)
-    c = _dot(xp, d1, r)
-    b = _dot(xp, d1, d2)
-    denominator = a * e - b * b
-    parallel = denominator <= 1e-12 * a * e
-    s = xp.where(parallel, 0.0, xp.clip((b * f - c * e) / xp.where(parallel, 1.0, denominator), 0.0, 1.0))
-    t = (b * s + f) / e
-    # t outside [0, 1]: clamp it and recompute s for the clamped t
-    below, above = t < 0.0, t > 1.0
-    t = xp.clip(t, 0.0, 1.0)
-    s = xp.where(below, xp.clip(-c / a, 0.0, 1.0), s)
-    s = xp.where(above, xp.clip((b - c) / a, 0.0, 1.0), s)
-    closest1 = p1 + s[:, None] * d1
-    closest2 = p2 + t[:, None] * d2
+    s, t = segment_closest_parameters(xp, p1, q1, p2, q2)
+    closest1 = p1 + s[:, None] * (q1 - p1)
+    closest2 = p2 + t[:, None] * (q2 - p2)
     return s, t, row_lengths(xp, closest1 - closest2)
 
 

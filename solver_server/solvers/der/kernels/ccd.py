@@ -15,6 +15,7 @@ from __future__ import annotations
 import warp as wp
 
 from ....kernels.bounds import box_lower, box_upper
+from ....kernels.geometry import segment_closest_parameters_near_parallel
 
 wp.set_module_options({"enable_backward": False})
 
@@ -23,28 +24,10 @@ BISECTION_STEPS = 40
 
 @wp.func
 def closest_on_segments(p1: wp.vec3d, q1: wp.vec3d, p2: wp.vec3d, q2: wp.vec3d) -> wp.vec3d:
-    """(s, t, distance) of the closest points p1 + s (q1 − p1), p2 + t (q2 − p2) (geometry.segment_closest_points)."""
-    zero = wp.float64(0.0)
-    one = wp.float64(1.0)
-    d1 = q1 - p1
-    d2 = q2 - p2
-    r = p1 - p2
-    a = wp.dot(d1, d1)
-    e = wp.dot(d2, d2)
-    f = wp.dot(d2, r)
-    c = wp.dot(d1, r)
-    b = wp.dot(d1, d2)
-    denominator = a * e - b * b
-    s = zero
-    if not (denominator <= wp.float64(1e-12) * a * e):
-        s = wp.clamp((b * f - c * e) / denominator, zero, one)
-    t = (b * s + f) / e
-    if t < zero:
-        s = wp.clamp(-c / a, zero, one)
-    elif t > one:
-        s = wp.clamp((b - c) / a, zero, one)
-    t = wp.clamp(t, zero, one)
-    return wp.vec3d(s, t, wp.length((p1 + s * d1) - (p2 + t * d2)))
+    """(s, t, distance) of the closest points p1 + s (q1 − p1), p2 + t (q2 − p2) (geometry.segment_closest_points):
+    rod edges within 1e-12 (relative) of parallel count as parallel."""
+    st = segment_closest_parameters_near_parallel(p1, q1, p2, q2, wp.float64(1e-12))
+    return wp.vec3d(st[0], st[1], wp.length((p1 + st[0] * (q1 - p1)) - (p2 + st[1] * (q2 - p2))))
 
 
 @wp.func
