@@ -1,4 +1,4 @@
-"""Fuzz the decoder and the live server loop with mutated protocol messages (issue 7 figures).
+"""Fuzz the decoder and the live server loop with mutated protocol messages (reliability figures).
 
 ``python -m benchmarks.fuzz_server [--messages 100000] [--seed 1]`` starts a real solver server
 subprocess (real Simulation), then sends it ``--messages`` messages made by mutating valid ones

@@ -1,4 +1,4 @@
-"""The same solvers on --device cuda vs --device cpu (issue 8): PD cloth and the DER hairball, ratio printed.
+"""The same solvers on --device cuda vs --device cpu: PD cloth and the DER hairball, ratio printed.
 
 Scenes (built as wire dicts and run in-process through ``Simulation``, so the numbers are solver time):
 
@@ -16,7 +16,7 @@ Without CuPy or a CUDA device it prints "CUDA not available: <reason>" and runs 
 thesis's figures (RTX 3060 Ti): the 141 × 141 cloth above (54 FPS with A-Jacobi), a 49k-tet soft body (its
 Armadillo, 45 FPS) and a 171k-tet one (its Dragon, 168k tets, 8.5–10 FPS), the blobs of
 ``benchmarks.pd_softbody`` dropped on a floor (``blob_scene``). A thesis frame is one PD step; ours is a 24 fps frame of
-2 substeps, so both "frames" and "steps" per second are printed (issue 19's bars: cloth ≥ 54, Armadillo ≥ 45,
+2 substeps, so both "frames" and "steps" per second are printed (targets: cloth ≥ 54, Armadillo ≥ 45,
 Dragon ≥ 10 on a GPU). On a GPU each scene runs twice: with Tangle's default Cholesky global step (cholespy's
 device solve) and with the seed's A-Jacobi (order 2, 30 and 120 Chebyshev sweeps, replayed as one CUDA graph per
 global step), each printed with its largest position difference from the Cholesky frames.

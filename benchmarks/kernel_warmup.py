@@ -1,4 +1,4 @@
-"""The kernel warm-up line every benchmark prints first (issue 21: first-run and cached compile times)."""
+"""The kernel warm-up line every benchmark prints first (first-run and cached compile times)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 20's parameter sweep (run by name; a finder, not a test): draws the parameters of one object kind's
+"""The parameter sweep (run by name; a finder, not a test): draws the parameters of one object kind's
 table (``solver_server.sim.params``) across their whole range, each at a bound or log-uniform between (an
 open lower bound of 0 reads as 1e-9 of the upper), with substeps 1..24, and runs 2 frames of a small scene:
 ``der`` / ``cosserat`` / ``particles``: 3 rooted strands of 6 points lying just above a floor (friction,
@@ -7,7 +7,7 @@ cloth pinned at two corners falling onto a floor (friction, thickness, damping, 
 bend stiffness, self-collision on or off); ``softbody``: a 3 × 3 × 3-cell tet box dropped on a floor
 (friction, thickness, damping, density, Young's modulus, Poisson ratio). Prints how each draw ended
 (finite frames, ``bad_scene`` at submit, ``simulation_failed``, non-finite, other exception), every draw
-that did not end well, and the time per frame against the median of all draws (issue 20: no draw above 10×),
+that did not end well, and the time per frame against the median of all draws (target: no draw above 10×),
 and the time per substep against its median (the substeps are drawn too, so per frame they alone span 24×).
 
     .venv/bin/python -m benchmarks.parameter_sweep [--kind der] [--draws 40] [--seed 0]
@@ -123,7 +123,7 @@ def main(argv=None) -> None:
             print(f"{outcome}{' (crawls)' if crawls else ''}: substeps={substeps}, {shown}: {detail[:160]}")
     if times:
         print(f"time per frame: median {median * 1e3:.0f} ms, largest {max(times) * 1e3:.0f} ms "
-              f"({max(times) / median:.1f}x the median; issue 20 bar: at most 10x)")
+              f"({max(times) / median:.1f}x the median; target: at most 10x)")
         # the draws' substeps range over 1..24, so per frame a 24-substep draw costs ~24x a 1-substep one by
         # construction; per substep compares a draw with its neighbours in cost
         per_substep = [row[3] / row[1] for row in rows if row[3] is not None]

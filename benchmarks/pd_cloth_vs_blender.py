@@ -6,7 +6,7 @@ at 24 fps. Blender's Cloth runs at quality 5 (5 substeps per frame) with a Colli
 sphere; Tangle runs the PD solver in-process (no sockets, so both numbers are pure solver time).
 
 Printed: ms per frame for each, their ratio, Tangle's split per substep (local step, global solves, collider
-contact, hard strain limit; issue 19 asks for it), and the edge stretch (l / l_rest − 1) at the last frame as max,
+contact, hard strain limit), and the edge stretch (l / l_rest − 1) at the last frame as max,
 99.9th and 99th percentile, plus Tangle's worst edge over all frames (visual quality: the issue asks for no
 visible stretching beyond 10 %).
 

@@ -4,7 +4,7 @@ The body is a generated "blob" (a closed sphere-like surface with radial bumps, 
 bunny or armadillo stand-in gives: concave regions, varying thickness), tetrahedralized by the solver's
 own lattice embedding (`tet_resolution` cells along the longest axis: 29 gives 49 212 tets, the size of seed
 001's Armadillo, 49k; 45 gives 171 348, the size of its Dragon, 168k), dropped from 0.3 m onto a plane
-collider. Issue 19's bar: the 50k-tet body at ≤ 100 ms per substep on the CPU. There is no same-scene anchor
+collider. The target: the 50k-tet body at ≤ 100 ms per substep on the CPU. There is no same-scene anchor
 in Blender (its Soft Body modifier has no tetrahedral model), so this prints absolute figures only.
 
     .venv/bin/python -m benchmarks.pd_softbody [--resolution 29 45] [--frames 12] [--substeps 2]

@@ -1,4 +1,4 @@
-"""Reliability figures (issue 7): silence detection, kill -9 recovery, concurrency, checkpoint cost.
+"""Reliability figures: silence detection, kill -9 recovery, concurrency, checkpoint cost.
 
 ``python -m benchmarks.reliability_figures`` prints:
 

@@ -1,4 +1,4 @@
-"""Soak test: a bake loop against one solver server for a long time (issue 7 figure).
+"""Soak test: a bake loop against one solver server for a long time (a reliability figure).
 
 ``python -m benchmarks.soak [--minutes 30]`` starts a solver server subprocess (with
 ``--checkpoint-dir`` in a temporary folder) and bakes a small animated cloth scene over and over,
@@ -8,7 +8,7 @@ file descriptors, and this process's descriptors, and prints them once a minute 
 RSS drift after warm-up and fd ranges. The warm-up is max(10 % of the run, 6 min), at most half of
 the run: the server keeps ended jobs' frames for 120 s (resume) and forgets idle clients after
 300 s, so its memory only reaches steady state after about 5 minutes of bakes (runs shorter than
-12 minutes therefore measure part of that ramp). The issue's bar: RSS drift < 10 %, descriptors
+12 minutes therefore measure part of that ramp). The target: RSS drift < 10 %, descriptors
 stable. Exit status 1 when the bar is missed or a bake failed.
 """
 

@@ -1,6 +1,6 @@
-"""Issue 18's scene: a 50 × 50 cloth (two corners pinned, self-collision on) falling onto Blender's Suzanne
+"""Cloth on a moving character: a 50 × 50 cloth (two corners pinned, self-collision on) falling onto Blender's Suzanne
 while the head turns 60° and slides 0.3 m over 48 frames; Tangle's PD cloth vs Blender's own Cloth on the
-identical scene, same run, with the contact quality figures of the issue's bars.
+identical scene, same run, with the contact quality figures.
 
 Per solver, over all frames: vertices inside the head (|generalized winding number| > 0.5), the fastest
 rise of the cloth's centre of mass after it first lands [m/s], the largest per-frame vertex jump once

@@ -178,7 +178,7 @@ class TangleSceneSettings(PropertyGroup):
     problems: CollectionProperty(type=TangleProblem, name="Problems",
                                  description="What must be fixed before baking (from the last check)")
 
-    # ---- bake workflow: connection profile, output route, checkpoints (Blender engineer #2) ----
+    # ---- bake workflow: connection profile, output route, checkpoints ----
     server_profile: StringProperty(
         name="Profile", default="",
         description="Server profile from the Tangle add-on preferences (address + CURVE keys); "

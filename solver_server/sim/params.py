@@ -5,7 +5,7 @@ keys and absurd values raise :class:`SceneError` naming the object and the key. 
 property defaults mirror these tables (a test checks they agree).
 
 Units are SI (Blender meters). Stiffness semantics (used by the PD solver, see
-``solver_server/solvers/pd/weights.py`` for the mapping to constraint weights):
+``solver_server/solvers/pd/solver.py`` ``build_constraints`` for the mapping to constraint weights):
 
 - cloth ``stretch_stiffness`` [N/m]: membrane (2D) Young's modulus, i.e. force per unit width
   per unit strain (E_3D × thickness).
@@ -175,6 +175,20 @@ KINDS = tuple(PARAM_TABLES)
 def defaults(kind: str) -> dict[str, Any]:
     """All defaults of ``kind`` as a plain dict (for documentation and the add-on mirror test)."""
     return {spec.name: spec.default for spec in PARAM_TABLES[kind]}
+
+
+def default_of(kind: str, name: str) -> Any:
+    """The table's default of parameter ``name`` of ``kind`` (KeyError for a name the table lacks): the
+    solvers' settings dataclasses take their defaults from here."""
+    return {spec.name: spec for spec in PARAM_TABLES[kind]}[name].default
+
+
+def check_values(kind: str, values: dict[str, Any], object_id: str | None = None) -> None:
+    """Check ``values`` {table name: value} of ``kind`` against the table's types and ranges: SceneError naming
+    the object and the key for the first one outside (the same rules as a scene's params)."""
+    table = {spec.name: spec for spec in PARAM_TABLES[kind]}
+    for name, value in values.items():
+        _resolve_one(table[name], value, object_id)
 
 
 def _finite_number(value: Any) -> float | None:

@@ -99,7 +99,7 @@ def test_stats_and_server_lines_for_the_panel():
     assert bake_state.server_line({"server": "x", "backend": "cpu", "device": {}}) == "x · cpu · unknown device"
 
 
-# ---- status lines that say what happened (issue 22 item 4) --------------------------------------
+# ---- status lines that say what happened --------------------------------------
 
 def test_status_lines_name_the_frames_baked_replaced_stored_and_missing():
     from blender_addon.core.bake_state import BakeRecord, outcome_status, stored_text

@@ -1,4 +1,4 @@
-"""Headless bake progress (issue 22 item 3): a bar redrawn in place on a terminal, a line every tenth of the
+"""Headless bake progress: a bar redrawn in place on a terminal, a line every tenth of the
 range (or every few seconds) in a log, with frame, rate, ETA and the solver's figures."""
 
 import io

@@ -1,4 +1,4 @@
-"""Hair rooted inside a collider, found before the bake (issue 20): depths inside primitives and meshes
+"""Hair rooted inside a collider, found before the bake: depths inside primitives and meshes
 (either orientation), the point-triangle distance against the server's closest points, and the warnings."""
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_summary_names_the_first_problem_and_counts_the_rest():
     assert validation.summary([]) == ""
 
 
-# ---- settings (issue 22 item 6): the server's rules before anything is sent, and settings that look wrong
+# ---- settings: the server's rules before anything is sent, and settings that look wrong
 
 def _sheet_edges(size=0.05):
     vertices = np.array([[0, 0, 0], [size, 0, 0], [size, size, 0], [0, size, 0]], float)

@@ -1,4 +1,4 @@
-"""Real-Blender scenario for Preferences > Set Up Local Solver (issue 22 item 2), run in a fresh subprocess by
+"""Real-Blender scenario for Preferences > Set Up Local Solver, run in a fresh subprocess by
 test_solver_setup_in_blender.py (prints one line "RESULT <json>"): the extension zip installed into a fresh
 user folder sets up its private solver environment from a folder of wheels (no network), then a Bake on the
 default 'local' connection starts the solver from that environment."""
@@ -81,7 +81,7 @@ def _state(scene, objects, frames) -> dict:
 
 
 def scenario_artist_day(args: dict) -> dict:
-    """Issue 22's whole story from the installed zip: set up the local solver from a wheel folder; bake cloth,
+    """The whole story from the installed zip: set up the local solver from a wheel folder; bake cloth,
     a soft body and hair with painted maps on 'local'; cancel part way, save, reopen with no server, Resume;
     re-bake from a frame; save, reopen, Bake again (the local solver comes back by itself). The status line
     is recorded after every step."""

@@ -18,7 +18,7 @@ def check_grid_bake(result: dict) -> None:
 
     refused = result["server_refused"]
     assert refused["result"] == ["RAISED"] and not refused["shape_keys"]
-    # refused by Check Scene with the server's own rule (issue 22 item 6), before anything is sent
+    # refused by Check Scene with the server's own rule, before anything is sent
     assert refused["last_error"].startswith("Sheet: strain limits (1.5, 2) must satisfy min ≤ 1 ≤ max")
 
     assert result["bake_result"]["result"] == ["FINISHED"], result["bake_result"]
@@ -99,7 +99,7 @@ def test_cancel_and_server_loss_keep_the_frames_baked_so_far(run_scenario):
     for case, verb, replaced in (("cancel", "Cancelled", 0),
                                  ("server_loss", "Failed", min(first_bake, result["server_loss"]["frames_baked"]))):
         baked = result[case]["frames_baked"]
-        # the second bake replaced the frames the first one had kept (issue 22 item 4: the line says so)
+        # the second bake replaced the frames the first one had kept (the line says so)
         assert re.fullmatch(rf"{verb}: frames 1–{baked} baked{f' [(]{replaced} replaced[)]' if replaced else ''} in "
                             rf"[\d.]+ s · frames 1–{baked} stored, {baked + 1}–400 missing \(Resume continues\)",
                             result[case]["status"]), result[case]["status"]

@@ -75,7 +75,7 @@ def check_continuation(result: dict, frames: int, cancel_after: int, rebake_from
     assert cancelled["checkpoint_frames"] == list(range(4, last + 1, 3))
     assert result["resume_poll"] is True
     assert result["resume"]["result"] == ["FINISHED"], result["resume"]
-    # issue 22 item 4: the status says what this run baked and what is stored, not "Baked 10/10 frames"
+    # the status says what this run baked and what is stored, not "Baked 10/10 frames"
     # (the cancelled bake started over the full one: its frames replaced those, the rest were freed)
     assert re.fullmatch(rf"Cancelled: frames 1–{last} baked \({last} replaced\) in [\d.]+ s · frames 1–{last} stored, "
                         rf"{last + 1}–{frames} missing \(Resume continues\)", cancelled["status"]), cancelled["status"]

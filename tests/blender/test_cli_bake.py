@@ -39,7 +39,7 @@ def test_cli_bake_without_a_server_fails_clearly_within_the_timeout(run_scenario
 @pytest.mark.parametrize("sent, exit_code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_cli_bake_stops_cleanly_on_a_signal_and_keeps_its_frames(run_scenario, solver_server_address, tmp_path,
                                                                   sent, exit_code):
-    """Issue 22 item 3: Ctrl-C (or a farm's SIGTERM) cancels the bake after the current frame, saves the frames
+    """Ctrl-C (or a farm's SIGTERM) cancels the bake after the current frame, saves the frames
     baked so far and exits non-zero (130 / 143); the saved file holds exactly those frames."""
     shot, baked = tmp_path / "shot.blend", tmp_path / "baked.blend"
     run_scenario("save_for_cli", path=str(shot), frames=1000, grid=12)

@@ -72,7 +72,7 @@ def test_curves_hair_bound_to_a_moving_head_plays_back(run_scenario, solver_serv
     brought to local space with its transform of each frame, so the roots still sit on the head."""
     frames = 8
     saved = tmp_path / "hair.blend"
-    wind = 30.0  # a scene Wind field along +y [m/s²] (every hair model takes it, issue 22 item 7)
+    wind = 30.0  # a scene Wind field along +y [m/s²] (every hair model takes it)
     result = run_roles(run_scenario, "curves_hair_on_moving_head", frames=frames, points=6, model=model,
                        parented=parented, wind=wind, address=solver_server_address,
                        save=str(saved) if parented else "")
@@ -232,7 +232,7 @@ def test_hair_rooted_inside_a_collider_is_a_warning_that_does_not_block_the_bake
             (case, message)
         assert outcome["panel"] == outcome["problems"]
         assert outcome["operator"] == {"result": ["FINISHED"], "error": None}
-        if case == "thin_cloth":   # issue 22 item 6: zero thickness near a collider is a warning too
+        if case == "thin_cloth":   # zero thickness near a collider is a warning too
             assert outcome["problems"][0][0] == "Sheet" and not outcome["problems"][0][2]
             assert outcome["problems"][0][1].startswith("thickness 0: the cloth rests exactly on collider surfaces")
         # the warnings do not stop the bake: it gets as far as the (dead) server
@@ -281,7 +281,7 @@ def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scena
 
 
 def test_painted_maps_change_the_drape_and_export_as_factors(run_scenario, solver_server_address):
-    """Issue 22 item 5: a bending rigidity painted by a vertex group (weight 1 on one half, 0.1 × elsewhere)
+    """A bending rigidity painted by a vertex group (weight 1 on one half, 0.1 × elsewhere)
     makes the unpainted half of a clamped flap sag several times further; Curves attributes on the point and
     curve domains export as per-point factors; Check Scene blocks a missing group and warns about a map the
     hair model does not use (which is then not sent)."""
@@ -318,7 +318,7 @@ def test_a_cape_pinned_by_an_armature_follows_the_skin_and_plays_back_once(run_s
     assert result["skin_moves"] > 0.1           # the skin carries the pinned row a long way
     assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
     assert result["muted_after_bake"]
-    assert max(result["pin_error"]) < 5e-4, result["pin_error"]        # the issue's bar: 0.5 mm
+    assert max(result["pin_error"]) < 5e-4, result["pin_error"]        # pins within 0.5 mm
     assert max(result["inside"]) == 0, result["inside"]
     # beyond what the skin itself does to the pinned row (the Surface Deform stretches it by the chest's twist)
     assert max(result["stretch"]) < max(result["skin_stretch"], 0.0) + 0.05, (result["stretch"], result["skin_stretch"])
@@ -335,4 +335,4 @@ def test_hair_baked_from_a_posed_frame_sits_on_the_bent_scalp(run_scenario, solv
     result = run_roles(run_scenario, "hair_on_bent_head_from_a_posed_frame", model=model,
                        address=solver_server_address)
     assert result["bake_result"]["result"] == ["FINISHED"], result["last_error"]
-    assert max(result["root_gap"]) < 5e-4, result["root_gap"]          # the issue's bar: 0.5 mm
+    assert max(result["root_gap"]) < 5e-4, result["root_gap"]          # roots within 0.5 mm

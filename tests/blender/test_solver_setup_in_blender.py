@@ -1,4 +1,4 @@
-"""Set Up Local Solver in real Blender (issue 22 item 2): the installed extension zip makes its own solver
+"""Set Up Local Solver in real Blender: the installed extension zip makes its own solver
 environment from local wheels (no network needed), and Bake then runs the solver from it; a wheel folder
 without the packages fails with a clear status and changes nothing."""
 
@@ -30,7 +30,7 @@ def test_setup_local_solver_from_wheels_then_bake_on_the_local_connection(run_sc
 
 
 def test_the_artists_day_from_the_installed_zip(run_scenario, extension_zip, solver_wheelhouse, tmp_path):
-    """Issue 22's bar: set up the local solver from the preferences (local wheels, no network); bake cloth,
+    """Set up the local solver from the preferences (local wheels, no network); bake cloth,
     hair and a soft body with painted maps; cancel, save, reopen with no server, resume; re-bake from a
     frame; save and reopen; Bake again brings the local server back. Every status line is checked."""
     import re

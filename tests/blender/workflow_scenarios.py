@@ -107,7 +107,7 @@ def scenario_connection(args: dict) -> dict:
     result["process_exit"] = process.poll()
     result["stop_poll_after"] = bpy.ops.tangle.stop_local_server.poll()
 
-    # Issue 22 item 1: the file stores no port and no stale status; Bake brings the local solver back itself.
+    # The file stores no port and no stale status; Bake brings the local solver back itself.
     scene.tangle.server_info = "tangle-solver 0.0.0 · cpu · a previous session"
     bpy.ops.wm.save_as_mainfile(filepath=args["path"])
     bpy.ops.wm.open_mainfile(filepath=args["path"])

@@ -1,4 +1,4 @@
-"""``pip install tangle-solver`` on a remote GPU box (issue 22 item 2, docs/remote.md): from a clean virtual
+"""``pip install tangle-solver`` on a remote GPU box (docs/remote.md): from a clean virtual
 environment with no index (the wheels of its requirements in a local folder), the package installs, its
 ``tangle-solver`` command serves, and a client bakes a small cloth on it. The server must run from the
 installed package, not from this checkout."""

@@ -1,4 +1,4 @@
-"""Scenes of issue 18 ("Contact that holds on real characters"), shared by the tests and docs/benchmarks.
+"""Scenes of cloth and hair on a moving character (Suzanne), shared by the tests and docs/benchmarks.
 
 Suzanne comes from real bpy (``tests/data/suzanne.npz``, written by ``tests/data/export_suzanne.py``).
 """

@@ -1,4 +1,4 @@
-"""DER hair on a turning character (issue 18's "contact that holds on real characters", for hair): strands
+"""DER hair on a turning character (contact that holds on real characters, for hair): strands
 standing out of Suzanne's scalp fall onto the head while it turns 60° and slides 0.3 m over 24 frames.
 
 Suzanne's brow and ears are ridges and overhangs. Vertex CCD used to take a touched triangle's normal with the
@@ -89,7 +89,7 @@ def test_particle_hair_stays_outside_the_turning_head():
 
 
 def test_cosserat_hair_stays_outside_the_turning_head():
-    """Session 20: the strands went non-finite at frame 5. Their collider push is a force from a contact query
+    """The strands must stay finite past frame 5. Their collider push is a force from a contact query
     whose CCD started at the nodes' positions one internal step earlier, against the mesh moving over the whole
     substep: a node the force had not yet pushed out started the next query on the inside (or one resting on a
     receding surface looked inside its earlier pose), was held there and pushed deeper, without bound. The

@@ -1,4 +1,4 @@
-"""Wind on cloth (issue 22 item 7, solvers/pd/wind.py): a face takes the wind's component along its normal.
+"""Wind on cloth (solvers/pd/wind.py): a face takes the wind's component along its normal.
 Analytic cases without gravity: a free sheet facing the wind moves ½ s t², edge-on it does not move, at
 45° it takes half the wind along its normal; the gust follows strength + amplitude sin(2π t / period);
 a flag pinned at its mast, under gravity, is lifted and blown downwind."""

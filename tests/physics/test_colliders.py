@@ -91,7 +91,7 @@ def test_mesh_signed_distance_matches_brute_force():
         best = np.minimum(best, np.linalg.norm(points - closest, axis=1))
     near = best <= reach
     assert near.sum() > 500
-    # two-sided surface (issue 18): the distance is never negative, inside or out, and its direction
+    # two-sided surface: the distance is never negative, inside or out, and its direction
     # points from the surface to the point
     np.testing.assert_allclose(distance[near], best[near], atol=1e-12)
     assert np.all(np.isinf(distance[~near]))

@@ -1,4 +1,4 @@
-"""DER hair whose clamped roots start inside a collider (issue 20): the free vertices that only the roots
+"""DER hair whose clamped roots start inside a collider: the free vertices that only the roots
 could bring out (nearer to a sunk root than its depth, or in the run of vertices inside next to it) are left
 out of contact and counted, so the solver does not fight an impossible contact for every iteration it has."""
 

@@ -1,4 +1,4 @@
-"""Painted maps (issue 22 item 5, sim/maps.py): per-point factors on paintable parameters.
+"""Painted maps (sim/maps.py): per-point factors on paintable parameters.
 
 Validation names the object and the map; a uniform map equals the scaled parameter in every solver; a
 painted stiffness gradient changes the drape (the soft half of a cantilevered sheet sags more than the

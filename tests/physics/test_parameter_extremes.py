@@ -1,8 +1,8 @@
-"""Issue 20's property: for every object kind, parameters drawn across the kind's whole parameter table
+"""For every object kind, parameters drawn across the kind's whole parameter table
 (bounds and log-uniform between; ``benchmarks.parameter_sweep`` holds the tables' draws and the small scenes)
 and substeps 1..24 give finite frames, or a clear ``bad_scene`` at submit; never ``simulation_failed`` or an
 unexpected exception on input the table accepts. Derandomized, so CI sees the same draws every run; the
-time-per-frame part of the issue's bar is measured by the sweep, not asserted here (no timing asserts)."""
+time per frame is measured by the sweep, not asserted here (no timing asserts)."""
 
 from __future__ import annotations
 

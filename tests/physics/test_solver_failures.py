@@ -1,4 +1,4 @@
-"""A numerical breakdown inside a solver (issue 20: "an internal error is a bug by definition") reaches the
+"""A numerical breakdown inside a solver (an internal error is a bug by definition) reaches the
 caller as a SimulationError naming the object and the frame, in words an artist can act on, never as an
 unexpected exception; the frames before it stand."""
 

@@ -1,4 +1,4 @@
-"""Issue 18: contact that holds on real characters' meshes (two-sided, side kept by CCD, no kicks).
+"""Contact that holds on real characters' meshes (two-sided, side kept by CCD, no kicks).
 
 Every scene here failed on the one-sided collider (side read from the winding normal of the closest
 triangle, reach one mean edge length): flipped normals threw cloth through or off the surface, a
@@ -93,7 +93,7 @@ def test_single_quad_holds_cloth_from_above_and_from_below(flipped):
 
 @pytest.mark.parametrize("flipped", [False, True])
 def test_cloth_falling_away_from_a_quad_above_it_falls_freely(flipped):
-    """Issue 20's kick: a cloth 5 cm under a one-quad plane, falling away from it, moved 13.8 m in 1 s."""
+    """A kick seen in a parameter sweep: a cloth 5 cm under a one-quad plane, falling away from it, moved 13.8 m in 1 s."""
     plate = mesh_collider("Plate", *quad(1.0), flipped=flipped)
     vertices, triangles, _ = cloth_grid(8, 0.5, -0.05)
     frames = positions(simulate([cloth_object(vertices, triangles, params=FREE_CLOTH), plate], 25))
@@ -339,7 +339,7 @@ def test_runaway_guard_does_not_fire_on_a_20_m_per_s_hit():
 
 # ------------------------------------------------------------------------------ folded cloth, floor
 def test_cloth_folding_onto_itself_on_a_floor_never_intersects_itself():
-    """The issue's folded cloth: half of it lies on the floor, the other half folds down onto it. No pair
+    """A folded cloth: half of it lies on the floor, the other half folds down onto it. No pair
     of its triangles intersects at any frame; pairs left after the last self-contact pass are named."""
     from .test_self_collision import _folding_cloth
     from .contact_metrics import intersecting_triangle_pairs
@@ -362,7 +362,7 @@ def test_cloth_crumpling_on_suzanne_with_self_collision_never_intersects_itself_
     cloth, heads, head_triangles, rest, triangles, results = _suzanne_run(False, 40, 48, False, True)
     assert np.all(np.isfinite(cloth))
     stretch = [edge_stretch(x, rest, triangles) for x in cloth]
-    # issue 18's bar; the collider edge rounds alone stretched single edges over the brow by 35 % here
+    # at most 10 % stretch; the collider edge rounds alone stretched single edges over the brow by 35 % here
     assert max(stretch) <= 0.10, f"worst edge stretch per frame: {np.round(stretch, 3).tolist()}"
 
     pairs = [intersecting_triangle_pairs(x, triangles) for x in cloth]

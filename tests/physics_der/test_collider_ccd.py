@@ -137,7 +137,7 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     assert np.allclose(hits.normal, [[0.0, 0.0, 1.0]])
     assert np.isclose(hits.start_gap[0], 0.01)
     assert np.allclose(hits.surface_velocity, [[0.0, 0.0, 20.0]])
-    # starting behind the triangle (its back side): the surface is two-sided (issue 18), so the crossing from
+    # starting behind the triangle (its back side): the surface is two-sided, so the crossing from
     # behind is a hit too, with the normal facing the side the vertex started on
     behind = swept_mesh_hits(np, previous, current, np.array([[0, 1, 2]]), -x1 * 0 - [[0.0, 0.0, 0.01]],
                              np.array([[0.0, 0.0, 0.03]]), np.ones(1, bool), np.full(1, 1e-5), DT)

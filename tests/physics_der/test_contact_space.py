@@ -214,7 +214,7 @@ def test_capped_colouring_shares_colours_and_converges_to_the_same_solution(monk
 
 @pytest.mark.parametrize("kernel", [True, False])
 def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kernel):
-    """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend, issue 8): the
+    """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend): the
     same W and the same Gauss–Seidel impulses as on numpy, with the CPU kernel's sequential sweeps and with the
     colour sweeps (capped so that colours are shared)."""
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)

@@ -1,4 +1,4 @@
-"""Issue 20, the parameter sweep's runaway at the hair table's corner (seed 1): stiff, light strands (E ≈ 1 TPa,
+"""The parameter sweep's runaway at the hair table's corner (seed 1): stiff, light strands (E ≈ 1 TPa,
 12 kg/m³, 1 cm radius) pinned at the root only, falling onto a floor.  Each is a rigid rod on a hinge; its
 stretch blocks outweigh the inertia ~10⁸ times, so impulses solved on the Delassus response of the matrix
 before a refresh (edges turned by a milliradian since) came out ~10⁴ too large and launched the rods upright

@@ -1,4 +1,4 @@
-"""Wind on DER hair (issue 22 item 7, solvers/der/wind.py): the component of the wind across the strand.
+"""Wind on DER hair (solvers/der/wind.py): the component of the wind across the strand.
 A clamped horizontal rod in a wind blowing down across it (no gravity) bends like the Euler–Bernoulli
 cantilever under the same load per length; a wind along the rod moves nothing; through the scene
 parameters, a gusty wind blows hanging strands downwind."""

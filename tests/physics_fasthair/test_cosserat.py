@@ -189,7 +189,7 @@ def test_root_translation_carries_the_strand_and_rotation_turns_it():
 
 
 def test_heavy_strand_statics_match_the_der_solver():
-    """Issue 5: the Cosserat static shape of a 1 m strand under gravity vs our DER solver's (same
+    """The Cosserat static shape of a 1 m strand under gravity vs our DER solver's (same
     discretization: 50 segments, first segment clamped). Measured: 0.6 mm apart at the tip."""
     der = pytest.importorskip("solver_server.solvers.der")
     from solver_server.backend import get_backend
@@ -213,7 +213,7 @@ def test_heavy_strand_statics_match_the_der_solver():
         rod.step(rod_state, out, der.DerControl(vertex_targets=targets), None, 0.03)
         rod_state = out
     reference = np.asarray(rod_state.positions)
-    assert np.abs(cosserat - reference).max() < 0.05 * 1.0          # the issue's bound: 5 % of the length
+    assert np.abs(cosserat - reference).max() < 0.05 * 1.0          # within 5 % of the length
     assert np.linalg.norm(cosserat[-1] - reference[-1]) < 0.01     # measured 0.6 mm
 
 

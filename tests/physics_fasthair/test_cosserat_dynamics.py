@@ -1,4 +1,4 @@
-"""Cosserat dynamics (issue 5): the articulated-body joint solve against an analytic double pendulum,
+"""Cosserat dynamics: the articulated-body joint solve against an analytic double pendulum,
 no energy gain for undamped swinging strands, physical peak speeds, and a swaying head of 216 strands."""
 
 import math

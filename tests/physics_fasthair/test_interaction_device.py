@@ -1,4 +1,4 @@
-"""Strand interaction on the backend's arrays (issue 8): the xp port keeps the numpy results, and on a
+"""Strand interaction on the backend's arrays: the xp port keeps the numpy results, and on a
 device-like backend (tests.portability.strict_backend) the force pass copies nothing to the host."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The particle model's turning-angle springs (issue 22 item 7: particles hair rendered kinked).
+"""The particle model's turning-angle springs (without them, particle hair renders kinked).
 
 The accelerations are −∇ of Σ ½ k L̄² (θ − θ̄)² per unit mass (finite differences); they vanish on any rigid
 motion of the rest shape; on a head, strands that kinked beyond 90° without them stay below 60°.

@@ -1,4 +1,4 @@
-"""A CPU backend whose arrays refuse to mix with numpy the way CuPy's do (issue 8, item 4).
+"""A CPU backend whose arrays refuse to mix with numpy the way CuPy's do.
 
 ``strict_backend()`` returns a :class:`~solver_server.backend.Backend` named ``"strict"`` (so every
 ``backend.name != "cpu"`` device branch in the solvers runs) whose ``xp`` hands out
@@ -14,7 +14,7 @@
   only are allowed (CuPy implements ``__array_ufunc__``); Python and numpy scalars mix freely;
 - accepts numpy integer/boolean arrays as indices (CuPy copies them to the device);
 - inside :func:`substep_guard` (the tests wrap every solver substep in it) refuses every device -> host
-  array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): issue 8 allows those only at frame
+  array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): the design allows those only at frame
   boundaries. Synchronizations that are not array copies stay allowed there and are counted in
   :data:`SYNCS`: scalar conversions (``float``/``int``/``bool`` of a 0-d array), boolean-mask indexing
   and the functions whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy; host ->
@@ -75,7 +75,7 @@ def substep_guard(where: str):
 
 def _download(what: str) -> None:
     if _Phase.inside is not None:
-        raise PortabilityError(f"{what}: a device -> host array copy inside a substep ({_Phase.inside}); issue 8 "
+        raise PortabilityError(f"{what}: a device -> host array copy inside a substep ({_Phase.inside}); the design "
                                "allows host <-> device copies only at frame boundaries")
 
 

@@ -1,4 +1,4 @@
-"""Host <-> device copies only at frame boundaries (issue 8, item 2): no device -> host array copy inside a substep.
+"""Host <-> device copies only at frame boundaries: no device -> host array copy inside a substep.
 
 Every group's ``step`` (one substep) runs inside :func:`~tests.portability.strict_backend.substep_guard`,
 where ``.get()`` / ``xp.asnumpy`` / ``backend.to_host`` of a device array raise. The PD scenarios (cloth,

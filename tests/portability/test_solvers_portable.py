@@ -1,4 +1,4 @@
-"""Every solver runs on the strict CuPy-like backend and gives the CPU backend's frames (issue 8, item 4).
+"""Every solver runs on the strict CuPy-like backend and gives the CPU backend's frames.
 
 A solver that calls numpy on a device array, converts one implicitly, or mixes a host array into device
 math raises :class:`~tests.portability.strict_backend.PortabilityError` here; see docs/gpu.md.

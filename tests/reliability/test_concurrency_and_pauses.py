@@ -1,4 +1,4 @@
-"""Issue 7 figures as tests: 4 clients baking at once get exactly their solo results; a paused
+"""Reliability figures as tests: 4 clients baking at once get exactly their solo results; a paused
 (SIGSTOP) server is reported as a timeout, and one resumed (SIGCONT) before the client's timeout
 finishes the bake with every frame exactly once. Detection times are measured by
 benchmarks/reliability_figures.py (no timing asserts here)."""

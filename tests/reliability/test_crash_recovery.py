@@ -1,4 +1,4 @@
-"""Issue 7 item 2: the server process dies (kill -9) mid-bake; a restarted server resumes the bake
+"""The server process dies (kill -9) mid-bake; a restarted server resumes the bake
 from the last checkpoint the client received (the add-on's path) or from the checkpoint the server
 wrote to ``--checkpoint-dir`` (plain-Python alternative): the merged bake equals an uninterrupted
 one, with no missing and no duplicate frames."""

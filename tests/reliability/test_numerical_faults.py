@@ -1,4 +1,4 @@
-"""Issue 7 item 5: an exploding simulation stops with ``simulation_failed`` naming the object, the
+"""An exploding simulation stops with ``simulation_failed`` naming the object, the
 frame and a likely cause; frames before it reach the client; a failing job never disturbs another."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 7 item 1 remainder: a client that is connected but silent for longer than the server's
+"""A client that is connected but silent for longer than the server's
 ``client_silence_s`` loses its running jobs; a live client (it pings while waiting, and whenever it
 has sent nothing for a heartbeat interval, even while reading slowly) keeps them."""
 

@@ -1,14 +1,14 @@
-"""Parameters of the force-transport Cosserat strand model (seed 002) with units and defaults."""
+"""Parameters of the force-transport Cosserat strand model (seed 002) with units; defaults and ranges are the
+hair parameter table's (``sim.params``)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from solver_server.sim.errors import SceneError
-
+from ...sim.errors import SceneError
+from ..strand_settings import check_settings, hair_default, settings_from_hair_params
 from ..wind import WindSettings
-from ..strand_settings import check_ranges, settings_from_hair_params
 
 
 @dataclass(frozen=True)
@@ -17,26 +17,26 @@ class CosseratSettings:
     (twist GJ = G·πr⁴/2), damping [1/s] decay rate of velocities relative to the root frame
     (mass-proportional, implicit), gravity_scale [-],
     collider_friction μ, max_step [s]: internal step (a step dt is split into equal steps ≤ max_step,
-    shorter while a segment turns fast, see solver.MAX_TURN_PER_STEP; the default is stable for 50–200 segments per metre and E = 1–100 MPa, see
-    docs/fast_hair.md), wind: see WindSettings.
+    shorter while a segment turns fast, see solver.MAX_TURN_PER_STEP; the default is stable for 50–200
+    segments per metre and E = 1–100 MPa, see docs/fast_hair.md), wind: see WindSettings.
 
     Strand–strand interaction (seed 002 §4.3, swept spheres around segments; 0 disables):
     interaction_inner_radius, interaction_outer_radius [m]; interaction_stiffness K [N/m]
     (F = K·P_inner·dir); interaction_damping D [N·s/m²] (F = −D·P_outer·Δv).
     """
 
-    radius: float = 5.0e-5
-    density: float = 1300.0
-    young_modulus: float = 3.0e9
-    shear_modulus: float = 1.0e9
-    damping: float = 0.1
-    gravity_scale: float = 1.0
-    collider_friction: float = 0.3
-    max_step: float = 5.0e-3
-    interaction_inner_radius: float = 0.0
-    interaction_outer_radius: float = 0.0
-    interaction_stiffness: float = 2.0e-2
-    interaction_damping: float = 2.0e-2
+    radius: float = hair_default("radius")
+    density: float = hair_default("density")
+    young_modulus: float = hair_default("young_modulus")
+    shear_modulus: float = hair_default("shear_modulus")
+    damping: float = hair_default("damping")
+    gravity_scale: float = hair_default("gravity_scale")
+    collider_friction: float = hair_default("collider_friction")
+    max_step: float = hair_default("cosserat_max_step")
+    interaction_inner_radius: float = hair_default("interaction_inner_radius")
+    interaction_outer_radius: float = hair_default("interaction_outer_radius")
+    interaction_stiffness: float = hair_default("interaction_stiffness")
+    interaction_damping: float = hair_default("interaction_damping")
     wind: WindSettings = WindSettings()
 
     @property
@@ -57,14 +57,14 @@ class CosseratSettings:
     def from_params(cls, params: dict, object_id: str | None = None) -> "CosseratSettings":
         """From a hair object's params; Cosserat-only keys carry a ``cosserat_`` prefix
         (``cosserat_max_step``), interaction keys are named as above."""
-        settings = settings_from_hair_params(cls, params, lambda name: "cosserat_max_step" if name == "max_step" else name,
-                                             WindSettings.from_object_params(params, object_id))
-        positive = ("radius", "density", "young_modulus", "shear_modulus", "max_step")
-        not_negative = ("damping", "collider_friction", "interaction_inner_radius", "interaction_outer_radius",
-                        "interaction_stiffness", "interaction_damping")
-        check_ranges([(name, getattr(settings, name), getattr(settings, name) > 0, "> 0") for name in positive]
-                     + [(name, getattr(settings, name), getattr(settings, name) >= 0, ">= 0") for name in not_negative],
-                     object_id)
+        wind = WindSettings.from_object_params(params, object_id)
+        settings = settings_from_hair_params(cls, params, protocol_key, wind)
+        check_settings(settings, protocol_key, object_id)
         if settings.interaction_outer_radius < settings.interaction_inner_radius:
             raise SceneError("interaction_outer_radius must be >= interaction_inner_radius", object=object_id)
         return settings
+
+
+def protocol_key(name: str) -> str:
+    """The hair parameter that sets CosseratSettings field ``name``."""
+    return "cosserat_max_step" if name == "max_step" else name

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...backend import repeat_each
 from ...kernels import int32_view
+from ...sim.params import default_of
 from .frames import reference_twist_value, space_parallel_frames
 from .strains import bend_strain_values
 
@@ -29,11 +30,13 @@ class DerInputError(ValueError):
 
 @dataclass
 class DerMaterial:
-    radius: Any = 5e-5              # m, scalar or per vertex (N,)
-    young_modulus: Any = 3e9         # Pa (human hair ~ 1-5 GPa), scalar or per vertex (N,) (painted maps)
-    shear_modulus: Any = 1e9         # Pa, scalar or per vertex (N,)
-    density: Any = 1300.0            # kg/m³, scalar or per vertex (N,)
-    damping: float = 0.0             # 1/s, mass-proportional (air drag like)
+    radius: Any = default_of("hair", "radius")                  # m, scalar or per vertex (N,)
+    young_modulus: Any = default_of("hair", "young_modulus")    # Pa (human hair ~ 1-5 GPa), scalar or per vertex
+    shear_modulus: Any = default_of("hair", "shear_modulus")    # Pa, scalar or per vertex (N,)
+    density: Any = default_of("hair", "density")                # kg/m³, scalar or per vertex (N,)
+    # 1/s, mass-proportional (air drag like); the material alone is the seed's undamped rod, a scene's hair
+    # object passes the parameter table's damping
+    damping: float = 0.0
     bend_ratio: float = 1.0          # B2 / B1: anisotropy of the cross-section (1 = round)
 
 

@@ -10,8 +10,6 @@ own axis turns the curls at its crown too).
 
 from __future__ import annotations
 
-from typing import Any
-
 from .contact import ContactSolver
 from .frames import normalize_rows, row_lengths, shortest_turn, time_parallel_reference
 from .jet import cross3

@@ -1,4 +1,5 @@
-"""Parameters of the game-style particle hair model (seed 004) with defaults and units.
+"""Parameters of the game-style particle hair model (seed 004) with units; defaults and ranges are the hair
+parameter table's (``sim.params``).
 
 Springs are given per unit particle mass (k/m, unit 1/s²) as in game engines, where every
 particle of a chain has the same mass: then gravity, wind and springs are accelerations and
@@ -7,11 +8,10 @@ the particle mass cancels out.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-
-from ..strand_settings import check_ranges, settings_from_hair_params
+from ...sim.errors import SceneError
+from ..strand_settings import check_settings, hair_default, settings_from_hair_params
 from ..wind import WindSettings
 
 
@@ -39,18 +39,18 @@ class ParticleHairSettings:
     pinned_points: 1 or 2 root points follow the root kinematically (2 = clamped root).
     """
 
-    stiffness: float = 2.0e4
-    bend_stiffness: float = 1.0e4
-    angle_stiffness: float = 5.0e4
-    stretch_scale: float = 0.1
-    gravity_scale: float = 1.0
-    damping: float = 0.5
-    max_stretch: float = 1.1
-    teleport_speed: float = 10.0
-    teleport_recovery: float = 0.25
-    rest_speed: float = 1.0e-4
-    radius: float = 5.0e-5
-    collider_friction: float = 0.3
+    stiffness: float = hair_default("particle_stiffness")
+    bend_stiffness: float = hair_default("particle_bend_stiffness")
+    angle_stiffness: float = hair_default("particle_angle_stiffness")
+    stretch_scale: float = hair_default("particle_stretch_scale")
+    gravity_scale: float = hair_default("gravity_scale")
+    damping: float = hair_default("damping")
+    max_stretch: float = hair_default("particle_max_stretch")
+    teleport_speed: float = hair_default("particle_teleport_speed")
+    teleport_recovery: float = hair_default("particle_teleport_recovery")
+    rest_speed: float = hair_default("particle_rest_speed")
+    radius: float = hair_default("radius")
+    collider_friction: float = hair_default("collider_friction")
     pinned_points: int = 2
     wind: WindSettings = WindSettings()
 
@@ -59,27 +59,24 @@ class ParticleHairSettings:
         """Settings from a hair object's params (protocol keys; unknown keys are ignored here —
         the scene parameter table validates them). Particle-model keys carry a ``particle_`` prefix
         except ``gravity_scale`` and ``wind``."""
-        shared = ("damping", "radius", "collider_friction", "gravity_scale")
-        settings = settings_from_hair_params(cls, params, lambda name: name if name in shared else "particle_" + name,
-                                             WindSettings.from_object_params(params, object_id),
-                                             integers=("pinned_points",))
+        wind = WindSettings.from_object_params(params, object_id)
+        settings = settings_from_hair_params(cls, params, protocol_key, wind, integers=("pinned_points",))
         settings.validate(object_id)
         return settings
 
     def validate(self, object_id: str | None = None) -> None:
-        """Raise SceneError naming the object for out-of-range settings."""
-        checks = (
-            ("particle_stiffness", self.stiffness, self.stiffness > 0, "> 0"),
-            ("particle_bend_stiffness", self.bend_stiffness, self.bend_stiffness >= 0, ">= 0"),
-            ("particle_angle_stiffness", self.angle_stiffness, self.angle_stiffness >= 0, ">= 0"),
-            ("particle_stretch_scale", self.stretch_scale, self.stretch_scale > 0, "> 0"),
-            ("gravity_scale", self.gravity_scale, math.isfinite(self.gravity_scale), "finite"),
-            ("damping", self.damping, self.damping >= 0, ">= 0"),
-            ("particle_max_stretch", self.max_stretch, self.max_stretch >= 1.0, ">= 1"),
-            ("particle_teleport_speed", self.teleport_speed, self.teleport_speed > 0, "> 0"),
-            ("particle_teleport_recovery", self.teleport_recovery, self.teleport_recovery > 0, "> 0"),
-            ("particle_rest_speed", self.rest_speed, self.rest_speed >= 0, ">= 0"),
-            ("radius", self.radius, self.radius >= 0, ">= 0"),
-            ("particle_pinned_points", self.pinned_points, self.pinned_points in (1, 2), "1 or 2"),
-        )
-        check_ranges(checks, object_id)
+        """Raise SceneError naming the object for out-of-range settings (the hair parameter table's ranges;
+        ``pinned_points``, which a scene sets through its pins, must be 1 or 2)."""
+        check_settings(self, protocol_key, object_id, table_free=("pinned_points",))
+        if self.pinned_points not in (1, 2):
+            raise SceneError(f"parameter 'particle_pinned_points' = {self.pinned_points!r} must be 1 or 2",
+                             object=object_id)
+
+
+# ParticleHairSettings fields set by the hair parameter of the same name; the others carry a ``particle_`` prefix
+_SHARED_KEYS = ("damping", "radius", "collider_friction", "gravity_scale")
+
+
+def protocol_key(name: str) -> str:
+    """The hair parameter that sets ParticleHairSettings field ``name``."""
+    return name if name in _SHARED_KEYS else "particle_" + name
