@@ -11,7 +11,7 @@ from solver_server.solvers.der.geometry import coplanarity_times, segment_closes
 
 
 def _array_form(x0, x1, va, vb, limit):
-    """(τ, s, t, distance) per pair as contact._detect_edges computed them with arrays (inf: prefiltered)."""
+    """(τ, s, t, distance) per pair as contact_detection._detect_edges computes them with arrays (inf: prefiltered)."""
     points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
     motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
     _, _, start_distance = segment_closest_points(np, *points0)

@@ -4,12 +4,11 @@ import numpy as np
 import pytest
 
 from solver_server.collision.primitives import PRIMITIVES
-from solver_server.solvers.der import contact as contact_module
+from solver_server.solvers.der import contact_detection as detection_module
 from solver_server.solvers.der import integrator as integrator_module
-from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.geometry import segment_closest_points
-from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial
+from solver_server.solvers.der.settings import ContactSettings, NewtonSettings
 
 from .helpers import make, straight
 
@@ -49,15 +48,15 @@ def check_invariants(solver, state, colliders=()):
     for collider in colliders:
         distance, _ = collider.signed_distance(np, state.positions)
         assert np.all(distance >= 0.9 * smallest_radius)
-    if contacts is not None and contacts.vertices.shape[0]:
+    if contacts is not None and contacts.set.count:
         impulse = contacts.applied
-        normal_part = np.einsum("nc,nc->n", impulse, contacts.normal)
-        tangential = np.linalg.norm(impulse - normal_part[:, None] * contacts.normal, axis=1)
-        assert np.all(tangential <= contacts.mu * normal_part + 1e-9)
+        normal_part = np.einsum("nc,nc->n", impulse, contacts.set.normal)
+        tangential = np.linalg.norm(impulse - normal_part[:, None] * contacts.set.normal, axis=1)
+        assert np.all(tangential <= contacts.set.mu * normal_part + 1e-9)
         assert np.all(normal_part >= -1e-15)
-        edge = contacts.kind_edge
+        edge = contacts.set.kind_edge
         if edge.any():
-            per_slot = contacts.weights[edge][:, :, None] * impulse[edge][:, None, :]
+            per_slot = contacts.set.weights[edge][:, :, None] * impulse[edge][:, None, :]
             total = per_slot.sum(axis=(0, 1))                   # linear momentum given by pair contacts
             assert np.linalg.norm(total) <= 1e-12 * max(1e-300, np.abs(per_slot).sum())
     if model.n_strands > 1:
@@ -159,13 +158,13 @@ def test_bundle_dropped_on_the_ground_comes_to_rest_without_penetration(local_so
 def test_a_strand_turning_onto_a_parallel_strand_stops_at_its_tip(monkeypatch, local_solver):
     """A free strand lying along a fixed one at the contact distance swings its tip into it within one step.
     The closest points of parallel edges pin only the edges' first ends; the far-end contacts
-    (StepContacts._far_end_contacts) stop the tip; without them (PARALLEL_SINE = 0) and without the end-of-step
+    (ContactDetector._far_end_contacts) stop the tip; without them (PARALLEL_SINE = 0) and without the end-of-step
     re-linearization (which can catch it too) it passes 0.5 radius into the other strand."""
     radius = 1e-4
     material = DerMaterial(radius=radius, young_modulus=1e8, shear_modulus=4e7, density=1300.0, damping=0.0)
 
     def deepest(parallel_sine, relinearizations=integrator_module.MAX_RELINEARIZATIONS):
-        monkeypatch.setattr(contact_module, "PARALLEL_SINE", parallel_sine)
+        monkeypatch.setattr(detection_module, "PARALLEL_SINE", parallel_sine)
         monkeypatch.setattr(integrator_module, "MAX_RELINEARIZATIONS", relinearizations)
         fixed_strand = straight(3, 0.01)
         free_strand = straight(3, 0.01, origin=(0.0, 2.02 * radius, 0.0))

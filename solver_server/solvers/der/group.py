@@ -42,7 +42,8 @@ from ...sim.rigid_carry import carry_points
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
 from ..wind import WindSettings
-from .contact import ContactSolver, StepContacts
+from .contact import ContactSolver
+from .contact_set import ContactSet
 from .model import DerInputError, DerMaterial, DerModel, build_model
 from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
 from .solver import DerSolver
@@ -192,29 +193,23 @@ class _SharedContactSolver(ContactSolver):
         self.object_collider_friction = xp.asarray([hair.collider_friction for hair in objects])
         self.object_thickness = xp.asarray([hair.thickness for hair in objects])
 
-    def begin_step(self, state, dt: float, fixed_dofs) -> StepContacts:
-        return _SharedStepContacts(self, state, dt, fixed_dofs)
+    def vertex_thickness(self):
+        if not self.per_object:
+            return super().vertex_thickness()
+        return self.object_thickness[self.vertex_object]
 
-
-class _SharedStepContacts(StepContacts):
-    def _vertex_thickness(self):
-        if not self.solver.per_object:
-            return super()._vertex_thickness()
-        return self.solver.object_thickness[self.solver.vertex_object]
-
-    def _per_object(self, found):
-        if not self.solver.per_object or found[0].shape[0] == 0:
+    def per_object_contacts(self, found: ContactSet, dt: float) -> ContactSet:
+        if not self.per_object or found.count == 0:
             return found
-        xp, solver, settings = self.xp, self.solver, self.solver.settings
-        vertices, _, kind_edge, _, target_normal, _, mu, *_ = found
-        side_a = solver.vertex_object[vertices[:, 0]]
-        side_b = solver.vertex_object[vertices[:, 2]]   # the same object for a collider contact
-        pair_mu = 0.5 * (solver.object_friction[side_a] + solver.object_friction[side_b])
+        xp, settings = self.xp, self.settings
+        side_a = self.vertex_object[found.vertices[:, 0]]
+        side_b = self.vertex_object[found.vertices[:, 2]]   # the same object for a collider contact
+        pair_mu = 0.5 * (self.object_friction[side_a] + self.object_friction[side_b])
         # detected with settings.collider_friction: μ = (that + collider μ) / 2; swap in the object's own
-        collider_mu = mu + 0.5 * (solver.object_collider_friction[side_a] - settings.collider_friction)
-        thickness = 0.5 * (solver.object_thickness[side_a] + solver.object_thickness[side_b])
-        return (*found[:4], target_normal - (settings.thickness - thickness) / self.h, found[5],
-                xp.where(kind_edge, pair_mu, collider_mu), *found[7:])
+        collider_mu = found.mu + 0.5 * (self.object_collider_friction[side_a] - settings.collider_friction)
+        thickness = 0.5 * (self.object_thickness[side_a] + self.object_thickness[side_b])
+        return found.with_columns(target_normal=found.target_normal - (settings.thickness - thickness) / dt,
+                                  mu=xp.where(found.kind_edge, pair_mu, collider_mu))
 
 
 class _SharedSolver:

@@ -1,5 +1,5 @@
-"""Warp kernels of the DER edge–edge narrow phase: strand–strand pairs (contact._detect_edges) and rod edges
-against a mesh collider's edges (contact._mesh_edge_contacts).
+"""Warp kernels of the DER edge–edge narrow phase: strand–strand pairs (contact_detection._detect_edges) and rod edges
+against a mesh collider's edges (contact_detection._mesh_edge_contacts).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
 the conservative prefilter (the start distance minus the largest relative endpoint motion must come within

@@ -1,0 +1,481 @@
+"""Contact detection of one DER time step (seed 000 §3, Algorithm 2's collision detection): which pairs of rod
+edges and which vertices and edges against colliders take part in the step's contact problem.
+
+* Edge–edge contacts between rod edges that do not share a vertex: broad phase kernels.pairs (a Warp hash grid
+  over the edges' swept bounding spheres and boxes), narrow phase kernels.ccd (coplanarity times of seed
+  eq. 4.1 plus the end points of the step, segment distance below r_a + r_b + thickness).
+* Vertex–collider contacts: CCD along each vertex's path (collider_ccd.py), and the colliders' signed
+  distances at the predicted end positions for vertices that touch nothing on the way.
+* Rod edges against a mesh collider's edges (kernels.ccd over the mesh's edge BVH).
+
+The first path (``detect``) is the motion x_t → x_t + h v¹ of the first iterate; the end check
+(``end_contacts``, for ``StepContacts.relinearize``) tests the end positions the settled loop predicts.
+Every result is a ContactSet.
+"""
+
+from __future__ import annotations
+
+import warp as wp
+
+from ...kernels import launch_items, warp_device_of, warp_view
+from .collider_ccd import swept_distance_hits, swept_mesh_hits
+from .contact_set import ContactSet, normalize, rows_dot
+from .frames import cross3, row_lengths
+from .geometry import overlap_far_end, segment_closest_points
+from .kernels import ccd as ccd_kernels
+
+# smallest summed |barycentric weight| of free vertices for a pair contact to be solved (see _detect_edges)
+KINEMATIC_CONTACT_WEIGHT = 1e-3
+# edge pairs at a smaller angle than this (its sine) get a second contact at the far end of the stretch along
+# which they touch (ContactDetector._far_end_contacts)
+PARALLEL_SINE = 0.1
+
+
+class ContactDetector:
+    """Finds the contacts of one step of ``solver`` (a ContactSolver: model, colliders, settings) from the start
+    positions x_t (N, 3) [m]; ``vertex_fixed`` (N,) bool marks the kinematic vertices, ``h`` [s] is the step.
+    ``unreachable_of`` {collider index: (N,) bool} and ``unreachable_by_collider`` {collider index: count} hold
+    the free vertices only a sunk kinematic point could bring out of each collider (``_unreachable``)."""
+
+    def __init__(self, solver, start_positions, vertex_fixed, h: float):
+        self.solver, self.xp, self.model = solver, solver.xp, solver.model
+        self.start_positions = start_positions
+        self.vertex_fixed = vertex_fixed
+        self.h = h
+        self.unreachable_of = {}
+        self.unreachable_by_collider = {}
+
+    def detect(self, velocity) -> ContactSet | None:
+        """The contacts along the first path x_t → x_t + h ``velocity`` (N, 3) [m/s], with each object's
+        parameters (``ContactSolver.per_object_contacts``), or None when there are none."""
+        settings = self.solver.settings
+        x0 = self.start_positions
+        x1 = x0 + self.h * velocity
+        parts = []
+        if settings.self_collision:
+            parts.append(self._detect_edges(x0, x1))
+        for number, collider in enumerate(self.solver.colliders):
+            parts.append(self._detect_collider(collider, number, x0, x1, velocity))
+            if collider.mesh_geometry() is not None:
+                movable = ~self.vertex_fixed & ~self.unreachable_of[number]
+                parts.append(self._mesh_edge_contacts(collider, number, x0, x1, movable, end=False))
+        return self._gathered(parts)
+
+    def end_contacts(self, x1) -> ContactSet | None:
+        """The contacts closer than their contact distance (less the tolerance) at the end positions x1 (N, 3)
+        [m] the settled loop predicts, and of the vertices whose path x_t → x1 reaches a collider; None when
+        there are none."""
+        x0 = self.start_positions
+        return self._gathered([self._end_edge_contacts(x0, x1), *self._end_collider_contacts(x0, x1)])
+
+    def _gathered(self, parts) -> ContactSet | None:
+        found = ContactSet.concatenate(self.xp, parts)
+        return None if found is None else self.solver.per_object_contacts(found, self.h)
+
+    def _candidate_pairs(self, x0, x1):
+        """Edge pairs whose swept bounding spheres and boxes overlap, no shared vertex (kernels.pairs, sorted by
+        (i, j))."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        ev = model.edge_vertex
+        a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
+        centre = 0.25 * (a0 + a1 + b0 + b1)
+        reach = (0.5 * xp.maximum(row_lengths(xp, a1 - a0), row_lengths(xp, b1 - b0))
+                 + 0.5 * xp.maximum(row_lengths(xp, b0 - a0), row_lengths(xp, b1 - a1))
+                 + model.edge_radius + 0.5 * settings.thickness)
+        # overlapping spheres and boxes of edges whose first vertices are more than 1 apart (no shared vertex):
+        # the box of an edge's four end positions holds every point of the edge during the step; grown by the
+        # edge's share of the largest distance the narrow phase accepts ((1 + proximity) × contact distance)
+        margin = ((1.0 + settings.proximity) * (model.edge_radius + 0.5 * settings.thickness))[:, None]
+        lower = xp.minimum(xp.minimum(a0, a1), xp.minimum(b0, b1)) - margin
+        upper = xp.maximum(xp.maximum(a0, a1), xp.maximum(b0, b1)) + margin
+        pairs = self.solver.edge_pairs.pairs(centre, reach, float(reach.max()), along=1, boxes=(lower, upper))
+        if pairs.shape[0] == 0:
+            return None
+        return pairs[:, 0], pairs[:, 1]
+
+    def _movable_edge_pairs(self, x0, x1):
+        """The broad phase's edge pairs (``_candidate_pairs`` of the motion x0 → x1) that have a free vertex:
+        (ea, eb, their first vertices va, vb, contact distances r_a + r_b + thickness [m]), or None."""
+        model, settings = self.model, self.solver.settings
+        candidates = self._candidate_pairs(x0, x1)
+        if candidates is None or candidates[0].shape[0] == 0:
+            return None
+        ea, eb = candidates
+        va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
+        movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
+        ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
+        return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+
+    def _without_kinematic(self, found):
+        """The ContactSet ``found`` without the contacts carried (almost) only by kinematic vertices, e.g.
+        one strand's clamped root edge touching another's clamped second point: their response J A⁻¹ Jᵀ is
+        (nearly) zero."""
+        free_weight = self.xp.sum(self.xp.abs(found.weights) * ~self.vertex_fixed[found.vertices], axis=1)
+        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
+        return found if bool(movable.all()) else found.subset(movable)
+
+    def _detect_edges(self, x0, x1):
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        pairs = self._movable_edge_pairs(x0, x1)
+        if pairs is None:
+            return None
+        ea, eb, va, vb, contact_distance = pairs
+        # the narrow phase in one kernel (kernels.ccd): the prefilter (the segments' distance shrinks by at most
+        # the largest relative motion of an endpoint of A against one of B, so strands moving together are not
+        # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
+        # times; a pair the prefilter drops gets an infinite distance
+        limit = (1.0 + settings.proximity) * contact_distance
+        closest = self._closest_in_step(x0, x1, va, vb, limit)
+        hit = closest[:, 3] < limit
+        if not bool(hit.any()):
+            return None
+        tau = closest[hit, 0]
+        ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
+        points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
+        motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
+        # contact point and normal from the closest points at the START of the step, where the strands are
+        # apart even when the predicted motion crosses them; duplicate pairs around a shared vertex then
+        # describe the very same constraint.  Touching at the start: normal of the two lines at contact time.
+        s, t, distance0 = segment_closest_points(xp, *points0)
+        start_a = points0[0] + s[:, None] * (points0[1] - points0[0])
+        start_b = points0[2] + t[:, None] * (points0[3] - points0[2])
+        normal = start_a - start_b
+        touching = distance0 < 1e-3 * contact_distance
+        if bool(touching.any()):
+            at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
+            normal[touching] = cross3(xp, at[1] - at[0], at[3] - at[2])[touching]
+            degenerate = xp.linalg.norm(normal, axis=1) < 1e-12
+            normal[degenerate] = xp.asarray([0.0, 0.0, 1.0])
+        normal = normalize(xp, normal)
+        flip = rows_dot(xp, start_a - start_b, normal) < 0.0
+        normal[flip] *= -1.0
+        keys = ea * model.n_edges + eb
+        closest = self._edge_contacts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
+        far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
+        return self._without_kinematic(ContactSet.concatenate(xp, [closest, far]))
+
+    def _closest_in_step(self, x0, x1, va, vb, limit):
+        """(n, 4) (τ, s, t, distance) of each edge pair's (first vertices va, vb (n,)) smallest closest-point
+        distance while the points move x0 → x1 (N, 3) [m], +inf distance where it stays above ``limit`` (n,) [m]
+        (``kernels.ccd.edge_pairs_closest_in_step``, one launch)."""
+        xp = self.xp
+        closest = xp.empty((va.shape[0], 4), dtype=xp.float64)
+        launch_items(ccd_kernels.edge_pairs_closest_in_step, va.shape[0], warp_device_of(closest),
+                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(va, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(vb, dtype=xp.int32), wp.int32),
+                      warp_view(xp.ascontiguousarray(limit, dtype=xp.float64), wp.float64)],
+                     [warp_view(closest, wp.vec4d)], split=True)
+        return closest
+
+    def _edge_contacts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
+        """The ContactSet of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
+        vertices va, vb; normal (n, 3) unit, from B to A; separation (n, 3) [m]: A's point − B's point at the
+        start of the step."""
+        xp, model = self.xp, self.model
+        n = va.shape[0]
+        start_gap = rows_dot(xp, separation, normal)
+        return ContactSet(vertices=xp.stack((va, va + 1, vb, vb + 1), axis=1),
+                          weights=xp.stack((1.0 - s, s, -(1.0 - t), -t), axis=1), kind_edge=xp.ones(n, dtype=bool),
+                          normal=normal, target_normal=(contact_distance - start_gap) / self.h,
+                          surface_velocity=xp.zeros((n, 3)), mu=xp.full(n, self.solver.settings.friction),
+                          radius_scale=xp.minimum(model.edge_radius[ea], model.edge_radius[eb]), keys=keys)
+
+    def _far_end_contacts(self, ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys):
+        """Second contacts of (nearly) parallel edge pairs that lie along each other: the closest points pin
+        one end of the stretch where they touch, and nothing stops the other end from closing in when the
+        strands turn during the step (at a strand's end no neighbouring edge pair covers it).  A contact at
+        the far end of that stretch (geometry.overlap_far_end), when it is a quarter edge or more away and
+        within reach during the step.  Keys: −(pair key) − 1.  Returns the ContactSet or None."""
+        xp, settings = self.xp, self.solver.settings
+        axis_a, axis_b = points0[1] - points0[0], points0[3] - points0[2]
+        cross = cross3(xp, axis_a, axis_b)
+        sine_squared = rows_dot(xp, cross, cross) / (rows_dot(xp, axis_a, axis_a) * rows_dot(xp, axis_b, axis_b))
+        s_far, t_far = overlap_far_end(xp, *points0, s)
+        start_a = points0[0] + s_far[:, None] * axis_a
+        start_b = points0[2] + t_far[:, None] * axis_b
+        end_a = start_a + (1.0 - s_far)[:, None] * motion[0] + s_far[:, None] * motion[1]
+        end_b = start_b + (1.0 - t_far)[:, None] * motion[2] + t_far[:, None] * motion[3]
+        nearest = xp.minimum(xp.linalg.norm(start_a - start_b, axis=1), xp.linalg.norm(end_a - end_b, axis=1))
+        wanted = (sine_squared < PARALLEL_SINE ** 2) & (xp.abs(s_far - s) >= 0.25) \
+            & (nearest < (1.0 + settings.proximity) * contact_distance)
+        if not bool(wanted.any()):
+            return None
+        separation = (start_a - start_b)[wanted]
+        # apart at the start: the normal of the far end's own points; touching there: the pair's normal
+        length = xp.linalg.norm(separation, axis=1)
+        own = length >= 1e-3 * contact_distance[wanted]
+        far_normal = xp.where(own[:, None], separation / xp.maximum(length, 1e-300)[:, None], normal[wanted])
+        return self._edge_contacts(ea[wanted], eb[wanted], va[wanted], vb[wanted], s_far[wanted],
+                                        t_far[wanted], far_normal, separation, contact_distance[wanted],
+                                        -keys[wanted] - 1)
+
+    def _collider_keys(self, number, vertices, end: bool = False):
+        """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b); those
+        of the end path (``relinearize``) after those of the first path."""
+        model = self.model
+        slot = number + (len(self.solver.colliders) if end else 0)
+        return model.n_edges * model.n_edges + slot * model.n_vertices + vertices
+
+    def _collider_contacts(self, collider, index, normal, target_normal, surface_velocity, radius, keys):
+        """The ContactSet of vertex contacts with a collider: vertices index (k,), unit normals (k, 3),
+        normal target velocities (k,) [m/s], the surface's velocities (k, 3) [m/s], vertex radii (N,) [m];
+        μ is the mean of the hair's collider friction and the collider's own, where both are given."""
+        xp, settings = self.xp, self.solver.settings
+        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
+        mu = sum(given) / len(given) if given else 0.3
+        n = index.shape[0]
+        weights = xp.zeros((n, 4))
+        weights[:, 0] = 1.0
+        return ContactSet(vertices=xp.stack((index, index, index, index), axis=1), weights=weights,
+                          kind_edge=xp.zeros(n, dtype=bool), normal=normal, target_normal=target_normal,
+                          surface_velocity=surface_velocity, mu=xp.full(n, float(mu)), radius_scale=radius[index],
+                          keys=keys)
+
+    def _detect_collider(self, collider, number, x0, x1, velocity):
+        """Vertex contacts with one collider: CCD hits of vertices whose path reaches the collider during the
+        step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1."""
+        xp, settings = self.xp, self.solver.settings
+        radius = self.solver.vertex_radius
+        contact_distance = radius + collider.thickness + settings.thickness
+        band = (1.0 + settings.proximity) * contact_distance
+        self.unreachable_of[number] = self._unreachable(collider, number, x0, x1, contact_distance)
+        movable = ~self.vertex_fixed & ~self.unreachable_of[number]
+        parts = []
+        if settings.collider_ccd:
+            mesh = collider.mesh_motion()
+            if mesh is None:
+                hits = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
+            else:
+                previous, current, triangles = (xp.asarray(array) for array in mesh)
+                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, band, self.h)
+            movable = movable.copy()
+            movable[hits.vertex] = False
+            # keep the end position contact_distance in front of the plane touched first
+            parts.append((hits.vertex, hits.normal, (contact_distance[hits.vertex] - hits.start_gap) / self.h,
+                          hits.surface_velocity))
+        ended = self._end_position_contacts(collider, x1, velocity, movable, band, contact_distance)
+        if ended is not None:
+            parts.append(ended)
+        if not parts:
+            return None
+        index, normal, target, surface_velocity = (xp.concatenate(columns) for columns in zip(*parts))
+        if index.shape[0] == 0:
+            return None
+        return self._collider_contacts(collider, index, normal, target, surface_velocity, radius,
+                                             self._collider_keys(number, index))
+
+    def _end_position_contacts(self, collider, x1, velocity, movable, reach, contact_distance):
+        """Contacts of the ``movable`` (N,) vertices whose predicted end positions x1 (N, 3) [m] (velocity (N, 3)
+        [m/s]) lie nearer to the collider than ``reach`` (N,) [m]: (vertices (k,), unit normals (k, 3), normal
+        target velocities (k,) [m/s], surface velocities (k, 3) [m/s]), or None. The end-of-step gap is
+        linearized at the predicted position, d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex predicted inside the
+        solid comes out by at most recovery_speed · h in this step."""
+        xp = self.xp
+        distance, normal = collider.signed_distance(xp, x1)
+        hit = (distance < reach) & movable
+        if not bool(hit.any()):
+            return None
+        index = xp.nonzero(hit)[0]
+        normal = normalize(xp, normal[index])
+        surface_velocity = collider.velocity(xp, x1[index], self.h)
+        relative_now = rows_dot(xp, velocity[index] - surface_velocity, normal)
+        depth_limited = xp.maximum(distance[index], -self.solver.settings.recovery_speed * self.h)
+        return index, normal, relative_now + (contact_distance[index] - depth_limited) / self.h, surface_velocity
+
+    def _unreachable(self, collider, number, x0, x1, contact_distance):
+        """(N,) bool: free vertices whose collider contact only kinematic points could resolve, left out of
+        contact (as contacts carried only by kinematic vertices are) and counted (``unreachable_contacts``);
+        the solver would otherwise fight them for every iteration it has. Where a kinematic vertex of a
+        strand (a clamped root, a pin) lies inside the collider's solid at the end of the step:
+
+        - the free vertices nearer to it along the strand than its depth (+ the contact distance): no
+          motion of their own can bring them out;
+        - the run of vertices next to it that are all inside at the start of the step: the part of the
+          strand that the artist rooted inside the collider (roots sunk into a scalp), which leaves the
+          solid where the strand does, not by being pushed out sideways vertex by vertex.
+        number: the collider's index; x0, x1: (N, 3) [m] positions at the start and the predicted end of the
+        step."""
+        xp, model = self.xp, self.model
+        fixed = self.vertex_fixed
+        fixed_index = xp.nonzero(fixed)[0]
+        none = xp.zeros(model.n_vertices, dtype=bool)
+        if fixed_index.shape[0] == 0:
+            return none
+        depth = collider.depth_inside(xp, x1[fixed_index])
+        if not bool((depth > 0.0).any()):
+            return none
+        n = model.n_vertices
+        depth_of = xp.zeros(n)
+        depth_of[fixed_index] = depth
+        inside = collider.depth_inside(xp, x0) > 0.0
+        strand = model.vertex_strand
+        first = model.strand_offsets[strand]                 # (N,) first vertex of each vertex's strand
+        end = model.strand_offsets[strand + 1]               # (N,) one past its last vertex
+        step = xp.zeros(n)
+        step[model.edge_vertex + 1] = model.rest_edge_length
+        arc = xp.cumsum(step)
+        arc = arc - arc[first]                               # rest arc length from the strand's first vertex
+        kinematic_before, kinematic_after = _nearest_marked(xp, fixed)
+        outside_before, outside_after = _nearest_marked(xp, ~inside)
+        reach = contact_distance
+        unreachable = xp.zeros(n, dtype=bool)
+        for kinematic, valid, run in (
+                (kinematic_before, kinematic_before >= first, outside_before < kinematic_before),
+                (kinematic_after, kinematic_after < end, outside_after > kinematic_after)):
+            nearest = xp.where(valid, kinematic, 0)
+            sunk = valid & (depth_of[nearest] > 0.0)
+            unreachable = unreachable | (sunk & ((xp.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run))
+        unreachable = unreachable & ~fixed
+        self.unreachable_by_collider[number] = int(unreachable.sum())
+        return unreachable
+
+    def _end_edge_contacts(self, x0, x1):
+        """Edge–edge contacts of the pairs closer at the end positions x1 (N, 3) [m] than their contact
+        distance less the tolerance (``relinearize``): the ContactSet, or None."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        if not settings.self_collision or model.n_edges == 0:
+            return None
+        pairs = self._movable_edge_pairs(x1, x1)
+        if pairs is None:
+            return None
+        ea, eb, va, vb, contact_distance = pairs
+        radius_scale = xp.minimum(model.edge_radius[ea], model.edge_radius[eb])
+        limit = contact_distance - settings.end_penetration_tolerance * radius_scale
+        closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
+        short = closest[:, 3] < limit
+        if not bool(short.any()):
+            return None
+        ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]
+        s, t = closest[short, 1], closest[short, 2]
+        end_a = x1[va] + s[:, None] * (x1[va + 1] - x1[va])
+        end_b = x1[vb] + t[:, None] * (x1[vb + 1] - x1[vb])
+        separation = (x0[va] + s[:, None] * (x0[va + 1] - x0[va])) - (x0[vb] + t[:, None] * (x0[vb + 1] - x0[vb]))
+        normal = end_a - end_b
+        degenerate = row_lengths(xp, normal) < 1e-9 * contact_distance
+        if bool(degenerate.any()):
+            normal[degenerate] = cross3(xp, x1[va + 1] - x1[va], x1[vb + 1] - x1[vb])[degenerate]
+        normal = normalize(xp, normal)
+        normal = xp.where((rows_dot(xp, normal, separation) < 0.0)[:, None], -normal, normal)
+        keys = ea * model.n_edges + eb
+        return self._without_kinematic(
+            self._edge_contacts(ea, eb, va, vb, s, t, normal, separation, contact_distance, keys))
+
+    def _end_collider_contacts(self, x0, x1):
+        """Per collider, the ContactSet (or None) of the free vertices whose path x0 → x1 (N, 3) [m] comes
+        closer to its surface than their contact distance less the tolerance: CCD along the path for a mesh,
+        the signed distance at x1 for an analytic collider. Keys of the end range (``_collider_keys``), so a
+        vertex may hold a contact of the first path and one of the end path."""
+        xp, settings = self.xp, self.solver.settings
+        radius = self.solver.vertex_radius
+        found = []
+        for number, collider in enumerate(self.solver.colliders):
+            contact_distance = radius + collider.thickness + settings.thickness
+            reach = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0)
+            movable = ~self.vertex_fixed & ~self.unreachable_of[number]
+            mesh = collider.mesh_motion()
+            if mesh is None:
+                ended = self._end_position_contacts(collider, x1, (x1 - x0) / self.h, movable, reach,
+                                                    contact_distance)
+                if ended is None:
+                    found.append(None)
+                    continue
+                index, normal, target, surface_velocity = ended
+            else:
+                # the exact CCD (collider_ccd) on the vertices whose path the mesh's own kernel finds crossing it
+                # or ending within reach: the few near the surface, not every vertex of every strand
+                near = collider.path_reaches_mesh(xp, x0, x1, reach)
+                previous, current, triangles = (xp.asarray(array) for array in mesh)
+                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable & near, reach, self.h)
+                index, normal, surface_velocity = hits.vertex, hits.normal, hits.surface_velocity
+                target = (contact_distance[index] - hits.start_gap) / self.h
+            found.append(self._collider_contacts(collider, index, normal, target, surface_velocity, radius,
+                                                       self._collider_keys(number, index, end=True)))
+            if mesh is not None:
+                found.append(self._mesh_edge_contacts(collider, number, x0, x1, movable, end=True))
+        return found
+
+    def _mesh_edge_contacts(self, collider, number, x0, x1, movable, end: bool):
+        """Contacts of rod edges with a mesh collider's edges (an ear's rim, a brow's crest, thinner than the
+        hair's segments, passes between two vertices that both stay outside: no vertex contact sees it).
+
+        Every rod edge with a ``movable`` (N,) vertex is swept x0 → x1 (N, 3) [m] against the mesh's edges moving
+        over the substep (``kernels.ccd.mesh_edges_closest_in_step``, the mesh's edge BVH); the mesh edge that
+        comes nearest, within (1 + proximity) × the contact distance on the first path, or closer than the
+        contact distance less the tolerance on the ``end`` path (``relinearize``), gives a contact at those closest
+        points (s along the rod edge, t along the mesh edge). Its normal is the direction between the same
+        material points at the START of the step (the side the rod edge came from, so a crossing is pushed
+        back, never through); for points that touched already then, the normal of the two edges at the
+        approach, turned against their relative motion. Returns the ContactSet, or None."""
+        xp, model, settings = self.xp, self.model, self.solver.settings
+        geometry = collider.mesh_geometry()
+        ev = model.edge_vertex
+        # an edge with a vertex that only its sunk root could bring out is left out, as that vertex is
+        reachable = ~self.unreachable_of[number]
+        candidate = xp.nonzero((movable[ev] | movable[ev + 1]) & reachable[ev] & reachable[ev + 1])[0]
+        if candidate.shape[0] == 0:
+            return None
+        radius = model.edge_radius[candidate]
+        contact_distance = radius + collider.thickness + settings.thickness
+        limit = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0) if end \
+            else (1.0 + settings.proximity) * contact_distance
+        pose = geometry.pose(xp)
+        first_vertex = xp.ascontiguousarray(ev[candidate], dtype=xp.int32)
+        nearest_edge = xp.empty(candidate.shape[0], dtype=xp.int32)
+        closest = xp.empty((candidate.shape[0], 4), dtype=xp.float64)
+        launch_items(ccd_kernels.mesh_edges_closest_in_step, candidate.shape[0], warp_device_of(closest),
+                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
+                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
+                      warp_view(first_vertex, wp.int32), warp_view(xp.ascontiguousarray(limit), wp.float64),
+                      pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view],
+                     [warp_view(nearest_edge, wp.int32), warp_view(closest, wp.vec4d)], split=True)
+        hit = nearest_edge >= 0
+        if not bool(hit.any()):
+            return None
+        edge, mesh_edge, closest = candidate[hit], nearest_edge[hit], closest[hit]
+        contact_distance = contact_distance[hit]
+        tau, s, t = closest[:, 0:1], closest[:, 1], closest[:, 2]
+        va = ev[edge]
+        corners = pose.edges.indices[mesh_edge]
+        c0, d0 = pose.previous[corners[:, 0]], pose.previous[corners[:, 1]]
+        c1, d1 = pose.current[corners[:, 0]], pose.current[corners[:, 1]]
+        start_a = x0[va] + s[:, None] * (x0[va + 1] - x0[va])
+        start_b = c0 + t[:, None] * (d0 - c0)
+        motion_b = (c1 - c0) + t[:, None] * ((d1 - c1) - (d0 - c0))
+        separation = start_a - start_b
+        gap = row_lengths(xp, separation)
+        at = [p + tau * (q - p) for p, q in ((x0[va], x1[va]), (x0[va + 1], x1[va + 1]), (c0, c1), (d0, d1))]
+        crossing = cross3(xp, at[1] - at[0], at[3] - at[2])
+        motion_a = (x1[va] - x0[va]) + s[:, None] * ((x1[va + 1] - x0[va + 1]) - (x1[va] - x0[va]))
+        approach = rows_dot(xp, crossing, motion_a - motion_b)
+        crossing = xp.where((approach > 0.0)[:, None], -crossing, crossing)
+        touching = (gap < 1e-3 * contact_distance)[:, None]
+        normal = normalize(xp, xp.where(touching, crossing, separation))
+        start_gap = rows_dot(xp, separation, normal)
+        n = edge.shape[0]
+        given = [value for value in (settings.collider_friction, collider.friction) if value is not None]
+        mu = sum(given) / len(given) if given else 0.3
+        colliders = len(self.solver.colliders)
+        keys = model.n_edges * model.n_edges + 2 * colliders * model.n_vertices \
+            + (number + (colliders if end else 0)) * model.n_edges + edge
+        return self._without_kinematic(ContactSet(
+            vertices=xp.stack((va, va + 1, va, va), axis=1),
+            weights=xp.stack((1.0 - s, s, xp.zeros(n), xp.zeros(n)), axis=1), kind_edge=xp.zeros(n, dtype=bool),
+            normal=normal, target_normal=(contact_distance - start_gap) / self.h, surface_velocity=motion_b / self.h,
+            mu=xp.full(n, float(mu)), radius_scale=model.edge_radius[edge], keys=keys))
+
+
+def _nearest_marked(xp, marked):
+    """For every index i of the bool array ``marked`` (N,): the largest marked index ≤ i (−1 if none) and the
+    smallest marked index ≥ i (N if none), with cumulative counts (device arrays only, no host copy)."""
+    n = marked.shape[0]
+    positions = xp.nonzero(marked)[0]
+    count = positions.shape[0]
+    upto = xp.cumsum(marked.astype(xp.int64))           # marked indices ≤ i
+    if count == 0:
+        return xp.full(n, -1, dtype=xp.int64), xp.full(n, n, dtype=xp.int64)
+    before = xp.where(upto > 0, positions[xp.maximum(upto - 1, 0)], -1)
+    following = upto - marked.astype(xp.int64)           # marked indices < i: the next one ≥ i is number `following`
+    after = xp.where(following < count, positions[xp.minimum(following, count - 1)], n)
+    return before, after
