@@ -308,183 +308,271 @@ class ImplicitEulerSolver:
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None,
              acceleration=None) -> tuple[DerState, StepStats]:
         """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,);
-        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind)."""
+        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind).
+
+        Each iteration: refresh the matrix when due (``_refresh_matrix``), take a line-searched global step
+        (``_global_step``), judge its progress and the matrix (``_judge_step``), let the contacts answer it
+        (``_contact_round``), and once they predict no penetration check the end positions
+        (``_check_end_positions``); the step ends at the tolerance with settled contacts, then the failsafe
+        and the new state (``_finish``)."""
+        problem = _StepProblem.of(self, state, h, gravity, fixed_dofs, soft_pins, acceleration)
+        v = problem.v_t.copy()
+        v[fixed_dofs] = fixed_velocity
+        it = _Iterate(v=v, point=problem.evaluate(v), impulse=self.xp.zeros(self.model.n_dofs),
+                      resolves_each_round=bool(getattr(impulses, "resolves_each_round", False)))
+        path = LengthPreservingPath(self.xp, self.model, state.positions, h, fixed_dofs) \
+            if self.settings.length_preserving_path else None
+        stats = StepStats()
+        kept = KeptBendTwistBand()
+        for iteration in range(self.settings.max_iterations):
+            fresh = self._refresh_matrix(problem, it, iteration, stats, impulses, kept)
+            searched, pushed = self._global_step(problem, it, fresh, stats, impulses, kept, path)
+            alpha, slope, _, it.point, accepted, v_new = searched
+            moved = alpha > 0.0
+            if not bool(accepted.all()):
+                # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
+                # never taken); they move again once the impulses or the (refreshed) matrix change
+                stats.line_search_fallbacks += 1
+            it.moving = moved | ~accepted | pushed
+            it.stale = it.stale or not bool(accepted.all()) or bool(self.xp.any(alpha[moved] < 1.0))
+            if not bool(moved.any()) and (impulses is None or it.contact_round is not None):
+                stats.iterations = iteration + 1
+                break
+            self._judge_step(problem, it, iteration, stats, impulses, searched, v_new)
+            contact_just_found = self._contact_round(it, iteration, stats, impulses, v_new, bool(moved.any()))
+            it.v = v_new
+            contacts_settled = impulses is None or impulses.converged()
+            if contacts_settled and not contact_just_found and self._check_end_positions(it, stats, impulses):
+                continue
+            if stats.mean_dv < self.settings.tolerance and contacts_settled and not contact_just_found:
+                break
+        return self._finish(problem, it, impulses), stats
+
+    def _refresh_matrix(self, problem: "_StepProblem", it: "_Iterate", iteration: int, stats: StepStats, impulses,
+                        kept: KeptBendTwistBand) -> bool:
+        """Factor the matrix at the current iterate when there is none, without quasi-Newton, or when a stale
+        one is due (every refresh_interval iterations, or at every contact round of a handler that solves its
+        contact problem exactly on the factor's response J A⁻¹ Jᵀ: with a stale matrix that solve over- or
+        under-shoots and the loop does not converge). Returns whether the matrix is fresh this iteration."""
+        settings = self.settings
+        refresh = it.stale and iteration > 0 and (
+            (settings.refresh_interval > 0 and iteration % settings.refresh_interval == 0)
+            or (it.contact_round is not None and it.resolves_each_round))
+        fresh = it.factor is None or not settings.quasi_newton or refresh
+        if fresh:
+            it.factor, resolved = self._refactor(it.point[2], problem.h, problem.fixed_dofs, stats, problem.soft_pins,
+                                                 it.factor, it.moving, impulses, kept)
+            it.impulse = it.impulse if resolved is None else resolved
+            it.stale = False
+        return fresh
+
+    def _global_step(self, problem: "_StepProblem", it: "_Iterate", fresh: bool, stats: StepStats, impulses,
+                     kept: KeptBendTwistBand, path):
+        """The line-searched (quasi-)Newton step of every strand with the current impulses: (the line search's
+        result (``_line_search``), pushed (S,) bool: the strands the impulses act on). Sets it.target and
+        it.current (the objective per strand at the iterate)."""
         xp, model, settings = self.xp, self.model, self.settings
-        mass = model.mass
+        target, gradient, current = problem.descent(it)
+        # strands pushed by contact impulses search along the straight line (seed Algorithm 2) unless the
+        # handler solves its contact problem again from the measured velocities every round: bending
+        # their path moves the contact points by more than the impulses' linear response, which one
+        # Jacobi step per round does not recover from (the hairball tangles)
+        pushed = xp.bincount(self.dof_strand, weights=xp.abs(it.impulse), minlength=model.n_strands) > 0.0
+        bendable = xp.ones_like(pushed) if it.resolves_each_round else ~pushed
+        bent = None if path is None else (path, bendable)
+        # a matrix refactored in an earlier iteration whose full step most strands refuse is refreshed now
+        # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
+        early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
+        skipped = None if it.settled is None else it.settled & ~pushed
+        searched = self._line_search(it.factor, gradient, problem.fixed_dofs, it.v, target, current, it.point,
+                                     problem.evaluate, problem.objective, bent, early, skipped)
+        if searched is None:
+            stats.early_refreshes += 1
+            it.factor, resolved = self._refactor(it.point[2], problem.h, problem.fixed_dofs, stats, problem.soft_pins,
+                                                 it.factor, it.moving, impulses, kept)
+            if resolved is not None:
+                it.impulse = resolved
+                target, gradient, current = problem.descent(it)
+            it.stale = False
+            searched = self._line_search(it.factor, gradient, problem.fixed_dofs, it.v, target, current, it.point,
+                                         problem.evaluate, problem.objective, bent, settled=skipped)
+        it.target, it.current = target, current
+        return searched, pushed
+
+    def _judge_step(self, problem: "_StepProblem", it: "_Iterate", iteration: int, stats: StepStats, impulses,
+                    searched, v_new) -> None:
+        """The step's statistics (iterations, seed eq. 4.3's mean |Δv| on the vertex velocities: twist rates are
+        slaved to the shape and are not in m/s), the strands that settled, and whether the quasi-Newton matrix
+        counts as stale: a line search had to shorten or refuse a step (set by the caller), full steps
+        decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
+        stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents),
+        or, with cheap refreshes (Gauss–Newton matrices refreshed at all), a refresh is cheap (at most
+        CHEAP_REFRESH_CONTACTS contacts)."""
+        xp, model, settings = self.xp, self.model, self.settings
+        alpha, slope, _, _, accepted, _ = searched
+        moved = alpha > 0.0
+        if bool(moved.any()):
+            stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
+        stats.iterations = iteration + 1
+        change = xp.abs(v_new - it.v)[model.position_dofs]
+        stats.mean_dv = float(xp.mean(change))
+        strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
+                                minlength=model.n_strands) / self.strand_vertex_dofs
+        it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
+        stats.settled_strands = int(it.settled.sum())
+        contacts = 0 if impulses is None else impulses.contact_count
+        cheap_refreshes = (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
+                           and settings.refresh_interval > 0)
+        if not it.stale and cheap_refreshes and contacts <= CHEAP_REFRESH_CONTACTS:
+            it.stale = True    # not stale, but cheap to refresh (CHEAP_REFRESH_CONTACTS)
+        if not it.stale:
+            full = alpha == 1.0
+            predicted = -0.5 * float(xp.sum(slope[full]))
+            actual = float(xp.sum((it.current - problem.objective(v_new, it.target, it.point[0]))[full]))
+            it.stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
+
+    def _contact_round(self, it: "_Iterate", iteration: int, stats: StepStats, impulses, v_new, moved: bool) -> bool:
+        """The contacts' answer to the global step v → v_new (seed Algorithm 2 lines 10–13): detection once it
+        is due (``_detect_now``), then new impulses every round. Returns whether the round just found the first
+        contacts with impulses (the loop then takes at least one more step)."""
+        if impulses is not None and it.contact_round is None and self._detect_now(iteration, stats.mean_dv, moved):
+            it.contact_round = 0
+        if it.contact_round is None:
+            return False
+        new_impulse = impulses.update(it.contact_round, it.v, v_new)
+        if new_impulse is not None:
+            it.impulse = new_impulse
+        just_found = it.contact_round == 0 and bool(self.xp.any(it.impulse != 0.0))
+        it.contact_round += 1
+        return just_found
+
+    def _check_end_positions(self, it: "_Iterate", stats: StepStats, impulses) -> bool:
+        """Once the contact set predicts no penetration: do the end positions keep every contact distance?
+        (``StepContacts.relinearize``, once per set, at most MAX_RELINEARIZATIONS times a step.) Returns
+        whether the set was written again (the loop then goes on with the new impulses)."""
+        if it.contact_round is None or it.end_checked or not impulses.checks_end_positions \
+                or stats.relinearizations >= MAX_RELINEARIZATIONS:
+            return False
+        it.end_checked = True
+        relinearized = impulses.relinearize(it.v)
+        if relinearized is None:
+            return False
+        it.impulse = relinearized
+        stats.relinearizations += 1
+        it.end_checked = False
+        return True
+
+    def _finish(self, problem: "_StepProblem", it: "_Iterate", impulses) -> DerState:
+        """The new state at q_t + h v, after the contacts' failsafe (``keep_outside``); frames transported to
+        where the vertices end."""
+        xp, model = self.xp, self.model
+        config = it.point[2]
+        q = problem.q_t + problem.h * it.v
+        positions = model.gather_positions(q)
+        velocities = model.gather_positions(it.v)
+        held = None if impulses is None else impulses.keep_outside(positions, velocities)
+        if held is not None:
+            # the colliders' last word moved some vertices: frames transported to where they are now
+            positions, velocities = held
+            config = transported_configuration(xp, model, problem.state, positions, model.gather_theta(q))
+        return DerState(
+            positions=positions, velocities=velocities, theta=model.gather_theta(q),
+            theta_velocity=model.gather_theta(it.v),
+            tangents=_unit_tangents(xp, model, positions), reference_u=config.reference_u,
+            reference_twist=config.reference_twist)
+
+
+@dataclass
+class _StepProblem:
+    """One step's fixed data and its objective g(v) (the module docstring) per strand: q_t, v_t (n_dofs,) the
+    coordinates and velocities at the start, free_velocity (n_dofs,) = v_t + h M⁻¹ f_ext, damping = h c."""
+
+    xp: Any
+    model: DerModel
+    dof_strand: Any
+    state: DerState
+    h: float
+    fixed_dofs: Any
+    soft_pins: SoftPins | None
+    q_t: Any
+    v_t: Any
+    free_velocity: Any
+    damping: Any
+
+    @classmethod
+    def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
+           acceleration) -> "_StepProblem":
+        xp, model = solver.xp, solver.model
         q_t = model.pack(state.positions, state.theta)
         v_t = model.pack(state.velocities, state.theta_velocity)
         external = xp.zeros(model.n_dofs)
         external[model.position_dofs] = model.vertex_mass[:, None] * xp.asarray(gravity, dtype=q_t.dtype)
         if acceleration is not None:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
-        free_velocity = v_t + h * external / mass
-        impulse = xp.zeros(model.n_dofs)
-        damping = h * model.damping
+        return cls(xp=xp, model=model, dof_strand=solver.dof_strand, state=state, h=h, fixed_dofs=fixed_dofs,
+                   soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
+                   damping=h * model.damping)
 
-        def evaluate(v, strands=None, fill=None):
-            """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
-            (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): only those strands
-            are evaluated (the others' parts are meaningless), worth it when few strands still move."""
-            q = q_t + h * v
-            subset = None
-            if strands is not None and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
-                subset = element_subset(xp, model, strands)
-            config = transported_configuration(xp, model, state, model.gather_positions(q), model.gather_theta(q),
-                                               subset, None if subset is None else fill[2])
-            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
-            if soft_pins is not None:
-                pin_strands = model.vertex_strand[soft_pins.vertices]
-                energy = energy + soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
-            return energy, elastic_gradient, config
+    def evaluate(self, v, strands=None, fill=None):
+        """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
+        (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): only those strands
+        are evaluated (the others' parts are meaningless), worth it when few strands still move."""
+        xp, model = self.xp, self.model
+        q = self.q_t + self.h * v
+        subset = None
+        if strands is not None and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
+            subset = element_subset(xp, model, strands)
+        config = transported_configuration(xp, model, self.state, model.gather_positions(q), model.gather_theta(q),
+                                           subset, None if subset is None else fill[2])
+        energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
+        if self.soft_pins is not None:
+            pin_strands = model.vertex_strand[self.soft_pins.vertices]
+            energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
+        return energy, elastic_gradient, config
 
-        def objective(v, target, potential_per_strand):
-            """g(v) per strand (S,): the strands are independent given the impulses, so each gets its own
-            line search (one buckling strand does not shorten every other strand's step)."""
-            difference = v - target
-            kinetic = 0.5 * mass * (difference * difference + damping * v * v)
-            return xp.bincount(self.dof_strand, weights=kinetic, minlength=model.n_strands) + potential_per_strand
+    def objective(self, v, target, potential_per_strand):
+        """g(v) per strand (S,): the strands are independent given the impulses, so each gets its own
+        line search (one buckling strand does not shorten every other strand's step)."""
+        difference = v - target
+        kinetic = 0.5 * self.model.mass * (difference * difference + self.damping * v * v)
+        return self.xp.bincount(self.dof_strand, weights=kinetic, minlength=self.model.n_strands) + potential_per_strand
 
-        v = v_t.copy()
-        v[fixed_dofs] = fixed_velocity
-        path = LengthPreservingPath(xp, model, state.positions, h, fixed_dofs) \
-            if settings.length_preserving_path else None
-        stats = StepStats()
-        factor = None
-        kept = KeptBendTwistBand()
-        # Gauss–Newton matrices refreshed at all are also refreshed when merely cheap (CHEAP_REFRESH_CONTACTS);
-        # the seed's never-refreshed variant and the exact first-iteration Hessian keep their matrices
-        cheap_refreshes = (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
-                           and settings.refresh_interval > 0)
-        # the quasi-Newton matrix is refreshed (every refresh_interval iterations) only when it has shown to
-        # be stale since the last factorization: a line search had to shorten or refuse a step, or full steps
-        # decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
-        # stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents)
-        # — or, with cheap_refreshes, when a refresh is cheap (few contacts)
-        stale = False
-        contact_round = None
-        end_checked = False          # the end positions of the current contact set were checked (relinearize)
-        resolves_each_round = bool(getattr(impulses, "resolves_each_round", False))
-        moving = None   # strands that took a step, found no decrease, or carry impulses in the last iteration
-        settled = None  # strands whose last step was below SETTLED_FRACTION × tolerance (not searched unless pushed)
-        point = evaluate(v)
-        for iteration in range(settings.max_iterations):
-            elastic, elastic_grad, config = point
-            # a handler that solves its contact problem exactly on the factor's response (J A⁻¹ Jᵀ) needs that
-            # response to be the system's: a stale matrix is refreshed at every contact round then (with a
-            # stale one the exact solve over- or under-shoots and the loop does not converge)
-            refresh = stale and iteration > 0 and (
-                (settings.refresh_interval > 0 and iteration % settings.refresh_interval == 0)
-                or (contact_round is not None and resolves_each_round))
-            fresh = factor is None or not settings.quasi_newton or refresh
-            if fresh:
-                factor, resolved = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving,
-                                                  impulses, kept)
-                impulse = impulse if resolved is None else resolved
-                stale = False
+    def descent(self, it: "_Iterate"):
+        """(target velocity, ∇g, g per strand) at the iterate's v with its impulses."""
+        xp, mass = self.xp, self.model.mass
+        v, elastic, elastic_gradient = it.v, it.point[0], it.point[1]
+        target = self.free_velocity + it.impulse / mass
+        gradient = mass * (v - target) + self.damping * mass * v + self.h * elastic_gradient
+        if self.soft_pins is not None:
+            pulled = self.soft_pins.dofs.ravel()
+            offset = (self.q_t + self.h * v)[pulled] - self.soft_pins.targets.ravel()
+            gradient[pulled] += self.h * xp.repeat(self.soft_pins.stiffness, 3) * offset
+        gradient[self.fixed_dofs] = 0.0
+        return target, gradient, self.objective(v, target, elastic)
 
-            def descent_problem():
-                """(target velocity, ∇g, g per strand) at v with the current impulses."""
-                target = free_velocity + impulse / mass
-                gradient = mass * (v - target) + damping * mass * v + h * elastic_grad
-                if soft_pins is not None:
-                    pulled = soft_pins.dofs.ravel()
-                    offset = (q_t + h * v)[pulled] - soft_pins.targets.ravel()
-                    gradient[pulled] += h * xp.repeat(soft_pins.stiffness, 3) * offset
-                gradient[fixed_dofs] = 0.0
-                return target, gradient, objective(v, target, elastic)
 
-            target, gradient, current = descent_problem()
-            # strands pushed by contact impulses search along the straight line (seed Algorithm 2) unless the
-            # handler solves its contact problem again from the measured velocities every round: bending
-            # their path moves the contact points by more than the impulses' linear response, which one
-            # Jacobi step per round does not recover from (the hairball tangles)
-            pushed = xp.bincount(self.dof_strand, weights=xp.abs(impulse), minlength=model.n_strands) > 0.0
-            bendable = xp.ones_like(pushed) if resolves_each_round else ~pushed
-            bent = None if path is None else (path, bendable)
-            # a matrix refactored in an earlier iteration whose full step most strands refuse is refreshed now
-            # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
-            early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
-            skipped = None if settled is None else settled & ~pushed
-            searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
-                                         objective, bent, early, skipped)
-            if searched is None:
-                stats.early_refreshes += 1
-                factor, resolved = self._refactor(config, h, fixed_dofs, stats, soft_pins, factor, moving,
-                                                  impulses, kept)
-                if resolved is not None:
-                    impulse = resolved
-                    target, gradient, current = descent_problem()
-                stale = False
-                searched = self._line_search(factor, gradient, fixed_dofs, v, target, current, point, evaluate,
-                                             objective, bent, settled=skipped)
-            alpha, slope, direction, point, accepted, v_new = searched
-            if not bool(accepted.all()):
-                # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
-                # never taken); they move again once the impulses or the (refreshed) matrix change
-                stats.line_search_fallbacks += 1
-            moved = alpha > 0.0
-            moving = moved | ~accepted | pushed
-            stale = stale or not bool(accepted.all()) or bool(xp.any(alpha[moved] < 1.0))
-            if not bool(moved.any()) and (impulses is None or contact_round is not None):
-                stats.iterations = iteration + 1
-                break
-            if bool(moved.any()):
-                stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
-            stats.iterations = iteration + 1
-            # seed eq. 4.3 on the vertex velocities (twist rates are slaved to the shape and are not in m/s)
-            change = xp.abs(v_new - v)[model.position_dofs]
-            stats.mean_dv = float(xp.mean(change))
-            strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
-                                    minlength=model.n_strands) / self.strand_vertex_dofs
-            settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
-            stats.settled_strands = int(settled.sum())
-            contacts = 0 if impulses is None else impulses.contact_count
-            if not stale and cheap_refreshes and contacts <= CHEAP_REFRESH_CONTACTS:
-                stale = True    # not stale, but cheap to refresh (CHEAP_REFRESH_CONTACTS)
-            if not stale:
-                full = alpha == 1.0
-                predicted = -0.5 * float(xp.sum(slope[full]))
-                actual = float(xp.sum((current - objective(v_new, target, point[0]))[full]))
-                stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
-            if impulses is not None and contact_round is None and self._detect_now(iteration, stats.mean_dv,
-                                                                                  bool(moved.any())):
-                contact_round = 0
-            contact_just_found = False
-            if contact_round is not None:
-                new_impulse = impulses.update(contact_round, v, v_new)
-                if new_impulse is not None:
-                    impulse = new_impulse
-                contact_just_found = contact_round == 0 and bool(xp.any(impulse != 0.0))
-                contact_round += 1
-            v = v_new
-            contacts_settled = impulses is None or impulses.converged()
-            if contacts_settled and contact_round is not None and not contact_just_found and not end_checked \
-                    and impulses.checks_end_positions and stats.relinearizations < MAX_RELINEARIZATIONS:
-                # the set predicts no penetration: do the end positions keep every contact distance?
-                end_checked = True
-                relinearized = impulses.relinearize(v)
-                if relinearized is not None:
-                    impulse = relinearized
-                    stats.relinearizations += 1
-                    end_checked = False
-                    continue
-            if stats.mean_dv < settings.tolerance and contacts_settled and not contact_just_found:
-                break
-        config = point[2]
-        q = q_t + h * v
-        positions = model.gather_positions(q)
-        velocities = model.gather_positions(v)
-        held = None if impulses is None else impulses.keep_outside(positions, velocities)
-        if held is not None:
-            # the colliders' last word moved some vertices: frames transported to where they are now
-            positions, velocities = held
-            config = transported_configuration(xp, model, state, positions, model.gather_theta(q))
-        new_state = DerState(
-            positions=positions, velocities=velocities, theta=model.gather_theta(q),
-            theta_velocity=model.gather_theta(v),
-            tangents=_unit_tangents(xp, model, positions), reference_u=config.reference_u,
-            reference_twist=config.reference_twist)
-        return new_state, stats
+@dataclass
+class _Iterate:
+    """The Newton loop's state between iterations: v (n_dofs,) the velocities; point (potential (S,), elastic
+    gradient, configuration) at v; impulse (n_dofs,) the generalized contact impulse; factor the matrix's;
+    stale: the quasi-Newton matrix is due for a refresh; contact_round: rounds since detection (None before);
+    end_checked: the current set's end positions were checked; moving (S,): strands that took a step, found
+    no decrease or carry impulses in the last iteration; settled (S,): strands whose last step was below
+    SETTLED_FRACTION × tolerance (not searched unless pushed); target, current: the last global step's target
+    velocity and objective per strand."""
+
+    v: Any
+    point: Any
+    impulse: Any
+    resolves_each_round: bool = False
+    factor: Any = None
+    stale: bool = False
+    contact_round: int | None = None
+    end_checked: bool = False
+    moving: Any = None
+    settled: Any = None
+    target: Any = None
+    current: Any = None
 
 
 def _unit_tangents(xp, model, positions):
