@@ -2,7 +2,7 @@
 
 Two output routes for meshes per scene (``Scene.tangle.output_route``):
 
-- ``SHAPE_KEYS``: one shape key per frame (``bake_io.write_frame``), everything inside the .blend.
+- ``SHAPE_KEYS``: one shape key per frame (``bake_write.write_frame``), everything inside the .blend.
 - ``PC2``: one PC2 file per object in ``<blend folder>/<blend name>_tangle/<scene>/<object>.pc2``,
   played by a Mesh Cache modifier whose path is stored relative (``//``). Blender remaps relative
   paths on *Save As*, so a copy saved elsewhere still plays the same files; a bake only ever
@@ -29,7 +29,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import bake_io, hair_cache, hair_io
+from . import bake_write, hair_cache, hair_io
 from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name, split_route
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
 from .shape_keys import remove_shape_keys, shape_key_fcurve
@@ -85,7 +85,7 @@ def remove_shape_keys_from(obj: bpy.types.Object, first_removed: int) -> int:
 
 
 class ShapeKeyOutput:
-    """Frames of one object as written by ``bake_io.write_frame``: shape keys ``tangle_f####`` for
+    """Frames of one object as written by ``bake_write.write_frame``: shape keys ``tangle_f####`` for
     meshes (and legacy curves), keyframed points for Curves hair."""
 
     route = "SHAPE_KEYS"
@@ -106,11 +106,11 @@ class ShapeKeyOutput:
             remove_shape_keys_from(obj, keep_before)
 
     def write(self, frame: int, positions_world: np.ndarray) -> None:
-        bake_io.write_frame(self.target, frame, self.frame_start, positions_world)
+        bake_write.write_frame(self.target, frame, self.frame_start, positions_world)
 
     def flush(self) -> None:
         """Write the frames still queued (Curves hair keys are written in batches)."""
-        bake_io.flush_frames(self.target)
+        bake_write.flush_frames(self.target)
 
 
 class GeometryNodesHairOutput(ShapeKeyOutput):
@@ -126,8 +126,8 @@ class GeometryNodesHairOutput(ShapeKeyOutput):
         obj.tangle.baked_topology = self.target.topology
 
     def write(self, frame: int, positions_world: np.ndarray) -> None:
-        hair_cache.stage_frame(bake_io.target_object(self.target), frame,
-                               bake_io.checked_local_positions(self.target, frame, positions_world))
+        hair_cache.stage_frame(bake_write.target_object(self.target), frame,
+                               bake_write.checked_local_positions(self.target, frame, positions_world))
 
     def flush(self) -> None:
         """Pack the staged frames (at the end of a bake, however it ended)."""
@@ -245,7 +245,7 @@ def free_outputs(obj: bpy.types.Object, delete_files: bool = True) -> int:
     """Remove every baked output of ``obj`` (shape keys, hair keyframes, the Tangle Hair Cache modifier,
     the Tangle Mesh Cache modifier and, when it lies in the current .blend's own cache folder, its PC2
     file); returns how many frames were removed."""
-    removed = bake_io.free_bake(obj)
+    removed = bake_write.free_bake(obj)
     if obj.type == "CURVES":
         removed += hair_cache.free_hair_cache(obj)
     modifier = mesh_cache_modifier(obj)

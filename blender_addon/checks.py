@@ -1,10 +1,8 @@
-"""Pre-bake checks, bpy side: read every marked object and run ``core.validation`` on it.
-
-``check_scene`` stores the problems in ``Scene.tangle.problems`` (listed in the Tangle Bake panel, each
-with its object) and returns them; ``export.export_scene`` calls it first and refuses to send anything
-while any blocking problem remains. Warnings (``Problem.blocking`` false) do not stop a bake: hair rooted
-inside a collider, or combed partly through one, at the first frame (``core.rooted_inside``). ``TANGLE_OT_check_scene`` runs the same
-check from the panel.
+"""Pre-bake checks, bpy side: read every marked object and run ``core.validation`` on it (``object_problems``),
+and the warnings found on the exported scene (``exported_problems``: hair rooted inside a collider, or combed
+partly through one, at the first frame, ``core.rooted_inside``). ``export.checked_export`` runs both around
+the one read of the scene that a bake sends; Check Scene (``operators/check.py``) runs the same. Warnings
+(``Problem.blocking`` false) do not stop a bake.
 """
 
 from __future__ import annotations
@@ -13,14 +11,12 @@ import bpy
 import numpy as np
 
 from . import hair_io
-from .bake_io import (deforms, export_collider, export_hair, frame_range, marked_objects, matrix_array,
-                      mesh_arrays, simulated_mesh_params, to_world)
+from .bake_io import deforms, marked_objects, matrix_array, mesh_arrays, simulated_mesh_params, to_world
 from .core import validation
 from .core.painted_maps import check_maps, map_settings
 from .core.param_table import CLOTH_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .core.rooted_inside import rooted_inside_warnings, started_inside_warnings
 from .core.bake_state import frame_of_shape_key
-from .core.scene_export import ExportError
 from .core.validation import Problem
 from .skin import follows_skin, readable_skin
 
@@ -134,67 +130,23 @@ def object_problems(obj: bpy.types.Object, scene: bpy.types.Scene, depsgraph) ->
     return problems
 
 
-def rooted_inside(scene: bpy.types.Scene, blocked: set[str] = frozenset()) -> list[Problem]:
-    """Warnings for hair rooted inside a collider, or combed partly through one, at the bake's first frame
-    (the scene is read there, as the bake reads it, and the current frame is restored). Objects named in
-    ``blocked`` have blocking problems of their own and cannot be read for this; they are left out."""
-    hair_objects = [obj for obj in marked_objects(scene, "HAIR") if obj.name not in blocked]
-    colliders = [obj for obj in marked_objects(scene, "COLLIDER") if obj.name not in blocked]
-    if not hair_objects or not colliders:
+def exported_problems(entries: list[dict], collider_names: set[str]) -> list[Problem]:
+    """Warnings for the exported hair ``entries`` (protocol object dicts, read at the bake's first frame) rooted
+    inside, or combed partly through, the exported colliders named in ``collider_names`` (the marked ones)."""
+    colliders = [entry for entry in entries if entry["kind"] == "collider" and entry["id"] in collider_names]
+    if not colliders:
         return []
-    current_frame, current_subframe = scene.frame_current, scene.frame_subframe
-    scene.frame_set(frame_range(scene)[0])
-    try:
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        collider_entries = [export_collider(obj, depsgraph) for obj in colliders]
-        warnings = []
-        for obj in hair_objects:
-            try:
-                hair_entry = export_hair(obj, depsgraph, scene)[0]
-            except ExportError:
-                continue          # its emitter is blocked: that problem is listed already
-            warnings += rooted_inside_warnings(hair_entry, collider_entries)
-            warnings += started_inside_warnings(hair_entry, collider_entries)
-        return warnings
-    finally:
-        scene.frame_set(current_frame, subframe=current_subframe)
+    warnings = []
+    for hair in (entry for entry in entries if entry["kind"] == "hair"):
+        warnings += rooted_inside_warnings(hair, colliders)
+        warnings += started_inside_warnings(hair, colliders)
+    return warnings
 
 
-def check_scene(scene: bpy.types.Scene) -> list[Problem]:
-    """Check every marked object of ``scene``; store and return the problems, blocking ones and warnings
-    together (none blocking: ready to bake). The warnings that need the scene exported are looked for on
-    the objects without blocking problems, so an artist sees every warning while fixing what blocks."""
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    problems = []
-    for role in ("CLOTH", "SOFTBODY", "HAIR", "COLLIDER"):
-        for obj in marked_objects(scene, role):
-            problems += object_problems(obj, scene, depsgraph)
-    problems += rooted_inside(scene, {problem.object for problem in validation.blocking(problems)})
+def store_problems(scene: bpy.types.Scene, problems: list[Problem]) -> None:
+    """List ``problems`` in ``Scene.tangle.problems`` (the Tangle Bake panel shows them, each with its object)."""
     stored = scene.tangle.problems
     stored.clear()
     for problem in problems:
         item = stored.add()
         item.object_name, item.message, item.blocking = problem.object, problem.message, problem.blocking
-    return problems
-
-
-class TANGLE_OT_check_scene(bpy.types.Operator):
-    """Check every object marked for Tangle and list what must be fixed before baking"""
-
-    bl_idname = "tangle.check_scene"
-    bl_label = "Check Scene"
-    bl_options = {"REGISTER"}
-
-    def execute(self, context):
-        problems = check_scene(context.scene)
-        stopping = validation.blocking(problems)
-        if stopping:
-            self.report({"WARNING"}, validation.summary(stopping))
-        elif problems:
-            self.report({"WARNING"}, f"Ready to bake, with {len(problems)} warning(s): {validation.summary(problems)}")
-        else:
-            self.report({"INFO"}, "Ready to bake: no problems found")
-        return {"FINISHED"}
-
-
-classes = (TANGLE_OT_check_scene,)

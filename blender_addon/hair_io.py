@@ -314,7 +314,7 @@ def _write_curve_shape_key(obj: bpy.types.Object, target: HairTarget, frame: int
 
 
 def write_frame(obj: bpy.types.Object, target: HairTarget, frame: int, first_frame: int, local: np.ndarray) -> None:
-    """Store one baked frame of hair object ``obj`` (checked by ``bake_io.write_frame``): keyframed
+    """Store one baked frame of hair object ``obj`` (checked by ``bake_write.write_frame``): keyframed
     points of a Curves object, a shape key of a legacy Curve. local: (N, 3) [m] object local space."""
     if obj.type == "CURVES":
         _write_curves_frame(obj, target, frame, local)

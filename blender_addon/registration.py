@@ -2,8 +2,9 @@
 
 import bpy
 
-from . import checks, preferences, presets, properties
+from . import preferences, presets, properties
 from .operators import setup
+from .operators.check import TANGLE_OT_check_scene
 from .operators.bake import TANGLE_OT_bake, TANGLE_OT_cancel_bake, TANGLE_OT_rebake_from_frame, TANGLE_OT_resume_bake
 from .operators.connection import TANGLE_OT_test_connection
 from .operators.farm import TANGLE_OT_farm_bake
@@ -12,7 +13,8 @@ from .operators.server import TANGLE_OT_start_local_server, TANGLE_OT_stop_local
 from .session import cancel_running_setup, stop_local_server
 from .panels import TANGLE_PT_bake, TANGLE_PT_bake_workflow, TANGLE_PT_object, TANGLE_PT_object_maps
 
-classes = properties.classes + preferences.classes + checks.classes + presets.classes + setup.classes + (
+classes = properties.classes + preferences.classes + presets.classes + setup.classes + (
+    TANGLE_OT_check_scene,
     TANGLE_OT_bake,
     TANGLE_OT_resume_bake,
     TANGLE_OT_rebake_from_frame,

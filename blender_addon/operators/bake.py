@@ -9,7 +9,7 @@ import bpy
 
 from ..bake_session import START_ERRORS, BakeSession, continuation_frames
 from ..session import active_session, last_session, set_active_session
-from .guards import CANCEL_BAKE_FIRST, no_bake_running, refuse
+from .guards import no_bake_running, refuse
 
 SIMULATED_ROLES = frozenset({"CLOTH", "SOFTBODY", "HAIR"})
 

@@ -232,7 +232,7 @@ def scenario_cape_on_skinned_torso(args: dict) -> dict:
             _render_story(f"{args['render']}/cape_{args['deform']}_f{frame:02d}.png", frame)
     result["freed"] = call(lambda: bpy.ops.tangle.free_bake())
     result["restored_after_free"] = armature.show_viewport and armature.show_render
-    checks = importlib.import_module("blender_addon.checks")
+    checks = importlib.import_module("blender_addon.export")
     result["checked"] = [[p.object, p.message, p.blocking] for p in checks.check_scene(scene)]
     # a shape key animated on the cape is not followed: Check Scene says so
     cape.shape_key_add(name="Basis")
@@ -475,7 +475,7 @@ def scenario_curves_keys_match_solver_frames(args: dict) -> dict:
 
 def scenario_curves_keying_timing(args: dict) -> dict:
     """Measurement, not a test: write ``frames`` synthetic frames of a ``strands`` x ``points`` Curves object
-    through the bake's own writer (``bake_io.write_frame``, then ``flush_frames`` as a finished bake does)
+    through the bake's own writer (``bake_write.write_frame``, then ``flush_frames`` as a finished bake does)
     and report the seconds it took (wall clock and this process's CPU time) and the largest playback error
     [m] against the frames written. Run:
 
@@ -484,7 +484,7 @@ def scenario_curves_keying_timing(args: dict) -> dict:
     import time
 
     load_addon("source", None)
-    bake_io = importlib.import_module("blender_addon.bake_io")
+    bake_write = importlib.import_module("blender_addon.bake_write")
     hair_io = importlib.import_module("blender_addon.hair_io")
     strands, points, frames = args["strands"], args["points"], args["frames"]
     curves = bpy.data.hair_curves.new("Hair")
@@ -501,8 +501,8 @@ def scenario_curves_keying_timing(args: dict) -> dict:
     written = {frame: rest + 1e-3 * (frame - 1) * wave for frame in range(1, frames + 1)}
     started, cpu_started = time.perf_counter(), time.process_time()
     for frame, positions in written.items():
-        bake_io.write_frame(target, frame, 1, positions)
-    bake_io.flush_frames(target)
+        bake_write.write_frame(target, frame, 1, positions)
+    bake_write.flush_frames(target)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     error = max(float(np.abs(curves_positions(hair, frame) - positions).max()) for frame, positions in written.items())
     return {"seconds": seconds, "cpu_seconds": cpu_seconds, "max_error": error,
@@ -591,7 +591,7 @@ def scenario_checks(args: dict) -> dict:
     load_addon("source", None)
     scene = bpy.context.scene
     scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0  # nothing listens there
-    checks = importlib.import_module("blender_addon.checks")
+    checks = importlib.import_module("blender_addon.export")
     report = {}
 
     def check(case, cleanup):
@@ -672,7 +672,7 @@ def scenario_rooted_inside(args: dict) -> dict:
     load_addon("source", None)
     scene = bpy.context.scene
     scene.tangle.server_address, scene.tangle.timeout = "tcp://127.0.0.1:9", 1.0  # nothing listens there
-    checks = importlib.import_module("blender_addon.checks")
+    checks = importlib.import_module("blender_addon.export")
     ball = mesh_object("Ball", bpy.ops.mesh.primitive_uv_sphere_add, (0.0, 0.0, 0.0), radius=0.1)
     ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
     curves = bpy.data.hair_curves.new("Hair")
@@ -796,7 +796,7 @@ def scenario_painted_maps(args: dict) -> dict:
     heavy.data.foreach_set("value", (np.arange(strands) % 2).astype(np.float32))
     hair.tangle.hair.young_modulus_map, hair.tangle.hair.young_modulus_map_zero = "root_stiff", 0.2
     hair.tangle.hair.density_map, hair.tangle.hair.density_map_zero = "heavy", 0.5
-    checks = importlib.import_module("blender_addon.checks")
+    checks = importlib.import_module("blender_addon.export")
     scene_dict, _, _ = importlib.import_module("blender_addon.export").export_scene(scene)
     entries = entries_by_id(scene_dict)
     result["flap_maps"] = {name: np.asarray(values).tolist() for name, values in entries["Flap"]["maps"].items()}

@@ -93,7 +93,7 @@ def scenario_artist_day(args: dict) -> dict:
     scene, *objects = _painted_shot(frames)
     bpy.ops.wm.save_as_mainfile(filepath=path)
     result["check"] = [[problem.object, problem.message, problem.blocking] for problem in
-                       importlib.import_module(f"{PACKAGE}.checks").check_scene(scene)]
+                       importlib.import_module(f"{PACKAGE}.export").check_scene(scene)]
     result["full"] = call(bpy.ops.tangle.bake) | _state(scene, objects, frames)
     server_module = importlib.import_module(f"{PACKAGE}.operators.server")
     result["full"]["server_python"] = server_module.running_local_server().python
