@@ -194,30 +194,50 @@ def next_coplanar_time(edge_edge: bool, first: int, p0: wp.vec3d, q0: wp.vec3d, 
 
 
 @wp.func
-def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
-                        a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
-    """Earliest time t in [0, 1] at which a vertex moving x0 → x1 passes through the triangle moving
-    (a0, b0, c0) → (a1, b1, c1), both linearly; −1 when it does not.
+def gap_at(edge_edge: bool, t: wp.float64, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
+           p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> wp.vec2d:
+    """(distance, scale) at time t of four points moving linearly (pqrs at 0 → pqrs at 1): of edge pq to
+    edge rs and the longer edge's length when ``edge_edge``, else of vertex p to triangle qrs and its longest
+    edge's length."""
+    a = lerp3(p0, p1, t)
+    b = lerp3(q0, q1, t)
+    c = lerp3(r0, r1, t)
+    d = lerp3(s0, s1, t)
+    if edge_edge:
+        st = segment_closest_parameters(a, b, c, d)
+        gap = lerp3(a, b, st[0]) - lerp3(c, d, st[1])
+        return wp.vec2d(wp.length(gap), wp.max(wp.length(b - a), wp.length(d - c)))
+    closest = blend(closest_barycentric(a, b, c, d), b, c, d)
+    return wp.vec2d(wp.length(a - closest), wp.max(wp.length(c - b), wp.max(wp.length(d - b), wp.length(d - c))))
 
-    The coplanarity cubic's roots come from the CCD bracket (``next_coplanar_time``), earliest first; at a
-    root the vertex must lie inside the triangle (closest point within CCD_INSIDE × longest edge). A crossing
-    is a change of side, so a vertex that only touches the plane and turns back is not one."""
+
+@wp.func
+def first_crossing(edge_edge: bool, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
+                   p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> wp.float64:
+    """Earliest time t in [0, 1] at which the moving elements pass through each other (edge pq through edge
+    rs when ``edge_edge``, else vertex p through triangle qrs), −1 when they do not: the roots of
+    ``moving_coplanarity`` from the CCD bracket (``next_coplanar_time``), earliest first, until one at which
+    the elements meet (``gap_at``: distance within CCD_INSIDE × the scale). A crossing is a change of side,
+    so elements that only touch the plane and turn back do not cross."""
     first = int(0)
     while first < int(CCD_SAMPLES):
-        root = next_coplanar_time(False, first, x0, a0, b0, c0, x1, a1, b1, c1)
+        root = next_coplanar_time(edge_edge, first, p0, q0, r0, s0, p1, q1, r1, s1)
         t = root[0]
         if t < wp.float64(0.0):
             return t
-        a = lerp3(a0, a1, t)
-        b = lerp3(b0, b1, t)
-        c = lerp3(c0, c1, t)
-        x = lerp3(x0, x1, t)
-        closest = blend(closest_barycentric(x, a, b, c), a, b, c)
-        scale = wp.max(wp.length(b - a), wp.max(wp.length(c - a), wp.length(c - b)))
-        if wp.length(x - closest) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
+        gap = gap_at(edge_edge, t, p0, q0, r0, s0, p1, q1, r1, s1)
+        if gap[0] <= wp.float64(CCD_INSIDE) * gap[1] + wp.float64(1e-12):
             return t
         first = int(root[1])
     return wp.float64(-1.0)
+
+
+@wp.func
+def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+                        a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.float64:
+    """Earliest time t in [0, 1] at which a vertex moving x0 → x1 passes through the triangle moving
+    (a0, b0, c0) → (a1, b1, c1), both linearly; −1 when it does not (``first_crossing``)."""
+    return first_crossing(False, x0, a0, b0, c0, x1, a1, b1, c1)
 
 
 @wp.func
@@ -273,25 +293,8 @@ def vertex_triangle_ccd_kernel(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
 def edge_edge_ccd(a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d, d0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
                   c1: wp.vec3d, d1: wp.vec3d) -> wp.float64:
     """Earliest time t in [0, 1] at which edge ab (a0 b0 → a1 b1) passes through edge cd (linear
-    motions), −1 when it does not: a root of ``edge_coplanarity`` from the CCD bracket (``next_coplanar_time``)
-    at which the segments meet (distance within CCD_INSIDE × the longer edge)."""
-    first = int(0)
-    while first < int(CCD_SAMPLES):
-        root = next_coplanar_time(True, first, a0, b0, c0, d0, a1, b1, c1, d1)
-        t = root[0]
-        if t < wp.float64(0.0):
-            return t
-        a = lerp3(a0, a1, t)
-        b = lerp3(b0, b1, t)
-        c = lerp3(c0, c1, t)
-        d = lerp3(d0, d1, t)
-        st = segment_closest_parameters(a, b, c, d)
-        gap = lerp3(a, b, st[0]) - lerp3(c, d, st[1])
-        scale = wp.max(wp.length(b - a), wp.length(d - c))
-        if wp.length(gap) <= wp.float64(CCD_INSIDE) * scale + wp.float64(1e-12):
-            return t
-        first = int(root[1])
-    return wp.float64(-1.0)
+    motions), −1 when it does not (``first_crossing``)."""
+    return first_crossing(True, a0, b0, c0, d0, a1, b1, c1, d1)
 
 
 @wp.struct
