@@ -31,11 +31,13 @@ FPS = 24
 
 
 def run_tangle(strands: int, segments: int, frames: int, substeps: int, iterations: int, refresh: int,
-               tolerance: float = 1e-6, log=None, local_solver: str = "gauss_seidel", device: str = "cpu"):
+               tolerance: float = 1e-6, log=None, local_solver: str = "gauss_seidel", device: str = "cpu",
+               frames_out: list | None = None):
     """Tangle's DER on the scene: (wall s per frame, CPU s per frame, mean contacts per substep, mean
     iterations per substep, DOF count, per-frame wall seconds).  log: print a line per frame to it.
     device: "cpu" or "cuda" (the solver's backend; each frame ends with a copy of the positions to the host,
-    as the server does, so the time includes all queued device work)."""
+    as the server does, so the time includes all queued device work).  frames_out: a list that gets every
+    frame's positions (N, 3) [m] on the host."""
     from benchmarks.der_hairball import SpinningSphere, rotate_z
     from solver_server.backend import get_backend
     from solver_server.solvers.der import (ContactSettings, DerControl, DerMaterial, DerSolver, NewtonSettings,
@@ -73,7 +75,9 @@ def run_tangle(strands: int, segments: int, frames: int, substeps: int, iteratio
         contacts.append(stats.get("contacts", 0))
         steps_iterations.append(stats["iterations"])
         if step % substeps == substeps - 1:
-            backend.to_host(state.positions)
+            on_host = backend.to_host(state.positions)
+            if frames_out is not None:
+                frames_out.append(on_host)
             frame_seconds.append(time.perf_counter() - frame_started)
             if log is not None:
                 print(f"  tangle frame {len(frame_seconds)}: {frame_seconds[-1]:.2f} s, contacts "

@@ -1,7 +1,7 @@
 """Bit-for-bit fingerprints of the solvers' frames, for restructures that must not change behaviour.
 
 Runs short versions of the reference shots through the public entry points (scene dicts through
-``Simulation``, the hairball through ``DerSolver``) on the CPU and prints one SHA-256 per shot over every
+``Simulation``, the hairball and the hair of ``der_vs_blender_hair`` through ``DerSolver``) on the CPU and prints one SHA-256 per shot over every
 frame's positions (float32 as streamed, the hairball's float64 state). Run it before and after a change
 and compare the lines: equal digests mean identical frames.
 
@@ -89,9 +89,17 @@ def der_hairball():
     return frames
 
 
+def der_vs_blender_hair():
+    from benchmarks.der_vs_blender_hair import run_tangle
+
+    frames = []
+    run_tangle(strands=1000, segments=20, frames=6, substeps=5, iterations=50, refresh=1, frames_out=frames)
+    return frames
+
+
 SHOTS = {function.__name__: function for function in (cloth_on_suzanne, der_on_suzanne, cosserat_on_suzanne,
                                                        particles_on_suzanne, cosserat_guides_on_suzanne,
-                                                       softbody_on_ball, der_hairball)}
+                                                       softbody_on_ball, der_hairball, der_vs_blender_hair)}
 
 
 def digest(frames: list[np.ndarray]) -> str:

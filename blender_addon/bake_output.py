@@ -32,6 +32,7 @@ import numpy as np
 from . import bake_write, hair_cache, hair_io
 from .core.bake_state import BakeRecord, BakeRefused, frame_of_shape_key, shape_key_name, split_route
 from .core.pc2 import Pc2Error, Pc2Writer, read_header
+from .core.transforms import to_local
 from .shape_keys import remove_shape_keys, shape_key_fcurve
 from .skin import BAKE_CACHE_MODIFIER, mute_skin
 
@@ -217,7 +218,7 @@ class Pc2Output:
         obj.tangle.baked_topology = self.target.topology
 
     def write(self, frame: int, positions_world: np.ndarray) -> None:
-        self.writer.append(frame, bake_io.to_local(positions_world, self.target.matrix_at(frame)))
+        self.writer.append(frame, to_local(positions_world, self.target.matrix_at(frame)))
         obj = bpy.data.objects.get(self.target.object_name)
         if obj is not None:
             obj.update_tag()  # the Mesh Cache modifier re-reads the file
