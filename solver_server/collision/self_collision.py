@@ -8,7 +8,9 @@ edges. Pairs of one object touch only when it is a cloth with ``self_collision``
 
 Each pass (``surface_kernels``, Warp kernels on the points' device) finds, against the positions at
 the start of the substep, every vertex–triangle and edge–edge pair that either passed through each
-other during the substep (CCD of the linear motions) or is closer than the two thicknesses, and
+other during the substep (CCD of the linear motions) or is closer than the two thicknesses (among the
+candidate pairs of lists built once and reused while no point has moved farther than CANDIDATE_MARGIN
+from where they were built: a tree query per element then, not per pass), and
 restores the separation on the side the pair started on (never read from a winding normal) by
 inverse-mass-weighted position corrections, averaged per point (Jacobi). Passes repeat until no
 pair is found or ``iterations`` are spent; the pairs the last pass still found passed through each
@@ -29,6 +31,12 @@ from .swept_elements import SweptElements, unique_edges
 
 ZONE_ROUNDS = 6             # impact-zone rounds per substep at most (each: one test pass, zones moved rigidly)
 CROSSED_PAIRS_KEPT = 4096   # rows for the points of pairs found passed through each other (at least one per point)
+# how far [m] a collision point may move from where the candidate lists were built before they are built again,
+# in units of the largest thickness (and at least CANDIDATE_MARGIN_FLOOR): a larger margin lists more pairs
+# that each pass tests, a smaller one rebuilds more often
+CANDIDATE_MARGIN = 1.0
+CANDIDATE_MARGIN_FLOOR = 1e-4
+CANDIDATE_CAPACITY = 16     # candidates kept per element at first; the lists grow when an element finds more
 
 
 class SurfaceContact:
@@ -70,6 +78,13 @@ class SurfaceContact:
         self.left_objects: list[str] = []   # ids of the objects those pairs touch
         self.crossed_pairs = xp.zeros((max(CROSSED_PAIRS_KEPT, points.count), 4), dtype=xp.int32)
         self.slot_ids = [slot.id for slot in model.slots]
+        self.margin = max(CANDIDATE_MARGIN * self.largest_thickness, CANDIDATE_MARGIN_FLOOR)
+        self.point_candidates = _CandidateList(xp, points.count)
+        self.edge_candidates = _CandidateList(xp, self.edges.count)
+        self.candidate_builds = 0   # builds of the candidate lists so far (statistics, tests)
+        self._start = None          # a copy of the particle positions at the substep start that y0 and the lists are for
+        self._y0 = None             # (n_c, 3) collision points at that start
+        self._built = None          # (n_c, 3) collision points at the lists' build (None: none for this start)
 
     @staticmethod
     def wanted(model: ParticleModel) -> bool:
@@ -87,7 +102,7 @@ class SurfaceContact:
         self.left_objects = []
         if self.triangles.count == 0 or self.iterations == 0:
             return positions, 0
-        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+        y0 = self._start_points(xp, start)
         total = 0
         for _ in range(self.iterations):
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
@@ -105,7 +120,7 @@ class SurfaceContact:
         """Pairs that passed through each other between particle positions ``start`` and ``positions``
         (n, 3) [m] (one test pass, nothing moved): what a later constraint (a collider push) undid of the
         last resolve. Sets ``left`` to that number."""
-        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+        y0 = self._start_points(xp, start)
         y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
         self._pass(xp, y, y0)
         self.left = self._crossed
@@ -116,7 +131,7 @@ class SurfaceContact:
         """(n_c,) bool on ``xp``'s device: the points of pairs that passed through each other between particle
         positions ``start`` and ``positions`` (n, 3) [m] (one test pass, nothing moved, nothing downloaded);
         every point when there were more such pairs than the record keeps."""
-        y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+        y0 = self._start_points(xp, start)
         y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
         self._pass(xp, y, y0)
         crossed = xp.zeros(self.count, dtype=bool)
@@ -203,13 +218,47 @@ class SurfaceContact:
         delta[involved] = y0[involved] + moved[zone] - y[involved]
         return self.points.distribute(positions, delta, mask)
 
+    def _start_points(self, xp, start):
+        """The collision points (n_c, 3) at the substep start ``start`` (n, 3) [m]: computed once per substep
+        (every call of a substep passes the same start); a different start drops the candidate lists."""
+        if self._start is None or self._start.shape != start.shape or not bool(xp.array_equal(self._start, start)):
+            self._start = xp.array(start, dtype=xp.float64)
+            self._y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
+            self._built = None
+        return self._y0
+
+    def _candidates(self, xp, y, y0) -> None:
+        """Candidate lists that hold every pair a pass at collision points y (n_c, 3) [m] can find: the lists
+        of this substep when no point has moved farther than the margin (per axis) since they were built,
+        else new ones. An element's box over y0 → y grown by the pad lies inside its box over y0 → (the
+        build's points) grown by the pad and the margin, so no pair is missed; the extra pairs are too far
+        apart to touch and add nothing."""
+        if self._built is not None and float(xp.abs(y - self._built).max()) <= self.margin:
+            return
+        self._built = xp.array(y, dtype=xp.float64)
+        start_view, built_view = warp_view(y0, wp.vec3d), warp_view(self._built, wp.vec3d)
+        reach = self.largest_thickness + 1e-9 + self.margin
+        self.triangles.refit(start_view, built_view, reach)
+        self.edges.refit(start_view, built_view, reach)
+        self_contact = warp_view(self.self_contact, wp.int32)
+        if self.triangles.bvh is not None:
+            self.point_candidates.fill(lambda found, counts: launch(
+                surface_kernels.point_triangle_candidates, self.count, device=self.device,
+                inputs=[self.triangles.bvh.id, start_view, built_view, self.triangles.index_view,
+                        self.triangles.owner_view, warp_view(self.point_owner, wp.int32), self_contact, reach,
+                        found, counts]))
+        if self.edges.bvh is not None:
+            self.edge_candidates.fill(lambda found, counts: launch(
+                surface_kernels.edge_edge_candidates, self.edges.count, device=self.device,
+                inputs=[self.edges.bvh.id, start_view, built_view, self.edges.index_view, self.edges.owner_view,
+                        self_contact, reach, found, counts]))
+        self.candidate_builds += 1
+
     def _pass(self, xp, y, y0):
         """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts)."""
         n = y.shape[0]
+        self._candidates(xp, y, y0)
         start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
-        pad = self.largest_thickness + 1e-9
-        self.triangles.refit(start_view, current_view, pad)
-        self.edges.refit(start_view, current_view, pad)
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
         contacts = xp.zeros(3, dtype=xp.int32)
@@ -217,14 +266,39 @@ class SurfaceContact:
                    warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
-                  inputs=[self.triangles.bvh.id, start_view, current_view, self.triangles.index_view,
-                          self.triangles.owner_view, warp_view(self.point_owner, wp.int32),
-                          warp_view(self.self_contact, wp.int32), thickness, inverse_mass, pad, *outputs])
+               inputs=[start_view, current_view, self.triangles.index_view, thickness, inverse_mass,
+                       *self.point_candidates.views(), *outputs])
         launch(surface_kernels.edge_edge_contacts, self.edges.count, device=self.device,
-                  inputs=[self.edges.bvh.id, start_view, current_view, self.edges.index_view,
-                          self.edges.owner_view, warp_view(self.self_contact, wp.int32),
-                          thickness, inverse_mass, pad, *outputs])
+               inputs=[start_view, current_view, self.edges.index_view, thickness, inverse_mass,
+                       *self.edge_candidates.views(), *outputs])
         found = int(contacts[:2].sum())
         self._crossed = int(contacts[2])
         touched = count > 0
         return correction / xp.maximum(count, 1)[:, None], touched, found
+
+
+class _CandidateList:
+    """For each of ``count`` elements, the indices of the elements it may touch: rows of ``found`` (count,
+    capacity) int32, the first ``counts[e]`` of row e used (device arrays)."""
+
+    def __init__(self, xp, count: int):
+        self.xp = xp
+        self.found = xp.zeros((count, CANDIDATE_CAPACITY), dtype=xp.int32)
+        self.counts = xp.zeros(count, dtype=xp.int32)
+
+    def fill(self, launch_search) -> None:
+        """Run ``launch_search(found view, counts view)`` (a kernel that writes at most found.shape[1] indices
+        per element and counts all it finds), again with rows wide enough when some element found more."""
+        xp = self.xp
+        while True:
+            launch_search(warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32))
+            widest = int(self.counts.max()) if self.counts.shape[0] else 0
+            if widest <= self.found.shape[1]:
+                return
+            width = self.found.shape[1]
+            while width < widest:
+                width *= 2
+            self.found = xp.zeros((self.found.shape[0], width), dtype=xp.int32)
+
+    def views(self) -> list:
+        return [warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32)]

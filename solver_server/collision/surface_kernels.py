@@ -4,8 +4,10 @@ edge–edge, each by CCD over the pass (start → current positions) and by prox
 Every pass is one Jacobi sweep: each contact computes a position-based correction that restores the
 separation d = the two sides' thicknesses on the side the pair started on (the sign of the coplanarity
 function at the start, never a winding normal), weighted by inverse masses, and adds it to per-point
-sums with atomics; the host averages the sums per point. Pairs are found by ``wp.Bvh`` AABB queries
-over the boxes of the triangles' and edges' motion over the substep, padded by the largest separation.
+sums with atomics; the host averages the sums per point. Pairs come from candidate lists: ``wp.Bvh`` AABB
+queries over the boxes of the elements' motion from the substep's start to the positions at the list's
+build, padded by the largest separation and a margin, so the list holds every pair a pass can need while
+no point has moved farther than the margin since the build (then it is built again).
 
 Rules for pairs: a point never touches a triangle it is a corner of, edges sharing a point never
 touch, and two elements of one object touch only when that object has self-collision.
@@ -38,29 +40,77 @@ def _record_crossed(contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(
 
 
 @wp.kernel
-def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                            triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
-                            point_owner: wp.array(dtype=wp.int32), self_contact: wp.array(dtype=wp.int32),
-                            thickness: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
-                            reach: wp.float64, correction: wp.array(dtype=wp.vec3d),
+def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                              triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
+                              point_owner: wp.array(dtype=wp.int32), self_contact: wp.array(dtype=wp.int32),
+                              reach: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
+                              found_count: wp.array(dtype=wp.int32)):
+    """The triangles point i may touch while the points stay within the build's margin: those whose boxes
+    (``bvh``: start → built, grown by the pad and the margin) meet the point's box start → built grown by
+    ``reach`` [m] (the pad and the margin), less its own triangles and those of objects it does not touch;
+    in the tree's order, the first found.shape[1] of them kept in found[i], their number (all of them, so a
+    caller sees an overflow) in found_count[i]."""
+    i = wp.tid()
+    query = wp.bvh_query_aabb(bvh, box_lower(start[i], built[i], reach), box_upper(start[i], built[i], reach))
+    t = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, t):
+        if triangles[t, 0] == i or triangles[t, 1] == i or triangles[t, 2] == i \
+                or not _may_touch(point_owner[i], triangle_owner[t], self_contact):
+            continue
+        if n < found.shape[1]:
+            found[i, n] = t
+        n += 1
+    found_count[i] = n
+
+
+@wp.kernel
+def edge_edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                         edges: wp.array(dtype=wp.int32, ndim=2), edge_owner: wp.array(dtype=wp.int32),
+                         self_contact: wp.array(dtype=wp.int32), reach: wp.float64,
+                         found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
+    """The edges f > e that edge e may touch while the points stay within the build's margin (as
+    ``point_triangle_candidates``): no shared point, objects that touch."""
+    e = wp.tid()
+    ia = edges[e, 0]
+    ib = edges[e, 1]
+    low = wp.min(box_lower(start[ia], built[ia], reach), box_lower(start[ib], built[ib], reach))
+    high = wp.max(box_upper(start[ia], built[ia], reach), box_upper(start[ib], built[ib], reach))
+    query = wp.bvh_query_aabb(bvh, low, high)
+    f = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, f):
+        if f <= e:
+            continue
+        ic = edges[f, 0]
+        id = edges[f, 1]
+        if ic == ia or ic == ib or id == ia or id == ib or not _may_touch(edge_owner[e], edge_owner[f], self_contact):
+            continue
+        if n < found.shape[1]:
+            found[e, n] = f
+        n += 1
+    found_count[e] = n
+
+
+@wp.kernel
+def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                            triangles: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
+                            inverse_mass: wp.array(dtype=wp.float64), found: wp.array(dtype=wp.int32, ndim=2),
+                            found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                             count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
                             crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
-    """Point i against every triangle it may touch: crossed during the pass (CCD) or closer than the
-    separation. ``reach`` [m]: the query boxes' padding (the largest thickness; the element boxes carry
-    the same). Adds the corrections of point and corners to correction/count; contacts[0] += pairs,
-    contacts[2] += pairs that had passed through each other, whose four points go to crossed_pairs
-    (rows beyond its length are counted, not kept)."""
+    """Point i against its candidate triangles (``point_triangle_candidates``): crossed during the pass (CCD)
+    or closer than the separation. Adds the corrections of point and corners to correction/count;
+    contacts[0] += pairs, contacts[2] += pairs that had passed through each other, whose four points go to
+    crossed_pairs (rows beyond its length are counted, not kept)."""
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
-    query = wp.bvh_query_aabb(bvh, box_lower(x0, x1, reach), box_upper(x0, x1, reach))
-    t = int(0)
-    while wp.bvh_query_next(query, t):
+    for k in range(found_count[i]):
+        t = found[i, k]
         ia = triangles[t, 0]
         ib = triangles[t, 1]
         ic = triangles[t, 2]
-        if ia == i or ib == i or ic == i or not _may_touch(point_owner[i], triangle_owner[t], self_contact):
-            continue
         a0 = start[ia]
         b0 = start[ib]
         c0 = start[ic]
@@ -108,15 +158,16 @@ def point_triangle_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), cur
 
 
 @wp.kernel
-def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                       edges: wp.array(dtype=wp.int32, ndim=2), edge_owner: wp.array(dtype=wp.int32),
-                       self_contact: wp.array(dtype=wp.int32), thickness: wp.array(dtype=wp.float64),
-                       inverse_mass: wp.array(dtype=wp.float64), reach: wp.float64,
-                       correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
-                       contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
-    """Edge e against every edge f > e it may touch: passed through it during the pass (CCD) or closer
-    than the separation. Adds the four endpoints' corrections; contacts[1] += pairs, contacts[2] += pairs
-    that had passed through each other (their points to crossed_pairs, as in point_triangle_contacts)."""
+def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                       edges: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
+                       inverse_mass: wp.array(dtype=wp.float64), found: wp.array(dtype=wp.int32, ndim=2),
+                       found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
+                       count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
+                       crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
+    """Edge e against its candidate edges (``edge_edge_candidates``): passed through it during the pass (CCD)
+    or closer than the separation. Adds the four endpoints' corrections; contacts[1] += pairs, contacts[2]
+    += pairs that had passed through each other (their points to crossed_pairs, as in
+    point_triangle_contacts)."""
     e = wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
@@ -124,19 +175,10 @@ def edge_edge_contacts(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), current:
     b0 = start[ib]
     a1 = current[ia]
     b1 = current[ib]
-    low = box_lower(a0, a1, reach)
-    high = box_upper(a0, a1, reach)
-    low = wp.min(low, box_lower(b0, b1, reach))
-    high = wp.max(high, box_upper(b0, b1, reach))
-    query = wp.bvh_query_aabb(bvh, low, high)
-    f = int(0)
-    while wp.bvh_query_next(query, f):
-        if f <= e:
-            continue
+    for k in range(found_count[e]):
+        f = found[e, k]
         ic = edges[f, 0]
         id = edges[f, 1]
-        if ic == ia or ic == ib or id == ia or id == ib or not _may_touch(edge_owner[e], edge_owner[f], self_contact):
-            continue
         separation = wp.max(thickness[ia], thickness[ib]) + wp.max(thickness[ic], thickness[id])
         contact = edge_pair_contact(a0, b0, start[ic], start[id], a1, b1, current[ic], current[id], separation)
         direction = contact.direction
