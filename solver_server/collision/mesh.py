@@ -27,9 +27,15 @@ import warp as wp
 from ..kernels import launch, on_device_stream, warp_view
 from ..sim.errors import SceneError
 from . import mesh_kernels
-from .swept_elements import SweptElements, unique_edges
+from .swept_elements import CandidateList, SweptElements, unique_edges
 
 CONTACT_PASSES = 4     # CCD + proximity passes per point in resolve (concave corners, stacked thin layers)
+# candidate lists of the points' (and point edges') paths against the mesh (_PathLists): a path may end this far
+# from where the lists were built, in mesh edge lengths, and still take its listed elements
+CANDIDATE_MARGIN = 0.25
+# the lists are built again when more than this fraction of the paths ends beyond the margin
+CANDIDATE_REBUILD_FRACTION = 0.1
+CANDIDATE_KEYS_KEPT = 3   # (start, reach) query sets whose lists a pose keeps at once
 
 
 def _ratio(xp, numerator, denominator):
@@ -79,6 +85,27 @@ def closest_points_on_triangles(points, a, b, c, xp=np):
     return closest, bary
 
 
+class _PathLists:
+    """Candidate lists for repeated queries of one set of paths (points, or point edges) from the same start
+    positions with the same reaches against one pose: per path, the mesh elements whose swept boxes meet the
+    path's box from its start to where it ended at the build (``built``), grown by its reach and ``margin``.
+    A later query whose path ends within the margin of ``built`` finds every element it can meet there."""
+
+    def __init__(self, xp, version: int, start, reach, extra_key, count: int):
+        self.version = version
+        self.start = xp.array(start, dtype=xp.float64)
+        self.reach = xp.array(reach, dtype=xp.float64)
+        self.extra_key = extra_key
+        self.lists = CandidateList(xp, count)
+        self.built = None          # (n, 3) points at the build (None: the key was seen once, nothing built)
+        self.through = None        # point edges only: (E,) int32, 1 where the edge passes through the mesh at start
+
+    def matches(self, xp, version: int, start, reach, extra_key) -> bool:
+        return (self.version == version and self.extra_key == extra_key and self.start.shape == start.shape
+                and self.reach.shape == reach.shape and bool(xp.array_equal(self.start, start))
+                and bool(xp.array_equal(self.reach, reach)))
+
+
 class _DevicePose:
     """The mesh's arrays on one device: float64 vertices of the previous and current pose, its triangles
     and edges with BVHs over their boxes swept over the substep (built once over the ``rest`` pose (V, 3)
@@ -97,6 +124,8 @@ class _DevicePose:
         self.host_previous = None
         self.version = 0                 # counts pose changes: caches of the current pose compare it
         self._winding = None             # (version, arrays kept alive, the two wp.Mesh) of winding_meshes
+        self._path_lists: list[_PathLists] = []   # the latest CANDIDATE_KEYS_KEPT query sets, newest first
+        self.candidate_builds = 0        # candidate list builds (statistics, tests)
         self._refit()
 
     def _refit(self):
@@ -119,6 +148,28 @@ class _DevicePose:
             xp.asarray(np.ascontiguousarray(current, np.float64))
         self.host_previous, self.host_current = previous, current
         self._refit()
+
+    def path_lists(self, xp, start, ends, reach, margin: float, extra_key, count: int, build) -> _PathLists | None:
+        """The candidate lists of paths from ``start`` (n, 3) [m] with ``reach`` (n,) for a query whose points
+        end at ``ends`` (n, 3), or None when the query runs without them. The first query of a (start, reach,
+        ``extra_key``) set only records it (a one-off query gains nothing from a list); a repeated one builds
+        the lists (``build(entry, built)`` fills ``entry.lists`` for the paths ending at ``built``), and builds
+        them again when more than CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the
+        build's ends. ``count``: the number of paths (points or point edges)."""
+        entry = next((lists for lists in self._path_lists
+                      if lists.matches(xp, self.version, start, reach, extra_key)), None)
+        if entry is None:
+            entry = _PathLists(xp, self.version, start, reach, extra_key, count)
+            self._path_lists = [entry, *self._path_lists[:CANDIDATE_KEYS_KEPT - 1]]
+            return None
+        if entry.built is not None:
+            beyond = int((xp.abs(ends - entry.built).max(axis=1) > margin).sum()) if ends.shape[0] else 0
+            if beyond <= CANDIDATE_REBUILD_FRACTION * ends.shape[0]:
+                return entry
+        entry.built = xp.array(ends, dtype=xp.float64)
+        build(entry, entry.built)
+        self.candidate_builds += 1
+        return entry
 
     def winding_meshes(self, wound_triangles: np.ndarray) -> list:
         """Two ``wp.Mesh`` with winding-number support of the current pose, the artist's winding and its
@@ -194,12 +245,22 @@ class MeshGeometry:
         motion = xp.empty((n, 3), dtype=xp.float64)
         crossed = xp.empty(n, dtype=xp.int32)
         if n:
+            margin = CANDIDATE_MARGIN * self.margin
+            start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
+
+            def build(entry, built):
+                entry.lists.fill(lambda found, counts: launch(
+                    mesh_kernels.point_candidates, n, device=pose.device,
+                    inputs=[pose.triangles.bvh.id, start_view, warp_view(built, wp.vec3d), reach_view, margin,
+                            found, counts]))
+
+            entry = pose.path_lists(xp, start, proposed, reach, margin, None, n, build)
+            listed = _listed_inputs(xp, entry, proposed, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
-                      inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
-                              warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d),
-                              warp_view(reach, wp.float64), CONTACT_PASSES, begin, end, warp_view(resolved, wp.vec3d),
-                              warp_view(push, wp.float64), warp_view(normal, wp.vec3d),
-                              warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
+                   inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
+                           start_view, warp_view(proposed, wp.vec3d), reach_view, CONTACT_PASSES, begin, end,
+                           *listed, warp_view(resolved, wp.vec3d), warp_view(push, wp.float64),
+                           warp_view(normal, wp.vec3d), warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
         return resolved, push, normal, motion, crossed
 
     def add_edge_corrections(self, xp, start, proposed, point_edges, reach, inverse_mass, correction, count,
@@ -215,15 +276,38 @@ class MeshGeometry:
         crossed_point (n,) int32 to 1 at the points of edges that had crossed. interval: the part (begin, end) of
         the substep over which the points moved start → proposed (fractions, as for ``resolve``)."""
         pose = self.pose(xp)
-        if point_edges.shape[0] == 0:
+        edge_count = point_edges.shape[0]
+        if edge_count == 0:
             return
         begin, end = (float(fraction) for fraction in interval)
-        launch(mesh_kernels.collider_edge_contacts, point_edges.shape[0], device=pose.device,
-                  inputs=[pose.edges.bvh.id, pose.triangles.bvh.id, pose.previous_view, pose.current_view,
-                          pose.edges.index_view, pose.triangles.index_view, warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d), point_edges,
-                          warp_view(reach, wp.float64), warp_view(inverse_mass, wp.float64), begin, end,
-                          warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
-                          warp_view(crossed_point, wp.int32)])
+        margin = CANDIDATE_MARGIN * self.margin
+        start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
+
+        def build(entry, built):
+            entry.through = xp.zeros(edge_count, dtype=xp.int32)
+            launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
+                   inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
+                           pose.triangles.index_view, start_view, point_edges, warp_view(entry.through, wp.int32)])
+            entry.lists.fill(lambda found, counts: launch(
+                mesh_kernels.edge_candidates, edge_count, device=pose.device,
+                inputs=[pose.edges.bvh.id, start_view, warp_view(built, wp.vec3d), point_edges, reach_view, margin,
+                        found, counts]))
+
+        entry = pose.path_lists(xp, start, proposed, reach, margin, (point_edges.ptr, edge_count, begin),
+                                edge_count, build)
+        if entry is None:
+            through = xp.zeros(edge_count, dtype=xp.int32)
+            launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
+                   inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
+                           pose.triangles.index_view, start_view, point_edges, warp_view(through, wp.int32)])
+        else:
+            through = entry.through
+        launch(mesh_kernels.collider_edge_contacts, edge_count, device=pose.device,
+               inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view, start_view,
+                       warp_view(proposed, wp.vec3d), point_edges, reach_view, warp_view(inverse_mass, wp.float64),
+                       begin, end, warp_view(through, wp.int32), *_listed_inputs(xp, entry, proposed, margin),
+                       warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
+                       warp_view(crossed_point, wp.int32)])
 
     def signed_distance(self, xp, points):
         """(distance (n,) [m] ≥ 0 to the two-sided surface, inf beyond ``margin``; unit direction (n, 3)
@@ -277,3 +361,12 @@ class MeshGeometry:
         unit = through / xp.maximum(length, 1e-300)[:, None]
         moved = surface + unit * xp.asarray(reach, dtype=xp.float64)[:, None]
         return xp.where(recovered[:, None], moved, points), recovered
+
+
+def _listed_inputs(xp, entry: _PathLists | None, ends, margin: float) -> list:
+    """The candidate-list arguments of ``resolve_mesh_contacts`` and ``collider_edge_contacts``: (found, counts,
+    built, margin, listed); without lists (``entry`` None) empty ones and listed 0 (every path queries the tree)."""
+    if entry is None:
+        return [warp_view(xp.zeros((0, 1), dtype=xp.int32), wp.int32), warp_view(xp.zeros(0, dtype=xp.int32), wp.int32),
+                warp_view(xp.ascontiguousarray(ends, dtype=xp.float64), wp.vec3d), float(margin), 0]
+    return [*entry.lists.views(), warp_view(entry.built, wp.vec3d), float(margin), 1]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper, paths_may_meet
+from ..kernels.bounds import box_lower, box_upper, paths_come_within, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, segment_crosses_triangle,
                                 start_side, vertex_triangle_ccd)
 
@@ -52,18 +52,74 @@ def swept_triangle(previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=w
             pose_vertex(previous, current, triangles[face, 2], end))
 
 
+@wp.func
+def within(x: wp.vec3d, built: wp.vec3d, margin: wp.float64) -> bool:
+    """Whether x lies within ``margin`` [m] of ``built`` along every axis (a candidate list built there
+    still holds every element x's query can meet)."""
+    return (wp.abs(x[0] - built[0]) <= margin and wp.abs(x[1] - built[1]) <= margin
+            and wp.abs(x[2] - built[2]) <= margin)
+
+
+@wp.func
+def _closer_face(face: int, x0: wp.vec3d, x: wp.vec3d, previous: wp.array(dtype=wp.vec3d),
+                 current: wp.array(dtype=wp.vec3d), triangles: wp.array(dtype=wp.int32, ndim=2),
+                 begin: wp.float64, end: wp.float64, first_time: wp.float64, first_face: int,
+                 nearest: wp.float64, nearest_face: int, nearest_weights: wp.vec3d):
+    """One triangle of a point's pass in ``resolve_mesh_contacts``: the earliest crossing (time, face) and the
+    nearest face (distance, face, weights) so far, updated with ``face``."""
+    a0, b0, c0, a1, b1, c1 = swept_triangle(previous, current, triangles, face, begin, end)
+    if not paths_come_within(x0, x, x0, x, a0, a1, b0, b1, c0, c1, nearest):
+        # no crossing and no point nearer than the nearest so far (at most the reach): nothing to update
+        return first_time, first_face, nearest, nearest_face, nearest_weights
+    t = wp.float64(-1.0)
+    if paths_may_meet(x0, x, x0, x, a0, a1, b0, b1, c0, c1):
+        t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
+    if t >= wp.float64(0.0) and t < first_time:
+        first_time = t
+        first_face = face
+    weights = closest_barycentric(x, a1, b1, c1)
+    distance = wp.length(x - blend(weights, a1, b1, c1))
+    if distance < nearest:
+        nearest = distance
+        nearest_face = face
+        nearest_weights = weights
+    return first_time, first_face, nearest, nearest_face, nearest_weights
+
+
+@wp.kernel
+def point_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                     reach: wp.array(dtype=wp.float64), margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
+                     found_count: wp.array(dtype=wp.int32)):
+    """The triangles whose swept boxes meet point i's box start → built grown by its reach and ``margin`` [m], in
+    the tree's order: the first found.shape[1] in found[i], their number (all of them) in found_count[i]."""
+    i = wp.tid()
+    pad = reach[i] + margin
+    query = wp.bvh_query_aabb(bvh, box_lower(start[i], built[i], pad), box_upper(start[i], built[i], pad))
+    face = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, face):
+        if n < found.shape[1]:
+            found[i, n] = face
+        n += 1
+    found_count[i] = n
+
+
 @wp.kernel
 def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                           triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                           proposed: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), passes: int,
-                          begin: wp.float64, end: wp.float64,
+                          begin: wp.float64, end: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
+                          found_count: wp.array(dtype=wp.int32), built: wp.array(dtype=wp.vec3d),
+                          margin: wp.float64, listed: int,
                           resolved: wp.array(dtype=wp.vec3d), push: wp.array(dtype=wp.float64),
                           normal: wp.array(dtype=wp.vec3d), motion: wp.array(dtype=wp.vec3d),
                           crossed: wp.array(dtype=wp.int32)):
     """Per point i (see module docstring). The point moves start → proposed while the triangles move from
     their pose at fraction ``begin`` of the substep to their pose at ``end`` (0 ≤ begin ≤ end ≤ 1; 0 and 1
     read the previous and current vertices exactly; a solver with shorter internal steps passes the part
-    of the substep that its step covers). Outputs: resolved[i] end position; push[i] [m] total normal
+    of the substep that its step covers). With ``listed``, a pass whose point lies within ``margin`` of where
+    the candidate lists were built (``built``, ``point_candidates``) tests the point's listed triangles, any
+    other pass queries the tree. Outputs: resolved[i] end position; push[i] [m] total normal
     correction (0: no contact); normal[i] unit contact normal of the last correction (towards the
     point's side); motion[i] [m] displacement of the touched surface material over the whole substep;
     crossed[i] 1 where a crossing was undone."""
@@ -76,27 +132,23 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
     last_motion = wp.vec3d()
     was_crossed = int(0)
     for _ in range(passes):
-        query = wp.bvh_query_aabb(bvh, box_lower(x0, x, r), box_upper(x0, x, r))
-        face = int(0)
         first_time = wp.float64(2.0)
         first_face = int(-1)
         nearest = r
         nearest_face = int(-1)
         nearest_weights = wp.vec3d()
-        while wp.bvh_query_next(query, face):
-            a0, b0, c0, a1, b1, c1 = swept_triangle(previous, current, triangles, face, begin, end)
-            t = wp.float64(-1.0)
-            if paths_may_meet(x0, x, x0, x, a0, a1, b0, b1, c0, c1):
-                t = vertex_triangle_ccd(x0, x, a0, b0, c0, a1, b1, c1)
-            if t >= wp.float64(0.0) and t < first_time:
-                first_time = t
-                first_face = face
-            weights = closest_barycentric(x, a1, b1, c1)
-            distance = wp.length(x - blend(weights, a1, b1, c1))
-            if distance < nearest:
-                nearest = distance
-                nearest_face = face
-                nearest_weights = weights
+        if listed != 0 and within(x, built[i], margin):
+            for k in range(found_count[i]):
+                first_time, first_face, nearest, nearest_face, nearest_weights = _closer_face(
+                    found[i, k], x0, x, previous, current, triangles, begin, end, first_time, first_face, nearest,
+                    nearest_face, nearest_weights)
+        else:
+            query = wp.bvh_query_aabb(bvh, box_lower(x0, x, r), box_upper(x0, x, r))
+            face = int(0)
+            while wp.bvh_query_next(query, face):
+                first_time, first_face, nearest, nearest_face, nearest_weights = _closer_face(
+                    face, x0, x, previous, current, triangles, begin, end, first_time, first_face, nearest,
+                    nearest_face, nearest_weights)
         if first_face < 0 and nearest_face < 0:
             break
         chosen = first_face
@@ -223,12 +275,82 @@ def _passes_through_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cur
 
 
 @wp.kernel
-def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d),
-                           current: wp.array(dtype=wp.vec3d), mesh_edges: wp.array(dtype=wp.int32, ndim=2),
-                           mesh_triangles: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
+def edges_through_mesh(triangle_bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                       fraction: wp.float64, mesh_triangles: wp.array(dtype=wp.int32, ndim=2),
+                       start: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
+                       through: wp.array(dtype=wp.int32)):
+    """through[e] = 1 where point edge e at its start already passes through a triangle of the mesh at
+    ``fraction`` of the substep (``collider_edge_contacts`` leaves such an edge free)."""
+    e = wp.tid()
+    through[e] = 0
+    if _passes_through_mesh(triangle_bvh, previous, current, fraction, mesh_triangles, start[point_edges[e, 0]],
+                            start[point_edges[e, 1]]):
+        through[e] = 1
+
+
+@wp.kernel
+def edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                    point_edges: wp.array(dtype=wp.int32, ndim=2), reach: wp.array(dtype=wp.float64),
+                    margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
+    """The mesh edges whose swept boxes meet point edge e's box (both points start → built, grown by their larger
+    reach and ``margin`` [m]), in the tree's order (as ``point_candidates``)."""
+    e = wp.tid()
+    ia = point_edges[e, 0]
+    ib = point_edges[e, 1]
+    pad = wp.max(reach[ia], reach[ib]) + margin
+    low = wp.min(box_lower(start[ia], built[ia], pad), box_lower(start[ib], built[ib], pad))
+    high = wp.max(box_upper(start[ia], built[ia], pad), box_upper(start[ib], built[ib], pad))
+    query = wp.bvh_query_aabb(bvh, low, high)
+    f = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, f):
+        if n < found.shape[1]:
+            found[e, n] = f
+        n += 1
+    found_count[e] = n
+
+
+@wp.func
+def _mesh_edge_contact(f: int, ia: int, ib: int, a0: wp.vec3d, b0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
+                       r: wp.float64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                       mesh_edges: wp.array(dtype=wp.int32, ndim=2), inverse_mass: wp.array(dtype=wp.float64),
+                       begin: wp.float64, end: wp.float64, correction: wp.array(dtype=wp.vec3d),
+                       count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
+                       crossed_point: wp.array(dtype=wp.int32)):
+    """Point edge (ia, ib) moving a0 b0 → a1 b1 against mesh edge f (``collider_edge_contacts``)."""
+    one = wp.float64(1.0)
+    contact = edge_pair_contact(a0, b0, pose_vertex(previous, current, mesh_edges[f, 0], begin),
+                                pose_vertex(previous, current, mesh_edges[f, 1], begin), a1, b1,
+                                pose_vertex(previous, current, mesh_edges[f, 0], end),
+                                pose_vertex(previous, current, mesh_edges[f, 1], end), r)
+    error = contact.error
+    direction = contact.direction
+    s = contact.s
+    w_a = (one - s) * inverse_mass[ia]
+    w_b = s * inverse_mass[ib]
+    denominator = (one - s) * w_a + s * w_b
+    if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
+        return
+    lam = error / denominator
+    wp.atomic_add(correction, ia, (lam * w_a) * direction)
+    wp.atomic_add(correction, ib, (lam * w_b) * direction)
+    wp.atomic_add(count, ia, 1)
+    wp.atomic_add(count, ib, 1)
+    wp.atomic_add(contacts, 0, 1)
+    if contact.crossed != 0:
+        wp.atomic_add(contacts, 1, 1)
+        crossed_point[ia] = 1
+        crossed_point[ib] = 1
+
+
+@wp.kernel
+def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                           mesh_edges: wp.array(dtype=wp.int32, ndim=2), start: wp.array(dtype=wp.vec3d),
                            proposed: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                            reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
-                           begin: wp.float64, end: wp.float64,
+                           begin: wp.float64, end: wp.float64, through: wp.array(dtype=wp.int32),
+                           found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32),
+                           built: wp.array(dtype=wp.vec3d), margin: wp.float64, listed: int,
                            correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
                            contacts: wp.array(dtype=wp.int32), crossed_point: wp.array(dtype=wp.int32)):
     """Point edge e (start → proposed) against every mesh edge moving from its pose at fraction ``begin`` of
@@ -236,48 +358,34 @@ def collider_edge_contacts(bvh: wp.uint64, triangle_bvh: wp.uint64, previous: wp
     whose swept box it meets: crossed during that part, or closer than the endpoints' larger reach. The point edge is
     moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
     counts the pairs in contact, contacts[1] those that had crossed; crossed_point is set to 1 at both
-    points of an edge that had crossed.
+    points of an edge that had crossed. With ``listed``, an edge whose points lie within ``margin`` of where the
+    candidate lists were built (``built``, ``edge_candidates``) tests its listed mesh edges, any other edge
+    queries the tree.
 
-    A point edge that already passes through a mesh triangle at the start (a thin part such as an ear
-    got between its two points earlier) is left free (contacts[2] counts these): keeping the sides it
-    has would hold it through the mesh for the rest of the shot, while free, the vertex contact and
-    the cloth's own elasticity draw it out around the rim."""
+    A point edge that already passes through a mesh triangle at the start (``through``, from
+    ``edges_through_mesh``: a thin part such as an ear got between its two points earlier) is left free
+    (contacts[2] counts these): keeping the sides it has would hold it through the mesh for the rest of the
+    shot, while free, the vertex contact and the cloth's own elasticity draw it out around the rim."""
     e = wp.tid()
+    if through[e] != 0:
+        wp.atomic_add(contacts, 2, 1)
+        return
     ia = point_edges[e, 0]
     ib = point_edges[e, 1]
     a0 = start[ia]
     b0 = start[ib]
     a1 = proposed[ia]
     b1 = proposed[ib]
-    if _passes_through_mesh(triangle_bvh, previous, current, begin, mesh_triangles, a0, b0):
-        wp.atomic_add(contacts, 2, 1)
-        return
     r = wp.max(reach[ia], reach[ib])
+    if listed != 0 and within(a1, built[ia], margin) and within(b1, built[ib], margin):
+        for k in range(found_count[e]):
+            _mesh_edge_contact(found[e, k], ia, ib, a0, b0, a1, b1, r, previous, current, mesh_edges, inverse_mass,
+                               begin, end, correction, count, contacts, crossed_point)
+        return
     low = wp.min(box_lower(a0, a1, r), box_lower(b0, b1, r))
     high = wp.max(box_upper(a0, a1, r), box_upper(b0, b1, r))
     query = wp.bvh_query_aabb(bvh, low, high)
     f = int(0)
-    one = wp.float64(1.0)
     while wp.bvh_query_next(query, f):
-        contact = edge_pair_contact(a0, b0, pose_vertex(previous, current, mesh_edges[f, 0], begin),
-                                    pose_vertex(previous, current, mesh_edges[f, 1], begin), a1, b1,
-                                    pose_vertex(previous, current, mesh_edges[f, 0], end),
-                                    pose_vertex(previous, current, mesh_edges[f, 1], end), r)
-        error = contact.error
-        direction = contact.direction
-        s = contact.s
-        w_a = (one - s) * inverse_mass[ia]
-        w_b = s * inverse_mass[ib]
-        denominator = (one - s) * w_a + s * w_b
-        if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
-            continue
-        lam = error / denominator
-        wp.atomic_add(correction, ia, (lam * w_a) * direction)
-        wp.atomic_add(correction, ib, (lam * w_b) * direction)
-        wp.atomic_add(count, ia, 1)
-        wp.atomic_add(count, ib, 1)
-        wp.atomic_add(contacts, 0, 1)
-        if contact.crossed != 0:
-            wp.atomic_add(contacts, 1, 1)
-            crossed_point[ia] = 1
-            crossed_point[ib] = 1
+        _mesh_edge_contact(f, ia, ib, a0, b0, a1, b1, r, previous, current, mesh_edges, inverse_mass, begin, end,
+                           correction, count, contacts, crossed_point)

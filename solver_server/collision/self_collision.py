@@ -26,7 +26,7 @@ import warp as wp
 from ..kernels import launch, launch_items, warp_device_of, warp_view
 from ..sim.model import ParticleModel
 from . import surface_kernels
-from .swept_elements import SweptElements, unique_edges
+from .swept_elements import CandidateList, SweptElements, unique_edges
 
 
 ZONE_ROUNDS = 6             # impact-zone rounds per substep at most (each: one test pass, zones moved rigidly)
@@ -36,7 +36,6 @@ CROSSED_PAIRS_KEPT = 4096   # rows for the points of pairs found passed through 
 # that each pass tests, a smaller one rebuilds more often
 CANDIDATE_MARGIN = 1.0
 CANDIDATE_MARGIN_FLOOR = 1e-4
-CANDIDATE_CAPACITY = 16     # candidates kept per element at first; the lists grow when an element finds more
 
 
 class SurfaceContact:
@@ -79,12 +78,13 @@ class SurfaceContact:
         self.crossed_pairs = xp.zeros((max(CROSSED_PAIRS_KEPT, points.count), 4), dtype=xp.int32)
         self.slot_ids = [slot.id for slot in model.slots]
         self.margin = max(CANDIDATE_MARGIN * self.largest_thickness, CANDIDATE_MARGIN_FLOOR)
-        self.point_candidates = _CandidateList(xp, points.count)
-        self.edge_candidates = _CandidateList(xp, self.edges.count)
+        self.point_candidates = CandidateList(xp, points.count)
+        self.edge_candidates = CandidateList(xp, self.edges.count)
         self.candidate_builds = 0   # builds of the candidate lists so far (statistics, tests)
         self._start = None          # a copy of the particle positions at the substep start that y0 and the lists are for
         self._y0 = None             # (n_c, 3) collision points at that start
-        self._built = None          # (n_c, 3) collision points at the lists' build (None: none for this start)
+        self._built = None          # (n_c, 3) collision points at the lists' build (None: not built yet)
+        self._built_start = None    # (n_c, 3) the substep start's collision points at that build
 
     @staticmethod
     def wanted(model: ParticleModel) -> bool:
@@ -219,24 +219,26 @@ class SurfaceContact:
         return self.points.distribute(positions, delta, mask)
 
     def _start_points(self, xp, start):
-        """The collision points (n_c, 3) at the substep start ``start`` (n, 3) [m]: computed once per substep
-        (every call of a substep passes the same start); a different start drops the candidate lists."""
+        """The collision points (n_c, 3) at the substep start ``start`` (n, 3) [m], computed once per substep
+        (every call of a substep passes the same start)."""
         if self._start is None or self._start.shape != start.shape or not bool(xp.array_equal(self._start, start)):
             self._start = xp.array(start, dtype=xp.float64)
             self._y0 = xp.ascontiguousarray(self.points.points(start), dtype=xp.float64)
-            self._built = None
         return self._y0
 
     def _candidates(self, xp, y, y0) -> None:
-        """Candidate lists that hold every pair a pass at collision points y (n_c, 3) [m] can find: the lists
-        of this substep when no point has moved farther than the margin (per axis) since they were built,
-        else new ones. An element's box over y0 → y grown by the pad lies inside its box over y0 → (the
-        build's points) grown by the pad and the margin, so no pair is missed; the extra pairs are too far
-        apart to touch and add nothing."""
-        if self._built is not None and float(xp.abs(y - self._built).max()) <= self.margin:
+        """Candidate lists that hold every pair a pass from y0 to y (n_c, 3) [m] can find: the lists built
+        last when no point's start and no point's current position lies farther than the margin (per axis)
+        from where they were at the build, else new ones. An element's box over y0 → y grown by the pad then
+        lies inside its box at the build grown by the pad and the margin, so no pair is missed; the extra
+        pairs are too far apart to touch and add nothing. Resting layers keep their lists over substeps."""
+        if self._built is not None and self._built_start.shape == y0.shape \
+                and float(xp.abs(y - self._built).max()) <= self.margin \
+                and float(xp.abs(y0 - self._built_start).max()) <= self.margin:
             return
         self._built = xp.array(y, dtype=xp.float64)
-        start_view, built_view = warp_view(y0, wp.vec3d), warp_view(self._built, wp.vec3d)
+        self._built_start = xp.array(y0, dtype=xp.float64)
+        start_view, built_view = warp_view(self._built_start, wp.vec3d), warp_view(self._built, wp.vec3d)
         reach = self.largest_thickness + 1e-9 + self.margin
         self.triangles.refit(start_view, built_view, reach)
         self.edges.refit(start_view, built_view, reach)
@@ -275,30 +277,3 @@ class SurfaceContact:
         self._crossed = int(contacts[2])
         touched = count > 0
         return correction / xp.maximum(count, 1)[:, None], touched, found
-
-
-class _CandidateList:
-    """For each of ``count`` elements, the indices of the elements it may touch: rows of ``found`` (count,
-    capacity) int32, the first ``counts[e]`` of row e used (device arrays)."""
-
-    def __init__(self, xp, count: int):
-        self.xp = xp
-        self.found = xp.zeros((count, CANDIDATE_CAPACITY), dtype=xp.int32)
-        self.counts = xp.zeros(count, dtype=xp.int32)
-
-    def fill(self, launch_search) -> None:
-        """Run ``launch_search(found view, counts view)`` (a kernel that writes at most found.shape[1] indices
-        per element and counts all it finds), again with rows wide enough when some element found more."""
-        xp = self.xp
-        while True:
-            launch_search(warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32))
-            widest = int(self.counts.max()) if self.counts.shape[0] else 0
-            if widest <= self.found.shape[1]:
-                return
-            width = self.found.shape[1]
-            while width < widest:
-                width *= 2
-            self.found = xp.zeros((self.found.shape[0], width), dtype=xp.int32)
-
-    def views(self) -> list:
-        return [warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32)]

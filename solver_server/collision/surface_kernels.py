@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper, paths_may_meet
+from ..kernels.bounds import box_lower, box_upper, paths_come_within, paths_may_meet
 from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, start_side,
                                 vertex_triangle_ccd)
 
@@ -118,6 +118,8 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
         b1 = current[ib]
         c1 = current[ic]
         separation = thickness[i] + wp.max(thickness[ia], wp.max(thickness[ib], thickness[ic]))
+        if not paths_come_within(x0, x1, x0, x1, a0, a1, b0, b1, c0, c1, separation):
+            continue    # never within the separation, so neither crossed nor touching
         weights = closest_barycentric(x1, a1, b1, c1)
         gap = x1 - blend(weights, a1, b1, c1)
         distance = wp.length(gap)
@@ -180,7 +182,13 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         ic = edges[f, 0]
         id = edges[f, 1]
         separation = wp.max(thickness[ia], thickness[ib]) + wp.max(thickness[ic], thickness[id])
-        contact = edge_pair_contact(a0, b0, start[ic], start[id], a1, b1, current[ic], current[id], separation)
+        c0 = start[ic]
+        d0 = start[id]
+        c1 = current[ic]
+        d1 = current[id]
+        if not paths_come_within(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1, separation):
+            continue    # never within the separation, so neither crossed nor touching
+        contact = edge_pair_contact(a0, b0, c0, d0, a1, b1, c1, d1, separation)
         direction = contact.direction
         error = contact.error
         s = contact.s

@@ -1,4 +1,5 @@
-"""Mesh elements (triangles or edges) on a device with a ``wp.Bvh`` over their boxes swept over a substep."""
+"""Mesh elements (triangles or edges) on a device with a ``wp.Bvh`` over their boxes swept over a substep, and
+the candidate lists that hold, per element of a query, the elements its tree query met."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ..kernels import launch, on_device_stream, warp_device_of, warp_view
 from ..kernels.bounds import element_bounds
 
 FLOAT32_PAD = 1e-6   # [m] added to every float32 box around float64 geometry
+CANDIDATE_CAPACITY = 16   # candidates kept per element of a CandidateList at first; it grows when one finds more
 
 
 def unique_edges(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,3 +61,30 @@ class SweptElements:
         self.refit_boxes(start_view, current_view, pad)
         with on_device_stream(self.device):
             self.bvh.refit()
+
+
+class CandidateList:
+    """For each of ``count`` elements, the indices of the elements it may touch: rows of ``found`` (count,
+    capacity) int32, the first ``counts[e]`` of row e used (device arrays)."""
+
+    def __init__(self, xp, count: int):
+        self.xp = xp
+        self.found = xp.zeros((count, CANDIDATE_CAPACITY), dtype=xp.int32)
+        self.counts = xp.zeros(count, dtype=xp.int32)
+
+    def fill(self, launch_search) -> None:
+        """Run ``launch_search(found view, counts view)`` (a kernel that writes at most found.shape[1] indices
+        per element and counts all it finds), again with rows wide enough when some element found more."""
+        xp = self.xp
+        while True:
+            launch_search(warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32))
+            widest = int(self.counts.max()) if self.counts.shape[0] else 0
+            if widest <= self.found.shape[1]:
+                return
+            width = self.found.shape[1]
+            while width < widest:
+                width *= 2
+            self.found = xp.zeros((self.found.shape[0], width), dtype=xp.int32)
+
+    def views(self) -> list:
+        return [warp_view(self.found, wp.int32), warp_view(self.counts, wp.int32)]

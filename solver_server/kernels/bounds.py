@@ -41,6 +41,20 @@ def element_bounds(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.v
 
 
 @wp.func
+def paths_come_within(p0: wp.vec3d, p1: wp.vec3d, q0: wp.vec3d, q1: wp.vec3d, r0: wp.vec3d, r1: wp.vec3d,
+                      s0: wp.vec3d, s1: wp.vec3d, t0: wp.vec3d, t1: wp.vec3d, gap: wp.float64) -> bool:
+    """False when the box of the path p0 → p1 (and of q, for an edge: pass q = p) grown by ``gap`` [m] misses
+    the box of the other element's corners r, s, t over the substep (pass t = s for an edge): then the two
+    come no closer than ``gap`` along some axis during the substep. Exact float64 boxes."""
+    low_a = wp.min(wp.min(p0, p1), wp.min(q0, q1))
+    high_a = wp.max(wp.max(p0, p1), wp.max(q0, q1))
+    low_b = wp.min(wp.min(wp.min(r0, r1), wp.min(s0, s1)), wp.min(t0, t1))
+    high_b = wp.max(wp.max(wp.max(r0, r1), wp.max(s0, s1)), wp.max(t0, t1))
+    return (low_a[0] <= high_b[0] + gap and low_b[0] <= high_a[0] + gap and low_a[1] <= high_b[1] + gap
+            and low_b[1] <= high_a[1] + gap and low_a[2] <= high_b[2] + gap and low_b[2] <= high_a[2] + gap)
+
+
+@wp.func
 def paths_may_meet(p0: wp.vec3d, p1: wp.vec3d, q0: wp.vec3d, q1: wp.vec3d, r0: wp.vec3d, r1: wp.vec3d,
                    s0: wp.vec3d, s1: wp.vec3d, t0: wp.vec3d, t1: wp.vec3d) -> bool:
     """False when the box of the path p0 → p1 (and of q, for an edge: pass q = p) misses the box of the
