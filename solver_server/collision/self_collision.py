@@ -63,6 +63,8 @@ class SurfaceContact:
         self.edges = SweptElements(xp, edges, rest_view, triangle_owner[edge_triangle])
         self.point_owner = xp.asarray(point_owner)
         self.host_point_owner = point_owner   # (n_c,) host copy: naming objects needs no device download
+        self.several_objects = len(model.slots) > 1   # surfaces of different objects may touch
+        self.no_holding = xp.zeros(points.count, dtype=xp.int32)
         self.self_contact = xp.asarray(np.asarray(self_contact, np.int32))
         gain = points.gain
         self.inverse_mass = xp.ascontiguousarray(
@@ -92,21 +94,27 @@ class SurfaceContact:
         return len(model.slots) > 1 or any(
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
-    def resolve(self, xp, positions, start):
+    def resolve(self, xp, positions, start, held=None, relax=None):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
-        on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts
-        corrected in the worst pass); ``self.left`` holds the pairs the last pass still found passed
-        through each other (resting layers in contact are not counted) and ``self.left_objects`` the ids of
-        the objects with pairs in that pass."""
+        on ``xp``'s device; held: optional function of the particle positions giving the (n,) bool particles
+        that hold against other objects (a taut cloth under a heavy body: in contact with another object such
+        a point moves at most as readily as the other side), asked before every pass; relax: optional function of the particle positions run before every
+        pass but the first when objects touch each other (the cloth strain limit: a cloth a heavy body
+        stretched is pulled back, then holds it), so the last word is the contact's. Returns (positions, number of
+        vertex–triangle and edge–edge contacts corrected in the worst pass); ``self.left`` holds the pairs
+        the last pass still found passed through each other (resting layers in contact are not counted)
+        and ``self.left_objects`` the ids of the objects with pairs in that pass."""
         self.left = 0
         self.left_objects = []
         if self.triangles.count == 0 or self.iterations == 0:
             return positions, 0
         y0 = self._start_points(xp, start)
         total = 0
-        for _ in range(self.iterations):
+        for iteration in range(self.iterations):
+            if iteration > 0 and relax is not None and self.several_objects:
+                positions = relax(positions)
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
-            delta, touched, count = self._pass(xp, y, y0)
+            delta, touched, count = self._pass(xp, y, y0, self._holding(xp, held, positions))
             total = max(total, count)
             self.left = self._crossed
             if count == 0:
@@ -115,6 +123,14 @@ class SurfaceContact:
         if self.left:
             positions = self._impact_zones(xp, positions, y0)
         return positions, total
+
+    def _holding(self, xp, held, positions):
+        """(n_c,) int32 on the device: 1 at the points of particles that ``held(positions)`` (n,) bool marks as
+        holding against other objects (``_pass``); None without ``held``."""
+        if held is None:
+            return None
+        holding = self.points.points(xp.asarray(held(positions), dtype=xp.float64)[:, None])[:, 0] > 0.5
+        return xp.ascontiguousarray(holding.astype(xp.int32))
 
     def crossed_since(self, xp, positions, start) -> int:
         """Pairs that passed through each other between particle positions ``start`` and ``positions``
@@ -256,8 +272,9 @@ class SurfaceContact:
                         self_contact, reach, found, counts]))
         self.candidate_builds += 1
 
-    def _pass(self, xp, y, y0):
-        """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts)."""
+    def _pass(self, xp, y, y0, holding=None):
+        """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts).
+        holding: (n_c,) int32, 1 at the points that hold against other objects (None: none)."""
         n = y.shape[0]
         self._candidates(xp, y, y0)
         start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
@@ -267,11 +284,13 @@ class SurfaceContact:
         outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                    warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
+        holds = warp_view(self.no_holding if holding is None else holding, wp.int32)
+        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32)]
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
-               inputs=[start_view, current_view, self.triangles.index_view, thickness, inverse_mass,
+               inputs=[start_view, current_view, self.triangles.index_view, *masses,
                        *self.point_candidates.views(), *outputs])
         launch(surface_kernels.edge_edge_contacts, self.edges.count, device=self.device,
-               inputs=[start_view, current_view, self.edges.index_view, thickness, inverse_mass,
+               inputs=[start_view, current_view, self.edges.index_view, *masses,
                        *self.edge_candidates.views(), *outputs])
         found = int(contacts[:2].sum())
         self._crossed = int(contacts[2])

@@ -266,7 +266,8 @@ class PDSolver:
         max_length = (edges.limits[:, 1] + settings["strain_limit_slack"]) * edges.rest_length
         per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
         return EdgeStrainLimit(backend, edges.edges, max_length, inverse_mass,
-                               rounds=-(-passes // per_round), passes_per_round=per_round)
+                               rounds=-(-passes // per_round), passes_per_round=per_round,
+                               free_length=edges.limits[:, 1] * edges.rest_length)
 
     def _strain_limit_solve(self, q, overshoot):
         """One global correction of the strain-limit pass: Δq_F = K_FF⁻¹ (Aᵀ W (−overshoot))_F.
@@ -376,8 +377,16 @@ class PDSolver:
         self-contact and the push run again, SELF_COLLIDER_ROUNDS times at most. Returns (q, contact count)."""
         xp = self.backend.xp
         surfaces = self.self_collision
+        # cloth at its strain limit holds against other objects: a soft body or another cloth resting on it is
+        # pushed out, instead of the contact stretching the cloth past its limit
+        held, relax = None, None
+        if self.strain_limit is not None:
+            held = lambda positions: self.strain_limit.taut_particles(xp, positions)   # noqa: E731
+            relax = lambda positions: self.strain_limit.sweep(xp, positions)            # noqa: E731
         for _ in range(SELF_COLLIDER_ROUNDS):
-            q, self_contacts = surfaces.resolve(xp, q, q_start)
+            before = q
+            q, self_contacts = surfaces.resolve(xp, q, q_start, held, relax)
+            self._surface_push = self._surface_push + (q - before)
             contact_count += self_contacts
             if len(colliders) == 0:
                 break
@@ -416,6 +425,20 @@ class PDSolver:
         log.warning("PD: %d points were inside a collider shell (at the start of the job or after a teleport: %s) "
                     "and were moved out", count, ", ".join(colliders.teleported) or "none")
         return contact.distribute(q, moved - points, recovered), count
+
+    def _no_surface_kick(self, velocities, push_velocity):
+        """Restitution 0 between surfaces: a particle that self-contact pushed by ``push_velocity`` (n, 3)
+        [m/s] (its correction over the substep / h) keeps no velocity along the push beyond what it had without
+        the push, or zero: the push cancels its approach, it does not launch it (a body dropped on a taut cloth
+        comes to rest on it). velocities (n, 3) [m/s]; returns the corrected velocities."""
+        xp = self.backend.xp
+        length = xp.sqrt((push_velocity * push_velocity).sum(axis=1))
+        pushed = length > 0.0
+        direction = push_velocity / xp.maximum(length, 1e-300)[:, None]
+        along = (velocities * direction).sum(axis=1)
+        allowed = xp.maximum(along - length, 0.0)
+        excess = xp.where(pushed, xp.maximum(along - allowed, 0.0), 0.0)
+        return velocities - excess[:, None] * direction
 
     def _no_outgoing_kick(self, colliders: ColliderSet, q, q_start, velocities, pushed):
         """Restitution 0 and no velocity kick from position corrections: a point the colliders pushed during
@@ -500,6 +523,7 @@ class PDSolver:
 
         tick = time.perf_counter()
         contact_count = 0
+        self._surface_push = xp.zeros_like(q)
         if has_colliders:
             q, post = self.contact.project(colliders, q, q_start)                       # Algorithm 2, line 12
             # position-level friction for the pushes outside the force iteration (pre + post);
@@ -516,6 +540,8 @@ class PDSolver:
         q, contact_count = self._final_constraints(q, q_start, colliders, contact_count, timings)
 
         velocities = (q - q_start) / h
+        if self.self_collision is not None and self.self_collision.several_objects:
+            velocities = self._no_surface_kick(velocities, self._surface_push / h)
         if has_colliders:
             pushed = pre.mask | post.mask
             if point_force is not None:

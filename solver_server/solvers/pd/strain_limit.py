@@ -35,6 +35,9 @@ from .kernels import limit_sweep as sweep_kernels
 from .incidence import incidence
 
 FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
+# an edge is taut, and its particles hold against other objects, once it is longer than its energy-free limit
+# σmax by this share of the slack between that and the hard limit
+TAUT_SHARE = 0.5
 
 
 class EdgeStrainLimit:
@@ -42,17 +45,21 @@ class EdgeStrainLimit:
     (``sweep``).
 
     backend: array backend (xp); edges: (E, 2) particle pairs; max_length: (E,) hard upper length [m];
+    free_length: (E,) the length up to which an edge costs no energy, σmax·rest [m] (default max_length);
     inverse_mass: (n,) [1/kg], 0 for exactly pinned particles; rounds × passes_per_round: most passes per
     call; relaxation: over-relaxation factor in (0, 2).
     """
 
     def __init__(self, backend, edges: np.ndarray, max_length: np.ndarray, inverse_mass: np.ndarray,
-                 rounds: int = 2, passes_per_round: int = 8, relaxation: float = 1.0):
+                 rounds: int = 2, passes_per_round: int = 8, relaxation: float = 1.0, free_length=None):
         xp = backend.xp
         edges = np.ascontiguousarray(edges, dtype=np.int32)
         start, incident_edge, incident_sign = incidence(edges, len(inverse_mass))
         self.edges = xp.asarray(edges)
         self.max_length = xp.asarray(np.ascontiguousarray(max_length, dtype=np.float64))
+        free_length = max_length if free_length is None else free_length
+        self.taut_length = xp.asarray(np.ascontiguousarray(free_length + TAUT_SHARE * (max_length - free_length),
+                                                           dtype=np.float64))
         self.inverse_mass = xp.asarray(np.ascontiguousarray(inverse_mass, dtype=np.float64))
         self.incident = (xp.asarray(start), xp.asarray(incident_edge), xp.asarray(incident_sign))
         self.step = xp.zeros((len(edges), 3), dtype=xp.float64)
@@ -152,6 +159,16 @@ class EdgeStrainLimit:
             self.result[:] = 0
             for launch_pass in launches:
                 launch_pass()
+
+    def taut_particles(self, xp, positions):
+        """(n,) bool: the particles of taut edges at ``positions`` (n, 3) [m]: longer than their energy-free
+        length σmax·rest by TAUT_SHARE of the slack to the hard limit (a cloth holding a weight)."""
+        edges = self.edges
+        vector = positions[edges[:, 1]] - positions[edges[:, 0]]
+        taut = xp.sqrt((vector * vector).sum(axis=1)) > self.taut_length
+        held = xp.zeros(positions.shape[0], dtype=bool)
+        held[edges[taut].ravel()] = True
+        return held
 
     def sweep(self, xp, positions, frozen=None):
         """``passes_per_round`` Gauss–Seidel sweeps (``kernels.limit_sweep``), no global solve and no check:
