@@ -20,6 +20,7 @@ import numpy as np
 from tests.physics.test_heavy_body_on_cloth import edge_ratios, heavy_block_on_pinned_cloth
 
 from benchmarks.kernel_warmup import print_kernel_warmup
+from benchmarks.suzanne_drape import add_pinned_cloth
 from benchmarks.workbench import render_still
 
 
@@ -56,16 +57,8 @@ def run_blender(resolution: int, frames: int):
     cloth_spec, block_spec = scene_dict["objects"]
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    mesh = bpy.data.meshes.new("Cloth")
-    mesh.from_pydata(rest.tolist(), [], triangles.tolist())
-    cloth = bpy.data.objects.new("Cloth", mesh)
-    scene.collection.objects.link(cloth)
-    group = cloth.vertex_groups.new(name="pin")
-    group.add([int(i) for i in cloth_spec["pins"]["indices"]], 1.0, "REPLACE")
-    settings = cloth.modifiers.new("Cloth", "CLOTH").settings
-    settings.quality = 4
-    settings.mass = cloth_spec["params"]["density"] * 4.0 / len(rest)     # kg per vertex of the 2 m × 2 m cloth
-    settings.vertex_group_mass = "pin"
+    cloth = add_pinned_cloth(scene, rest, triangles, cloth_spec["pins"]["indices"])
+    cloth.modifiers["Cloth"].settings.mass = cloth_spec["params"]["density"] * 4.0 / len(rest)   # kg per vertex
     cloth.modifiers["Cloth"].point_cache.frame_end = frames
     block_mesh = bpy.data.meshes.new("Jelly")
     block_mesh.from_pydata(np.asarray(block_spec["vertices"]).tolist(), [], np.asarray(block_spec["triangles"]).tolist())

@@ -67,6 +67,23 @@ def run_tangle(resolution, frames, flipped):
     return np.array(out, float), elapsed / (frames - 1), left, (rest, triangles, head_vertices, head_triangles)
 
 
+def add_pinned_cloth(scene, rest, triangles, pin_indices, quality: int = 4):
+    """A Blender mesh object "Cloth" of ``rest`` (N, 3) [m] and ``triangles`` in ``scene`` with a Cloth modifier
+    of that quality whose vertices ``pin_indices`` are pinned (vertex group "pin"); returns the object."""
+    import bpy
+
+    mesh = bpy.data.meshes.new("Cloth")
+    mesh.from_pydata(np.asarray(rest).tolist(), [], np.asarray(triangles).tolist())
+    cloth = bpy.data.objects.new("Cloth", mesh)
+    scene.collection.objects.link(cloth)
+    group = cloth.vertex_groups.new(name="pin")
+    group.add([int(i) for i in pin_indices], 1.0, "REPLACE")
+    settings = cloth.modifiers.new("Cloth", "CLOTH").settings
+    settings.quality = quality
+    settings.vertex_group_mass = "pin"
+    return cloth
+
+
 def run_blender(resolution, frames, flipped):
     import bpy
 
@@ -75,16 +92,8 @@ def run_blender(resolution, frames, flipped):
     cloth_spec = scene_dict["objects"][0]
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    mesh = bpy.data.meshes.new("Cloth")
-    mesh.from_pydata(rest.tolist(), [], triangles.tolist())
-    cloth = bpy.data.objects.new("Cloth", mesh)
-    scene.collection.objects.link(cloth)
-    group = cloth.vertex_groups.new(name="pin")
-    group.add([int(i) for i in cloth_spec["pins"]["indices"]], 1.0, "REPLACE")
-    modifier = cloth.modifiers.new("Cloth", "CLOTH")
-    settings = modifier.settings
-    settings.quality = 4
-    settings.vertex_group_mass = "pin"
+    cloth = add_pinned_cloth(scene, rest, triangles, cloth_spec["pins"]["indices"])
+    modifier = cloth.modifiers["Cloth"]
     modifier.collision_settings.use_self_collision = True
     modifier.collision_settings.distance_min = 0.005
     modifier.collision_settings.self_distance_min = 0.005

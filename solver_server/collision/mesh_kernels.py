@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper, paths_come_within, paths_may_meet
+from ..kernels.bounds import (box_lower, box_upper, keep_candidate, paths_come_within, paths_may_meet,
+                              swept_edge_lower, swept_edge_upper)
 from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, segment_crosses_triangle,
                                 start_side, vertex_triangle_ccd)
 
@@ -98,9 +99,7 @@ def point_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.
     face = int(0)
     n = int(0)
     while wp.bvh_query_next(query, face):
-        if n < found.shape[1]:
-            found[i, n] = face
-        n += 1
+        n = keep_candidate(found, i, n, face)
     found_count[i] = n
 
 
@@ -298,15 +297,12 @@ def edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.a
     ia = point_edges[e, 0]
     ib = point_edges[e, 1]
     pad = wp.max(reach[ia], reach[ib]) + margin
-    low = wp.min(box_lower(start[ia], built[ia], pad), box_lower(start[ib], built[ib], pad))
-    high = wp.max(box_upper(start[ia], built[ia], pad), box_upper(start[ib], built[ib], pad))
-    query = wp.bvh_query_aabb(bvh, low, high)
+    query = wp.bvh_query_aabb(bvh, swept_edge_lower(start[ia], built[ia], start[ib], built[ib], pad),
+                              swept_edge_upper(start[ia], built[ia], start[ib], built[ib], pad))
     f = int(0)
     n = int(0)
     while wp.bvh_query_next(query, f):
-        if n < found.shape[1]:
-            found[e, n] = f
-        n += 1
+        n = keep_candidate(found, e, n, f)
     found_count[e] = n
 
 
@@ -382,9 +378,7 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
             _mesh_edge_contact(found[e, k], ia, ib, a0, b0, a1, b1, r, previous, current, mesh_edges, inverse_mass,
                                begin, end, correction, count, contacts, crossed_point)
         return
-    low = wp.min(box_lower(a0, a1, r), box_lower(b0, b1, r))
-    high = wp.max(box_upper(a0, a1, r), box_upper(b0, b1, r))
-    query = wp.bvh_query_aabb(bvh, low, high)
+    query = wp.bvh_query_aabb(bvh, swept_edge_lower(a0, a1, b0, b1, r), swept_edge_upper(a0, a1, b0, b1, r))
     f = int(0)
     while wp.bvh_query_next(query, f):
         _mesh_edge_contact(f, ia, ib, a0, b0, a1, b1, r, previous, current, mesh_edges, inverse_mass, begin, end,

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from ..kernels.bounds import box_lower, box_upper, paths_come_within, paths_may_meet
+from ..kernels.bounds import (box_lower, box_upper, keep_candidate, paths_come_within, paths_may_meet,
+                              swept_edge_lower, swept_edge_upper)
 from ..kernels.geometry import (blend, closest_barycentric, edge_pair_contact, start_side,
                                 vertex_triangle_ccd)
 
@@ -60,9 +61,7 @@ def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), b
         if triangles[t, 0] == i or triangles[t, 1] == i or triangles[t, 2] == i \
                 or not _may_touch(point_owner[i], triangle_owner[t], self_contact):
             continue
-        if n < found.shape[1]:
-            found[i, n] = t
-        n += 1
+        n = keep_candidate(found, i, n, t)
     found_count[i] = n
 
 
@@ -76,9 +75,8 @@ def edge_edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built:
     e = wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
-    low = wp.min(box_lower(start[ia], built[ia], reach), box_lower(start[ib], built[ib], reach))
-    high = wp.max(box_upper(start[ia], built[ia], reach), box_upper(start[ib], built[ib], reach))
-    query = wp.bvh_query_aabb(bvh, low, high)
+    query = wp.bvh_query_aabb(bvh, swept_edge_lower(start[ia], built[ia], start[ib], built[ib], reach),
+                              swept_edge_upper(start[ia], built[ia], start[ib], built[ib], reach))
     f = int(0)
     n = int(0)
     while wp.bvh_query_next(query, f):
@@ -88,9 +86,7 @@ def edge_edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built:
         id = edges[f, 1]
         if ic == ia or ic == ib or id == ia or id == ib or not _may_touch(edge_owner[e], edge_owner[f], self_contact):
             continue
-        if n < found.shape[1]:
-            found[e, n] = f
-        n += 1
+        n = keep_candidate(found, e, n, f)
     found_count[e] = n
 
 

@@ -20,6 +20,27 @@ def box_upper(p: wp.vec3d, q: wp.vec3d, pad: wp.float64) -> wp.vec3f:
                     wp.float32(wp.max(p[2], q[2]) + pad))
 
 
+@wp.func
+def swept_edge_lower(a0: wp.vec3d, a1: wp.vec3d, b0: wp.vec3d, b1: wp.vec3d, pad: wp.float64) -> wp.vec3f:
+    """Lower corner of the box of an edge whose ends move a0 → a1 and b0 → b1, grown by pad [m]."""
+    return wp.min(box_lower(a0, a1, pad), box_lower(b0, b1, pad))
+
+
+@wp.func
+def swept_edge_upper(a0: wp.vec3d, a1: wp.vec3d, b0: wp.vec3d, b1: wp.vec3d, pad: wp.float64) -> wp.vec3f:
+    """Upper corner of the box of an edge whose ends move a0 → a1 and b0 → b1, grown by pad [m]."""
+    return wp.max(box_upper(a0, a1, pad), box_upper(b0, b1, pad))
+
+
+@wp.func
+def keep_candidate(found: wp.array(dtype=wp.int32, ndim=2), row: int, count: int, item: int) -> int:
+    """Candidate ``item`` kept as number ``count`` of row ``row`` of a candidate list while the row has room;
+    returns the row's new count (every candidate is counted, so the caller sees a row that overflowed)."""
+    if count < found.shape[1]:
+        found[row, count] = item
+    return count + 1
+
+
 @wp.kernel
 def element_bounds(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                    elements: wp.array(dtype=wp.int32, ndim=2), pad: wp.float64,
