@@ -2,9 +2,9 @@
 its four corners, strain limits (1, 1.1); Tangle's PD vs Blender's Cloth (pinned group, collision with the block)
 with a Soft Body block (Collision modifier, so the cloth feels it), same run.
 
-Per solver, over all frames: the worst cloth edge (l / l_rest), the block's volume (its bounding box's, relative
-to the start: a soft body's own volume is not what Blender reports), how far the block's lowest point gets below
-the cloth's lowest point [m] (0: it stays above), the block's lowest point [m] and ms per frame.
+Per solver, over all frames: the worst cloth edge (l / l_rest), the block's volume (enclosed by its surface,
+relative to the start), how far the block's lowest point gets below the cloth's lowest point [m] (0: it stays
+above), the block's lowest point [m] and ms per frame.
 With --render DIR, frames 12 and the last of Tangle are rendered (Workbench) into DIR/heavy_block_tangle_fNN.png.
 
     .venv/bin/python -m benchmarks.heavy_on_cloth [--frames 48] [--resolution 30] [--render docs/images]
@@ -24,9 +24,15 @@ from benchmarks.suzanne_drape import add_pinned_cloth
 from benchmarks.workbench import render_still
 
 
-def figures(cloth_frames, block_frames, rest, triangles) -> dict:
+def enclosed_volume(points, triangles) -> float:
+    """|Volume| [m³] enclosed by the closed surface ``triangles`` (T, 3) over ``points`` (N, 3)."""
+    a, b, c = (points[triangles[:, k]] for k in range(3))
+    return abs(float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum()) / 6.0)
+
+
+def figures(cloth_frames, block_frames, rest, triangles, block_triangles) -> dict:
     """The quality figures of per-frame cloth and block positions (F, N, 3)."""
-    extent = np.array([np.prod(block.max(axis=0) - block.min(axis=0)) for block in block_frames])
+    extent = np.array([enclosed_volume(block, block_triangles) for block in block_frames])
     sink = [max(0.0, float(cloth[:, 2].min() - block[:, 2].min())) for cloth, block in zip(cloth_frames, block_frames)]
     return {"worst_edge": max(float(edge_ratios(cloth, rest, triangles).max()) for cloth in cloth_frames),
             "volume_min": float(extent.min() / extent[0]), "volume_max": float(extent.max() / extent[0]),
@@ -116,11 +122,11 @@ def main(argv=None) -> int:
     cloth, block, ms, (rest, triangles, scene) = run_tangle(args.resolution, args.frames)
     print(f"scene: {args.resolution}x{args.resolution} Denim cloth 2 m, corners pinned, limits (1, 1.1); 0.4 m Jelly "
           f"block (67 kg) dropped 5 cm onto it; {args.frames} frames at 24 fps")
-    print(_line("tangle", ms * 1e3, figures(cloth, block, rest, triangles)))
+    block_triangles = np.asarray(scene["objects"][1]["triangles"])
+    print(_line("tangle", ms * 1e3, figures(cloth, block, rest, triangles, block_triangles)))
     blender_cloth, blender_block, blender_ms = run_blender(args.resolution, args.frames)
-    print(_line("blender", blender_ms * 1e3, figures(blender_cloth, blender_block, rest, triangles)))
+    print(_line("blender", blender_ms * 1e3, figures(blender_cloth, blender_block, rest, triangles, block_triangles)))
     if args.render:
-        block_triangles = np.asarray(scene["objects"][1]["triangles"])
         for frame in (12, args.frames):
             render(f"{args.render}/heavy_block_tangle_f{frame:02d}.png", cloth[frame - 1], triangles, block[frame - 1],
                    block_triangles)

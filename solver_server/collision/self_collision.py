@@ -94,13 +94,14 @@ class SurfaceContact:
         return len(model.slots) > 1 or any(
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
-    def resolve(self, xp, positions, start, held=None, relax=None):
+    def resolve(self, xp, positions, start, held=None, relax=None, hold_ratio: float = 1.0):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
         on ``xp``'s device; held: optional function of the particle positions giving the (n,) bool particles
         that hold against other objects (a taut cloth under a heavy body: in contact with another object such
         a point moves at most as readily as the other side), asked before every pass; relax: optional function of the particle positions run before every
         pass but the first when objects touch each other (the cloth strain limit: a cloth a heavy body
-        stretched is pulled back, then holds it), so the last word is the contact's. Returns (positions, number of
+        stretched is pulled back, then holds it), so the last word is the contact's; hold_ratio: a holding
+        point moves at most this × as readily as the other object's point (0: not at all). Returns (positions, number of
         vertex–triangle and edge–edge contacts corrected in the worst pass); ``self.left`` holds the pairs
         the last pass still found passed through each other (resting layers in contact are not counted)
         and ``self.left_objects`` the ids of the objects with pairs in that pass."""
@@ -114,7 +115,7 @@ class SurfaceContact:
             if iteration > 0 and relax is not None and self.several_objects:
                 positions = relax(positions)
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
-            delta, touched, count = self._pass(xp, y, y0, self._holding(xp, held, positions))
+            delta, touched, count = self._pass(xp, y, y0, self._holding(xp, held, positions), hold_ratio)
             total = max(total, count)
             self.left = self._crossed
             if count == 0:
@@ -272,9 +273,10 @@ class SurfaceContact:
                         self_contact, reach, found, counts]))
         self.candidate_builds += 1
 
-    def _pass(self, xp, y, y0, holding=None):
+    def _pass(self, xp, y, y0, holding=None, hold_ratio: float = 1.0):
         """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts).
-        holding: (n_c,) int32, 1 at the points that hold against other objects (None: none)."""
+        holding: (n_c,) int32, 1 at the points that hold against other objects (None: none), moving at most
+        ``hold_ratio`` × as readily as the other object's point."""
         n = y.shape[0]
         self._candidates(xp, y, y0)
         start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
@@ -285,7 +287,7 @@ class SurfaceContact:
                    warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         holds = warp_view(self.no_holding if holding is None else holding, wp.int32)
-        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32)]
+        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), float(hold_ratio)]
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                inputs=[start_view, current_view, self.triangles.index_view, *masses,
                        *self.point_candidates.views(), *outputs])

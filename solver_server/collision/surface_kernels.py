@@ -12,7 +12,7 @@ no point has moved farther than the margin since the build (then it is built aga
 Rules for pairs: a point never touches a triangle it is a corner of, edges sharing a point never
 touch, and two elements of one object touch only when that object has self-collision. Against another
 object a point may hold (``holds``: a taut cloth under a heavy body): it then moves at most as readily as
-the other side (``pair_inverse_mass``).
+the other side's point times a ratio (``pair_inverse_mass``).
 """
 
 from __future__ import annotations
@@ -90,21 +90,16 @@ def edge_edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built:
     found_count[e] = n
 
 
-# a holding point moves at most this × as readily as the other object's point. Smaller values hold a heavy body
-# better but fight bodies that rest on a collider (a cloth dropped on a block standing on the floor was pushed
-# into the block at 0.1: the block, pushed into the floor, came back through the cloth)
-HOLD_RATIO = wp.constant(1.0)
-
-
 @wp.func
 def pair_inverse_mass(point: int, other_side: int, point_owner: wp.array(dtype=wp.int32),
-                      inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32)):
+                      inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
+                      hold_ratio: wp.float64):
     """The inverse mass a contact gives ``point`` when its other side has point ``other_side``: against another
-    object, a point that holds (a taut cloth under a heavy body) moves at most HOLD_RATIO × as readily as the
-    other side, so the body takes most of the correction instead of the light cloth taking all of it; else
-    its own."""
+    object, a point that holds (a taut cloth under a heavy body) moves at most ``hold_ratio`` × as readily as
+    the other side, so the body takes its share of the correction (all of it at 0) instead of the light cloth
+    taking all of it; else its own."""
     if holds[point] != 0 and point_owner[point] != point_owner[other_side]:
-        return wp.min(inverse_mass[point], wp.float64(HOLD_RATIO) * inverse_mass[other_side])
+        return wp.min(inverse_mass[point], hold_ratio * inverse_mass[other_side])
     return inverse_mass[point]
 
 
@@ -112,7 +107,8 @@ def pair_inverse_mass(point: int, other_side: int, point_owner: wp.array(dtype=w
 def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                             triangles: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                             inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                            point_owner: wp.array(dtype=wp.int32), found: wp.array(dtype=wp.int32, ndim=2),
+                            point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64,
+                            found: wp.array(dtype=wp.int32, ndim=2),
                             found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                             count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
                             crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
@@ -154,10 +150,10 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
         if not crossed and distance > wp.float64(1e-12):
             direction = gap / distance
             error = separation - distance
-        w_point = pair_inverse_mass(i, ia, point_owner, inverse_mass, holds)
-        w_a = pair_inverse_mass(ia, i, point_owner, inverse_mass, holds)
-        w_b = pair_inverse_mass(ib, i, point_owner, inverse_mass, holds)
-        w_c = pair_inverse_mass(ic, i, point_owner, inverse_mass, holds)
+        w_point = pair_inverse_mass(i, ia, point_owner, inverse_mass, holds, hold_ratio)
+        w_a = pair_inverse_mass(ia, i, point_owner, inverse_mass, holds, hold_ratio)
+        w_b = pair_inverse_mass(ib, i, point_owner, inverse_mass, holds, hold_ratio)
+        w_c = pair_inverse_mass(ic, i, point_owner, inverse_mass, holds, hold_ratio)
         denominator = w_point + weights[0] * weights[0] * w_a + weights[1] * weights[1] * w_b \
             + weights[2] * weights[2] * w_c
         if denominator <= wp.float64(0.0):
@@ -188,7 +184,8 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
 def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                        edges: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                        inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                       point_owner: wp.array(dtype=wp.int32), found: wp.array(dtype=wp.int32, ndim=2),
+                       point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64,
+                       found: wp.array(dtype=wp.int32, ndim=2),
                        found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                        count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
                        crossed_pairs: wp.array(dtype=wp.int32, ndim=2)):
@@ -219,10 +216,10 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         error = contact.error
         s = contact.s
         u = contact.u
-        w_a = (wp.float64(1.0) - s) * pair_inverse_mass(ia, ic, point_owner, inverse_mass, holds)
-        w_b = s * pair_inverse_mass(ib, ic, point_owner, inverse_mass, holds)
-        w_c = (wp.float64(1.0) - u) * pair_inverse_mass(ic, ia, point_owner, inverse_mass, holds)
-        w_d = u * pair_inverse_mass(id, ia, point_owner, inverse_mass, holds)
+        w_a = (wp.float64(1.0) - s) * pair_inverse_mass(ia, ic, point_owner, inverse_mass, holds, hold_ratio)
+        w_b = s * pair_inverse_mass(ib, ic, point_owner, inverse_mass, holds, hold_ratio)
+        w_c = (wp.float64(1.0) - u) * pair_inverse_mass(ic, ia, point_owner, inverse_mass, holds, hold_ratio)
+        w_d = u * pair_inverse_mass(id, ia, point_owner, inverse_mass, holds, hold_ratio)
         denominator = (wp.float64(1.0) - s) * w_a + s * w_b + (wp.float64(1.0) - u) * w_c + u * w_d
         if denominator <= wp.float64(0.0):
             # both sides hold: the contact moves them by their own masses

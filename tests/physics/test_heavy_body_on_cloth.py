@@ -49,7 +49,7 @@ def test_a_heavy_block_rests_on_a_pinned_cloth_without_tearing_it():
         crossed = max(crossed, int(stats.get("self_contacts_left", 0)))
     # before the cloth held against other objects, edges stretched 12-15x and the block fell 1.5 m with the cloth
     # wrapped round it like a sock
-    assert worst < 2.0, worst
+    assert worst < 1.25, worst
     assert crossed == 0                                   # block and cloth never pass through each other
     assert lowest > 0.0, lowest                           # the block stays above the cloth's lowest point
     assert block[:, 2].min() > 0.2                        # and hangs in it, well above the ground

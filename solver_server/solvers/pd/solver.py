@@ -393,6 +393,12 @@ class PDSolver:
             q = self._collider_constraints(colliders, q, q_start, timings)
             if surfaces.crossed_since(xp, q, q_start) == 0:
                 break
+        if held is not None and surfaces.several_objects:
+            # the limit once more, then the contact with taut cloth holding fully: a heavy body stays on the
+            # cloth at its limit instead of pressing it further
+            before = self.strain_limit.sweep(xp, q)
+            q, self_contacts = surfaces.resolve(xp, before, q_start, held, None, hold_ratio=0.0)
+            self._surface_push = self._surface_push + (q - before)
         timings["self_contacts_left"] = surfaces.left
         if surfaces.left and surfaces.left_objects:
             timings["self_contacts_left_objects"] = surfaces.left_objects

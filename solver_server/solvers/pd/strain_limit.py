@@ -37,7 +37,7 @@ from .incidence import incidence
 FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
 # an edge is taut, and its particles hold against other objects, once it is longer than its energy-free limit
 # σmax by this share of the slack between that and the hard limit
-TAUT_SHARE = 0.5
+TAUT_SHARE = 0.0
 
 
 class EdgeStrainLimit:
