@@ -27,6 +27,7 @@ import numpy as np
 
 from benchmarks.der_vs_blender_hair import add_hair_dynamics
 from benchmarks.kernel_warmup import print_kernel_warmup
+from benchmarks.suzanne_drape import add_keyed_head
 from benchmarks.workbench import render_still
 from tests.physics.character_scenes import hair_on_character, held_motion
 from tests.physics.contact_metrics import winding_numbers
@@ -96,23 +97,11 @@ def run_blender(strands: int, frames: int, points: int):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps = 24
-    mesh = bpy.data.meshes.new("Suzanne")
-    mesh.from_pydata(head_vertices.tolist(), [], head_triangles.tolist())
-    head = bpy.data.objects.new("Suzanne", mesh)
-    scene.collection.objects.link(head)
-    head.modifiers.new("Collision", "COLLISION")
+    head = add_keyed_head(scene, head_vertices, head_triangles,
+                          {frame: held_motion(frame, MOTION_FRAMES) for frame in (1, MOTION_FRAMES)})
     system = add_hair_dynamics(head, strands, 0.25, points - 1, 4, frames, min_height=0.0,
                                display_step=PATH_STEPS_LOG2)
     system.cloth.collision_settings.collision_quality = 2
-    for frame in (1, MOTION_FRAMES):
-        pose = held_motion(frame, MOTION_FRAMES)
-        head.location = pose[:3, 3]
-        head.rotation_euler = (0.0, 0.0, float(np.arctan2(pose[1, 0], pose[0, 0])))
-        head.keyframe_insert("location", frame=frame)
-        head.keyframe_insert("rotation_euler", frame=frame)
-    for curve in head.animation_data.action.fcurves:
-        for key in curve.keyframe_points:
-            key.interpolation = "LINEAR"
     scene.frame_start, scene.frame_end = 1, frames
     scene.frame_set(1)
     out, seconds = [], []

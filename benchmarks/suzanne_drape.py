@@ -87,6 +87,28 @@ def add_pinned_cloth(scene, rest, triangles, pin_indices, quality: int = 4):
     return cloth
 
 
+def add_keyed_head(scene, head_vertices, head_triangles, poses: dict):
+    """A Blender mesh object "Suzanne" of ``head_vertices`` (N, 3) [m] and ``head_triangles`` in ``scene`` with a
+    Collision modifier, keyed (LINEAR) at each frame of ``poses`` {frame: (4, 4) matrix} with that matrix's
+    translation and turn about z; returns the object."""
+    import bpy
+
+    mesh = bpy.data.meshes.new("Suzanne")
+    mesh.from_pydata(np.asarray(head_vertices).tolist(), [], np.asarray(head_triangles).tolist())
+    head = bpy.data.objects.new("Suzanne", mesh)
+    scene.collection.objects.link(head)
+    head.modifiers.new("Collision", "COLLISION")
+    for frame, matrix in poses.items():
+        head.location = matrix[:3, 3]
+        head.rotation_euler = (0.0, 0.0, float(np.arctan2(matrix[1, 0], matrix[0, 0])))
+        head.keyframe_insert("location", frame=frame)
+        head.keyframe_insert("rotation_euler", frame=frame)
+    for curve in head.animation_data.action.fcurves:
+        for key in curve.keyframe_points:
+            key.interpolation = "LINEAR"
+    return head
+
+
 def run_blender(resolution, frames, flipped):
     import bpy
 
@@ -102,21 +124,9 @@ def run_blender(resolution, frames, flipped):
     modifier.collision_settings.self_distance_min = 0.005
     modifier.point_cache.frame_end = frames
 
-    head_mesh = bpy.data.meshes.new("Suzanne")
-    head_mesh.from_pydata(head_vertices.tolist(), [], head_triangles.tolist())
-    head = bpy.data.objects.new("Suzanne", head_mesh)
-    scene.collection.objects.link(head)
-    head.modifiers.new("Collision", "COLLISION")
+    head = add_keyed_head(scene, head_vertices, head_triangles,
+                          {frame: turn_and_slide(frame, frames) for frame in (1, frames)})
     head.collision.thickness_outer = 0.002
-    for frame in (1, frames):
-        matrix = turn_and_slide(frame, frames)
-        head.location = matrix[:3, 3]
-        head.rotation_euler = (0.0, 0.0, float(np.arctan2(matrix[1, 0], matrix[0, 0])))
-        head.keyframe_insert("location", frame=frame)
-        head.keyframe_insert("rotation_euler", frame=frame)
-    for curve in head.animation_data.action.fcurves:
-        for key in curve.keyframe_points:
-            key.interpolation = "LINEAR"
 
     scene.frame_start, scene.frame_end = 1, frames
     scene.frame_set(1)

@@ -283,11 +283,16 @@ class MeshGeometry:
         margin = CANDIDATE_MARGIN * self.margin
         start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
 
-        def build(entry, built):
-            entry.through = xp.zeros(edge_count, dtype=xp.int32)
+        def edges_through():
+            """(E,) int32: 1 where a point edge passes through the mesh at its start (left free)."""
+            through = xp.zeros(edge_count, dtype=xp.int32)
             launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
-                           pose.triangles.index_view, start_view, point_edges, warp_view(entry.through, wp.int32)])
+                           pose.triangles.index_view, start_view, point_edges, warp_view(through, wp.int32)])
+            return through
+
+        def build(entry, built):
+            entry.through = edges_through()
             entry.lists.fill(lambda found, counts: launch(
                 mesh_kernels.edge_candidates, edge_count, device=pose.device,
                 inputs=[pose.edges.bvh.id, start_view, warp_view(built, wp.vec3d), point_edges, reach_view, margin,
@@ -295,13 +300,7 @@ class MeshGeometry:
 
         entry = pose.path_lists(xp, start, proposed, reach, margin, (point_edges.ptr, edge_count, begin),
                                 edge_count, build)
-        if entry is None:
-            through = xp.zeros(edge_count, dtype=xp.int32)
-            launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
-                   inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
-                           pose.triangles.index_view, start_view, point_edges, warp_view(through, wp.int32)])
-        else:
-            through = entry.through
+        through = edges_through() if entry is None else entry.through
         launch(mesh_kernels.collider_edge_contacts, edge_count, device=pose.device,
                inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view, start_view,
                        warp_view(proposed, wp.vec3d), point_edges, reach_view, warp_view(inverse_mass, wp.float64),

@@ -87,6 +87,19 @@ def _closer_face(face: int, x0: wp.vec3d, x: wp.vec3d, previous: wp.array(dtype=
     return first_time, first_face, nearest, nearest_face, nearest_weights
 
 
+@wp.func
+def listed_in_box(bvh: wp.uint64, low: wp.vec3f, high: wp.vec3f, found: wp.array(dtype=wp.int32, ndim=2),
+                  row: int) -> int:
+    """The elements whose boxes in ``bvh`` meet the box low–high, kept in row ``row`` of ``found`` in the tree's
+    order while it has room (``keep_candidate``); returns how many there are."""
+    query = wp.bvh_query_aabb(bvh, low, high)
+    element = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, element):
+        n = keep_candidate(found, row, n, element)
+    return n
+
+
 @wp.kernel
 def point_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
                      reach: wp.array(dtype=wp.float64), margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
@@ -95,12 +108,8 @@ def point_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.
     the tree's order: the first found.shape[1] in found[i], their number (all of them) in found_count[i]."""
     i = wp.tid()
     pad = reach[i] + margin
-    query = wp.bvh_query_aabb(bvh, box_lower(start[i], built[i], pad), box_upper(start[i], built[i], pad))
-    face = int(0)
-    n = int(0)
-    while wp.bvh_query_next(query, face):
-        n = keep_candidate(found, i, n, face)
-    found_count[i] = n
+    found_count[i] = listed_in_box(bvh, box_lower(start[i], built[i], pad), box_upper(start[i], built[i], pad),
+                                   found, i)
 
 
 @wp.kernel
@@ -297,13 +306,8 @@ def edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.a
     ia = point_edges[e, 0]
     ib = point_edges[e, 1]
     pad = wp.max(reach[ia], reach[ib]) + margin
-    query = wp.bvh_query_aabb(bvh, swept_edge_lower(start[ia], built[ia], start[ib], built[ib], pad),
-                              swept_edge_upper(start[ia], built[ia], start[ib], built[ib], pad))
-    f = int(0)
-    n = int(0)
-    while wp.bvh_query_next(query, f):
-        n = keep_candidate(found, e, n, f)
-    found_count[e] = n
+    found_count[e] = listed_in_box(bvh, swept_edge_lower(start[ia], built[ia], start[ib], built[ib], pad),
+                                   swept_edge_upper(start[ia], built[ia], start[ib], built[ib], pad), found, e)
 
 
 @wp.func

@@ -96,15 +96,17 @@ class SurfaceContact:
 
     def resolve(self, xp, positions, start, held=None, relax=None, hold_ratio: float = 1.0):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
-        on ``xp``'s device; held: optional function of the particle positions giving the (n,) bool particles
-        that hold against other objects (a taut cloth under a heavy body: in contact with another object such
-        a point moves at most as readily as the other side), asked before every pass; relax: optional function of the particle positions run before every
-        pass but the first when objects touch each other (the cloth strain limit: a cloth a heavy body
-        stretched is pulled back, then holds it), so the last word is the contact's; hold_ratio: a holding
-        point moves at most this × as readily as the other object's point (0: not at all). Returns (positions, number of
-        vertex–triangle and edge–edge contacts corrected in the worst pass); ``self.left`` holds the pairs
-        the last pass still found passed through each other (resting layers in contact are not counted)
-        and ``self.left_objects`` the ids of the objects with pairs in that pass."""
+        on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts corrected in
+        the worst pass); ``self.left`` holds the pairs the last pass still found passed through each other
+        (resting layers in contact are not counted) and ``self.left_objects`` the ids of the objects with
+        pairs in that pass.
+
+        held: optional function of the particle positions giving the (n,) bool particles that hold against
+        other objects (a taut cloth under a heavy body), asked before every pass; in contact with another
+        object such a point moves at most ``hold_ratio`` × as readily as the other side (0: not at all).
+        relax: optional function of the particle positions run before every pass but the first (the cloth
+        strain limit: a cloth that a heavy body stretched is pulled back, then holds it), so the last word is
+        the contact's."""
         self.left = 0
         self.left_objects = []
         if self.triangles.count == 0 or self.iterations == 0:
@@ -112,7 +114,7 @@ class SurfaceContact:
         y0 = self._start_points(xp, start)
         total = 0
         for iteration in range(self.iterations):
-            if iteration > 0 and relax is not None and self.several_objects:
+            if iteration > 0 and relax is not None:
                 positions = relax(positions)
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
             delta, touched, count = self._pass(xp, y, y0, self._holding(xp, held, positions), hold_ratio)
@@ -249,9 +251,8 @@ class SurfaceContact:
         from where they were at the build, else new ones. An element's box over y0 → y grown by the pad then
         lies inside its box at the build grown by the pad and the margin, so no pair is missed; the extra
         pairs are too far apart to touch and add nothing. Resting layers keep their lists over substeps."""
-        if self._built is not None and self._built_start.shape == y0.shape \
-                and float(xp.abs(y - self._built).max()) <= self.margin \
-                and float(xp.abs(y0 - self._built_start).max()) <= self.margin:
+        if self._built is not None and self._built_start.shape == y0.shape and float(
+                xp.maximum(xp.abs(y - self._built).max(), xp.abs(y0 - self._built_start).max())) <= self.margin:
             return
         self._built = xp.array(y, dtype=xp.float64)
         self._built_start = xp.array(y0, dtype=xp.float64)

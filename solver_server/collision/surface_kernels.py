@@ -42,6 +42,20 @@ def _record_crossed(contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(
         crossed_pairs[row, 3] = s
 
 
+@wp.func
+def _add_four(correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32), p: int, q: int, r: int, s: int,
+              move_p: wp.vec3d, move_q: wp.vec3d, move_r: wp.vec3d, move_s: wp.vec3d):
+    """One contact's corrections [m] of its four points added to the per-point sums and counts (Jacobi)."""
+    wp.atomic_add(correction, p, move_p)
+    wp.atomic_add(correction, q, move_q)
+    wp.atomic_add(correction, r, move_r)
+    wp.atomic_add(correction, s, move_s)
+    wp.atomic_add(count, p, 1)
+    wp.atomic_add(count, q, 1)
+    wp.atomic_add(count, r, 1)
+    wp.atomic_add(count, s, 1)
+
+
 @wp.kernel
 def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
                               triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
@@ -167,14 +181,9 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
         if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
             continue
         lam = error / denominator
-        wp.atomic_add(correction, i, (lam * w_point) * direction)
-        wp.atomic_add(correction, ia, (-lam * weights[0] * w_a) * direction)
-        wp.atomic_add(correction, ib, (-lam * weights[1] * w_b) * direction)
-        wp.atomic_add(correction, ic, (-lam * weights[2] * w_c) * direction)
-        wp.atomic_add(count, i, 1)
-        wp.atomic_add(count, ia, 1)
-        wp.atomic_add(count, ib, 1)
-        wp.atomic_add(count, ic, 1)
+        _add_four(correction, count, i, ia, ib, ic, (lam * w_point) * direction,
+                  (-lam * weights[0] * w_a) * direction, (-lam * weights[1] * w_b) * direction,
+                  (-lam * weights[2] * w_c) * direction)
         wp.atomic_add(contacts, 0, 1)
         if crossed:
             _record_crossed(contacts, crossed_pairs, i, ia, ib, ic)
@@ -231,14 +240,8 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         if denominator <= wp.float64(0.0) or error <= wp.float64(0.0):
             continue
         lam = error / denominator
-        wp.atomic_add(correction, ia, (lam * w_a) * direction)
-        wp.atomic_add(correction, ib, (lam * w_b) * direction)
-        wp.atomic_add(correction, ic, (-lam * w_c) * direction)
-        wp.atomic_add(correction, id, (-lam * w_d) * direction)
-        wp.atomic_add(count, ia, 1)
-        wp.atomic_add(count, ib, 1)
-        wp.atomic_add(count, ic, 1)
-        wp.atomic_add(count, id, 1)
+        _add_four(correction, count, ia, ib, ic, id, (lam * w_a) * direction, (lam * w_b) * direction,
+                  (-lam * w_c) * direction, (-lam * w_d) * direction)
         wp.atomic_add(contacts, 1, 1)
         if contact.crossed != 0:
             _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)

@@ -307,9 +307,11 @@ class PDSolver:
         contact in every round cost twice the passes for the same intersections). A later constraint
         undoes part of an earlier one (a collider push stretches an edge, the strain limit pulls a point
         back towards a surface), so each round hands the residue back to the others; colliders have the
-        last word. Returns (q, contact_count + self contacts)."""
+        last word. Returns (q, contact_count + self contacts, the self-contact push between objects
+        (``_self_contact``) or None)."""
         xp = self.backend.xp
         has_colliders = len(colliders) > 0
+        surface_push = None
         timings.setdefault("strain_limit_ms", 0.0)
         for round_index in range(FINAL_ROUNDS):
             if self.strain_limit is not None:
@@ -323,13 +325,13 @@ class PDSolver:
             if has_colliders:
                 q = self._collider_constraints(colliders, q, q_start, timings)
             if self.self_collision is not None and round_index == FINAL_ROUNDS - 1:
-                q, contact_count = self._self_contact(colliders, q, q_start, contact_count, timings)
+                q, contact_count, surface_push = self._self_contact(colliders, q, q_start, contact_count, timings)
             timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
         if self.strain_limit is not None and has_colliders:
             tick = time.perf_counter()
             q = self._closing_limit(colliders, q, q_start, timings)
             timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
-        return q, contact_count
+        return q, contact_count, surface_push
 
     def _closing_limit(self, colliders: ColliderSet, q, q_start, timings: dict):
         """The strain limit once more after the contact rounds, so that the colliders' pushes (vertex and edge
@@ -374,35 +376,40 @@ class PDSolver:
         """Surface self-contact, then the collider vertex projection (colliders have the last word). A
         collider push can carry a point through a layer lying on the collider (a crossing that CCD would
         then keep for good), so a test pass follows it and, if it finds pairs passed through each other,
-        self-contact and the push run again, SELF_COLLIDER_ROUNDS times at most. Returns (q, contact count)."""
+        self-contact and the push run again, SELF_COLLIDER_ROUNDS times at most. Where surfaces of several
+        objects may touch, cloth at its strain limit holds against the others (``SurfaceContact.resolve``): a
+        soft body or another cloth resting on it is pushed out instead of the contact stretching the cloth
+        past its limit. Returns (q, contact count, the particles' total self-contact correction (n, 3) [m]
+        where several objects may touch, else None)."""
         xp = self.backend.xp
         surfaces = self.self_collision
-        # cloth at its strain limit holds against other objects: a soft body or another cloth resting on it is
-        # pushed out, instead of the contact stretching the cloth past its limit
+        several = surfaces.several_objects
         held, relax = None, None
-        if self.strain_limit is not None:
+        if several and self.strain_limit is not None:
             held = lambda positions: self.strain_limit.taut_particles(xp, positions)   # noqa: E731
             relax = lambda positions: self.strain_limit.sweep(xp, positions)            # noqa: E731
+        push = xp.zeros_like(q) if several else None
         for _ in range(SELF_COLLIDER_ROUNDS):
             before = q
             q, self_contacts = surfaces.resolve(xp, q, q_start, held, relax)
-            self._surface_push = self._surface_push + (q - before)
+            if several:
+                push = push + (q - before)
             contact_count += self_contacts
             if len(colliders) == 0:
                 break
             q = self._collider_constraints(colliders, q, q_start, timings)
             if surfaces.crossed_since(xp, q, q_start) == 0:
                 break
-        if held is not None and surfaces.several_objects:
+        if held is not None:
             # the limit once more, then the contact with taut cloth holding fully: a heavy body stays on the
             # cloth at its limit instead of pressing it further
             before = self.strain_limit.sweep(xp, q)
             q, self_contacts = surfaces.resolve(xp, before, q_start, held, None, hold_ratio=0.0)
-            self._surface_push = self._surface_push + (q - before)
+            push = push + (q - before)
         timings["self_contacts_left"] = surfaces.left
         if surfaces.left and surfaces.left_objects:
             timings["self_contacts_left_objects"] = surfaces.left_objects
-        return q, contact_count
+        return q, contact_count, push
 
     def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict):
         """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the cloth
@@ -529,7 +536,6 @@ class PDSolver:
 
         tick = time.perf_counter()
         contact_count = 0
-        self._surface_push = xp.zeros_like(q)
         if has_colliders:
             q, post = self.contact.project(colliders, q, q_start)                       # Algorithm 2, line 12
             # position-level friction for the pushes outside the force iteration (pre + post);
@@ -543,11 +549,11 @@ class PDSolver:
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
         if hard_targets is not None:
             q[self.hard_device] = hard_targets
-        q, contact_count = self._final_constraints(q, q_start, colliders, contact_count, timings)
+        q, contact_count, surface_push = self._final_constraints(q, q_start, colliders, contact_count, timings)
 
         velocities = (q - q_start) / h
-        if self.self_collision is not None and self.self_collision.several_objects:
-            velocities = self._no_surface_kick(velocities, self._surface_push / h)
+        if surface_push is not None:
+            velocities = self._no_surface_kick(velocities, surface_push / h)
         if has_colliders:
             pushed = pre.mask | post.mask
             if point_force is not None:

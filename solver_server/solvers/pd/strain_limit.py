@@ -35,9 +35,6 @@ from .kernels import limit_sweep as sweep_kernels
 from .incidence import incidence
 
 FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
-# an edge is taut, and its particles hold against other objects, once it is longer than its energy-free limit
-# σmax by this share of the slack between that and the hard limit
-TAUT_SHARE = 0.0
 
 
 class EdgeStrainLimit:
@@ -57,9 +54,8 @@ class EdgeStrainLimit:
         start, incident_edge, incident_sign = incidence(edges, len(inverse_mass))
         self.edges = xp.asarray(edges)
         self.max_length = xp.asarray(np.ascontiguousarray(max_length, dtype=np.float64))
-        free_length = max_length if free_length is None else free_length
-        self.taut_length = xp.asarray(np.ascontiguousarray(free_length + TAUT_SHARE * (max_length - free_length),
-                                                           dtype=np.float64))
+        self.free_length = self.max_length if free_length is None else \
+            xp.asarray(np.ascontiguousarray(free_length, dtype=np.float64))
         self.inverse_mass = xp.asarray(np.ascontiguousarray(inverse_mass, dtype=np.float64))
         self.incident = (xp.asarray(start), xp.asarray(incident_edge), xp.asarray(incident_sign))
         self.step = xp.zeros((len(edges), 3), dtype=xp.float64)
@@ -162,10 +158,10 @@ class EdgeStrainLimit:
 
     def taut_particles(self, xp, positions):
         """(n,) bool: the particles of taut edges at ``positions`` (n, 3) [m]: longer than their energy-free
-        length σmax·rest by TAUT_SHARE of the slack to the hard limit (a cloth holding a weight)."""
+        length σmax·rest (a cloth holding a weight); such particles hold against other objects."""
         edges = self.edges
         vector = positions[edges[:, 1]] - positions[edges[:, 0]]
-        taut = xp.sqrt((vector * vector).sum(axis=1)) > self.taut_length
+        taut = xp.sqrt((vector * vector).sum(axis=1)) > self.free_length
         held = xp.zeros(positions.shape[0], dtype=bool)
         held[edges[taut].ravel()] = True
         return held
