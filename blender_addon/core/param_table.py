@@ -71,7 +71,7 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
 
 SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     ParamSpec("density", 1000.0, "kg/m³", "Mass per unit volume (water 1000, rubber 1100, gelatin 1050)",
-              1e-6, 1.0e5, paintable=True),
+              1.0, 1.0e5, paintable=True),
     ParamSpec("young_modulus", 1.0e5, "Pa", "Stiffness of the material (Young's modulus E): jelly 1e3–1e4, "
               "flesh 1e4–1e5, soft rubber 1e6", 1e-6, 1.0e12, paintable=True),
     ParamSpec("poisson_ratio", 0.3, "ratio", "Volume preservation (Poisson ratio ν): 0 compressible, "
@@ -94,7 +94,9 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec("friction", 0.1, "μ", "Hair–hair Coulomb friction coefficient", 0.0, 10.0),
     ParamSpec("collider_friction", 0.3, "μ", "Hair–collider Coulomb friction coefficient", 0.0, 10.0),
     ParamSpec("thickness", 0.0, "m", "Extra contact offset kept from collider surfaces", 0.0, 0.01),
-    ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
+    ParamSpec("damping", 0.1, "1/s", "Extra velocity drag rate beside the air drag", 0.0, 1000.0),
+    ParamSpec("air_drag", 1.0, "ratio", "Drag of still air on the strands as on a thin cylinder of their radius "
+              "(1: air; 0: none); fine hair settles within a second", 0.0, 100.0),
     ParamSpec("radius", 5.0e-5, "m", "Strand radius (a human hair is 2–6e-5 m; a guide wisp a few mm)",
               1e-9, 0.01),
     ParamSpec("density", 1300.0, "kg/m³", "Strand material density (keratin 1300)", 10.0, 1.0e5, paintable=True),

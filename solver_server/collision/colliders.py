@@ -18,6 +18,7 @@ from ..kernels import launch_items, warp_device_of, warp_view
 from ..sim.builder import ObjectSpec
 from ..sim.rigid_carry import carry_points
 from . import primitive_kernels
+from .mesh import CONTACT_PASSES
 from .primitive_kernels import packed_parameters
 from .primitives import PRIMITIVES
 
@@ -144,7 +145,8 @@ class ColliderSet:
                         geometry.previous = geometry.vertices
                         self.teleported.append(collider.id)
 
-    def project(self, xp, points, thickness, friction, start=None, interval=(0.0, 1.0)) -> tuple[object, Contacts]:
+    def project(self, xp, points, thickness, friction, start=None, interval=(0.0, 1.0),
+                passes: int = CONTACT_PASSES) -> tuple[object, Contacts]:
         """Push ``points`` (n, 3) out of every collider.
 
         thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ; start: (n, 3) [m] the
@@ -152,7 +154,8 @@ class ColliderSet:
         on the side it started on by CCD against the moving triangles (``MeshGeometry.resolve``);
         without it, only points closer than their offset are pushed out along their own gap direction.
         interval: the part (begin, end) of the substep over which the points moved start → points (mesh
-        colliders; fractions, see ``MeshGeometry.resolve``); primitives are taken at the current pose.
+        colliders; fractions, see ``MeshGeometry.resolve``); primitives are taken at the current pose. passes:
+        a mesh's CCD and proximity passes per point at most (``MeshGeometry.resolve``).
         Returns (projected points (n, 3), Contacts). Rows are updated with masks (``xp.where``), not
         with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization.
         """
@@ -178,7 +181,7 @@ class ColliderSet:
                 continue
             collider = run[0]
             pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
-                xp, points if start is None else start, points, thickness + collider.thickness, interval)
+                xp, points if start is None else start, points, thickness + collider.thickness, interval, passes)
             inside = push > 0
             inside_3 = inside[:, None]
             points[...] = xp.where(inside_3, pushed, points)

@@ -30,6 +30,10 @@ from . import mesh_kernels
 from .swept_elements import CandidateList, SweptElements, unique_edges
 
 CONTACT_PASSES = 4     # CCD + proximity passes per point in resolve (concave corners, stacked thin layers)
+# passes for hair, whose solvers resolve a step's end once or a few times (not in cloth's many rounds): a
+# point pushed out of the face it crossed in a sharp concave crease (the inner corner of an ear) lies behind
+# the other face, and the alternating pushes out of the two close in on the corner only geometrically
+CREASE_PASSES = 16
 # candidate lists of the points' (and point edges') paths against the mesh (_PathLists): a path may end this far
 # from where the lists were built, in mesh edge lengths, and still take its listed elements
 CANDIDATE_MARGIN = 0.25
@@ -223,11 +227,12 @@ class MeshGeometry:
         self._device.update(self.previous, self.vertices)
         return self._device
 
-    def resolve(self, xp, start, proposed, reach, interval=(0.0, 1.0)):
+    def resolve(self, xp, start, proposed, reach, interval=(0.0, 1.0), passes: int = CONTACT_PASSES):
         """Two-sided contact of points moving start → proposed (n, 3) [m], each kept ``reach`` (n,) [m] away
         from the surface on the side it started on (module docstring), while the surface moves over
         ``interval`` (begin, end), fractions of the substep with 0 ≤ begin ≤ end ≤ 1 (a solver with internal
         steps shorter than the substep passes the part its step covers; (t, t) is the surface at rest at t).
+        passes: CCD and proximity passes per point at most (each tests the path to where the last one put it).
 
         Returns (resolved (n, 3), push (n,) [m] normal correction, normal (n, 3) unit towards the
         point's side, motion (n, 3) [m] of the touched surface material over the whole substep, crossed (n,)
@@ -258,7 +263,7 @@ class MeshGeometry:
             listed = _listed_inputs(xp, entry, proposed, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
-                           start_view, warp_view(proposed, wp.vec3d), reach_view, CONTACT_PASSES, begin, end,
+                           start_view, warp_view(proposed, wp.vec3d), reach_view, int(passes), begin, end,
                            *listed, warp_view(resolved, wp.vec3d), warp_view(push, wp.float64),
                            warp_view(normal, wp.vec3d), warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
         return resolved, push, normal, motion, crossed

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solver_server.collision.mesh import CREASE_PASSES
 from solver_server.sim.errors import SceneError
 
 SUPPORTED_SHAPES = ("plane", "sphere", "capsule")
@@ -257,7 +258,8 @@ class SceneColliders:
         count = flat.shape[0]
         reach = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(reach, dtype=xp.float64), shape[:-1]).reshape(-1))
         projected, contacts = self.scene_set.project(
-            xp, flat, reach, xp.full(count, self.friction), None if start is None else start.reshape(-1, 3), interval)
+            xp, flat, reach, xp.full(count, self.friction), None if start is None else start.reshape(-1, 3), interval,
+            CREASE_PASSES)
         mask = contacts.mask[:, None]
         return (xp.where(contacts.mask, contacts.depth, 0.0).reshape(shape[:-1]),
                 xp.where(mask, contacts.normal, 0.0).reshape(shape),
@@ -273,7 +275,8 @@ class SceneColliders:
         count = flat.shape[0]
         projected, contacts = self.scene_set.project(
             xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction),
-            None if start is None else start.reshape(-1, 3), interval)
+            None if start is None else start.reshape(-1, 3), interval,
+            CREASE_PASSES)
         if contacts.count == 0:
             return positions, velocities, 0
         flat_velocities = velocities.reshape(-1, 3)

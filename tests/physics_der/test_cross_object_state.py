@@ -94,9 +94,10 @@ def test_concatenated_model_equals_the_model_of_all_strands_and_keeps_each_mater
 
 def test_each_object_keeps_its_own_damping_in_the_shared_solver():
     """Two free straight strands far apart fall under gravity; implicit Euler with mass-proportional damping c
-    gives v_{n+1} = (v_n − h g) / (1 + h c) for each object's own c (0 and 20 1/s), friction differing too."""
+    gives v_{n+1} = (v_n − h g) / (1 + h c) for each object's own c (0 and 20 1/s), friction differing too (no air
+    drag: its rate changes with the speed)."""
     objects = [_hair(name, _line(5, 0.04, (1, 0, 0), (offset, 0, 0)), _free_pins(), radius=1e-4, damping=c,
-                     friction=mu) for name, offset, c, mu in (("Calm", 0.0, 0.0, 0.1), ("Damped", 1.0, 20.0, 0.5))]
+                     friction=mu, air_drag=0.0) for name, offset, c, mu in (("Calm", 0.0, 0.0, 0.1), ("Damped", 1.0, 20.0, 0.5))]
     _, frames = _run(_scene(objects, frames=2))
     h = 1.0 / (FPS * SUBSTEPS)
     for name, c in (("Calm", 0.0), ("Damped", 20.0)):
@@ -179,12 +180,13 @@ def test_contact_solver_state_rides_in_the_checkpoint_as_solver_arrays():
 
 def _single_object_scene():
     """One hair object: 3 clamped strands whose tips hang close enough to touch, roots carried by a moving
-    matrix."""
+    matrix; no air drag (a DerSolver of its own has none)."""
     spacing = np.linspace(3e-3, 1.2e-3, 8)          # 3 mm apart at the roots, 1.2 mm (0.2 mm gap) at the tips
     strands = [np.stack(((k - 1) * spacing, np.zeros(8), np.linspace(0.1, 0.04, 8)), axis=1) for k in range(3)]
     hair = {"id": "Hair", "kind": "hair", "points": np.concatenate(strands), "animated": True,
             "strand_offsets": np.array([0, 8, 16, 24], np.int32),
-            "params": {"model": "der", "radius": 5e-4, "young_modulus": 1e8, "friction": 0.4, "damping": 0.5}}
+            "params": {"model": "der", "radius": 5e-4, "young_modulus": 1e8, "friction": 0.4, "damping": 0.5,
+                       "air_drag": 0.0}}
     return _scene([hair], frames=2, solver={"tolerance": 1e-6})
 
 

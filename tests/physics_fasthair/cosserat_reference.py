@@ -35,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 
 from solver_server.solvers.cosserat import quaternion as quat
-from solver_server.solvers.cosserat.solver import CORRECTOR_TURN
+from solver_server.solvers.cosserat.solver import CORRECTOR_TURN, MAX_DRAG_SHARE
+from tests.physics.air_reference import drag_rates
 
 
 def skew(v, xp=np):
@@ -199,6 +200,22 @@ def reference_step_length(solver, state, remaining: float) -> float:
     return solver._step_length(float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))), remaining)
 
 
+def _air_drag(solver, positions, velocities, h):
+    """Air drag force (S, P, 3) [N] on the nodes: −m c v / (1 + h c), at most MAX_DRAG_SHARE of m v / h; a node's
+    tangent the direction between its neighbours, its linear density its mass over its half segments."""
+    padded = np.concatenate((positions[:, :1], positions, positions[:, -1:]), axis=1)
+    along = padded[:, 2:] - padded[:, :-2]
+    tangents = along / np.maximum(np.sqrt(np.sum(along * along, axis=-1, keepdims=True)), 1e-300)
+    half = 0.5 * solver.lengths
+    node_length = np.zeros(solver.node_mass.shape)
+    node_length[:, 1:] += half
+    node_length[:, :-1] += half
+    linear_density = np.divide(solver.node_mass, node_length, out=np.zeros_like(node_length), where=node_length > 0.0)
+    rates = drag_rates(velocities, tangents, solver.settings.radius, linear_density, solver.settings.air_drag)
+    share = np.minimum(h * rates / (1.0 + h * rates), MAX_DRAG_SHARE)
+    return -(solver.node_mass * share / h)[..., None] * velocities
+
+
 def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h, dt, interval) -> int:
     """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body); the
     collider query covers ``interval`` of the substep dt [s] (solver.step's bookkeeping)."""
@@ -227,6 +244,8 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
         interaction, pairs = solver.interaction.forces(positions, node_velocity)
         forces = forces + interaction
         state.interaction_pairs = pairs
+    if s.air_drag > 0.0:
+        forces = forces + _air_drag(solver, positions, node_velocity, h)
 
     _, holding = solver.stiffness_torques(q, with_joint=True)
     stiffness = joint_stiffness_matrices(d3, solver.joint_bend_stiffness, solver.joint_twist_stiffness, xp)

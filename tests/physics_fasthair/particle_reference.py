@@ -8,6 +8,16 @@ import math
 
 import numpy as np
 
+from tests.physics.air_reference import drag_rates
+
+
+def _particle_tangents(positions):
+    """(S, P, 3): each particle's segment to the next one, the last particle's the last segment, normalized
+    (zero for a zero-length segment), as the substep kernel takes them for the air drag."""
+    segments = positions[:, 1:] - positions[:, :-1]
+    segments = np.concatenate([segments, segments[:, -1:]], axis=1)
+    return segments / np.maximum(_lengths(segments), 1e-15)[..., None]
+
 
 def _lengths(vectors):
     return np.sqrt(np.sum(vectors * vectors, axis=-1))
@@ -102,7 +112,9 @@ def reference_step(solver, positions, velocities, rigidity, time, root_targets, 
         root_now = root_start + (sub + 1) / substeps * (root_targets - root_start)
         acceleration = spring_accelerations(solver, positions) + angle_accelerations(solver, positions) \
             + solver.gravity_host + s.wind.acceleration(time)
-        velocities = (velocities + h * acceleration) * max(0.0, 1.0 - s.damping * h)
+        drag = drag_rates(velocities, _particle_tangents(positions), s.radius, s.density * math.pi * s.radius ** 2,
+                          s.air_drag)
+        velocities = (velocities + h * acceleration) * max(0.0, 1.0 - s.damping * h) / (1.0 + h * drag[..., None])
         velocities = np.where((_lengths(velocities) >= s.rest_speed)[..., None], velocities, 0.0)
         predicted = np.where(free, positions + h * velocities, positions)
         predicted[:, :pinned] = root_now

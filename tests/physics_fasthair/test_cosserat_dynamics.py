@@ -14,14 +14,15 @@ G = 9.81
 GRAVITY = np.array([0.0, 0.0, -G])
 
 
-def released(segments, young, radius=1e-3, length=0.2, damping=0.0, rest=None, **extra):
-    """A strand clamped at the origin and released horizontally along +x (or from ``rest`` (P, 3))."""
+def released(segments, young, radius=1e-3, length=0.2, damping=0.0, rest=None, air_drag=0.0, **extra):
+    """A strand clamped at the origin and released horizontally along +x (or from ``rest`` (P, 3)), in vacuum
+    unless ``air_drag`` is given (the mechanics against analytic cases; air has its own tests)."""
     if rest is None:
         rest = np.zeros((segments + 1, 3))
         rest[:, 0] = np.linspace(0.0, length, segments + 1)
     rest = np.asarray(rest, np.float64)[None]
     settings = CosseratSettings(radius=radius, young_modulus=young, shear_modulus=young / 2.6, damping=damping,
-                                **extra)
+                                air_drag=air_drag, **extra)
     solver = CosseratSolver(rest, StrandLayout.uniform(1, rest.shape[1]), settings, GRAVITY)
     state = solver.initial_state()
     return solver, state, CosseratControl(state.root_positions.copy(), state.root_rotations.copy())

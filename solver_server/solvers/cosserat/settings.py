@@ -15,7 +15,8 @@ from ..wind import WindSettings
 class CosseratSettings:
     """radius [m], density [kg/m³], young_modulus E [Pa] (bending EI = E·πr⁴/4), shear_modulus G [Pa]
     (twist GJ = G·πr⁴/2), damping [1/s] decay rate of velocities relative to the root frame
-    (mass-proportional, implicit), gravity_scale [-],
+    (mass-proportional, implicit), air_drag [-] the drag of still air on the nodes (``kernels/air.py``; 1: air,
+    0: none), gravity_scale [-],
     collider_friction μ, max_step [s]: internal step (a step dt is split into equal steps ≤ max_step,
     shorter while a segment turns fast, see solver.MAX_TURN_PER_STEP; the default is stable for 50–200
     segments per metre and E = 1–100 MPa, see docs/fast_hair.md), wind: see WindSettings.
@@ -30,6 +31,7 @@ class CosseratSettings:
     young_modulus: float = hair_default("young_modulus")
     shear_modulus: float = hair_default("shear_modulus")
     damping: float = hair_default("damping")
+    air_drag: float = hair_default("air_drag")
     gravity_scale: float = hair_default("gravity_scale")
     collider_friction: float = hair_default("collider_friction")
     max_step: float = hair_default("cosserat_max_step")

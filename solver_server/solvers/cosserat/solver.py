@@ -9,8 +9,10 @@ The seed's "rest segments move together" (§3.4) is the integration variable: jo
 segments i−1 and i) has a world-frame relative angular velocity w_i, Ω_i = Ω_root + Σ_{j≤i} w_j
 (a cumulative sum). One step of length h (semi-implicit Euler):
 
-1. Node forces f_k = m_k (g + wind) + contact and strand–strand interaction forces. The root frame's
-   motion (finite differences of the driven root) enters as the kinematic segment 0's acceleration.
+1. Node forces f_k = m_k (g + wind) + air drag + contact and strand–strand interaction forces. The air drag
+   of a node moving at v_k is −m_k c_k v_k / (1 + h c_k), the velocity decay v ← v / (1 + h c) of the drag rate
+   c_k (``kernels/air.py``, lagged from the step's start) as a force. The root frame's motion (finite
+   differences of the driven root) enters as the kinematic segment 0's acceleration.
 2. Stiffness moments from the CORDE quaternion energy (appendix eq. 7.2, gradient mapped to a torque
    with eq. 7.3): V_j = (l̄_j/2) Σ_k K_k (u_k − û_k)², u = (2/l̄) Im(q̄_j q_{j+1}), K = (EI, EI, GJ) with
    I = πr⁴/4, J = πr⁴/2 (the seed's "πr²/4" is not dimensionally a bending stiffness). Rest Darboux
@@ -42,6 +44,7 @@ import numpy as np
 import warp as wp
 
 from ...kernels import int32_view, launch_split, warp_device_of, warp_view
+from ..air_drag import StrandAirDrag
 from ..guides.layout import StrandLayout
 from ..strand_colliders import AnalyticColliders
 from . import quaternion as quat
@@ -57,6 +60,11 @@ MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
 """The shortest step is max_step / MAX_REFINEMENT."""
+MAX_DRAG_SHARE = 0.25
+"""The largest part m v of a node's momentum its air drag takes in one step: the articulated solve moves a
+node whose neighbours are free as if it were lighter than its own mass (a free rod hit at its end moves like
+a quarter of its mass), so a drag that stops the node's mass in one step overshoots. Hair in air (h c ≈ 0.04)
+never comes near it; a strand thinner than a micrometre does."""
 CORRECTOR_TURN = 0.005
 """rad: steps in which some segment turns further take the velocity-product terms at the mid velocity."""
 
@@ -110,6 +118,15 @@ class CosseratSolver:
         node_mass[:, :-1] += 0.5 * segment_mass
         node_mass[:, :2] = 0.0                       # nodes of the clamped root segment
         self.node_mass = xp.asarray(node_mass)
+        half_segment = 0.5 * np.where(segment_valid, lengths, 0.0)
+        node_length = np.zeros(rest.shape[:2])
+        node_length[:, 1:] += half_segment
+        node_length[:, :-1] += half_segment
+        self.air = None
+        if settings.air_drag > 0.0:
+            linear_density = np.divide(node_mass, node_length, out=np.zeros_like(node_mass), where=node_length > 0.0)
+            self.air = StrandAirDrag(xp, np.full(node_mass.size, settings.radius), linear_density.ravel(),
+                                     np.full(node_mass.size, settings.air_drag))
         # joint i (i ≥ 1) sits between segments i−1 and i; stiffness of its own rotation, (S, M)
         joint_bend = np.zeros(lengths.shape)
         joint_bend[:, 1:] = np.where(joint_valid, settings.bend_stiffness * joint_young / joint_lengths, 0.0)
@@ -283,7 +300,8 @@ class CosseratSolver:
         elapsed = anchored = 0.0        # [s] into dt: this step's start, the collider anchor's time
         while dt - elapsed > 1e-12 * dt:
             # the start velocities (and, when forces need them, node positions and velocities) of this step
-            nodes = self._kinematics(state, with_nodes=colliders.count > 0 or self.interaction is not None)
+            nodes = self._kinematics(state, with_nodes=colliders.count > 0 or self.interaction is not None
+                                     or self.air is not None)
             h = self._step_length(nodes["fastest"], dt - elapsed)
             contact = None
             if colliders.count:
@@ -396,6 +414,9 @@ class CosseratSolver:
             interaction, pairs = self.interaction.forces(nodes["positions"], nodes["velocities"])
             external = interaction if external is None else external + interaction
             state.interaction_pairs = pairs
+        if self.air is not None:
+            drag = self._air_drag(nodes["positions"], nodes["velocities"], h)
+            external = drag if external is None else external + drag
         work = self._work_arrays()
         views = work["views"]
         wind = np.asarray(s.wind.acceleration(state.time), np.float64)
@@ -415,6 +436,19 @@ class CosseratSolver:
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h
         return count
+
+    def _air_drag(self, positions, velocities, h: float):
+        """Air drag force (S, P, 3) [N] on the nodes at positions and velocities (S, P, 3): −m c v / (1 + h c),
+        each node's tangent the direction between its neighbours (its one segment at the ends); the force takes
+        at most MAX_DRAG_SHARE of a node's momentum per step."""
+        xp = self.xp
+        padded = xp.concatenate((positions[:, :1], positions, positions[:, -1:]), axis=1)
+        along = padded[:, 2:] - padded[:, :-2]
+        length = xp.sqrt(xp.sum(along * along, axis=-1, keepdims=True))
+        tangents = along / xp.maximum(length, 1e-300)
+        rates = self.air.rates(velocities.reshape(-1, 3), tangents.reshape(-1, 3)).reshape(self.node_mass.shape)
+        share = xp.minimum(h * rates / (1.0 + h * rates), MAX_DRAG_SHARE)
+        return -(self.node_mass * share / h)[..., None] * velocities
 
     def _turn_out(self, state: CosseratState, positions) -> bool:
         """The substep's last word on the colliders: the contact push is a force that closes part of a node's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from ...collision.mesh import CREASE_PASSES
 from ...kernels import warp_view
 from .contact_set import rows_dot
 
@@ -78,7 +79,7 @@ class MeshFailsafe:
         in front of the crossed triangle on their starting side; the inward part of their velocities
         (relative to the surface) is removed in place. Returns (end positions, crossed (N,) bool)."""
         xp = self.xp
-        resolved, _, normal, motion, crossed = geometry.resolve(xp, start, end, reach)
+        resolved, _, normal, motion, crossed = geometry.resolve(xp, start, end, reach, passes=CREASE_PASSES)
         crossed = (crossed > 0) & free
         if not bool(crossed.any()):
             return end, crossed

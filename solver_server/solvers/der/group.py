@@ -48,6 +48,7 @@ from .model import DerInputError, DerMaterial, DerModel, build_model
 from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
 from .solver import DerSolver
 from .state import DerControl, DerState, rest_state
+from .air_drag import DerAirDrag
 from .wind import StrandWind
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
@@ -104,6 +105,7 @@ class _HairObject:
         self.thickness = float(params["thickness"])
         self.collides_with_other_hair = bool(params.get("collide_with_other_hair", True))
         self.wind = WindSettings.from_object_params(params, spec.id)
+        self.air_drag = float(params["air_drag"])
         self.matrix_rest = spec.matrix_world
         self.rest_points = points
         self.offsets = offsets
@@ -248,6 +250,7 @@ class _SharedSolver:
         self.started = False            # the first step counts the free vertices that start inside a collider
         self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"],
                                           self.model.edge_vertex)
+        self.air = DerAirDrag.of_objects(xp, self.model, [hair.air_drag for hair in objects], counts["n_vertices"])
 
     def step(self, inputs: SubstepInputs, colliders: list) -> dict:
         from_host = self.backend.from_host
@@ -261,7 +264,9 @@ class _SharedSolver:
         self.started = True
         out = self.state.copy()
         wind = None if self.wind is None else self.wind.acceleration(self.state.tangents, inputs.time)
-        stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity, acceleration=wind)
+        drag = None if self.air is None else self.air.dof_rates(self.state.velocities, self.state.tangents)
+        stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity, acceleration=wind,
+                                 drag=drag)
         self.state = out
         if started_inside:
             stats["started_inside"] = started_inside

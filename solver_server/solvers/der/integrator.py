@@ -6,7 +6,9 @@ generalized mass:
     g(v) = ½ (v − ṽ)ᵀ M (v − ṽ) + ½ h c vᵀ M v + E(q_t + h v),      ṽ = v_t + h M⁻¹ f_ext + M⁻¹ I
     ∇g   = M (v − ṽ) + h c M v + h ∇E,       ∇²g = (1 + h c) M + h² ∇²E
 
-c is the mass-proportional damping [1/s] and I the generalized contact impulse of the current iteration.
+c is the mass-proportional damping [1/s] (the object's damping, plus on the vertices the air drag of the step,
+lagged from its start velocities: ``der/air_drag.py``) and I the generalized contact impulse of the current
+iteration.
 Each iteration takes one (quasi-)Newton step with backtracking (Armijo) line search; kinematic DOFs
 (clamped roots, pins) keep their prescribed velocities.  With `quasi_newton` the Hessian of the first
 iteration is factorized once and reused (seed §3.3).  A contact handler (contact.py) may update I after
@@ -167,8 +169,9 @@ class ImplicitEulerSolver:
 
     def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False, previous: BandedCholesky | None = None, strands=None,
-                kept: KeptBendTwistBand | None = None):
-        """Factor of the system matrix at `config`.  With a previous factor (LAPACK path) and a mask strands
+                kept: KeptBendTwistBand | None = None, damping=None):
+        """Factor of the system matrix at `config` (damping: the step's h·c, scalar or (n_dofs,); the model's
+        own when None).  With a previous factor (LAPACK path) and a mask strands
         (S,) of fewer than SUBSET_FRACTION of the strands, only those strands' blocks are assembled and
         refactored; the others keep their previous (converged, unused) blocks.  kept: the step's bend–twist
         band of a Gauss–Newton matrix (assembled here if it has none yet; then only the stretch part is)."""
@@ -177,7 +180,7 @@ class ImplicitEulerSolver:
         if previous is not None and strands is not None and not previous.on_xp_path \
                 and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
             subset = element_subset(xp, model, strands)
-        diagonal = (1.0 + h * model.damping) * model.mass
+        diagonal = (1.0 + (h * model.damping if damping is None else damping)) * model.mass
         if soft_pins is not None:
             diagonal = diagonal.copy()
             diagonal[soft_pins.dofs.ravel()] += h * h * xp.repeat(soft_pins.stiffness, 3)
@@ -213,13 +216,14 @@ class ImplicitEulerSolver:
         raise NotPositiveDefinite("system matrix not positive definite even with projected Hessians"
                                   + _degeneracy_report(xp, model, config, band))
 
-    def _refactor(self, config, h, fixed_dofs, stats: StepStats, soft_pins, previous, moving, impulses, kept):
-        """(factor of the matrix at `config` (see _factor), the contact handler's impulses solved again on it or
+    def _refactor(self, problem: "_StepProblem", config, stats: StepStats, previous, moving, impulses, kept):
+        """(factor of the step's matrix at `config` (see _factor), the contact handler's impulses solved again on it or
         None).  The factor is handed to the contact handler: the contacts' response J A⁻¹ Jᵀ must be that of
         the matrix the global steps use (a response left from an older matrix over- or under-shoots once edges
         have turned), and impulses it solved on the older response are solved again before a step applies
         them."""
-        factor = self._factor(config, h, fixed_dofs, stats, soft_pins, previous=previous, strands=moving, kept=kept)
+        factor = self._factor(config, problem.h, problem.fixed_dofs, stats, problem.soft_pins, previous=previous,
+                              strands=moving, kept=kept, damping=problem.damping)
         resolved = None
         if impulses is not None:
             impulses.set_system(factor)
@@ -306,16 +310,17 @@ class ImplicitEulerSolver:
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None,
-             acceleration=None) -> tuple[DerState, StepStats]:
+             acceleration=None, drag=None) -> tuple[DerState, StepStats]:
         """Advance `state` by h [s].  gravity (3,) [m/s²]; fixed_dofs (F,) with velocities fixed_velocity (F,);
-        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind).
+        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind); drag:
+        optional (n_dofs,) [1/s] velocity decay rate beside the model's damping (air drag), taken implicitly.
 
         Each iteration: refresh the matrix when due (``_refresh_matrix``), take a line-searched global step
         (``_global_step``), judge its progress and the matrix (``_judge_step``), let the contacts answer it
         (``_contact_round``), and once they predict no penetration check the end positions
         (``_check_end_positions``); the step ends at the tolerance with settled contacts, then the failsafe
         and the new state (``_finish``)."""
-        problem = _StepProblem.of(self, state, h, gravity, fixed_dofs, soft_pins, acceleration)
+        problem = _StepProblem.of(self, state, h, gravity, fixed_dofs, soft_pins, acceleration, drag)
         v = problem.v_t.copy()
         v[fixed_dofs] = fixed_velocity
         it = _Iterate(v=v, point=problem.evaluate(v), impulse=self.xp.zeros(self.model.n_dofs),
@@ -360,8 +365,7 @@ class ImplicitEulerSolver:
             or (it.contact_round is not None and it.resolves_each_round))
         fresh = it.factor is None or not settings.quasi_newton or refresh
         if fresh:
-            it.factor, resolved = self._refactor(it.point[2], problem.h, problem.fixed_dofs, stats, problem.soft_pins,
-                                                 it.factor, it.moving, impulses, kept)
+            it.factor, resolved = self._refactor(problem, it.point[2], stats, it.factor, it.moving, impulses, kept)
             it.impulse = it.impulse if resolved is None else resolved
             it.stale = False
         return fresh
@@ -388,8 +392,7 @@ class ImplicitEulerSolver:
                                      problem.evaluate, problem.objective, bent, early, skipped)
         if searched is None:
             stats.early_refreshes += 1
-            it.factor, resolved = self._refactor(it.point[2], problem.h, problem.fixed_dofs, stats, problem.soft_pins,
-                                                 it.factor, it.moving, impulses, kept)
+            it.factor, resolved = self._refactor(problem, it.point[2], stats, it.factor, it.moving, impulses, kept)
             if resolved is not None:
                 it.impulse = resolved
                 target, gradient, current = problem.descent(it)
@@ -485,7 +488,8 @@ class ImplicitEulerSolver:
 @dataclass
 class _StepProblem:
     """One step's fixed data and its objective g(v) (the module docstring) per strand: q_t, v_t (n_dofs,) the
-    coordinates and velocities at the start, free_velocity (n_dofs,) = v_t + h M⁻¹ f_ext, damping = h c."""
+    coordinates and velocities at the start, free_velocity (n_dofs,) = v_t + h M⁻¹ f_ext, damping = h c (the
+    model's damping plus the step's air drag; scalar or (n_dofs,))."""
 
     xp: Any
     model: DerModel
@@ -501,7 +505,7 @@ class _StepProblem:
 
     @classmethod
     def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
-           acceleration) -> "_StepProblem":
+           acceleration, drag=None) -> "_StepProblem":
         xp, model = solver.xp, solver.model
         q_t = model.pack(state.positions, state.theta)
         v_t = model.pack(state.velocities, state.theta_velocity)
@@ -511,7 +515,7 @@ class _StepProblem:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
         return cls(xp=xp, model=model, dof_strand=solver.dof_strand, state=state, h=h, fixed_dofs=fixed_dofs,
                    soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
-                   damping=h * model.damping)
+                   damping=h * (model.damping if drag is None else model.damping + drag))
 
     def evaluate(self, v, strands=None, fill=None):
         """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient

@@ -111,9 +111,10 @@ class DerSolver:
         return shortest_turn(xp, xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]) / dt
 
     def step(self, state_in: DerState, state_out: DerState, control: DerControl | None, contacts, dt: float,
-             gravity=(0.0, 0.0, -9.81), acceleration=None) -> dict:
+             gravity=(0.0, 0.0, -9.81), acceleration=None, drag=None) -> dict:
         """Advance state_in by dt [s] into state_out (arrays replaced); returns per-step statistics.
-        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind)."""
+        acceleration: optional (N, 3) [m/s²] per-vertex external acceleration beside gravity (wind); drag:
+        optional (n_dofs,) [1/s] velocity decay rate beside the damping (air drag)."""
         xp = self.xp
         targets = self.vertex_targets(control, state_in)
         fixed_velocity = xp.concatenate((((targets - state_in.positions[self.fixed_vertices]) / dt).ravel(),
@@ -127,7 +128,7 @@ class DerSolver:
                 else xp.asarray(control.soft_targets, dtype=state_in.positions.dtype)
             springs = SoftPins(indices, self.model.position_dofs[indices], stiffness, targets)
         new_state, stats = self.integrator.step(state_in, dt, gravity, self.fixed_dofs, fixed_velocity, handler,
-                                                springs, acceleration)
+                                                springs, acceleration, drag)
         if handler is not None:
             stats.extra.update(handler.statistics())
             self.contact.remember(handler)

@@ -40,9 +40,15 @@ class StrandWind:
         """Wind acceleration (N, 3) [m/s²] of every vertex for unit edge tangents (E, 3) at ``time`` [s]."""
         xp = self.xp
         wind = self.field.vectors(time)
-        along = xp.zeros(wind.shape, dtype=tangents.dtype)
-        along[self.edge_vertex] += tangents          # each vertex starts at most one edge ...
-        along[self.edge_vertex + 1] += tangents      # ... and ends at most one: no repeated index per update
-        length = xp.sqrt(xp.sum(along * along, axis=1))
-        unit = along / xp.maximum(length, 1e-300)[:, None]
+        unit = vertex_tangents(xp, tangents, self.edge_vertex, wind.shape[0])
         return wind - xp.sum(wind * unit, axis=1)[:, None] * unit
+
+
+def vertex_tangents(xp, tangents, edge_vertex, n_vertices: int):
+    """Unit tangent (N, 3) of every vertex: the normalized sum of the unit tangents (E, 3) of the edges that
+    start (edge_vertex (E,)) or end at it."""
+    along = xp.zeros((n_vertices, 3), dtype=tangents.dtype)
+    along[edge_vertex] += tangents          # each vertex starts at most one edge ...
+    along[edge_vertex + 1] += tangents      # ... and ends at most one: no repeated index per update
+    length = xp.sqrt(xp.sum(along * along, axis=1))
+    return along / xp.maximum(length, 1e-300)[:, None]

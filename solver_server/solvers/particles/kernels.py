@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from ...kernels.air import air_drag_rate
+
 wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken, half the compile time
 
 TINY = wp.constant(1e-15)          # lengths at or below this count as zero (not rescaled, no division by them)
@@ -141,8 +143,8 @@ def internal_accelerations(positions: wp.array(dtype=wp.vec3d), points: int,
 def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
             points: int, pinned: int, shift: wp.array(dtype=wp.vec3d), shifted: int,
             root_now: wp.array(dtype=wp.vec3d), tip_index: wp.array(dtype=wp.int32), field: wp.vec3d, h: wp.float64,
-            velocity_keep: wp.float64, rest_speed: wp.float64,
-            rest_lengths: wp.array2d(dtype=wp.float64), spring_stiffness: wp.array2d(dtype=wp.float64),
+            velocity_keep: wp.float64, air_radius: wp.float64, air_linear_density: wp.float64, air_scale: wp.float64,
+            rest_speed: wp.float64, rest_lengths: wp.array2d(dtype=wp.float64), spring_stiffness: wp.array2d(dtype=wp.float64),
             spring_stretch: wp.array2d(dtype=wp.float64), rest_lengths2: wp.array2d(dtype=wp.float64),
             bend_stiffness: wp.array2d(dtype=wp.float64), bend_stretch: wp.array2d(dtype=wp.float64),
             rest_angles: wp.array2d(dtype=wp.float64),
@@ -221,8 +223,11 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
             a1 = a1 - (on_previous + on_next)
             a2 = a2 + on_next
 
-        # particle k is complete: symplectic Euler with damping and rest; kinematic roots
-        v = (velocities[base + k] + h * (a0 + field)) * velocity_keep
+        # particle k is complete: symplectic Euler with damping, air drag (its rate at the start velocity, taken
+        # implicitly) and rest; kinematic roots
+        start_velocity = velocities[base + k]
+        drag = air_drag_rate(start_velocity, d0 * inverse0, air_radius, air_linear_density, air_scale)
+        v = (start_velocity + h * (a0 + field)) * velocity_keep / (wp.float64(1.0) + h * drag)
         if wp.dot(v, v) < rest_speed_sq:
             v = nothing
         is_free = k >= pinned and k <= tip

@@ -30,6 +30,8 @@ class ParticleHairSettings:
     stretch_scale [-]: strain at which the quadratic stretch response equals the linear one.
     gravity_scale [-]: multiplies the scene gravity (seed 004 lowers g for game hair).
     damping [1/s]: v ← v·(1 − damping·h) per step (seed 004's γ per second).
+    air_drag [-]: the drag of still air on a strand of ``radius`` and ``density`` [kg/m³] (``kernels/air.py``;
+        1: air, 0: none); density serves nothing else (springs are per unit mass).
     max_stretch [-]: distance clamp, every segment within [1 / max_stretch, max_stretch] × rest length.
     teleport_speed [m/s]: root speed above which root motion is discarded (strand carried rigidly)
         and the rigid length constraint switches on.
@@ -45,6 +47,8 @@ class ParticleHairSettings:
     stretch_scale: float = hair_default("particle_stretch_scale")
     gravity_scale: float = hair_default("gravity_scale")
     damping: float = hair_default("damping")
+    air_drag: float = hair_default("air_drag")
+    density: float = hair_default("density")
     max_stretch: float = hair_default("particle_max_stretch")
     teleport_speed: float = hair_default("particle_teleport_speed")
     teleport_recovery: float = hair_default("particle_teleport_recovery")
@@ -74,7 +78,7 @@ class ParticleHairSettings:
 
 
 # ParticleHairSettings fields set by the hair parameter of the same name; the others carry a ``particle_`` prefix
-_SHARED_KEYS = ("damping", "radius", "collider_friction", "gravity_scale")
+_SHARED_KEYS = ("damping", "air_drag", "density", "radius", "collider_friction", "gravity_scale")
 
 
 def protocol_key(name: str) -> str:

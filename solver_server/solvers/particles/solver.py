@@ -10,7 +10,9 @@ Per step of length dt (split into stable internal substeps h):
 2. Accelerations: gravity · gravity_scale, wind (sine-varying strength), neighbour and
    second-neighbour springs with the asymmetric response (linear when compressed, quadratic when
    stretched).
-3. v ← (v + h a)(1 − damping h); points slower than ``rest_speed`` rest (v = 0, not moved);
+3. v ← (v + h a)(1 − damping h) / (1 + h c), c the air drag rate of the particle's start velocity across its
+   segment (``kernels/air.py``: still air on a cylinder of the strand's radius and density, times
+   ``air_drag``); points slower than ``rest_speed`` rest (v = 0, not moved);
    x ← x + h v (symplectic Euler; the seed's averaged velocity (v0+v1)/2 amplifies undamped
    oscillations by √(1 + h²ω²/2) per step and is not used).
 4. Rigid length constraint blended by rigidity, then the distance clamp (segments within [1/max_stretch, max_stretch] ×
@@ -253,7 +255,8 @@ class ParticleHairSolver:
             launch_split(kernels.substep, strands, self.device, [], [
                 warp_view(positions.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
                 points, pinned, shared["shift"], int(sub == 0), warp_view(root_now.reshape(-1, 3), wp.vec3d),
-                views["tip_index"], wp.vec3d(*field.tolist()), h, max(0.0, 1.0 - s.damping * h), float(s.rest_speed),
+                views["tip_index"], wp.vec3d(*field.tolist()), h, max(0.0, 1.0 - s.damping * h), float(s.radius),
+                s.density * math.pi * s.radius ** 2, float(s.air_drag), float(s.rest_speed),
                 views["rest_lengths"], views["spring1"], views["stretch1"], views["rest_lengths2"], views["spring2"],
                 views["stretch2"], views["rest_angles"], views["angle_coefficient"], shared["rigidity"],
                 int(largest_rigidity > 1e-6), decay, float(s.max_stretch), warp_view(corrected.reshape(-1, 3), wp.vec3d),
