@@ -344,8 +344,10 @@ class MeshGeometry:
     def recover_inside(self, xp, points, reach):
         """Points (n, 3) that lie inside a closed shell of the CURRENT pose (generalized winding number
         > 0.5 with either orientation, so flipped shells count) moved to ``reach`` (n,) [m] outside the
-        nearest surface. Returns (points, recovered (n,) bool). Where a point's side matters within a job
-        it comes from CCD; this is for the start of a job, a teleport, and DER roots sunk in a collider.
+        nearest surface (where shells overlap, the nearest surface beyond which the point is outside every
+        shell: ``mesh_kernels.out_of_closed_shells``). Returns (points, recovered (n,) bool). Where a point's
+        side matters within a job it comes from CCD; this is for the start of a job, a teleport, DER roots sunk
+        in a collider and Cosserat anchors held inside.
         The winding meshes are built once per pose (``_DevicePose.winding_meshes``)."""
         n = points.shape[0]
         pose = self.pose(xp)
@@ -358,13 +360,15 @@ class MeshGeometry:
         launch(mesh_kernels.inside_closed_shell, n, device=pose.device,
                   inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), float(np.finfo(np.float32).max),
                           warp_view(inside, wp.int32), warp_view(surface, wp.vec3d)])
-        recovered = inside > 0
-        # out of the shell: from the point through its nearest surface point, `reach` beyond it
-        through = surface - points
-        length = xp.sqrt((through * through).sum(axis=1))
-        unit = through / xp.maximum(length, 1e-300)[:, None]
-        moved = surface + unit * xp.asarray(reach, dtype=xp.float64)[:, None]
-        return xp.where(recovered[:, None], moved, points), recovered
+        # out of the shell: through its nearest surface point, `reach` beyond it, or where shells overlap along
+        # the shortest ray out of all of them
+        moved = xp.empty((n, 3), dtype=xp.float64)
+        reach = xp.zeros(n, dtype=xp.float64) + xp.asarray(reach, dtype=xp.float64)    # (n,), writable
+        launch(mesh_kernels.out_of_closed_shells, n, device=pose.device,
+               inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), warp_view(inside, wp.int32),
+                       warp_view(surface, wp.vec3d), warp_view(reach, wp.float64), float(np.finfo(np.float32).max),
+                       warp_view(moved, wp.vec3d)])
+        return moved, inside > 0
 
 
 def _listed_inputs(xp, entry: _PathLists | None, ends, margin: float) -> list:

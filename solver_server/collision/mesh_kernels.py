@@ -266,6 +266,87 @@ def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dt
         surface[i] = points[i]
 
 
+EXIT_HITS = 8
+"""Surfaces a ray crosses at most while it looks for the way out of overlapping closed shells."""
+
+
+@wp.func
+def _outside_every_shell(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, max_distance: wp.float32) -> bool:
+    query = wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5)
+    reverse = wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5)
+    return not ((query.result and query.sign < 0.0) or (reverse.result and reverse.sign < 0.0))
+
+
+@wp.func
+def _exit_along(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, direction: wp.vec3f, max_distance: wp.float32,
+                beyond: wp.float32) -> wp.float32:
+    """Distance from p along the unit ``direction`` to the first point ``beyond`` past a surface that lies outside
+    every shell (at most EXIT_HITS surfaces crossed), or −1."""
+    travelled = wp.float32(0.0)
+    for _ in range(EXIT_HITS):
+        hit = wp.mesh_query_ray(mesh, p + travelled * direction, direction, max_distance)
+        if not hit.result:
+            return wp.float32(-1.0)
+        travelled = travelled + hit.t + beyond
+        if _outside_every_shell(mesh, flipped, p + travelled * direction, max_distance):
+            return travelled
+    return wp.float32(-1.0)
+
+
+@wp.kernel
+def out_of_closed_shells(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dtype=wp.vec3d),
+                         inside: wp.array(dtype=wp.int32), surface: wp.array(dtype=wp.vec3d),
+                         reach: wp.array(dtype=wp.float64), max_distance: wp.float32,
+                         moved: wp.array(dtype=wp.vec3d)):
+    """moved[i]: point i, when ``inside`` a closed shell, put ``reach`` beyond the surface outside every shell: its
+    nearest ``surface`` point when that lies on the outside; where shells overlap (an ear through a head) the
+    nearest surface can lead into the other shell, and the point leaves along the shortest of 14 rays (towards
+    that surface point, away from it, the 6 axes and the 6 half-diagonals in the plane of two axes) to a
+    surface beyond which it is outside every shell. Points not inside are copied."""
+    i = wp.tid()
+    point = points[i]
+    moved[i] = point
+    if inside[i] == 0:
+        return
+    through = surface[i] - point
+    length = wp.length(through)
+    toward = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(1.0))
+    if length > wp.float64(0.0):
+        toward = through / length
+    nearest = surface[i] + reach[i] * toward
+    p = wp.vec3f(wp.float32(point[0]), wp.float32(point[1]), wp.float32(point[2]))
+    if _outside_every_shell(mesh, flipped, wp.vec3f(wp.float32(nearest[0]), wp.float32(nearest[1]),
+                                                    wp.float32(nearest[2])), max_distance):
+        moved[i] = nearest
+        return
+    beyond = wp.float32(1.0e-5)
+    best = wp.float32(-1.0)
+    best_direction = wp.vec3f()
+    for k in range(14):
+        direction = wp.vec3f(wp.float32(toward[0]), wp.float32(toward[1]), wp.float32(toward[2]))
+        if k == 1:
+            direction = -direction
+        if k >= 2 and k < 8:
+            axis = (k - 2) / 2
+            direction = wp.vec3f(0.0, 0.0, 0.0)
+            direction[axis] = wp.float32(1.0 - 2.0 * float((k - 2) % 2))
+        if k >= 8:
+            first = (k - 8) / 2
+            second = (first + 1) % 3
+            direction = wp.vec3f(0.0, 0.0, 0.0)
+            direction[first] = wp.float32(0.70710678)
+            direction[second] = wp.float32(0.70710678 * (1.0 - 2.0 * float((k - 8) % 2)))
+        distance = _exit_along(mesh, flipped, p, direction, max_distance, beyond)
+        if distance >= wp.float32(0.0) and (best < wp.float32(0.0) or distance < best):
+            best = distance
+            best_direction = direction
+    if best >= wp.float32(0.0):
+        unit = wp.vec3d(wp.float64(best_direction[0]), wp.float64(best_direction[1]), wp.float64(best_direction[2]))
+        moved[i] = point + (wp.float64(best) + reach[i]) * unit
+    else:
+        moved[i] = nearest
+
+
 @wp.func
 def _passes_through_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                          fraction: wp.float64, triangles: wp.array(dtype=wp.int32, ndim=2),
