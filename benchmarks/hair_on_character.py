@@ -159,12 +159,12 @@ def render(path, hair_xyz, points, head_vertices, head_triangles, frame):
 
 
 def _print(name, figure, seconds, failsafe=None):
-    settled, jump = figure["settled_tip_motion_m"], figure["jump_after_8_m"]
+    settled, jump, beyond = figure["settled_tip_motion_m"], figure["jump_after_8_m"], figure["jump_beyond_head_m"]
     print(f"{name:22s}: {seconds:6.3f} s/frame | inside max {figure['inside_max']:4d} | worst strain "
           f"{figure['strain_worst'] * 100:6.1f} % (p99 {figure['strain_p99'] * 100:4.1f} %) | root drift "
           f"{figure['root_drift_m'] * 1e3:6.2f} mm | jump after frame {JUMP_FROM} "
           f"{'-' if jump is None else f'{jump:.3f} m'} (head frame; beyond the head's motion "
-          f"{'-' if jump is None else f'{figure["jump_beyond_head_m"]:.3f} m'}) | settled tip motion "
+          f"{'-' if beyond is None else f'{beyond:.3f} m'}) | settled tip motion "
           f"{'-' if settled is None else f'{settled * 1e3:.1f} mm'}"
           + ("" if failsafe is None else f" | failsafe moves {failsafe}"))
     print(f"{'':22s}  inside per frame: {figure['inside']}")

@@ -63,6 +63,8 @@ MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
 """The shortest step is max_step / MAX_REFINEMENT."""
+DEPTH_SPEED = 0.5
+"""m/s: the fastest a node's contact push closes its depth (DER's recovery speed)."""
 MAX_DRAG_SHARE = 0.25
 """The largest part m v of a node's momentum its air drag takes in one step: the articulated solve moves a
 node whose neighbours are free as if it were lighter than its own mass (a free rod hit at its end moves like
@@ -477,7 +479,7 @@ class CosseratSolver:
                          interval) -> tuple:
         """(S, P, 3) node forces [N] pushing the nodes in contact out of the colliders within about one step of
         length h [s] (remove the normal velocity towards the surface, hold the field pressing them on it, close
-        half the depth per step) with a Coulomb-capped tangential friction force, both against the touched
+        half the depth per step at most at DEPTH_SPEED) with a Coulomb-capped tangential friction force, both against the touched
         surface's velocity; returns (forces, contact count).
 
         The contact query (``colliders.contact``) runs from ``state.collider_anchor`` to ``positions`` (S, P, 3)
@@ -500,7 +502,9 @@ class CosseratSolver:
         # sinks to where the depth term balances it (2 g h², half a millimetre at h = 5 ms)
         field = self.gravity + xp.asarray(self.settings.wind.acceleration(state.time), dtype=xp.float64)
         pressing = xp.maximum(-xp.sum(field * normal, axis=-1), 0.0)
-        push = mass * (xp.maximum(-normal_speed, 0.0) / h + pressing + 0.5 * depth / (h * h))
+        # the depth closes at half per step but never faster than DEPTH_SPEED: at the short steps of a whipping
+        # strand half a millimetre per step is metres per second, a kick the node keeps once it is out
+        push = mass * (xp.maximum(-normal_speed, 0.0) / h + pressing + xp.minimum(0.5 * depth / h, DEPTH_SPEED) / h)
         tangential = relative - normal_speed[..., None] * normal
         tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
         friction = xp.minimum(self.settings.collider_friction * push, mass * tangential_speed / h)
