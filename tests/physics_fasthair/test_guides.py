@@ -4,7 +4,8 @@ import numpy as np
 
 from solver_server.solvers.guides.interpolation import GuideInterpolator
 from solver_server.solvers.guides.layout import StrandLayout
-from solver_server.solvers.guides.selection import assign_guides, resample, select_guides, strand_distance
+from solver_server.solvers.guides.selection import (GuideAssignment, assign_guides, resample, select_guides,
+                                                    strand_distance)
 from solver_server.solvers.particles import ParticleHairSettings, ParticleHairSolver, StrandControl, WindSettings
 
 
@@ -98,3 +99,19 @@ def test_shape_error_of_interpolated_children_vs_simulating_them():
     print(f"mean child shape error {error * 1000:.2f} mm vs mean motion {motion * 1000:.2f} mm")
     assert motion > 0.02
     assert error < 0.1 * motion
+
+
+def test_a_guide_lying_over_a_head_lays_its_child_over_the_childs_own_part_of_it():
+    """A guide rooted on the +x side of a head and a child on the +y side, both straight out of the scalp at
+    rest. The guide lies down along the scalp towards +y; its child lies down along its own patch of scalp
+    (towards −x: the guide's shape turned by the rotation between their root directions), not straight out
+    along +y, which is what the guide's world-space shape would give it."""
+    rest = np.array([[[0.1, 0.0, 0.0], [0.15, 0.0, 0.0], [0.2, 0.0, 0.0]],
+                     [[0.0, 0.1, 0.0], [0.0, 0.15, 0.0], [0.0, 0.2, 0.0]]])
+    assignment = GuideAssignment(guides=np.array([0]), pairs=np.zeros((2, 2), np.int64),
+                                 weights=np.array([[1.0, 0.0], [1.0, 0.0]]))
+    interpolator = GuideInterpolator(rest, StrandLayout.uniform(2, 3), assignment)
+    lying = np.array([[[0.1, 0.0, 0.0], [0.1, 0.05, 0.0], [0.1, 0.1, 0.0]]])
+    strands = interpolator.interpolate(lying, rest[:, 0])
+    np.testing.assert_allclose(strands[0], lying[0], atol=1e-12)
+    np.testing.assert_allclose(strands[1], [[0.0, 0.1, 0.0], [-0.05, 0.1, 0.0], [-0.1, 0.1, 0.0]], atol=1e-12)

@@ -2,11 +2,15 @@
 
 For child point j at arc-length fraction t_j and its two guides g (weights w_g, eq. 4.2):
 
-    x_j = root_now + Σ_g w_g [ (g(t_j) − g_root)_now + R (c_rel,j − (g(t_j) − g_root)_rest) ]
+    x_j = root_now + R_c Σ_g w_g [ Q_g R_gᵀ (g(t_j) − g_root)_now + (c_rel,j − Q_g (g(t_j) − g_root)_rest) ]
 
-with c_rel,j = x_j,rest − root_rest and R the rotation of the child's root frame (object rotation or
-emitter triangle frame). At t = 0 both bracketed terms vanish, so a child root stays exactly on its
-own root point; at rest (guides at rest, R = I) every child is its own rest shape.
+with c_rel,j = x_j,rest − root_rest, R_c and R_g the rotations of the child's and the guide's root frames since
+rest (object rotation or emitter triangle frame), and Q_g the shortest rotation that turns the guide's rest
+root direction (its first segment, which leaves the scalp) onto the child's. The guide's shape is carried to
+the child's own patch of scalp: a guide that lies down over the side of a head lays its child down over the
+child's part of the head, not along the guide's direction through it. At t = 0 both bracketed terms vanish, so
+a child root stays exactly on its own root point; at rest (guides at rest, R = I) every child is its own rest
+shape; a rigid motion of head and hair (R_c = R_g = R, guides carried by R) carries every child by R.
 """
 
 from __future__ import annotations
@@ -51,7 +55,13 @@ class GuideInterpolator:
         self.flat_index = xp.asarray(assignment.pairs[:, :, None] * guide_points + index)      # (S, 2, P)
         self.fraction = xp.asarray(fraction)
         self.weights = xp.asarray(assignment.weights)
-        guide_relative_rest = self._sample(xp.asarray(guide_rest))                           # (S, 2, P, 3)
+        # the shortest rotation from each guide's rest root direction onto its child's (S, 2, 3, 3)
+        direction = _root_directions(rest, layout)
+        self.guide_strands = xp.asarray(assignment.guides[assignment.pairs])                 # (S, 2)
+        self.transfer = xp.asarray(_shortest_rotations(direction[assignment.guides[assignment.pairs]],
+                                                       direction[:, None, :]))
+        guide_relative_rest = xp.einsum("skij,skpj->skpi", self.transfer,
+                                        self._sample(xp.asarray(guide_rest)))                # (S, 2, P, 3)
         child_relative = xp.asarray(rest - rest[:, :1])
         self.rest_difference = child_relative[:, None] - guide_relative_rest               # (S, 2, P, 3)
         self.rest_lengths = xp.asarray(np.linalg.norm(np.diff(rest, axis=1), axis=-1))      # (S, P − 1) [m]
@@ -65,20 +75,25 @@ class GuideInterpolator:
 
     def interpolate(self, guide_points, child_roots, rotations=None):
         """All strands (S, P, 3) [m] from guide strands (K, Pg, 3), child roots (S, 3) and optional
-        root-frame rotations (S, 3, 3) (identity when None).
+        root-frame rotations (S, 3, 3) of every strand since rest (identity when None).
 
-        Each child is the weighted blend of its two guides' root-relative shapes (plus its own rest offset
-        from them), and then keeps its own segment lengths: where the two guides part (one each side of an
-        ear, one falling forward and one back) the plain blend of their points is shorter than either, down
-        to a fraction of the rest length; every blended segment is brought back within CHILD_LENGTH_RATIO of
-        the child's rest length and the strand rebuilt from its root (follow the leader): where the guides
-        agree the blend is kept as it is, where they part only the directions are blended."""
+        Each child is the weighted blend of its two guides' root-relative shapes carried to its own root
+        (module docstring; plus its own rest offset from them), and then keeps its own segment lengths: where
+        the two guides part (one each side of an ear, one falling forward and one back) the plain blend of
+        their points is shorter than either, down to a fraction of the rest length; every blended segment is
+        brought back within CHILD_LENGTH_RATIO of the child's rest length and the strand rebuilt from its root
+        (follow the leader): where the guides agree the blend is kept as it is, where they part only the
+        directions are blended."""
         xp = self.xp
-        difference = self.rest_difference
+        sampled = self._sample(guide_points)                                                 # (S, 2, P, 3)
         if rotations is not None:
-            difference = xp.einsum("sij,skpj->skpi", xp.asarray(rotations), difference)
-        shaped = self._sample(guide_points) + difference
-        blended = xp.asarray(child_roots)[:, None, :] + xp.einsum("sk,skpd->spd", self.weights, shaped)
+            rotations = xp.asarray(rotations)
+            sampled = xp.einsum("skji,skpj->skpi", rotations[self.guide_strands], sampled)     # R_gᵀ
+        shaped = xp.einsum("skij,skpj->skpi", self.transfer, sampled) + self.rest_difference
+        local = xp.einsum("sk,skpd->spd", self.weights, shaped)
+        if rotations is not None:
+            local = xp.einsum("sij,spj->spi", rotations, local)
+        blended = xp.asarray(child_roots)[:, None, :] + local
         return self.with_rest_lengths(blended)
 
     def with_rest_lengths(self, strands):
@@ -92,3 +107,34 @@ class GuideInterpolator:
         scale = xp.where(length > 1e-15, wanted / xp.maximum(length, 1e-15), 0.0)
         rebuilt = strands[:, :1] + xp.cumsum(segments * scale[..., None], axis=1)
         return xp.concatenate((strands[:, :1], rebuilt), axis=1)
+
+
+def _root_directions(rest, layout: StrandLayout):
+    """Unit direction (S, 3) of every strand's first segment at rest (+z for a strand without one)."""
+    first = rest[:, 1] - rest[:, 0]
+    length = np.linalg.norm(first, axis=-1)
+    usable = layout.segment_valid[:, 0] & (length > 1e-15)
+    return np.where(usable[:, None], first / np.maximum(length, 1e-300)[:, None], [0.0, 0.0, 1.0])
+
+
+def _shortest_rotations(source, target):
+    """Rotation matrices (..., 3, 3) turning unit vectors ``source`` onto ``target`` (..., 3) about their common
+    normal (Rodrigues); the identity for equal directions, a half turn about a perpendicular for opposite ones."""
+    source, target = np.broadcast_arrays(np.asarray(source, np.float64), np.asarray(target, np.float64))
+    axis = np.cross(source, target)
+    sine = np.linalg.norm(axis, axis=-1)
+    cosine = np.sum(source * target, axis=-1)
+    opposite = (sine < 1e-12) & (cosine < 0.0)
+    # opposite directions: any axis perpendicular to the source
+    helper = np.where((np.abs(source[..., :1]) < 0.9), [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    perpendicular = np.cross(source, helper)
+    perpendicular /= np.maximum(np.linalg.norm(perpendicular, axis=-1, keepdims=True), 1e-300)
+    unit = np.where(opposite[..., None], perpendicular, axis / np.maximum(sine, 1e-300)[..., None])
+    angle = np.arctan2(sine, cosine)
+    angle = np.where(opposite, np.pi, angle)
+    k = np.zeros(unit.shape[:-1] + (3, 3))
+    k[..., 0, 1], k[..., 0, 2], k[..., 1, 2] = -unit[..., 2], unit[..., 1], -unit[..., 0]
+    k[..., 1, 0], k[..., 2, 0], k[..., 2, 1] = unit[..., 2], -unit[..., 1], unit[..., 0]
+    eye = np.broadcast_to(np.eye(3), k.shape)
+    turn = eye + np.sin(angle)[..., None, None] * k + (1.0 - np.cos(angle))[..., None, None] * (k @ k)
+    return np.where(((sine < 1e-12) & ~opposite)[..., None, None], eye, turn)
