@@ -17,6 +17,9 @@ from .selection import assign_guides, select_guides
 
 # times an interpolated point is moved out of the closed shell it is in, at most (shells inside shells)
 NESTED_SHELLS = 3
+# how far a child's segment that would end inside a shell turns from its own direction towards (and past) the
+# way out, in the order tried: fractions of the turn onto the direction of the point where it came out
+OUTWARD_TURNS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 @dataclass
@@ -98,10 +101,10 @@ class StrandObject:
         shells of ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side
         of an ear, cuts through the head between them. Each point is placed one rest length along its blended
         segment from the point before; one that lands inside a shell (``ColliderSet.recover_inside``, by
-        winding number: no history is needed, the children are drawn, not simulated) goes out to ``radius``
-        beyond the nearest surface and back to the rest length along the new direction, unless that is inside
-        again (then it stays where it came out, or, where overlapping shells hold it, on the point before it:
-        a length error rather than a point inside)."""
+        winding number: no history is needed, the children are drawn, not simulated) keeps its rest length and
+        turns from its own direction towards the point where it came out of the shell, by the least of
+        OUTWARD_TURNS that puts it outside; where none does it stays where it came out (or, if that is inside
+        too, on the point before it): a length error rather than a point inside."""
         rest_lengths = self.interpolator.rest_lengths
         reach = xp.full(points.shape[0], float(radius))
 
@@ -122,15 +125,25 @@ class StrandObject:
             candidate = previous + (points[:, k] - points[:, k - 1])
             moved, inside = out_of_shells(candidate)
             if bool(inside.any()):
-                direction = moved - previous
-                length = xp.sqrt(xp.sum(direction * direction, axis=-1))
-                kept = previous + direction * (rest_lengths[:, k - 1] / xp.maximum(length, 1e-15))[:, None]
-                _, kept_inside = colliders.recover_inside(xp, xp.ascontiguousarray(kept), reach)
-                _, moved_inside = colliders.recover_inside(xp, moved, reach)
-                # the rest length if that is outside, else where it came out, else (overlapping shells that it
-                # could not leave) on the point before it, which is outside
-                choice = xp.where(kept_inside[:, None], xp.where(moved_inside[:, None], previous, moved), kept)
-                candidate = xp.where(inside[:, None], choice, candidate)
+                rows = xp.nonzero(inside)[0]          # the output is drawn once a frame: index the few inside
+                start, own_end, out_end = previous[rows], candidate[rows], moved[rows]
+                own, out = _unit(xp, own_end - start), _unit(xp, out_end - start)
+                length = rest_lengths[rows, k - 1, None]
+                near = reach[rows]
+                _, out_inside = colliders.recover_inside(xp, xp.ascontiguousarray(out_end), near)
+                # where it came out, else (shells it could not leave) on the point before it, which is outside
+                choice = xp.where(out_inside[:, None], start, out_end)
+                open_rows = xp.ones(rows.shape[0], dtype=bool)
+                for turn in OUTWARD_TURNS:
+                    trial = xp.ascontiguousarray(start + _unit(xp, own + turn * (out - own)) * length)
+                    _, trial_inside = colliders.recover_inside(xp, trial, near)
+                    taken = open_rows & ~trial_inside
+                    choice = xp.where(taken[:, None], trial, choice)
+                    open_rows = open_rows & ~taken
+                    if not bool(open_rows.any()):
+                        break
+                candidate = candidate.copy()
+                candidate[rows] = choice
             placed.append(candidate)
             previous = candidate
         return xp.stack(placed, axis=1)
@@ -173,3 +186,9 @@ class StrandObject:
             return roots, rotations
         guides = self.interpolator.assignment.guides
         return roots[guides], rotations[guides]
+
+
+def _unit(xp, vectors):
+    """Rows (n, 3) scaled to unit length (zero rows stay zero)."""
+    length = xp.sqrt(xp.sum(vectors * vectors, axis=-1))
+    return vectors / xp.maximum(length, 1e-15)[:, None]
