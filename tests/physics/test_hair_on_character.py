@@ -69,8 +69,7 @@ def test_interpolated_children_stay_out_and_keep_their_length(model):
     assert np.all(np.isfinite(positions))
     assert max(inside) == 0, inside
     # the blend keeps 1.1x the rest length; a child whose carried shape still enters the head is laid out of it
-    # at its rest length where a turn of the segment allows (before carrying shapes to the child's patch of
-    # scalp and turning segments out: 9-10 % of the segments off by more than 10 %; now about 0.5 %)
+    # at its rest length wherever a turn of the segment allows
     assert np.mean(np.abs(ratio - 1.0) > 0.1) < 0.02
 
 
