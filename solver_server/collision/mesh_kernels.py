@@ -243,6 +243,13 @@ def closest_on_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current:
     motion[i] = blend(best_weights, a1 - previous[tri[0]], b1 - previous[tri[1]], c1 - previous[tri[2]])
 
 
+@wp.func
+def _winds_inside(query: wp.MeshQueryPoint, reverse: wp.MeshQueryPoint) -> bool:
+    """Whether the winding-number queries of a point against the mesh (``query``) and its reverse winding
+    (``reverse``) put it inside a closed shell of either orientation."""
+    return (query.result and query.sign < 0.0) or (reverse.result and reverse.sign < 0.0)
+
+
 @wp.kernel
 def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dtype=wp.vec3d),
                         max_distance: wp.float32, inside: wp.array(dtype=wp.int32),
@@ -253,12 +260,7 @@ def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dt
     p = wp.vec3f(wp.float32(points[i][0]), wp.float32(points[i][1]), wp.float32(points[i][2]))
     query = wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5)
     reverse = wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5)
-    is_inside = int(0)
-    if query.result and query.sign < 0.0:
-        is_inside = 1
-    if reverse.result and reverse.sign < 0.0:
-        is_inside = 1
-    inside[i] = is_inside
+    inside[i] = int(_winds_inside(query, reverse))
     if query.result:
         closest = wp.mesh_eval_position(mesh, query.face, query.u, query.v)
         surface[i] = wp.vec3d(wp.float64(closest[0]), wp.float64(closest[1]), wp.float64(closest[2]))
@@ -272,9 +274,8 @@ EXIT_HITS = 8
 
 @wp.func
 def _outside_every_shell(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, max_distance: wp.float32) -> bool:
-    query = wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5)
-    reverse = wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5)
-    return not ((query.result and query.sign < 0.0) or (reverse.result and reverse.sign < 0.0))
+    return not _winds_inside(wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5),
+                             wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5))
 
 
 @wp.func

@@ -14,7 +14,7 @@ at Re = 1, so the drag is continuous in the speed. A strand of linear density λ
 which the solvers take implicitly with c lagged from the start of the step (v ← v / (1 + c h)). The rate is
 applied to the whole velocity: a strand sliding along itself (t̂ ∥ v) takes the low-Re rate of v⊥ ≈ 0. For a
 hair of r = 0.1 mm and 1300 kg/m³: c ≈ 8 /s at 1 m/s, 3 /s at 12 cm/s, and a horizontal strand falls at about
-1.1 m/s; fine hair (r = 0.05 mm) drifts down at about 0.45 m/s.
+1.1 m/s; fine hair (r = 0.05 mm) drifts down at about 0.57 m/s.
 """
 
 from __future__ import annotations

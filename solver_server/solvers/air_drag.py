@@ -4,7 +4,6 @@ evaluates the same device function inside its own substep kernel."""
 
 from __future__ import annotations
 
-import numpy as np
 import warp as wp
 
 from ..kernels import launch, warp_device_of, warp_view
@@ -17,24 +16,18 @@ class StrandAirDrag:
 
     def __init__(self, xp, radius, linear_density, scale):
         self.xp = xp
-        as_device = [xp.ascontiguousarray(xp.asarray(values, dtype=xp.float64)) for values in (radius, linear_density,
-                                                                                               scale)]
-        self.radius, self.linear_density, self.scale = as_device
-        self.device = warp_device_of(self.radius)
-        self._views = [warp_view(values, wp.float64) for values in as_device]
-
-    @classmethod
-    def of_points(cls, xp, radius, linear_density, scale) -> "StrandAirDrag | None":
-        """The drag of these points, or None when no point has any (every scale 0)."""
-        if not np.any(np.asarray(scale, np.float64) > 0.0):
-            return None
-        return cls(xp, radius, linear_density, scale)
+        columns = [xp.ascontiguousarray(xp.asarray(values, dtype=xp.float64)) for values in (radius, linear_density,
+                                                                                            scale)]
+        self.count = columns[0].shape[0]
+        self.device = warp_device_of(columns[0])
+        self._columns = columns                      # the arrays the views point into, kept alive
+        self._views = [warp_view(values, wp.float64) for values in columns]
 
     def rates(self, velocities, tangents):
         """Drag rate (N,) [1/s] of every point at velocities (N, 3) [m/s] with unit tangents (N, 3) (zero rows:
         no direction, the whole speed counts as across the strand)."""
         xp = self.xp
-        rates = xp.empty(self.radius.shape[0], dtype=xp.float64)
+        rates = xp.empty(self.count, dtype=xp.float64)
         launch(air_drag_rates, rates.shape[0], [warp_view(xp.ascontiguousarray(velocities), wp.vec3d),
                                                 warp_view(xp.ascontiguousarray(tangents), wp.vec3d), *self._views,
                                                 warp_view(rates, wp.float64)], self.device)

@@ -42,13 +42,13 @@ from ...sim.rigid_carry import carry_points
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
 from ..wind import WindSettings
+from .air_drag import DerAirDrag
 from .contact import ContactSolver
 from .contact_set import ContactSet
 from .model import DerInputError, DerMaterial, DerModel, build_model
 from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
 from .solver import DerSolver
 from .state import DerControl, DerState, rest_state
-from .air_drag import DerAirDrag
 from .wind import StrandWind
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,

@@ -167,11 +167,11 @@ class ImplicitEulerSolver:
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
 
-    def _factor(self, config, h, fixed_dofs, stats: StepStats, soft_pins: SoftPins | None = None,
+    def _factor(self, config, h, fixed_dofs, damping, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False, previous: BandedCholesky | None = None, strands=None,
-                kept: KeptBendTwistBand | None = None, damping=None):
-        """Factor of the system matrix at `config` (damping: the step's h·c, scalar or (n_dofs,); the model's
-        own when None).  With a previous factor (LAPACK path) and a mask strands
+                kept: KeptBendTwistBand | None = None):
+        """Factor of the system matrix at `config` (damping: the step's h·c, scalar or (n_dofs,)).  With a
+        previous factor (LAPACK path) and a mask strands
         (S,) of fewer than SUBSET_FRACTION of the strands, only those strands' blocks are assembled and
         refactored; the others keep their previous (converged, unused) blocks.  kept: the step's bend–twist
         band of a Gauss–Newton matrix (assembled here if it has none yet; then only the stretch part is)."""
@@ -180,7 +180,7 @@ class ImplicitEulerSolver:
         if previous is not None and strands is not None and not previous.on_xp_path \
                 and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
             subset = element_subset(xp, model, strands)
-        diagonal = (1.0 + (h * model.damping if damping is None else damping)) * model.mass
+        diagonal = (1.0 + damping) * model.mass
         if soft_pins is not None:
             diagonal = diagonal.copy()
             diagonal[soft_pins.dofs.ravel()] += h * h * xp.repeat(soft_pins.stiffness, 3)
@@ -222,8 +222,8 @@ class ImplicitEulerSolver:
         the matrix the global steps use (a response left from an older matrix over- or under-shoots once edges
         have turned), and impulses it solved on the older response are solved again before a step applies
         them."""
-        factor = self._factor(config, problem.h, problem.fixed_dofs, stats, problem.soft_pins, previous=previous,
-                              strands=moving, kept=kept, damping=problem.damping)
+        factor = self._factor(config, problem.h, problem.fixed_dofs, problem.damping, stats, problem.soft_pins,
+                              previous=previous, strands=moving, kept=kept)
         resolved = None
         if impulses is not None:
             impulses.set_system(factor)
