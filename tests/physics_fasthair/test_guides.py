@@ -115,3 +115,76 @@ def test_a_guide_lying_over_a_head_lays_its_child_over_the_childs_own_part_of_it
     strands = interpolator.interpolate(lying, rest[:, 0])
     np.testing.assert_allclose(strands[0], lying[0], atol=1e-12)
     np.testing.assert_allclose(strands[1], [[0.0, 0.1, 0.0], [-0.05, 0.1, 0.0], [-0.1, 0.1, 0.0]], atol=1e-12)
+
+
+def _parting_pair(points=6, length=0.1):
+    """Two guides rooted 1 cm apart straight out along +x and a child between them (weights ½, ½), all at rest
+    with segments of length / (points − 1) [m]; returns (interpolator, rest (3, P, 3))."""
+    t = np.linspace(0.0, length, points)
+    straight = np.stack([t, np.zeros_like(t), np.zeros_like(t)], axis=-1)
+    rest = np.stack([straight, straight + [0.0, 0.01, 0.0], straight + [0.0, 0.005, 0.0]])
+    assignment = GuideAssignment(guides=np.array([0, 1]), pairs=np.array([[0, 0], [1, 1], [0, 1]]),
+                                 weights=np.array([[1.0, 0.0], [1.0, 0.0], [0.5, 0.5]]))
+    return GuideInterpolator(rest, StrandLayout.uniform(3, points), assignment), rest
+
+
+def _turned(strand, degrees, scale=1.0):
+    """strand (P, 3) turned by ``degrees`` about +y around its root and stretched by ``scale``."""
+    angle = np.radians(degrees)
+    rotation = np.array([[np.cos(angle), 0.0, np.sin(angle)], [0.0, 1.0, 0.0], [-np.sin(angle), 0.0, np.cos(angle)]])
+    return strand[0] + scale * (strand - strand[0]) @ rotation.T
+
+
+def test_a_child_between_parting_guides_keeps_its_length():
+    """One guide turns 60° up and the other 60° down: the blend of their points is half as long as either (the
+    child folds onto its root); the child keeps its rest length along the blended direction instead."""
+    interpolator, rest = _parting_pair()
+    guides = np.stack([_turned(rest[0], -60.0), _turned(rest[1], 60.0)])
+    child = interpolator.interpolate(guides, rest[:, 0])[2]
+    segments = np.linalg.norm(np.diff(child, axis=0), axis=-1)
+    np.testing.assert_allclose(segments, 0.02, rtol=1e-9)
+    np.testing.assert_allclose(child[:, 2], 0.0, atol=1e-12)           # the directions are blended: along +x
+    np.testing.assert_allclose(child[-1] - child[0], [0.1, 0.0, 0.0], atol=1e-12)
+
+
+def test_a_child_stretches_as_its_guides_do():
+    """Guides stretched by 8 % (particle hair up to its stretch clamp): their child stretches by 8 % too, so it
+    does not fall short of the guides around it."""
+    interpolator, rest = _parting_pair()
+    guides = np.stack([_turned(rest[0], 30.0, 1.08), _turned(rest[1], 30.0, 1.08)])
+    child = interpolator.interpolate(guides, rest[:, 0])[2]
+    np.testing.assert_allclose(np.linalg.norm(np.diff(child, axis=0), axis=-1), 0.02 * 1.08, rtol=1e-9)
+    np.testing.assert_allclose(child, _turned(rest[2], 30.0, 1.08), atol=1e-12)
+
+
+def _box(low, high):
+    """A closed box shell from corner ``low`` to ``high`` [m] as a MeshGeometry (outward winding)."""
+    from solver_server.collision.mesh import MeshGeometry
+
+    corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    triangles = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.int32)
+    geometry = MeshGeometry("Box", corners, triangles)
+    geometry.set_vertices(corners)
+    return geometry
+
+
+def test_a_child_segment_no_turn_gets_out_takes_the_nearest_way_out_of_the_shells():
+    """A segment from 8 mm before a wall pointing into it (every turn towards the way out ends inside, as in the
+    fold between an ear and the head): the nearest of the 26 directions that ends outside runs along the wall,
+    and the segment turns back from it towards its own direction as far as it stays outside (a kink no sharper
+    than it must be); inside a shell with no way out within its length it keeps the fallback."""
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    box = _box((0.0, -1.0, -1.0), (1.0, 1.0, 1.0))
+    start = np.array([[-0.008, 0.0, 0.0], [0.5, 0.0, 0.0]])
+    own = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    fallback = np.array([[9.0, 9.0, 9.0], [7.0, 7.0, 7.0]])
+    length = np.array([[0.02], [0.02]])
+    end = StrandObject._nearest_way_out(box, start, own, length, np.full(2, 1e-4), fallback, np)
+    _, inside = box.recover_inside(np, end[:1], np.full(1, 1e-4))
+    assert not inside[0]
+    np.testing.assert_allclose(np.linalg.norm(end[0] - start[0]), 0.02, rtol=1e-12)
+    direction = (end[0] - start[0]) / 0.02
+    assert 0.25 < direction[0] < 0.4            # turned back from along the wall (0) short of the wall (0.4)
+    np.testing.assert_array_equal(end[1], fallback[1])

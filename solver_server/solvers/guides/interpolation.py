@@ -21,10 +21,6 @@ from .layout import StrandLayout
 from .selection import GuideAssignment, arc_length_samples
 
 
-# an interpolated child's segments stay within this ratio of their rest length (either way)
-CHILD_LENGTH_RATIO = 1.1
-
-
 class GuideInterpolator:
     """Interpolates all strands of an object from its guide strands.
 
@@ -60,8 +56,9 @@ class GuideInterpolator:
         self.guide_strands = xp.asarray(assignment.guides[assignment.pairs])                 # (S, 2)
         self.transfer = xp.asarray(_shortest_rotations(direction[assignment.guides[assignment.pairs]],
                                                        direction[:, None, :]))
-        guide_relative_rest = xp.einsum("skij,skpj->skpi", self.transfer,
-                                        self._sample(xp.asarray(guide_rest)))                # (S, 2, P, 3)
+        guide_samples_rest = self._sample(xp.asarray(guide_rest))                              # (S, 2, P, 3)
+        self.guide_chords_rest = _chords(xp, guide_samples_rest)                               # (S, 2, P − 1)
+        guide_relative_rest = xp.einsum("skij,skpj->skpi", self.transfer, guide_samples_rest)
         child_relative = xp.asarray(rest - rest[:, :1])
         self.rest_difference = child_relative[:, None] - guide_relative_rest               # (S, 2, P, 3)
         self.rest_lengths = xp.asarray(np.linalg.norm(np.diff(rest, axis=1), axis=-1))      # (S, P − 1) [m]
@@ -78,11 +75,11 @@ class GuideInterpolator:
         root-frame rotations (S, 3, 3) of every strand since rest (identity when None).
 
         Each child is the weighted blend of its two guides' root-relative shapes carried to its own root
-        (module docstring; plus its own rest offset from them), and then keeps its own segment lengths: where
+        (module docstring; plus its own rest offset from them), and then stretches as its guides do: where
         the two guides part (one each side of an ear, one falling forward and one back) the plain blend of
-        their points is shorter than either, down to a fraction of the rest length; every blended segment is
-        brought back within CHILD_LENGTH_RATIO of the child's rest length and the strand rebuilt from its root
-        (follow the leader): where the guides agree the blend is kept as it is, where they part only the
+        their points is shorter than either, down to a fraction of the rest length; every blended segment
+        keeps its direction and takes its rest length times its guides' blended stretch over the same stretch
+        of arc length (``with_lengths``), the strand rebuilt from its root (follow the leader): only the
         directions are blended."""
         xp = self.xp
         sampled = self._sample(guide_points)                                                 # (S, 2, P, 3)
@@ -94,19 +91,25 @@ class GuideInterpolator:
         if rotations is not None:
             local = xp.einsum("sij,spj->spi", rotations, local)
         blended = xp.asarray(child_roots)[:, None, :] + local
-        return self.with_rest_lengths(blended)
+        stretch = _chords(xp, sampled) / xp.maximum(self.guide_chords_rest, 1e-300)
+        stretch = xp.where(self.guide_chords_rest > 0.0, stretch, 1.0)                        # (S, 2, P − 1)
+        return self.with_lengths(blended, self.rest_lengths * xp.einsum("sk,skp->sp", self.weights, stretch))
 
-    def with_rest_lengths(self, strands):
+    def with_lengths(self, strands, lengths):
         """Strands (S, P, 3) [m] rebuilt from their first point with every segment's direction kept and its
-        length brought within [1 / CHILD_LENGTH_RATIO, CHILD_LENGTH_RATIO] × its rest length (a zero-length
-        segment stays zero)."""
+        length set to ``lengths`` (S, P − 1) [m] (a zero-length segment stays zero)."""
         xp = self.xp
         segments = strands[:, 1:] - strands[:, :-1]
         length = xp.sqrt(xp.sum(segments * segments, axis=-1))
-        wanted = xp.clip(length, self.rest_lengths / CHILD_LENGTH_RATIO, self.rest_lengths * CHILD_LENGTH_RATIO)
-        scale = xp.where(length > 1e-15, wanted / xp.maximum(length, 1e-15), 0.0)
+        scale = xp.where(length > 1e-15, lengths / xp.maximum(length, 1e-15), 0.0)
         rebuilt = strands[:, :1] + xp.cumsum(segments * scale[..., None], axis=1)
         return xp.concatenate((strands[:, :1], rebuilt), axis=1)
+
+
+def _chords(xp, samples):
+    """Lengths (..., P − 1) [m] between consecutive points of ``samples`` (..., P, 3)."""
+    chords = samples[..., 1:, :] - samples[..., :-1, :]
+    return xp.sqrt(xp.sum(chords * chords, axis=-1))
 
 
 def _root_directions(rest, layout: StrandLayout):
