@@ -179,10 +179,11 @@ def resolve_contacts(positions, velocities, radius, colliders: AnalyticColliders
     positions, velocities: (..., 3) [m], [m/s], modified copies are returned; radius: point
     radius [m] (scalar or broadcastable). The inward normal velocity is removed; the tangential
     velocity is reduced by μ·|removed normal velocity| (static when it would reverse).
-    Returns (positions, velocities, contact_count).
+    Returns (positions, velocities, contact_count, normals (..., 3): the unit contact normal of the points
+    pushed, zero elsewhere).
     """
     if colliders.count == 0:
-        return positions, velocities, 0
+        return positions, velocities, 0, xp.zeros_like(positions)
     distance, normal = colliders.signed_distance(positions, xp)
     depth = radius - distance
     touching = depth > 0.0
@@ -193,7 +194,7 @@ def resolve_contacts(positions, velocities, radius, colliders: AnalyticColliders
     tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
     keep = xp.clip(1.0 - colliders.friction * (-normal_speed) / xp.maximum(tangential_speed, 1e-12), 0.0, 1.0)
     new_velocities = xp.where(approaching[..., None], tangential * keep[..., None], velocities)
-    return positions, new_velocities, int(xp.count_nonzero(touching))
+    return positions, new_velocities, int(xp.count_nonzero(touching)), xp.where(touching[..., None], normal, 0.0)
 
 
 class SceneColliders:
@@ -269,7 +270,8 @@ class SceneColliders:
         """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:
         the points at the start of the step, so mesh colliders keep each point on its side, while the mesh
         moves over ``interval``, the part of the substep the step covers) and apply Coulomb friction to their
-        velocities; returns (positions, velocities, contacts)."""
+        velocities; returns (positions, velocities, contacts, normals (..., 3): the unit contact normal of the
+        points pushed, zero elsewhere)."""
         shape = positions.shape
         flat = positions.reshape(-1, 3)
         count = flat.shape[0]
@@ -278,7 +280,7 @@ class SceneColliders:
             None if start is None else start.reshape(-1, 3), interval,
             CREASE_PASSES)
         if contacts.count == 0:
-            return positions, velocities, 0
+            return positions, velocities, 0, xp.zeros_like(positions)
         flat_velocities = velocities.reshape(-1, 3)
         normal = contacts.normal
         normal_speed = xp.sum(flat_velocities * normal, axis=-1)
@@ -287,4 +289,5 @@ class SceneColliders:
         keep = xp.clip(1.0 - contacts.friction * xp.maximum(-normal_speed, 0.0) / xp.maximum(speed, 1e-12), 0.0, 1.0)
         touched = contacts.mask & (normal_speed < 0.0)
         new_velocities = xp.where(touched[:, None], tangential * keep[:, None], flat_velocities)
-        return projected.reshape(shape), new_velocities.reshape(shape), contacts.count
+        normals = xp.where(contacts.mask[:, None], normal, 0.0)
+        return projected.reshape(shape), new_velocities.reshape(shape), contacts.count, normals.reshape(shape)

@@ -52,8 +52,10 @@ def test_hair_stays_out_of_the_turning_head(model):
     assert max(inside) <= limit, inside
     if model == "der":
         assert ratio.max() < 1.05 and ratio.min() > 0.95, (ratio.min(), ratio.max())
-    if model == "particles":      # the distance clamp (1.1) holds under contact: was 1.7x, and 0.58x squashed
-        assert ratio.max() < 1.12 and ratio.min() > 1.0 / 1.12, (ratio.min(), ratio.max())
+    if model == "particles":
+        # the distance clamp (1.1) holds under contact: was 1.7x and 0.58x; then 0.903x, a segment pulled into the
+        # skin by the clamp and pushed out along the normal, until the clamp kept to the contact planes
+        assert ratio.max() < 1.1 + 1e-4 and ratio.min() > 1.0 / 1.1 - 1e-4, (ratio.min(), ratio.max())
 
 
 def test_der_hair_is_the_same_on_the_head_in_either_winding():
@@ -64,13 +66,15 @@ def test_der_hair_is_the_same_on_the_head_in_either_winding():
 def test_interpolated_children_stay_out_and_keep_their_length(model):
     """40 guides for 150 strands: the children drawn between guides that lie on either side of the head's
     curve or of an ear (measured on the old code: up to 60 and 131 points inside, 36 % of the segments more
-    than 10 % off their rest length, down to 8 %)."""
+    than 10 % off their rest length, down to 8 %; then, with the blend clamped to 1.1x either way and children
+    that no turn got out of a fold collapsing onto a point, Cosserat segments from 0.16x to 1.44x)."""
     positions, inside, ratio, _ = _shot(model, guide_count=40)
     assert np.all(np.isfinite(positions))
     assert max(inside) == 0, inside
-    # the blend keeps 1.1x the rest length; a child whose carried shape still enters the head is laid out of it
-    # at its rest length wherever a turn of the segment allows
-    assert np.mean(np.abs(ratio - 1.0) > 0.1) < 0.02
+    # a child stretches as its guides do (Cosserat: not at all; particles: up to their clamp, 1.1) and one whose
+    # carried shape still enters the head is laid out of it at that length
+    bound = 1e-4 if model == "cosserat" else 0.1 + 1e-4
+    assert ratio.max() < 1.0 + bound and ratio.min() > 1.0 / (1.0 + bound), (ratio.min(), ratio.max())
 
 
 def _fin():

@@ -54,6 +54,31 @@ def _clamped(corrected, solver, pinned):
     return _rebuild_chain(corrected, clamped, pinned), local
 
 
+def _clamped_on_planes(positions, solver, pinned, normals):
+    """``_clamped`` with the particles that ``normals`` (S, P, 3) marks (non-zero) kept to the plane through their
+    position with that normal: each segment, clamped, turns its length kept towards the plane where it would end
+    below it (the kernel's ``kept_above_plane``), point by point from the root (vectorized over the strands)."""
+    s = solver.settings
+    placed = positions.copy()
+    local = np.zeros_like(positions)
+    for k in range(pinned, positions.shape[1]):
+        segment = positions[:, k] - positions[:, k - 1]
+        clamped = _scaled_segments(positions[:, k - 1:k + 1], solver.rest_lengths[:, k - 1:k] * s.max_stretch, True,
+                                   solver.rest_lengths[:, k - 1:k] / s.max_stretch)[:, 0]
+        start, normal, plane = placed[:, k - 1], normals[:, k], positions[:, k]
+        below = (np.sum(normal * normal, axis=-1) > 0) & (np.sum((start + clamped - plane) * normal, axis=-1) < 0)
+        length = _lengths(clamped)
+        tangential = clamped - np.sum(clamped * normal, axis=-1)[:, None] * normal
+        span = _lengths(tangential)
+        rise = np.clip(np.sum((plane - start) * normal, axis=-1) / np.maximum(length, 1e-300), -1.0, 1.0)
+        turned = length[:, None] * (rise[:, None] * normal + np.sqrt(1.0 - rise * rise)[:, None]
+                                    * tangential / np.maximum(span, 1e-300)[:, None])
+        clamped = np.where((below & (length > 1e-15) & (span > 1e-12 * length))[:, None], turned, clamped)
+        placed[:, k] = start + clamped
+        local[:, k] = clamped - segment
+    return placed, local
+
+
 def spring_accelerations(solver, positions):
     s = solver.settings
     acceleration = np.zeros_like(positions)
@@ -125,13 +150,13 @@ def reference_step(solver, positions, velocities, rigidity, time, root_targets, 
             corrected = predicted + rigidity[:, None, None] * (rigid - predicted)
         corrected, local = _clamped(corrected, solver, pinned)
         velocities = velocities + np.where(free, local / h, 0.0)
-        collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, np)
+        collided, collided_velocities, count, normals = colliders.resolve(corrected, velocities, s.radius, np)
         positions = np.where(free, collided, corrected)
         velocities = np.where(free, collided_velocities, velocities)
-        if count:   # pushed particles: the clamp again, then the colliders once more
-            positions, local = _clamped(positions, solver, pinned)
+        if count:   # pushed particles: the clamp again (they keep to their contact planes), then the colliders again
+            positions, local = _clamped_on_planes(positions, solver, pinned, np.where(free, normals, 0.0))
             velocities = velocities + np.where(free, local / h, 0.0)
-            collided, collided_velocities, _ = colliders.resolve(positions, velocities, s.radius, np)
+            collided, collided_velocities, _, _ = colliders.resolve(positions, velocities, s.radius, np)
             positions = np.where(free, collided, positions)
             velocities = np.where(free, collided_velocities, velocities)
         rigidity = rigidity * math.exp(-h / s.teleport_recovery)

@@ -88,6 +88,27 @@ def clamped_segment(segment: wp.vec3d, shortest: wp.float64, longest: wp.float64
 
 
 @wp.func
+def kept_above_plane(segment: wp.vec3d, start: wp.vec3d, plane_point: wp.vec3d, normal: wp.vec3d) -> wp.vec3d:
+    """``segment`` from ``start`` [m], its length kept, turned so that its end does not fall below the plane
+    through ``plane_point`` with unit ``normal`` (zero: no plane): unchanged where it ends on or above it, else
+    the nearest direction (in the plane of the segment and the normal) whose end lies on the plane. A particle
+    resting on a collider keeps to its contact plane while the clamp shortens its segment, instead of being
+    pulled into the surface and pushed back out along the normal, which stretches the segment again."""
+    zero = wp.float64(0.0)
+    if wp.dot(normal, normal) == zero or wp.dot(start + segment - plane_point, normal) >= zero:
+        return segment
+    length = wp.length(segment)
+    if length <= wp.float64(TINY):
+        return segment
+    tangential = segment - wp.dot(segment, normal) * normal
+    span = wp.length(tangential)
+    if span <= wp.float64(1e-12) * length:
+        return segment
+    rise = wp.clamp(wp.dot(plane_point - start, normal) / length, wp.float64(-1.0), wp.float64(1.0))
+    return length * (rise * normal + wp.sqrt(wp.float64(1.0) - rise * rise) * (tangential / span))
+
+
+@wp.func
 def checked_point(x: wp.vec3d, v: wp.vec3d, previous: wp.vec3d, rest: wp.float64, largest_sq: wp.float64,
                   total: wp.float64):
     """Fold one particle into a strand's end-of-step figures: the largest (segment length / rest length)²
@@ -287,11 +308,13 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
 @wp.kernel
 def clamp_chain(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
                 points: int, pinned: int, tip_index: wp.array(dtype=wp.int32), rest_lengths: wp.array2d(dtype=wp.float64),
-                max_stretch: wp.float64, h: wp.float64):
+                max_stretch: wp.float64, h: wp.float64, normals: wp.array(dtype=wp.vec3d)):
     """The distance clamp of :func:`substep` again on strand ``first_strand + tid``, after the colliders moved
     some of its particles: the chain rebuilt from the last root particle with every segment clamped to
-    [1 / max_stretch, max_stretch] × rest length, in place; as in :func:`substep`, only a particle's own
-    segment correction becomes velocity (the translation it inherits from segments nearer the root does not)."""
+    [1 / max_stretch, max_stretch] × rest length, in place; a particle the colliders touched (its contact
+    ``normals`` (S·P, 3), zero for the others) keeps to the plane through where they put it
+    (:func:`kept_above_plane`). As in :func:`substep`, only a particle's own segment correction becomes velocity
+    (the translation it inherits from segments nearer the root does not)."""
     strand = wp.tid() + first_strand
     base = strand * points
     tip = tip_index[strand]
@@ -303,7 +326,8 @@ def clamp_chain(first_strand: int, positions: wp.array(dtype=wp.vec3d), velociti
         x = positions[base + k]
         rest = rest_lengths[strand, k - 1]
         segment = x - previous
-        clamped = clamped_segment(segment, rest / max_stretch, max_stretch * rest)
+        clamped = kept_above_plane(clamped_segment(segment, rest / max_stretch, max_stretch * rest), final, x,
+                                   normals[base + k])
         final = final + clamped
         velocities[base + k] = velocities[base + k] + (clamped - segment) / h
         positions[base + k] = final

@@ -186,8 +186,8 @@ class ParticleHairSolver:
         free = self.free[..., None]
         contacts = 0
         for round_index in range(COLLIDER_ROUNDS):
-            collided, collided_velocities, count = colliders.resolve(corrected, velocities, s.radius, xp,
-                                                                     start=start, interval=interval)
+            collided, collided_velocities, count, normals = colliders.resolve(corrected, velocities, s.radius, xp,
+                                                                              start=start, interval=interval)
             corrected = xp.ascontiguousarray(xp.where(free, collided, corrected))
             velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
             if round_index == 0:
@@ -206,7 +206,9 @@ class ParticleHairSolver:
                 launch_split(kernels.clamp_chain, strands, self.device, [], [
                     warp_view(corrected.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
                     points, s.pinned_points, self._views["tip_index"], self._views["rest_lengths"],
-                    float(s.max_stretch), float(h)])
+                    float(s.max_stretch), float(h),
+                    warp_view(xp.ascontiguousarray(xp.where(free, normals, 0.0), dtype=xp.float64).reshape(-1, 3),
+                              wp.vec3d)])
         return corrected, velocities, contacts
 
     def initial_state(self) -> ParticleState:
