@@ -9,7 +9,7 @@ from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.solver import DerSolver
 from solver_server.solvers.der.state import rest_state
-from solver_server.solvers.der.wind import StrandWind
+from solver_server.solvers.der.wind import StrandWind, vertex_tangents
 from solver_server.solvers.wind import WindSettings
 
 BACKEND = get_backend("cpu")
@@ -54,12 +54,12 @@ def clamped_rod_in_wind(material, count, length, direction=(0.0, 0.0, -1.0), str
     (model, state)."""
     model, solver, state = make(straight(count, length), [0, count], material,
                                 NewtonSettings(max_iterations=300, tolerance=1e-12))
-    wind = StrandWind.of_objects(np, [WindSettings(direction=tuple(direction), strength=strength)], [count],
-                                 model.edge_vertex)
+    wind = StrandWind.of_objects(np, [WindSettings(direction=tuple(direction), strength=strength)], [count])
     for _ in range(6):
         out = state.copy()
         solver.step(state, out, None, None, 10.0, gravity=np.zeros(3),
-                    acceleration=wind.acceleration(state.tangents, 0.0))
+                    acceleration=wind.acceleration(
+                        vertex_tangents(np, state.tangents, model.edge_vertex, model.n_vertices), 0.0))
         state = out
     return model, state
 

@@ -8,7 +8,6 @@ import numpy as np
 
 from ..air_drag import StrandAirDrag
 from .model import DerModel
-from .wind import vertex_tangents
 
 
 class DerAirDrag:
@@ -38,11 +37,11 @@ class DerAirDrag:
             return None
         return cls(xp, model, xp.asarray(np.repeat(np.asarray(scales, np.float64), vertex_counts)))
 
-    def dof_rates(self, velocities, tangents):
-        """Drag rate (n_dofs,) [1/s]: the vertices' rates (velocities (N, 3) [m/s], unit edge tangents (E, 3)) on
-        their position DOFs, 0 on the twist DOFs."""
+    def dof_rates(self, velocities, unit_tangents):
+        """Drag rate (n_dofs,) [1/s]: the vertices' rates (velocities (N, 3) [m/s], unit vertex tangents (N, 3),
+        ``wind.vertex_tangents``) on their position DOFs, 0 on the twist DOFs."""
         xp, model = self.xp, self.model
-        rates = self.points.rates(velocities, vertex_tangents(xp, tangents, model.edge_vertex, model.n_vertices))
+        rates = self.points.rates(velocities, unit_tangents)
         per_dof = xp.zeros(model.n_dofs)
         per_dof[model.position_dofs] = rates[:, None]
         return per_dof

@@ -49,7 +49,7 @@ from .model import DerInputError, DerMaterial, DerModel, build_model
 from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
 from .solver import DerSolver
 from .state import DerControl, DerState, rest_state
-from .wind import StrandWind
+from .wind import StrandWind, vertex_tangents
 
 _SETTING_KEYS = {"max_iterations": int, "tolerance": float, "quasi_newton": bool, "response": str,
                  "quasi_newton_matrix": str, "refresh_interval": int, "length_preserving_path": bool,
@@ -248,8 +248,7 @@ class _SharedSolver:
             raise SceneError(str(error), object=first.id) from error
         self.state = rest_state(xp, self.model)
         self.started = False            # the first step counts the free vertices that start inside a collider
-        self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"],
-                                          self.model.edge_vertex)
+        self.wind = StrandWind.of_objects(xp, [hair.wind for hair in objects], counts["n_vertices"])
         self.air = DerAirDrag.of_objects(xp, self.model, [hair.air_drag for hair in objects], counts["n_vertices"])
 
     def step(self, inputs: SubstepInputs, colliders: list) -> dict:
@@ -263,8 +262,11 @@ class _SharedSolver:
         started_inside = None if self.started else self._inside_colliders()
         self.started = True
         out = self.state.copy()
-        wind = None if self.wind is None else self.wind.acceleration(self.state.tangents, inputs.time)
-        drag = None if self.air is None else self.air.dof_rates(self.state.velocities, self.state.tangents)
+        along = None      # the vertices' unit tangents at the step's start: the wind's and the air drag's
+        if self.wind is not None or self.air is not None:
+            along = vertex_tangents(self.backend.xp, self.state.tangents, self.model.edge_vertex, self.model.n_vertices)
+        wind = None if self.wind is None else self.wind.acceleration(along, inputs.time)
+        drag = None if self.air is None else self.air.dof_rates(self.state.velocities, along)
         stats = self.solver.step(self.state, out, control, None, inputs.dt, gravity=inputs.gravity, acceleration=wind,
                                  drag=drag)
         self.state = out

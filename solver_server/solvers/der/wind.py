@@ -8,7 +8,7 @@ normalized sum of its edges' tangents at the start of the step) takes the compon
 
 the way air flowing past a thin cylinder pushes it: a strand along the wind feels none, a strand across
 it all. The acceleration is explicit (tangents at the start of the step) and enters the implicit Euler step
-as an external force M a beside gravity.
+as an external force M a beside gravity. The vertex tangents (``vertex_tangents``) serve the air drag too.
 """
 
 from __future__ import annotations
@@ -21,27 +21,25 @@ from ..wind import WindField, WindSettings
 class StrandWind:
     """Per-vertex wind of the strands of one DER solver (several hair objects merged).
 
-    winds: one WindSettings per hair object; vertex_object (N,) the object of every vertex; edge_vertex
-    (E,) the first vertex of every edge (the edge joins it and the next vertex)."""
+    winds: one WindSettings per hair object; vertex_object (N,) the object of every vertex."""
 
-    def __init__(self, xp, winds: list[WindSettings], vertex_object: np.ndarray, edge_vertex):
+    def __init__(self, xp, winds: list[WindSettings], vertex_object: np.ndarray):
         self.xp = xp
         self.field = WindField(xp, winds, vertex_object)
-        self.edge_vertex = edge_vertex
 
     @classmethod
-    def of_objects(cls, xp, winds: list[WindSettings], vertex_counts, edge_vertex) -> "StrandWind | None":
+    def of_objects(cls, xp, winds: list[WindSettings], vertex_counts) -> "StrandWind | None":
         """The wind of hair objects with ``vertex_counts`` vertices each, or None when none has any."""
         if not any(wind.blows for wind in winds):
             return None
-        return cls(xp, winds, np.repeat(np.arange(len(winds)), vertex_counts), edge_vertex)
+        return cls(xp, winds, np.repeat(np.arange(len(winds)), vertex_counts))
 
-    def acceleration(self, tangents, time: float):
-        """Wind acceleration (N, 3) [m/s²] of every vertex for unit edge tangents (E, 3) at ``time`` [s]."""
+    def acceleration(self, unit_tangents, time: float):
+        """Wind acceleration (N, 3) [m/s²] of every vertex for its unit tangent (N, 3) (``vertex_tangents``) at
+        ``time`` [s]."""
         xp = self.xp
         wind = self.field.vectors(time)
-        unit = vertex_tangents(xp, tangents, self.edge_vertex, wind.shape[0])
-        return wind - xp.sum(wind * unit, axis=1)[:, None] * unit
+        return wind - xp.sum(wind * unit_tangents, axis=1)[:, None] * unit_tangents
 
 
 def vertex_tangents(xp, tangents, edge_vertex, n_vertices: int):
