@@ -175,6 +175,10 @@ class CosseratSolver:
         self.gravity_host = np.asarray(value.get() if hasattr(value, "get") else value, np.float64).reshape(3)
         self._gravity = self.xp.asarray(self.gravity_host)
 
+    def _field(self, time: float):
+        """(3,) host float64 [m/s²]: the uniform field on every node at ``time`` [s], scaled gravity plus wind."""
+        return self.gravity_host + np.asarray(self.settings.wind.acceleration(time), np.float64)
+
     # ----------------------------------------------------------------- set-up helpers
     @staticmethod
     def _rest_orientations(vectors, lengths, segment_valid):
@@ -424,8 +428,7 @@ class CosseratSolver:
             external = drag if external is None else external + drag
         work = self._work_arrays()
         views = work["views"]
-        wind = np.asarray(s.wind.acceleration(state.time), np.float64)
-        field = self.gravity_host + wind
+        field = self._field(state.time)
         root_orientation = xp.ascontiguousarray(quat.multiply(root_rot, self.rest_orientations[:, 0], xp))
         external_view = views["no_nodes"] if external is None else \
             warp_view(xp.ascontiguousarray(external).reshape(-1, 3), wp.vec3d)
@@ -500,7 +503,7 @@ class CosseratSolver:
         normal_speed = xp.sum(relative * normal, axis=-1)
         # the field (gravity and wind) pressing the node on the surface is held too: without it a resting node
         # sinks to where the depth term balances it (2 g h², half a millimetre at h = 5 ms)
-        field = self.gravity + xp.asarray(self.settings.wind.acceleration(state.time), dtype=xp.float64)
+        field = xp.asarray(self._field(state.time))
         pressing = xp.maximum(-xp.sum(field * normal, axis=-1), 0.0)
         # the depth closes at half per step but never faster than DEPTH_SPEED: at the short steps of a whipping
         # strand half a millimetre per step is metres per second, a kick the node keeps once it is out
