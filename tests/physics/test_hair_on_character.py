@@ -47,9 +47,9 @@ def _shot(model: str, guide_count: int = 0, flipped: bool = False):
 def test_hair_stays_out_of_the_turning_head(model):
     positions, inside, ratio, _ = _shot(model)
     assert np.all(np.isfinite(positions))
-    # measured on the old code over these 10 frames: up to 16 points inside for DER, 58 particles, 14 Cosserat
-    limit = 2 if model == "cosserat" else 0      # Cosserat: at most a node or two, out again by the next frame
-    assert max(inside) <= limit, inside
+    # measured on the old code over these 10 frames: up to 16 points inside for DER, 58 particles, 14 Cosserat;
+    # then Cosserat kept a tip or two a fraction of a millimetre under the skin, until its output was laid out
+    assert max(inside) == 0, inside
     if model == "der":
         assert ratio.max() < 1.05 and ratio.min() > 0.95, (ratio.min(), ratio.max())
     if model == "particles":

@@ -188,3 +188,31 @@ def test_a_child_segment_no_turn_gets_out_takes_the_nearest_way_out_of_the_shell
     direction = (end[0] - start[0]) / 0.02
     assert 0.25 < direction[0] < 0.4            # turned back from along the wall (0) short of the wall (0.4)
     np.testing.assert_array_equal(end[1], fallback[1])
+
+
+def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept():
+    """A simulated strand (no guides) whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's
+    contact push is a force that closes the depth over the next substep) is drawn with its tip outside and its
+    segment's length, the points before it where they are; the simulated points are not changed."""
+    from solver_server.collision.colliders import ColliderSet
+    from solver_server.sim.builder import parse_scene
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    triangles = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.int32)
+    cloth = {"id": "Cloth", "kind": "cloth", "vertices": np.eye(3) + 5.0, "triangles": np.array([[0, 1, 2]])}
+    spec = parse_scene({"objects": [cloth, {"id": "Box", "kind": "collider", "vertices": corners,
+                                            "triangles": triangles, "params": {}}],
+                        "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}})
+    colliders = ColliderSet([obj for obj in spec.objects if obj.kind == "collider"])
+    strand = np.array([[[-0.06, 0.0, 0.0], [-0.04, 0.0, 0.0], [-0.02, 0.0, 0.0], [0.0003, 0.0, 0.001]]])
+    simulated = strand.copy()
+    hair = StrandObject("Hair", StrandLayout.uniform(1, 4), strand.copy(), 1, None, {}, None, {})
+    drawn = hair.output(simulated, None, np, colliders, 1e-4)
+    np.testing.assert_array_equal(simulated, strand)
+    np.testing.assert_array_equal(drawn[:3], strand[0, :3])
+    assert drawn[3, 0] < 0.0                                              # outside the wall at x = 0
+    np.testing.assert_allclose(np.linalg.norm(drawn[3] - drawn[2]), np.linalg.norm(strand[0, 3] - strand[0, 2]),
+                               rtol=1e-9)
+    assert np.array_equal(hair.output(simulated, None, np, None), strand[0])   # without colliders: as simulated

@@ -93,20 +93,23 @@ class StrandObject:
         """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are
         interpolated from the guides at the instant of ``poses``.
 
-        With ``colliders`` (a collision.ColliderSet posed at that instant) the children are kept out of its
-        closed mesh shells (``_walked_outside``). The pinned root points stay where the skin puts them."""
-        if self.interpolator is None:
-            return self.layout.unpad(simulated_points, xp)
-        roots, rotations = self.root_frames(poses)
-        points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        With ``colliders`` (a collision.ColliderSet posed at that instant) every strand drawn is kept out of its
+        closed mesh shells (``_walked_outside``): the interpolated children, and the simulated strands, whose
+        contact can leave a node a fraction of a millimetre under the skin at the end of a substep (Cosserat's
+        push is a force) for the next substep to close. The simulated state is not changed. The pinned root
+        points stay where the skin puts them."""
+        points = simulated_points
+        if self.interpolator is not None:
+            roots, rotations = self.root_frames(poses)
+            points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
         if colliders is not None and colliders.has_meshes:
             points = self._walked_outside(points, colliders, radius, xp)
         return self.layout.unpad(points, xp)
 
     def _walked_outside(self, points, colliders, radius: float, xp):
-        """Interpolated strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh
-        shells of ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side
-        of an ear, cuts through the head between them. Each point is placed along its blended segment from the
+        """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
+        ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side of an ear,
+        cuts through the head between them. Each point is placed along its (blended) segment from the
         point before; one that lands inside a shell (``ColliderSet.recover_inside``, by winding number: no
         history is needed, the children are drawn, not simulated) keeps its segment's length and turns out of
         the shells (``_way_out``). The segments after it keep their own directions: turning the rest of the
@@ -128,7 +131,7 @@ class StrandObject:
         placed = [points[:, k] for k in range(self.pinned)]
         previous = placed[-1]
         for k in range(self.pinned, points.shape[1]):
-            candidate = previous + (points[:, k] - points[:, k - 1])
+            candidate = points[:, k] + (previous - points[:, k - 1])    # exact where nothing before it moved
             moved, inside = out_of_shells(candidate)
             if bool(inside.any()):
                 rows = xp.nonzero(inside)[0]          # the output is drawn once a frame: index the few inside
