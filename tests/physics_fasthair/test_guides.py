@@ -192,8 +192,9 @@ def test_a_child_segment_no_turn_gets_out_takes_the_nearest_way_out_of_the_shell
 
 def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept():
     """A simulated strand (no guides) whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's
-    contact push is a force that closes the depth over the next substep) is drawn with its tip outside and its
-    segment's length, the points before it where they are; the simulated points are not changed."""
+    contact push is a force that closes the depth over the next substep), when its group asks for it, is drawn
+    with its tip outside and its segment's length, the points before it where they are; the simulated
+    points are not changed."""
     from solver_server.collision.colliders import ColliderSet
     from solver_server.sim.builder import parse_scene
     from solver_server.solvers.guides.strand_object import StrandObject
@@ -209,8 +210,9 @@ def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept(
     strand = np.array([[[-0.06, 0.0, 0.0], [-0.04, 0.0, 0.0], [-0.02, 0.0, 0.0], [0.0003, 0.0, 0.001]]])
     simulated = strand.copy()
     hair = StrandObject("Hair", StrandLayout.uniform(1, 4), strand.copy(), 1, None, {}, None, {})
-    drawn = hair.output(simulated, None, np, colliders, 1e-4)
+    drawn = hair.output(simulated, None, np, colliders, 1e-4, lay_simulated=True)
     np.testing.assert_array_equal(simulated, strand)
+    np.testing.assert_array_equal(hair.output(simulated, None, np, colliders, 1e-4), strand[0])  # not asked
     np.testing.assert_array_equal(drawn[:3], strand[0, :3])
     assert drawn[3, 0] < 0.0                                              # outside the wall at x = 0
     np.testing.assert_allclose(np.linalg.norm(drawn[3] - drawn[2]), np.linalg.norm(strand[0, 3] - strand[0, 2]),
