@@ -80,6 +80,13 @@ def figures(positions, rest, points, head_vertices, head_triangles):
             "settled_tip_motion_m": float(jumps[settle_from - 1:, :, -1].max()) if frames > settle_from else None}
 
 
+def head_stop_carry(head_vertices) -> float:
+    """The largest distance [m] a head vertex moves in the head's last frame of motion (frame MOTION_FRAMES − 1 →
+    MOTION_FRAMES): what a point that kept the head's speed for one frame after the dead stop adds to the jump."""
+    return float(np.linalg.norm(_head_at(head_vertices, MOTION_FRAMES) - _head_at(head_vertices, MOTION_FRAMES - 1),
+                                axis=1).max())
+
+
 def run_tangle(model: str, strands: int, frames: int, guides: int, flipped: bool = False):
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
@@ -183,6 +190,8 @@ def main(argv=None) -> None:
     print(f"scene: {args.strands} strands x 12 points, 25 cm, r 0.1 mm, on Suzanne turning 60 deg and sliding 0.3 m "
           f"over {MOTION_FRAMES} frames, then still until frame {args.frames}; 4 substeps, 24 fps")
     _, _, _, _, head_vertices, head_triangles = hair_on_character("der", args.strands, frames=args.frames)
+    print(f"the head's fastest point moves {head_stop_carry(head_vertices):.3f} m in its last frame of motion: a point "
+          f"that only carries on at that speed for one frame after the head stops scores that as its jump")
     runs = {}
     for name in args.models.split(","):
         model, _, guided = name.partition("+")
