@@ -168,19 +168,14 @@ class StrandObject:
         own, out = _unit(xp, own_end - start), _unit(xp, out_end - start)
         length = xp.sqrt(xp.sum((own_end - start) ** 2, axis=-1))[:, None]
         _, out_inside = colliders.recover_inside(xp, xp.ascontiguousarray(out_end), reach)
-        choice = xp.where(out_inside[:, None], start, out_end)
-        open_rows = xp.ones(start.shape[0], dtype=bool)
         exit_way = _unit(xp, out_end - own_end)
-        trials = [own + turn * (out - own) for turn in OUTWARD_TURNS]
-        trials += [own + turn * (exit_way - own) for turn in EXIT_TURNS]
-        for direction in trials:
-            trial = xp.ascontiguousarray(start + _unit(xp, direction) * length)
-            _, trial_inside = colliders.recover_inside(xp, trial, reach)
-            taken = open_rows & ~trial_inside
-            choice = xp.where(taken[:, None], trial, choice)
-            open_rows = open_rows & ~taken
-            if not bool(open_rows.any()):
-                return choice
+        directions = [own + turn * (out - own) for turn in OUTWARD_TURNS]
+        directions += [own + turn * (exit_way - own) for turn in EXIT_TURNS]
+        choice, open_rows = _first_outside(colliders, start, length, reach, directions,
+                                           xp.where(out_inside[:, None], start, out_end),
+                                           xp.ones(start.shape[0], dtype=bool), xp)
+        if not bool(open_rows.any()):
+            return choice
         return xp.where(open_rows[:, None], self._nearest_way_out(colliders, start, own, length, reach, choice, xp),
                         choice)
 
@@ -199,14 +194,9 @@ class StrandObject:
         best = xp.argmax(xp.where(inside, -xp.inf, own @ directions.T), axis=1)
         found = ~inside[rows, best]
         way = directions[best]
-        end = trials[rows, best]
-        open_rows = found.copy()
-        for turn in AROUND_TURNS:                       # from the nearest to own to the nearest to the way out
-            trial = xp.ascontiguousarray(start + _unit(xp, own + turn * (way - own)) * length)
-            _, trial_inside = colliders.recover_inside(xp, trial, reach)
-            taken = open_rows & ~trial_inside
-            end = xp.where(taken[:, None], trial, end)
-            open_rows = open_rows & ~taken
+        # from the nearest to own to the nearest to the way out
+        end, _ = _first_outside(colliders, start, length, reach, [own + turn * (way - own) for turn in AROUND_TURNS],
+                                trials[rows, best], found, xp)
         return xp.where(found[:, None], end, fallback)
 
     @staticmethod
@@ -247,6 +237,21 @@ class StrandObject:
             return roots, rotations
         guides = self.interpolator.assignment.guides
         return roots[guides], rotations[guides]
+
+
+def _first_outside(colliders, start, length, reach, directions, choice, open_rows, xp):
+    """Segments from ``start`` (r, 3) of ``length`` (r, 1) [m] tried along ``directions`` (each (r, 3), in order):
+    the rows still ``open_rows`` (r,) bool take the first end outside every closed shell. Returns (the ends
+    (r, 3), ``choice`` where no direction ended outside; the rows still open)."""
+    for direction in directions:
+        if not bool(open_rows.any()):
+            break
+        trial = xp.ascontiguousarray(start + _unit(xp, direction) * length)
+        _, trial_inside = colliders.recover_inside(xp, trial, reach)
+        taken = open_rows & ~trial_inside
+        choice = xp.where(taken[:, None], trial, choice)
+        open_rows = open_rows & ~taken
+    return choice, open_rows
 
 
 def _unit(xp, vectors):

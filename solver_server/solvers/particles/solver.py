@@ -207,8 +207,7 @@ class ParticleHairSolver:
                     warp_view(corrected.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d),
                     points, s.pinned_points, self._views["tip_index"], self._views["rest_lengths"],
                     float(s.max_stretch), float(h),
-                    warp_view(xp.ascontiguousarray(xp.where(free, normals, 0.0), dtype=xp.float64).reshape(-1, 3),
-                              wp.vec3d)])
+                    warp_view(xp.ascontiguousarray(normals, dtype=xp.float64).reshape(-1, 3), wp.vec3d)])
         return corrected, velocities, contacts
 
     def initial_state(self) -> ParticleState:
