@@ -209,8 +209,7 @@ class Simulation:
         end_poses = self._next_poses(drive, frame)
         started = time.perf_counter()
         device_timer = self.backend.start_timer()
-        totals = {"iterations": 0, "contacts": 0}
-        extra: dict[str, float] = {}
+        substep_stats: list[dict] = []    # every group's stats of every substep, read once at the frame's end
         frame_time = (frame - 1 - self.frame_start) / self.scene.time.fps
         substep_start = {object_id: self._poses[object_id] for object_id in self.animated_ids}
         for k in range(self.substeps):
@@ -240,19 +239,7 @@ class Simulation:
                         f"far beyond its rest shape (squeezed by a collider, pulled by pins, or too stiff for the "
                         f"time step); more substeps or a softer material usually help "
                         f"({type(exc).__name__})", object=group.ids[0], frame=frame) from exc
-                totals["iterations"] += int(stats.get("iterations", 0))
-                totals["contacts"] = max(totals["contacts"], int(stats.get("contacts", 0)))
-                for key, value in stats.items():
-                    if key.endswith("_ms"):
-                        extra[key] = extra.get(key, 0.0) + float(value)
-                    elif key.endswith("_left"):        # contacts / limits left unresolved: the worst substep
-                        extra[key] = max(extra.get(key, 0), value)
-                    elif key.endswith("_objects"):      # ids named by any substep of the frame
-                        extra[key] = sorted(set(extra.get(key, [])) | set(value))
-                    elif key == "recovered_inside" or key.startswith("failsafe_"):   # counts over the frame
-                        extra[key] = extra.get(key, 0) + int(value)
-                    elif key not in totals:
-                        extra[key] = value
+                substep_stats.append(stats)
             for group in self.groups:
                 bad = group.first_non_finite()
                 if bad is not None:
@@ -265,6 +252,7 @@ class Simulation:
             self.runaway.check(self.groups, self.backend.xp, frame, skip=bool(self.colliders.teleported),
                                cause=lambda object_id, poses=poses: self._pins_through_colliders(object_id, poses))
             substep_start = substep_end
+        totals, extra = _frame_totals(substep_stats)
         device_ms = device_timer.elapsed_ms()
         self._poses = end_poses
         self.frame = frame
@@ -272,3 +260,34 @@ class Simulation:
         stats = {"substeps": self.substeps, **totals, "step_ms": elapsed_ms / self.substeps,
                  "frame_ms": elapsed_ms, "device_ms": device_ms, **extra}
         return frame, self._collect(), stats
+
+
+def _frame_totals(substep_stats: list[dict]) -> tuple[dict, dict]:
+    """The frame's statistics from every group's stats of every substep (device scalars are read here, once per
+    frame, not inside the substeps): (totals {"iterations": summed, "contacts": the largest}, the other keys:
+    ``*_ms`` summed, ``*_left`` the worst substep, ``*_objects`` every id named, recovered_inside and
+    ``failsafe_*`` summed, any other key its last value)."""
+    totals = {"iterations": 0, "contacts": 0}
+    extra: dict = {}
+    for stats in substep_stats:
+        totals["iterations"] += int(stats.get("iterations", 0))
+        totals["contacts"] = max(totals["contacts"], int(stats.get("contacts", 0)))
+        for key, value in stats.items():
+            if key.endswith("_ms"):
+                extra[key] = extra.get(key, 0.0) + float(value)
+            elif key.endswith("_left"):        # contacts / limits left unresolved: the worst substep
+                extra[key] = max(extra.get(key, 0), value)
+            elif key.endswith("_objects"):      # ids named by any substep of the frame
+                extra[key] = sorted(set(extra.get(key, [])) | set(value))
+            elif key == "recovered_inside" or key.startswith("failsafe_"):   # counts over the frame
+                extra[key] = extra.get(key, 0) + int(value)
+            elif key not in totals:
+                extra[key] = _host_value(value)
+    return totals, extra
+
+
+def _host_value(value):
+    """A statistic as the frame reports it: a 0-d device array becomes a Python number."""
+    if getattr(value, "shape", None) == ():
+        return value.item()
+    return value

@@ -39,8 +39,9 @@ class Contacts:
     mask: object
 
     @property
-    def count(self) -> int:
-        return int(self.mask.sum())
+    def count(self):
+        """How many points a collider touched: a 0-d device array (read it on the host at a frame boundary)."""
+        return self.mask.sum()
 
 
 class Collider:
@@ -235,8 +236,8 @@ class ColliderSet:
         start, points: (n, 3) [m] at the substep start and now (or at the start and the end of ``interval``,
         the part of the substep a solver's shorter step covers); point_edges: Warp int32 (E, 2) view;
         thickness (n,) [m]; inverse_mass (n,) (0: the point does not move). Returns (correction (n, 3) [m]
-        averaged per point, touched (n,) bool, number of edge pairs in contact, number of those that had
-        crossed during the substep, number of the points' edges that passed through a mesh at the start,
+        averaged per point, touched (n,) bool, counts (3,) int32 device array: the edge pairs in contact, those
+        that had crossed during the substep and the points' edges that passed through a mesh at the start,
         crossed (n,) bool: the points of edges that had crossed)."""
         n = points.shape[0]
         start = xp.ascontiguousarray(start, dtype=xp.float64)
@@ -250,9 +251,7 @@ class ColliderSet:
                 reach = xp.ascontiguousarray(thickness + collider.thickness, dtype=xp.float64)
                 collider.geometry.add_edge_corrections(xp, start, points, point_edges, reach, inverse_mass,
                                                        correction, count, contacts, crossed_point, interval)
-        found, crossed, through = (int(value) for value in contacts.tolist())
-        return (correction / xp.maximum(count, 1)[:, None], count > 0, found, crossed, through,
-                crossed_point > 0)
+        return correction / xp.maximum(count, 1)[:, None], count > 0, contacts, crossed_point > 0
 
     def inside(self, xp, points):
         """(n,) bool: points (n, 3) [m] inside some collider's solid: below a plane or inside a primitive (signed

@@ -39,7 +39,7 @@ CREASE_PASSES = 16
 CANDIDATE_MARGIN = 0.25
 # the lists are built again when more than this fraction of the paths ends beyond the margin
 CANDIDATE_REBUILD_FRACTION = 0.1
-CANDIDATE_KEYS_KEPT = 3   # (start, reach) query sets whose lists a pose keeps at once
+CANDIDATE_KEYS_KEPT = 3   # kinds of query (point paths of one count, one set of point edges) whose lists a pose keeps
 
 
 def _ratio(xp, numerator, denominator):
@@ -93,21 +93,23 @@ class _PathLists:
     """Candidate lists for repeated queries of one set of paths (points, or point edges) from the same start
     positions with the same reaches against one pose: per path, the mesh elements whose swept boxes meet the
     path's box from its start to where it ended at the build (``built``), grown by its reach and ``margin``.
-    A later query whose path ends within the margin of ``built`` finds every element it can meet there."""
+    A later query whose path ends within the margin of ``built`` finds every element it can meet there.
 
-    def __init__(self, xp, version: int, start, reach, extra_key, count: int):
-        self.version = version
-        self.start = xp.array(start, dtype=xp.float64)
-        self.reach = xp.array(reach, dtype=xp.float64)
-        self.extra_key = extra_key
-        self.lists = CandidateList(xp, count)
-        self.built = None          # (n, 3) points at the build (None: the key was seen once, nothing built)
-        self.through = None        # point edges only: (E,) int32, 1 where the edge passes through the mesh at start
+    Whether a query records new paths, builds the lists or uses them is decided on the device
+    (``mesh_kernels.decide_paths``): nothing is read back. ``points``: how many points the paths run between;
+    ``paths``: how many paths (points, or point edges)."""
 
-    def matches(self, xp, version: int, start, reach, extra_key) -> bool:
-        return (self.version == version and self.extra_key == extra_key and self.start.shape == start.shape
-                and self.reach.shape == reach.shape and bool(xp.array_equal(self.start, start))
-                and bool(xp.array_equal(self.reach, reach)))
+    def __init__(self, xp, points: int, paths: int):
+        self.kept_start = xp.full((points, 3), xp.nan)       # NaN: the first query differs and records
+        self.kept_reach = xp.full(points, xp.nan)
+        self.built = xp.full((points, 3), xp.inf)            # inf: no path is within the margin of a build
+        self.lists = CandidateList(xp, paths)
+        self.control = xp.zeros(3, dtype=xp.int32)          # differing points, points beyond the margin, mode
+        self.through = xp.zeros(paths, dtype=xp.int32)      # point edges only: 1 where the edge passes through the mesh at start
+        self.signature = None                                # (pose version, the query's own key) of the last query
+        self.views = {"control": warp_view(self.control, wp.int32), "kept_start": warp_view(self.kept_start, wp.vec3d),
+                      "kept_reach": warp_view(self.kept_reach, wp.float64), "built": warp_view(self.built, wp.vec3d),
+                      "through": warp_view(self.through, wp.int32)}
 
 
 class _DevicePose:
@@ -128,8 +130,8 @@ class _DevicePose:
         self.host_previous = None
         self.version = 0                 # counts pose changes: caches of the current pose compare it
         self._winding = None             # (version, arrays kept alive, the two wp.Mesh) of winding_meshes
-        self._path_lists: list[_PathLists] = []   # the latest CANDIDATE_KEYS_KEPT query sets, newest first
-        self.candidate_builds = 0        # candidate list builds (statistics, tests)
+        self._path_lists: dict[tuple, _PathLists] = {}   # the latest CANDIDATE_KEYS_KEPT kinds of query, oldest first
+        self.builds = xp.zeros(1, dtype=xp.int32)          # candidate list builds, counted on the device
         self._refit()
 
     def _refit(self):
@@ -153,26 +155,43 @@ class _DevicePose:
         self.host_previous, self.host_current = previous, current
         self._refit()
 
-    def path_lists(self, xp, start, ends, reach, margin: float, extra_key, count: int, build) -> _PathLists | None:
-        """The candidate lists of paths from ``start`` (n, 3) [m] with ``reach`` (n,) for a query whose points
-        end at ``ends`` (n, 3), or None when the query runs without them. The first query of a (start, reach,
-        ``extra_key``) set only records it (a one-off query gains nothing from a list); a repeated one builds
-        the lists (``build(entry, built)`` fills ``entry.lists`` for the paths ending at ``built``), and builds
-        them again when more than CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the
-        build's ends. ``count``: the number of paths (points or point edges)."""
-        entry = next((lists for lists in self._path_lists
-                      if lists.matches(xp, self.version, start, reach, extra_key)), None)
+    @property
+    def candidate_builds(self) -> int:
+        """Candidate list builds so far (statistics and tests: a read from the device)."""
+        return int(self.builds[0])
+
+    def path_lists(self, xp, start, ends, reach, margin: float, kind: tuple, signature, paths: int,
+                   search) -> _PathLists:
+        """The candidate lists of the paths from ``start`` (n, 3) [m] with ``reach`` (n,) that end at ``ends``
+        (n, 3), for a query of ``kind`` (a key of what the paths are: their count and, for point edges, which
+        edges) over ``paths`` paths. A query whose start and reach differ from the last of its kind, or whose
+        ``signature`` (what else the lists depend on) changed, records them and uses no lists (a one-off query
+        gains nothing from a list); the same paths again build the lists with ``search(entry)`` (launches of
+        kernels gated on ``entry.views["control"]``), and build them again when more than
+        CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the build's ends. Decided on the
+        device: no host synchronization."""
+        entry = self._path_lists.pop(kind, None)
         if entry is None:
-            entry = _PathLists(xp, self.version, start, reach, extra_key, count)
-            self._path_lists = [entry, *self._path_lists[:CANDIDATE_KEYS_KEPT - 1]]
-            return None
-        if entry.built is not None:
-            beyond = int((xp.abs(ends - entry.built).max(axis=1) > margin).sum()) if ends.shape[0] else 0
-            if beyond <= CANDIDATE_REBUILD_FRACTION * ends.shape[0]:
-                return entry
-        entry.built = xp.array(ends, dtype=xp.float64)
-        build(entry, entry.built)
-        self.candidate_builds += 1
+            entry = _PathLists(xp, start.shape[0], paths)
+            while len(self._path_lists) >= CANDIDATE_KEYS_KEPT:
+                self._path_lists.pop(next(iter(self._path_lists)))
+        self._path_lists[kind] = entry
+        forced = entry.signature != (self.version, signature)
+        entry.signature = (self.version, signature)
+        count = start.shape[0]
+        views = entry.views
+        start_view, ends_view, reach_view = (warp_view(start, wp.vec3d), warp_view(ends, wp.vec3d),
+                                             warp_view(reach, wp.float64))
+        launch(mesh_kernels.compare_paths, count, device=self.device,
+               inputs=[start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"],
+                       float(margin), views["control"]])
+        launch(mesh_kernels.decide_paths, 1, device=self.device,
+               inputs=[views["control"], int(forced), float(CANDIDATE_REBUILD_FRACTION * count),
+                       warp_view(self.builds, wp.int32)])
+        launch(mesh_kernels.refresh_paths, count, device=self.device,
+               inputs=[views["control"], start_view, reach_view, ends_view, views["kept_start"], views["kept_reach"],
+                       views["built"]])
+        search(entry)
         return entry
 
     def winding_meshes(self, wound_triangles: np.ndarray) -> list:
@@ -253,14 +272,13 @@ class MeshGeometry:
             margin = CANDIDATE_MARGIN * self.margin
             start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
 
-            def build(entry, built):
-                entry.lists.fill(lambda found, counts: launch(
-                    mesh_kernels.point_candidates, n, device=pose.device,
-                    inputs=[pose.triangles.bvh.id, start_view, warp_view(built, wp.vec3d), reach_view, margin,
-                            found, counts]))
+            def search(entry):
+                launch(mesh_kernels.point_candidates, n, device=pose.device,
+                       inputs=[entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
+                               reach_view, margin, *entry.lists.views()])
 
-            entry = pose.path_lists(xp, start, proposed, reach, margin, None, n, build)
-            listed = _listed_inputs(xp, entry, proposed, margin)
+            entry = pose.path_lists(xp, start, proposed, reach, margin, ("points", n), None, n, search)
+            listed = _listed_inputs(entry, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
                            start_view, warp_view(proposed, wp.vec3d), reach_view, int(passes), begin, end,
@@ -288,28 +306,21 @@ class MeshGeometry:
         margin = CANDIDATE_MARGIN * self.margin
         start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
 
-        def edges_through():
-            """(E,) int32: 1 where a point edge passes through the mesh at its start (left free)."""
-            through = xp.zeros(edge_count, dtype=xp.int32)
+        def search(entry):
+            views = entry.views
             launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
-                   inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
-                           pose.triangles.index_view, start_view, point_edges, warp_view(through, wp.int32)])
-            return through
+                   inputs=[views["control"], pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
+                           pose.triangles.index_view, start_view, point_edges, views["through"]])
+            launch(mesh_kernels.edge_candidates, edge_count, device=pose.device,
+                   inputs=[views["control"], pose.edges.bvh.id, start_view, views["built"], point_edges, reach_view,
+                           margin, *entry.lists.views()])
 
-        def build(entry, built):
-            entry.through = edges_through()
-            entry.lists.fill(lambda found, counts: launch(
-                mesh_kernels.edge_candidates, edge_count, device=pose.device,
-                inputs=[pose.edges.bvh.id, start_view, warp_view(built, wp.vec3d), point_edges, reach_view, margin,
-                        found, counts]))
-
-        entry = pose.path_lists(xp, start, proposed, reach, margin, (point_edges.ptr, edge_count, begin),
-                                edge_count, build)
-        through = edges_through() if entry is None else entry.through
+        entry = pose.path_lists(xp, start, proposed, reach, margin, ("edges", point_edges.ptr, edge_count), begin,
+                                edge_count, search)
         launch(mesh_kernels.collider_edge_contacts, edge_count, device=pose.device,
                inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view, start_view,
                        warp_view(proposed, wp.vec3d), point_edges, reach_view, warp_view(inverse_mass, wp.float64),
-                       begin, end, warp_view(through, wp.int32), *_listed_inputs(xp, entry, proposed, margin),
+                       begin, end, entry.views["through"], *_listed_inputs(entry, margin),
                        warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                        warp_view(crossed_point, wp.int32)])
 
@@ -371,10 +382,7 @@ class MeshGeometry:
         return moved, inside > 0
 
 
-def _listed_inputs(xp, entry: _PathLists | None, ends, margin: float) -> list:
+def _listed_inputs(entry: _PathLists, margin: float) -> list:
     """The candidate-list arguments of ``resolve_mesh_contacts`` and ``collider_edge_contacts``: (found, counts,
-    built, margin, listed); without lists (``entry`` None) empty ones and listed 0 (every path queries the tree)."""
-    if entry is None:
-        return [warp_view(xp.zeros((0, 1), dtype=xp.int32), wp.int32), warp_view(xp.zeros(0, dtype=xp.int32), wp.int32),
-                warp_view(xp.ascontiguousarray(ends, dtype=xp.float64), wp.vec3d), float(margin), 0]
-    return [*entry.lists.views(), warp_view(entry.built, wp.vec3d), float(margin), 1]
+    built, margin)."""
+    return [*entry.lists.views(), entry.views["built"], float(margin)]

@@ -100,16 +100,85 @@ def listed_in_box(bvh: wp.uint64, low: wp.vec3f, high: wp.vec3f, found: wp.array
     return n
 
 
+# what a query does with its candidate lists (``_PathLists``; control[2] of ``decide_paths``)
+PATHS_USE = wp.constant(0)      # the lists hold the paths: every path within the margin of ``built`` uses them
+PATHS_RECORD = wp.constant(1)   # new start positions or reaches: kept, no lists (every path queries the tree)
+PATHS_BUILD = wp.constant(2)    # the same paths again, too many ending beyond the margin: lists built anew
+
+
+@wp.func
+def same_path(a: wp.vec3d, b: wp.vec3d, reach_a: wp.float64, reach_b: wp.float64) -> bool:
+    return a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and reach_a == reach_b
+
+
 @wp.kernel
-def point_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
-                     reach: wp.array(dtype=wp.float64), margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
-                     found_count: wp.array(dtype=wp.int32)):
-    """The triangles whose swept boxes meet point i's box start → built grown by its reach and ``margin`` [m], in
-    the tree's order: the first found.shape[1] in found[i], their number (all of them) in found_count[i]."""
+def compare_paths(start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64),
+                  kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
+                  ends: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d), margin: wp.float64,
+                  control: wp.array(dtype=wp.int32)):
+    """Counts the points whose start or reach differ from the kept ones (control[0]) and the points that end
+    beyond ``margin`` [m] of where the lists were built (control[1]; all of them while nothing is built)."""
     i = wp.tid()
+    if not same_path(start[i], kept_start[i], reach[i], kept_reach[i]):
+        wp.atomic_add(control, 0, 1)
+    if not within(ends[i], built[i], margin):
+        wp.atomic_add(control, 1, 1)
+
+
+@wp.kernel
+def decide_paths(control: wp.array(dtype=wp.int32), forced: int, rebuild_above: wp.float64,
+                 builds: wp.array(dtype=wp.int32)):
+    """One thread: control[2] = what this query does with its lists (PATHS_*): record new paths (``forced``
+    when the mesh's pose or the query's kind changed), build when more than ``rebuild_above`` points end beyond
+    the margin, else use them. Counts builds in builds[0] and clears the counters for the next query."""
+    if forced != 0 or control[0] > 0:
+        control[2] = PATHS_RECORD
+    elif wp.float64(control[1]) > rebuild_above:
+        control[2] = PATHS_BUILD
+        builds[0] = builds[0] + 1
+    else:
+        control[2] = PATHS_USE
+    control[0] = 0
+    control[1] = 0
+
+
+@wp.kernel
+def refresh_paths(control: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.vec3d),
+                  reach: wp.array(dtype=wp.float64), ends: wp.array(dtype=wp.vec3d),
+                  kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
+                  built: wp.array(dtype=wp.vec3d)):
+    """Per point: on PATHS_RECORD keep its start and reach and forget where lists were built (inf: no path is
+    within the margin of it); on PATHS_BUILD the lists are built at its end."""
+    i = wp.tid()
+    mode = control[2]
+    if mode == PATHS_RECORD:
+        kept_start[i] = start[i]
+        kept_reach[i] = reach[i]
+        far = wp.float64(wp.inf)
+        built[i] = wp.vec3d(far, far, far)
+    elif mode == PATHS_BUILD:
+        built[i] = ends[i]
+
+
+@wp.kernel
+def point_candidates(control: wp.array(dtype=wp.int32), bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
+                     built: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), margin: wp.float64,
+                     found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
+    """On PATHS_BUILD (control[2]): the triangles whose swept boxes meet point i's box start → built grown by its
+    reach and ``margin`` [m], in the tree's order: the first found.shape[1] in found[i], their number (all of them)
+    in found_count[i] (a row that overflows is not used: its point queries the tree)."""
+    i = wp.tid()
+    if control[2] != PATHS_BUILD:
+        return
     pad = reach[i] + margin
     found_count[i] = listed_in_box(bvh, box_lower(start[i], built[i], pad), box_upper(start[i], built[i], pad),
                                    found, i)
+
+
+@wp.func
+def uses_list(found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32), row: int) -> bool:
+    """Whether row ``row`` of a candidate list holds every element its search met."""
+    return found_count[row] <= found.shape[1]
 
 
 @wp.kernel
@@ -118,16 +187,16 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
                           proposed: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), passes: int,
                           begin: wp.float64, end: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
                           found_count: wp.array(dtype=wp.int32), built: wp.array(dtype=wp.vec3d),
-                          margin: wp.float64, listed: int,
+                          margin: wp.float64,
                           resolved: wp.array(dtype=wp.vec3d), push: wp.array(dtype=wp.float64),
                           normal: wp.array(dtype=wp.vec3d), motion: wp.array(dtype=wp.vec3d),
                           crossed: wp.array(dtype=wp.int32)):
     """Per point i (see module docstring). The point moves start → proposed while the triangles move from
     their pose at fraction ``begin`` of the substep to their pose at ``end`` (0 ≤ begin ≤ end ≤ 1; 0 and 1
     read the previous and current vertices exactly; a solver with shorter internal steps passes the part
-    of the substep that its step covers). With ``listed``, a pass whose point lies within ``margin`` of where
-    the candidate lists were built (``built``, ``point_candidates``) tests the point's listed triangles, any
-    other pass queries the tree. Outputs: resolved[i] end position; push[i] [m] total normal
+    of the substep that its step covers). A pass whose point lies within ``margin`` of where the candidate
+    lists were built (``built``, ``point_candidates``; inf while none are) tests the point's listed triangles
+    (unless its row overflowed), any other pass queries the tree. Outputs: resolved[i] end position; push[i] [m] total normal
     correction (0: no contact); normal[i] unit contact normal of the last correction (towards the
     point's side); motion[i] [m] displacement of the touched surface material over the whole substep;
     crossed[i] 1 where a crossing was undone."""
@@ -145,7 +214,7 @@ def resolve_mesh_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cu
         nearest = r
         nearest_face = int(-1)
         nearest_weights = wp.vec3d()
-        if listed != 0 and within(x, built[i], margin):
+        if within(x, built[i], margin) and uses_list(found, found_count, i):
             for k in range(found_count[i]):
                 first_time, first_face, nearest, nearest_face, nearest_weights = _closer_face(
                     found[i, k], x0, x, previous, current, triangles, begin, end, first_time, first_face, nearest,
@@ -365,13 +434,17 @@ def _passes_through_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cur
 
 
 @wp.kernel
-def edges_through_mesh(triangle_bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+def edges_through_mesh(control: wp.array(dtype=wp.int32), triangle_bvh: wp.uint64,
+                       previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                        fraction: wp.float64, mesh_triangles: wp.array(dtype=wp.int32, ndim=2),
                        start: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                        through: wp.array(dtype=wp.int32)):
-    """through[e] = 1 where point edge e at its start already passes through a triangle of the mesh at
-    ``fraction`` of the substep (``collider_edge_contacts`` leaves such an edge free)."""
+    """Unless the query uses its kept lists (control[2] == PATHS_USE: same starts, same pose): through[e] = 1
+    where point edge e at its start already passes through a triangle of the mesh at ``fraction`` of the substep
+    (``collider_edge_contacts`` leaves such an edge free), else 0."""
     e = wp.tid()
+    if control[2] == PATHS_USE:
+        return
     through[e] = 0
     if _passes_through_mesh(triangle_bvh, previous, current, fraction, mesh_triangles, start[point_edges[e, 0]],
                             start[point_edges[e, 1]]):
@@ -379,12 +452,15 @@ def edges_through_mesh(triangle_bvh: wp.uint64, previous: wp.array(dtype=wp.vec3
 
 
 @wp.kernel
-def edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
-                    point_edges: wp.array(dtype=wp.int32, ndim=2), reach: wp.array(dtype=wp.float64),
-                    margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
-    """The mesh edges whose swept boxes meet point edge e's box (both points start → built, grown by their larger
-    reach and ``margin`` [m]), in the tree's order (as ``point_candidates``)."""
+def edge_candidates(control: wp.array(dtype=wp.int32), bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
+                    built: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
+                    reach: wp.array(dtype=wp.float64), margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
+                    found_count: wp.array(dtype=wp.int32)):
+    """On PATHS_BUILD: the mesh edges whose swept boxes meet point edge e's box (both points start → built, grown
+    by their larger reach and ``margin`` [m]), in the tree's order (as ``point_candidates``)."""
     e = wp.tid()
+    if control[2] != PATHS_BUILD:
+        return
     ia = point_edges[e, 0]
     ib = point_edges[e, 1]
     pad = wp.max(reach[ia], reach[ib]) + margin
@@ -432,7 +508,7 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
                            reach: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
                            begin: wp.float64, end: wp.float64, through: wp.array(dtype=wp.int32),
                            found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32),
-                           built: wp.array(dtype=wp.vec3d), margin: wp.float64, listed: int,
+                           built: wp.array(dtype=wp.vec3d), margin: wp.float64,
                            correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32),
                            contacts: wp.array(dtype=wp.int32), crossed_point: wp.array(dtype=wp.int32)):
     """Point edge e (start → proposed) against every mesh edge moving from its pose at fraction ``begin`` of
@@ -440,9 +516,9 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
     whose swept box it meets: crossed during that part, or closer than the endpoints' larger reach. The point edge is
     moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
     counts the pairs in contact, contacts[1] those that had crossed; crossed_point is set to 1 at both
-    points of an edge that had crossed. With ``listed``, an edge whose points lie within ``margin`` of where the
-    candidate lists were built (``built``, ``edge_candidates``) tests its listed mesh edges, any other edge
-    queries the tree.
+    points of an edge that had crossed. An edge whose points lie within ``margin`` of where the candidate
+    lists were built (``built``, ``edge_candidates``) tests its listed mesh edges (unless its row overflowed),
+    any other edge queries the tree.
 
     A point edge that already passes through a mesh triangle at the start (``through``, from
     ``edges_through_mesh``: a thin part such as an ear got between its two points earlier) is left free
@@ -459,7 +535,7 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
     a1 = proposed[ia]
     b1 = proposed[ib]
     r = wp.max(reach[ia], reach[ib])
-    if listed != 0 and within(a1, built[ia], margin) and within(b1, built[ib], margin):
+    if within(a1, built[ia], margin) and within(b1, built[ib], margin) and uses_list(found, found_count, e):
         for k in range(found_count[e]):
             _mesh_edge_contact(found[e, k], ia, ib, a0, b0, a1, b1, r, previous, current, mesh_edges, inverse_mass,
                                begin, end, correction, count, contacts, crossed_point)

@@ -179,11 +179,11 @@ def resolve_contacts(positions, velocities, radius, colliders: AnalyticColliders
     positions, velocities: (..., 3) [m], [m/s], modified copies are returned; radius: point
     radius [m] (scalar or broadcastable). The inward normal velocity is removed; the tangential
     velocity is reduced by μ·|removed normal velocity| (static when it would reverse).
-    Returns (positions, velocities, contact_count, normals (..., 3): the unit contact normal of the points
-    pushed, zero elsewhere).
+    Returns (positions, velocities, contact_count (0-d device array), normals (..., 3): the unit contact normal
+    of the points pushed, zero elsewhere).
     """
     if colliders.count == 0:
-        return positions, velocities, 0, xp.zeros_like(positions)
+        return positions, velocities, xp.zeros((), dtype=xp.int64), xp.zeros_like(positions)
     distance, normal = colliders.signed_distance(positions, xp)
     depth = radius - distance
     touching = depth > 0.0
@@ -194,7 +194,7 @@ def resolve_contacts(positions, velocities, radius, colliders: AnalyticColliders
     tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
     keep = xp.clip(1.0 - colliders.friction * (-normal_speed) / xp.maximum(tangential_speed, 1e-12), 0.0, 1.0)
     new_velocities = xp.where(approaching[..., None], tangential * keep[..., None], velocities)
-    return positions, new_velocities, int(xp.count_nonzero(touching)), xp.where(touching[..., None], normal, 0.0)
+    return positions, new_velocities, touching.sum(), xp.where(touching[..., None], normal, 0.0)
 
 
 class SceneColliders:
@@ -220,18 +220,17 @@ class SceneColliders:
         ``interval``, fractions of the substep) that a mesh collider's edge
         crossed, or comes within ``radius`` [m] of, moved back to their side (``collision.ColliderSet
         .resolve_edges``, one Jacobi pass of cloth's edge–edge CCD); ``segments``: Warp int32 (E, 2) view of
-        the flat point indices; ``free`` (S, P) bool: the points that move. Returns (points, segments moved)."""
+        the flat point indices; ``free`` (S, P) bool: the points that move. Returns (points, segments moved: a
+        0-d device array)."""
         if not self.scene_set.has_meshes:
-            return points, 0
+            return points, xp.zeros((), dtype=xp.int32)
         shape = points.shape
         flat = xp.ascontiguousarray(points.reshape(-1, 3), dtype=xp.float64)
         count = flat.shape[0]
-        correction, touched, found, *_ = self.scene_set.resolve_edges(
+        correction, touched, counts, _ = self.scene_set.resolve_edges(
             xp, start.reshape(-1, 3), flat, segments, xp.full(count, float(radius)),
             xp.ascontiguousarray(xp.asarray(free, dtype=xp.float64).reshape(-1)), interval)
-        if not found:
-            return points, 0
-        return (flat + xp.where(touched[:, None], correction, 0.0)).reshape(shape), found
+        return (flat + xp.where(touched[:, None], correction, 0.0)).reshape(shape), counts[0]
 
     def recover_inside(self, points, reach, xp=np):
         """Points (..., 3) [m] inside a closed mesh shell (generalized winding number, either orientation) moved
@@ -270,8 +269,9 @@ class SceneColliders:
         """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:
         the points at the start of the step, so mesh colliders keep each point on its side, while the mesh
         moves over ``interval``, the part of the substep the step covers) and apply Coulomb friction to their
-        velocities; returns (positions, velocities, contacts, normals (..., 3): the unit contact normal of the
-        points pushed, zero elsewhere)."""
+        velocities; returns (positions, velocities, contacts (0-d device array), normals (..., 3): the unit contact
+        normal of the points pushed, zero elsewhere). No host read: a point without contact keeps its velocity
+        through the same arithmetic."""
         shape = positions.shape
         flat = positions.reshape(-1, 3)
         count = flat.shape[0]
@@ -279,8 +279,6 @@ class SceneColliders:
             xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction),
             None if start is None else start.reshape(-1, 3), interval,
             CREASE_PASSES)
-        if contacts.count == 0:
-            return positions, velocities, 0, xp.zeros_like(positions)
         flat_velocities = velocities.reshape(-1, 3)
         normal = contacts.normal
         normal_speed = xp.sum(flat_velocities * normal, axis=-1)

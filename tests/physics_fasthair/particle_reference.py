@@ -144,18 +144,24 @@ def reference_step(solver, positions, velocities, rigidity, time, root_targets, 
         predicted = np.where(free, positions + h * velocities, positions)
         predicted[:, :pinned] = root_now
         velocities[:, :pinned] = (root_now - positions[:, :pinned]) / h
-        corrected = predicted
-        if float(np.max(rigidity)) > 1e-6:
-            rigid = _rebuild_chain(predicted, _scaled_segments(predicted, solver.rest_lengths, False), pinned)
-            corrected = predicted + rigidity[:, None, None] * (rigid - predicted)
+        rigid = _rebuild_chain(predicted, _scaled_segments(predicted, solver.rest_lengths, False), pinned)
+        corrected = np.where((rigidity > 1e-6)[:, None, None], predicted + rigidity[:, None, None] * (rigid - predicted),
+                             predicted)      # a strand recovering from a teleport blends towards its rigid chain
         corrected, local = _clamped(corrected, solver, pinned)
         velocities = velocities + np.where(free, local / h, 0.0)
         collided, collided_velocities, count, normals = colliders.resolve(corrected, velocities, s.radius, np)
         positions = np.where(free, collided, corrected)
         velocities = np.where(free, collided_velocities, velocities)
-        if count:   # pushed particles: the clamp again (they keep to their contact planes), then the colliders again
-            positions, local = _clamped_on_planes(positions, solver, pinned, np.where(free, normals, 0.0))
-            velocities = velocities + np.where(free, local / h, 0.0)
+        if colliders.count:   # the clamp again (pushed particles keep to their contact planes), the colliders again
+            normals = np.where(free, normals, 0.0)
+            placed, local = _clamped_on_planes(positions, solver, pinned, normals)
+            squared = _lengths(positions[:, 1:] - positions[:, :-1]) ** 2     # beyond the clamp by more than rounding
+            rest = solver.rest_lengths
+            beyond = valid[:, 1:] & ((squared > (rest * s.max_stretch) ** 2 * (1.0 + 1e-12))
+                                     | (squared < (rest / s.max_stretch) ** 2 * (1.0 - 1e-12)))
+            redone = (np.sum(normals * normals, axis=-1) > 0).any(axis=1) | beyond[:, pinned - 1:].any(axis=1)
+            positions = np.where(redone[:, None, None], placed, positions)   # other strands are left exactly
+            velocities = velocities + np.where(free & redone[:, None, None], local / h, 0.0)
             collided, collided_velocities, _, _ = colliders.resolve(positions, velocities, s.radius, np)
             positions = np.where(free, collided, positions)
             velocities = np.where(free, collided_velocities, velocities)

@@ -59,6 +59,7 @@ class _Phase:
 
 SYNCS: dict[str, int] = {}  # substep description -> device -> host synchronizations counted inside it
 HOST_TO_DEVICE: dict[str, int] = {}  # substep description -> uploads (xp.asarray of host data, from_host) inside it
+OPERATIONS: dict[str, int] = {}  # substep description -> array operations (xp calls, operators, indexing) inside it
 # xp functions whose output size depends on the values: CuPy synchronizes to size the result
 SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "extract", "compress"})
 
@@ -82,6 +83,12 @@ def _download(what: str) -> None:
 def _synchronize() -> None:
     if _Phase.inside is not None:
         SYNCS[_Phase.inside] = SYNCS.get(_Phase.inside, 0) + 1
+
+
+def _operation() -> None:
+    """One array operation (on CuPy a kernel launch or an allocation driven from Python)."""
+    if _Phase.inside is not None:
+        OPERATIONS[_Phase.inside] = OPERATIONS.get(_Phase.inside, 0) + 1
 
 
 def _upload() -> None:
@@ -164,6 +171,7 @@ class DeviceArray:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         where = f"numpy.{ufunc.__name__}.{method}"
+        _operation()
         raw = _unwrap(list(inputs), allow_host=False, where=where)
         if "out" in kwargs:
             kwargs["out"] = _unwrap(kwargs["out"], allow_host=False, where=where)
@@ -182,11 +190,22 @@ class DeviceArray:
         attribute = getattr(self._data, name)
         if callable(attribute):
             def method(*args, **kwargs):
+                _operation()
                 raw_args = _unwrap(list(args), allow_host=False, where=f"ndarray.{name}")
                 raw_kwargs = {k: _unwrap(v, allow_host=False, where=f"ndarray.{name}") for k, v in kwargs.items()}
                 return _wrap(attribute(*raw_args, **raw_kwargs))
             return method
         return _wrap(attribute)
+
+    def tolist(self):
+        """Values read back to Python (CuPy synchronizes): counted inside a substep like ``float``."""
+        _synchronize()
+        return self._data.tolist()
+
+    def item(self):
+        """One value read back (CuPy synchronizes): counted inside a substep like ``float``."""
+        _synchronize()
+        return self._data.item()
 
     def get(self) -> np.ndarray:
         """CuPy's device -> host copy."""
@@ -222,10 +241,12 @@ class DeviceArray:
         return complex(self._data)
 
     def __getitem__(self, key):
+        _operation()
         _count_mask(key)
         return _wrap(self._data[_index(key)])
 
     def __setitem__(self, key, value):
+        _operation()
         _count_mask(key)
         self._data[_index(key)] = _unwrap(value, allow_host=False, where="item assignment")
 
@@ -260,6 +281,7 @@ def _binary(op, reflected=False):
     def method(self, other):
         if isinstance(other, DeviceSparse):
             return NotImplemented
+        _operation()
         raw = _unwrap(other, allow_host=False, where=f"operator {op.__name__}")
         return _wrap(op(raw, self._data) if reflected else op(self._data, raw))
     return method
@@ -267,6 +289,7 @@ def _binary(op, reflected=False):
 
 def _inplace(op):
     def method(self, other):
+        _operation()
         raw = _unwrap(other, allow_host=False, where=f"operator {op.__name__}")
         self._data = op(self._data, raw)
         return self
@@ -282,7 +305,8 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
 for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(DeviceArray, f"__{_name}__", _binary(getattr(operator, _name)))
 for _name in ("neg", "pos", "abs", "invert"):
-    setattr(DeviceArray, f"__{_name}__", (lambda op: lambda self: _wrap(op(self._data)))(getattr(operator, _name)))
+    setattr(DeviceArray, f"__{_name}__", (lambda op: lambda self: (_operation(), _wrap(op(self._data)))[1])(
+        getattr(operator, _name)))
 DeviceArray.__hash__ = None  # arrays are unhashable (as numpy/cupy)
 
 
@@ -308,6 +332,7 @@ class _UfuncProxy:
 
 def _call(function, name, args, kwargs, *, allow_host, index_positions=()):
     where = f"xp.{name}"
+    _operation()
     raw_args = [(_index(a) if i in index_positions else _unwrap(a, allow_host=allow_host, where=where))
                 for i, a in enumerate(args)]
     raw_kwargs = {k: _unwrap(v, allow_host=allow_host, where=where) for k, v in kwargs.items()}

@@ -41,6 +41,37 @@ def test_no_device_to_host_copy_inside_a_substep(name):
     assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0, f"{name}: no contact, collisions untested"
 
 
+# solvers whose steady-state substep reads nothing back from the device (the first frame may: lists, factors)
+SYNC_FREE = {"ParticleHairGroup": ("particles", "colliders_particles", "particles_guides_animated")}
+
+
+def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
+    """Host synchronizations counted inside ``group_name``'s substeps after the scenario's first frame."""
+    SYNCS.clear()
+    _guarded_frames(scenario, strict_backend())
+    first = SCENARIOS[scenario]()[0]["time"]["frame_start"] + 1
+    return {where: count for where, count in SYNCS.items()
+            if f"{group_name}.step" in where and int(where.rsplit(" ", 1)[1]) > first}
+
+
+@pytest.mark.parametrize("group_name, scenario", [(group, scenario) for group, scenarios in SYNC_FREE.items()
+                                                  for scenario in scenarios])
+def test_a_sync_free_solver_makes_no_host_synchronization_inside_its_substeps(group_name, scenario):
+    """Scalar reads, boolean masks, data-sized outputs and ``.tolist()`` / ``.item()`` are all counted by the
+    strict backend; the group's substeps after the first frame count none (the mesh collider's candidate lists,
+    the contact counts and the rounds are decided and kept on the device)."""
+    steady = _steady_syncs(group_name, scenario)
+    assert not steady, f"{scenario}: host synchronizations inside {group_name} substeps: {steady}"
+
+
+def test_a_contact_count_read_on_the_host_is_counted(monkeypatch):
+    """Mutation check: the contact count read back inside the substep (as it was) shows in the count."""
+    from solver_server.collision import colliders
+
+    monkeypatch.setattr(colliders.Contacts, "count", property(lambda self: int(self.mask.sum())))
+    assert _steady_syncs("ParticleHairGroup", "colliders_particles")
+
+
 def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
     """Mutation check: the pre-grid broad phase (k-d tree on downloaded points, still selectable with
     TANGLE_BROAD_PHASE=kdtree) copies to the host inside the substep, and the guarded run fails. (DER's

@@ -21,7 +21,8 @@ wp.set_module_options({"enable_backward": False})   # forward only: no gradients
 
 TINY = wp.constant(1e-15)          # lengths at or below this count as zero (not rescaled, no division by them)
 STRAIGHT = wp.constant(1e-12)      # sin θ below this: a straight joint takes no angle force
-
+CLAMP_SLACK = wp.constant(1e-12)  # relative rounding of a squared segment length that the clamp leaves alone
+RIGID_FLOOR = wp.constant(1e-6)    # a strand recovering from a teleport blends towards its rigid chain above this
 
 @wp.func
 def inverse_length(length: wp.float64) -> wp.float64:
@@ -88,6 +89,17 @@ def clamped_segment(segment: wp.vec3d, shortest: wp.float64, longest: wp.float64
 
 
 @wp.func
+def beyond_clamp(segment: wp.vec3d, shortest: wp.float64, longest: wp.float64) -> bool:
+    """Whether ``segment`` lies outside [shortest, longest] by more than rounding (CLAMP_SLACK of its squared
+    length: a segment the clamp just set to a bound is within it)."""
+    length_sq = wp.dot(segment, segment)
+    slack = wp.float64(CLAMP_SLACK)
+    return length_sq > wp.float64(TINY) * wp.float64(TINY) and (
+        length_sq > longest * longest * (wp.float64(1.0) + slack)
+        or length_sq < shortest * shortest * (wp.float64(1.0) - slack))
+
+
+@wp.func
 def kept_above_plane(segment: wp.vec3d, start: wp.vec3d, plane_point: wp.vec3d, normal: wp.vec3d) -> wp.vec3d:
     """``segment`` from ``start`` [m], its length kept, turned so that its end does not fall below the plane
     through ``plane_point`` with unit ``normal`` (zero: no plane): unchanged where it ends on or above it, else
@@ -109,17 +121,14 @@ def kept_above_plane(segment: wp.vec3d, start: wp.vec3d, plane_point: wp.vec3d, 
 
 
 @wp.func
-def checked_point(x: wp.vec3d, v: wp.vec3d, previous: wp.vec3d, rest: wp.float64, largest_sq: wp.float64,
-                  total: wp.float64):
-    """Fold one particle into a strand's end-of-step figures: the largest (segment length / rest length)²
-    over segments with a positive rest length (from ``previous`` to x) and the sum of every coordinate (not
-    finite when any value is not, or when they overflow)."""
-    total = total + (x[0] + x[1] + x[2]) + (v[0] + v[1] + v[2])
+def checked_point(x: wp.vec3d, previous: wp.vec3d, rest: wp.float64, largest_sq: wp.float64) -> wp.float64:
+    """Fold one particle into a strand's end-of-step figure: the largest (segment length / rest length)² over
+    segments with a positive rest length (from ``previous`` to x)."""
     segment = x - previous
     length_sq = wp.dot(segment, segment)
     if rest > wp.float64(0.0) and length_sq > largest_sq * rest * rest:
         largest_sq = length_sq / (rest * rest)
-    return largest_sq, total
+    return largest_sq
 
 
 @wp.kernel
@@ -169,9 +178,9 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
             spring_stretch: wp.array2d(dtype=wp.float64), rest_lengths2: wp.array2d(dtype=wp.float64),
             bend_stiffness: wp.array2d(dtype=wp.float64), bend_stretch: wp.array2d(dtype=wp.float64),
             rest_angles: wp.array2d(dtype=wp.float64),
-            angle_coefficient: wp.array2d(dtype=wp.float64), rigidity: wp.array(dtype=wp.float64), rigid_on: int,
+            angle_coefficient: wp.array2d(dtype=wp.float64), rigidity: wp.array(dtype=wp.float64),
             rigidity_decay: wp.float64, max_stretch: wp.float64, corrected: wp.array(dtype=wp.vec3d), finishing: int,
-            largest_stretch: wp.array(dtype=wp.float64), finite: wp.array(dtype=wp.int32)):
+            largest_stretch: wp.array(dtype=wp.float64)):
     """One substep of strand ``first_strand + tid`` (solver.py steps 2–4) in one sweep from root to tip.
 
     A window holds particles k, k+1, k+2 and their partial accelerations: at particle k the elements whose
@@ -183,7 +192,8 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
     ``shift`` (S, 3) and are written back so. ``corrected`` receives the clamped chain; ``velocities`` are
     updated in place; root particles k < pinned go to ``root_now`` (S·pinned, 3), particles after the tip
     (``tip_index``, padding) are not integrated; segments are clamped to [1 / max_stretch, max_stretch] × rest length;
-    ``rigidity`` (S,) decays by ``rigidity_decay`` (the rigid blend applies when ``rigid_on``). With
+    ``rigidity`` (S,) decays by ``rigidity_decay`` (the blend applies while a strand's rigidity is above
+    RIGID_FLOOR). With
     ``finishing`` (the step's last substep, no colliders after it) the sweep also does :func:`finish`'s work."""
     strand = wp.tid() + first_strand
     base = strand * points
@@ -210,7 +220,6 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
     tip_final = nothing
     previous_final = nothing
     largest_sq = zero
-    total = zero
     inverse_h = wp.float64(1.0) / h
     rest_speed_sq = rest_speed * rest_speed
     previous_predicted = nothing
@@ -260,7 +269,7 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
             v = (predicted - x0) * inverse_h
         # rigid length constraint blended by rigidity (rest-length segments summed from the last root particle)
         current = predicted
-        if rigid_on != 0 and k >= pinned:
+        if weight > wp.float64(RIGID_FLOOR) and k >= pinned:
             rigid_total = rigid_total + rest_length_segment(predicted - previous_predicted, rest_lengths[strand, k - 1])
             current = predicted + weight * ((anchor + rigid_total) - predicted)
         # distance clamp: the chain rebuilt from the last root particle; the velocity takes its own segment's change
@@ -287,7 +296,7 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
             rest = zero
             if k >= 1:
                 rest = rest_lengths[strand, k - 1]
-            largest_sq, total = checked_point(final, v, previous_final, rest, largest_sq, total)
+            largest_sq = checked_point(final, previous_final, rest, largest_sq)
             previous_final = final
         velocities[base + k] = v
         corrected[base + k] = final
@@ -302,7 +311,6 @@ def substep(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: 
     rigidity[strand] = weight * rigidity_decay
     if finishing != 0:
         largest_stretch[strand] = wp.sqrt(largest_sq)
-        finite[strand] = int(wp.isfinite(total))
 
 
 @wp.kernel
@@ -314,11 +322,22 @@ def clamp_chain(first_strand: int, positions: wp.array(dtype=wp.vec3d), velociti
     [1 / max_stretch, max_stretch] × rest length, in place; a particle the colliders touched (its contact
     ``normals`` (S·P, 3), zero for the others) keeps to the plane through where they put it
     (:func:`kept_above_plane`). As in :func:`substep`, only a particle's own segment correction becomes velocity
-    (the translation it inherits from segments nearer the root does not)."""
+    (the translation it inherits from segments nearer the root does not). A strand with no touched particle and
+    every segment within the clamp is left exactly as it is (the chain rebuilt would differ in its last bits)."""
     strand = wp.tid() + first_strand
     base = strand * points
     tip = tip_index[strand]
     if pinned < 1 or tip < pinned:
+        return
+    zero = wp.float64(0.0)
+    touched = int(0)
+    for k in range(pinned, tip + 1):
+        normal = normals[base + k]
+        rest = rest_lengths[strand, k - 1]
+        if wp.dot(normal, normal) != zero or beyond_clamp(positions[base + k] - positions[base + k - 1],
+                                                          rest / max_stretch, max_stretch * rest):
+            touched = 1
+    if touched == 0:
         return
     previous = positions[base + pinned - 1]
     final = previous
@@ -337,10 +356,10 @@ def clamp_chain(first_strand: int, positions: wp.array(dtype=wp.vec3d), velociti
 @wp.kernel
 def finish(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: wp.array(dtype=wp.vec3d),
            points: int, tip_index: wp.array(dtype=wp.int32), rest_lengths: wp.array2d(dtype=wp.float64),
-           largest_stretch: wp.array(dtype=wp.float64), finite: wp.array(dtype=wp.int32)):
+           largest_stretch: wp.array(dtype=wp.float64)):
     """End of a step for strand ``first_strand + tid``: padding particles after the tip sit on the tip at
-    rest; the largest segment length / rest length over its real segments (0 for none) and whether every
-    value is finite (a sum of the coordinates overflowing counts as not finite)."""
+    rest; the largest segment length / rest length over its real segments (0 for none). (Non-finite positions
+    are the group's frame check.)"""
     strand = wp.tid() + first_strand
     base = strand * points
     zero = wp.float64(0.0)
@@ -349,7 +368,6 @@ def finish(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: w
     for k in range(tip + 1, points):
         positions[base + k] = tip_position
         velocities[base + k] = wp.vec3d(zero, zero, zero)
-    total = zero
     largest_sq = zero
     previous = positions[base]
     for k in range(points):
@@ -357,7 +375,6 @@ def finish(first_strand: int, positions: wp.array(dtype=wp.vec3d), velocities: w
         rest = zero
         if k >= 1:
             rest = rest_lengths[strand, k - 1]
-        largest_sq, total = checked_point(x, velocities[base + k], previous, rest, largest_sq, total)
+        largest_sq = checked_point(x, previous, rest, largest_sq)
         previous = x
     largest_stretch[strand] = wp.sqrt(largest_sq)
-    finite[strand] = int(wp.isfinite(total))

@@ -43,7 +43,7 @@ from .settings import ParticleHairSettings
 from .state import ParticleState, StrandControl
 
 
-# projections onto the colliders per internal step with a contact, the distance clamp between each two
+# projections onto the colliders per internal step, the distance clamp between each two
 COLLIDER_ROUNDS = 2
 
 
@@ -181,10 +181,11 @@ class ParticleHairSolver:
         step ends outside every collider with its segments (nearly) within the clamp. Between
         the first projection and the clamp, segments that a mesh's edge crossed go back to their side
         (``resolve_edges``).
-        Returns (positions, velocities, contacts of the first projection)."""
+        Every round runs, contact or not (a fixed sequence of launches, no host decision).
+        Returns (positions, velocities, contacts of the first projection: a 0-d device array)."""
         xp, s = self.xp, self.settings
         free = self.free[..., None]
-        contacts = 0
+        contacts = None
         for round_index in range(COLLIDER_ROUNDS):
             collided, collided_velocities, count, normals = colliders.resolve(corrected, velocities, s.radius, xp,
                                                                               start=start, interval=interval)
@@ -192,15 +193,12 @@ class ParticleHairSolver:
             velocities = xp.ascontiguousarray(xp.where(free, collided_velocities, velocities))
             if round_index == 0:
                 # a mesh's edge (an ear's rim) between two particles that both stay outside: the segment goes
-                # back to its side, its particles' velocities take the move
+                # back to its side, its particles' velocities take the move (zero for a segment left alone)
                 moved, edge_count = colliders.resolve_edges(start, corrected, self._segment_view(), s.radius,
                                                             self.free, xp, interval)
-                if edge_count:
-                    velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
-                    corrected = moved
+                velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
+                corrected = xp.ascontiguousarray(moved)
                 contacts = count + edge_count
-                if contacts == 0:
-                    break
             if round_index < COLLIDER_ROUNDS - 1:
                 strands, points = corrected.shape[:2]
                 launch_split(kernels.clamp_chain, strands, self.device, [], [
@@ -217,8 +215,9 @@ class ParticleHairSolver:
 
     def step(self, state_in: ParticleState, state_out: ParticleState, control: StrandControl,
              contacts=None, dt: float = 1.0 / 96.0) -> dict:
-        """Advance ``state_in`` by dt [s] into ``state_out``; returns stats. Each substep is one kernel launch
-        (kernels.substep, a thread per strand) plus the colliders' projection when there are colliders."""
+        """Advance ``state_in`` by dt [s] into ``state_out``; returns stats (counts and the largest stretch as 0-d
+        device arrays, read at the frame's end). Each substep is one kernel launch (kernels.substep, a thread per
+        strand) plus the colliders' projection when there are colliders; nothing is read back to the host."""
         xp = self.xp
         s = self.settings
         pinned = s.pinned_points
@@ -235,7 +234,6 @@ class ParticleHairSolver:
         shift = xp.ascontiguousarray(xp.where(teleport[:, None], displacement, 0.0))
         root_start = positions[:, :pinned] + shift[:, None, :]
         rigidity = xp.where(teleport, 1.0, rigidity)
-        largest_rigidity = float(xp.max(rigidity)) if strands else 0.0
 
         substeps = max(1, math.ceil(dt / self.max_substep - 1e-9))
         h = dt / substeps
@@ -243,11 +241,10 @@ class ParticleHairSolver:
         views = self._views
         corrected = xp.empty_like(positions)
         max_stretch = xp.zeros(strands)
-        finite = xp.zeros(strands, dtype=xp.int32)
-        contact_count = 0
+        contact_count = xp.zeros((), dtype=xp.int64)
         time = state_in.time
         shared = {"shift": warp_view(shift, wp.vec3d), "rigidity": warp_view(rigidity, wp.float64),
-                  "max_stretch": warp_view(max_stretch, wp.float64), "finite": warp_view(finite, wp.int32)}
+                  "max_stretch": warp_view(max_stretch, wp.float64)}
         for sub in range(substeps):
             alpha = (sub + 1) / substeps
             root_now = xp.ascontiguousarray(root_start + alpha * (targets - root_start))
@@ -260,9 +257,8 @@ class ParticleHairSolver:
                 s.density * math.pi * s.radius ** 2, float(s.air_drag), float(s.rest_speed),
                 views["rest_lengths"], views["spring1"], views["stretch1"], views["rest_lengths2"], views["spring2"],
                 views["stretch2"], views["rest_angles"], views["angle_coefficient"], shared["rigidity"],
-                int(largest_rigidity > 1e-6), decay, float(s.max_stretch), warp_view(corrected.reshape(-1, 3), wp.vec3d),
-                int(finishing), shared["max_stretch"], shared["finite"]])
-            largest_rigidity *= decay
+                decay, float(s.max_stretch), warp_view(corrected.reshape(-1, 3), wp.vec3d),
+                int(finishing), shared["max_stretch"]])
             if colliders.count:
                 corrected, velocities, count = self._collide(colliders, positions, corrected, velocities, h,
                                                              (sub / substeps, alpha))
@@ -272,15 +268,13 @@ class ParticleHairSolver:
         if colliders.count:
             launch_split(kernels.finish, strands, self.device, [], [
                 warp_view(positions.reshape(-1, 3), wp.vec3d), warp_view(velocities.reshape(-1, 3), wp.vec3d), points,
-                views["tip_index"], views["rest_lengths"], shared["max_stretch"], shared["finite"]])
-        if not bool(xp.all(finite != 0)):
-            raise FloatingPointError("particle hair produced NaN/Inf positions")
+                views["tip_index"], views["rest_lengths"], shared["max_stretch"]])
         state_out.positions, state_out.velocities, state_out.rigidity, state_out.time = (
             positions, velocities, rigidity, time)
         return {
             "substeps": substeps,
             "contacts": contact_count,
-            "teleported_strands": int(xp.count_nonzero(teleport)),
-            "max_stretch": float(xp.max(max_stretch)) if strands else 0.0,
+            "teleported_strands": teleport.sum(),
+            "max_stretch": xp.max(max_stretch) if strands else xp.zeros(()),
             "ignored_colliders": list(colliders.ignored),
         }

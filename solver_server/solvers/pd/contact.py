@@ -164,8 +164,9 @@ class ContactPoints:
         found = crossed = through = 0
         for round_index in range(2 * rounds if relax is not None else rounds):
             points = self.points(q)
-            delta, touched, found, crossed, through, crossed_points = colliders.resolve_edges(
+            delta, touched, counts, crossed_points = colliders.resolve_edges(
                 self.xp, start, points, self.edge_view, self.thickness, self.inverse_gain)
+            found, crossed, through = (int(value) for value in counts)
             if found == 0 or (crossed == 0 and round_index > 0):
                 break
             q = self.distribute(q, delta, touched)
