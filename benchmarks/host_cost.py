@@ -1,6 +1,7 @@
 """What the host does per substep on the CUDA code path: Warp launches, other array operations and device → host
-synchronizations, counted on the CPU through the strict backend (``tests/portability/strict_backend.py``: CuPy's
-refusals and CuPy's synchronization points on numpy, with every ``backend.name != "cpu"`` branch taken).
+synchronizations, counted on the CPU through ``--device cuda-emulated`` (``solver_server/emulated_device.py``:
+CuPy's refusals and synchronization points on numpy, every ``backend.name != "cpu"`` branch taken, kernels in
+CUDA's launch layouts).
 
 On a GPU every array operation is a launch or an allocation driven from Python (tens of µs of host time each),
 and every synchronization stalls the host until the device queue drains; a device-resident substep has a fixed
@@ -13,8 +14,8 @@ Scenes (steady state: one frame run first and not counted, then ``--frames`` fra
 - DER, 1 000 strands × 20 points falling onto the head they are rooted on (dense contact, the hairball's
   layout with longer strands);
 - the seed hairball, DER 1 000 strands × 10 points (``benchmarks.gpu``);
-- Cosserat, 100 strands × 1 000 segments hanging from a head (seed 002's size, ``benchmarks.fast_hair``);
-- particle hair, 1 000 strands × 20 points hanging from a head.
+- Cosserat, 100 strands × 1 000 segments hanging in free air (seed 002's guide step, ``benchmarks.fast_hair``);
+- particle hair, 1 000 strands × 20 points falling onto the head they are rooted on (the hairball's layout).
 
 Per substep (one ``group.step``): Warp launches (``wp.launch``, recorded launches and graph replays), other array
 operations (``xp`` calls, operators, indexing), synchronizations, uploads, and the wall time split into time
@@ -33,23 +34,26 @@ import time
 import numpy as np
 import warp as wp
 
+from benchmarks.der_hairball import hairball
 from benchmarks.fast_hair import head_of_hair
 from benchmarks.gpu import cloth_scene, hairball_scene
 from benchmarks.pd_softbody import blob_scene
+from solver_server import emulated_device as emulated
 from solver_server.simulation import Simulation
-from tests.portability import strict_backend as strict
 
 HEAD = {"id": "Head", "kind": "collider", "shape": {"type": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.1},
         "params": {"friction": 0.3}}
 
 
-def _hair_scene(points: np.ndarray, model: str, substeps: int, frames: int, params: dict | None = None) -> dict:
+def _hair_scene(points: np.ndarray, model: str, substeps: int, frames: int, params: dict | None = None,
+                head: bool = True) -> dict:
     strands, per_strand = points.shape[:2]
     return {"gravity": [0.0, 0.0, -9.81],
             "time": {"fps": 24, "frame_start": 1, "frame_end": 2 + frames, "substeps": substeps},
             "objects": [{"id": "Hair", "kind": "hair", "points": points.reshape(-1, 3),
                          "strand_offsets": (np.arange(strands + 1) * per_strand).astype(np.int32),
-                         "params": {"model": model, "collider_friction": 0.3, **(params or {})}}, HEAD]}
+                         "params": {"model": model, "collider_friction": 0.3, **(params or {})}},
+                        *([HEAD] if head else [])]}
 
 
 def scenes(small: bool) -> dict:
@@ -61,32 +65,32 @@ def scenes(small: bool) -> dict:
         "der_contact": lambda frames: hairball_scene(1000 // scale, 20, frames),
         "der_hairball": lambda frames: hairball_scene(1000 // scale, 10, frames),
         "cosserat": lambda frames: _hair_scene(head_of_hair(100 // scale, 1001 // scale, 0.5), "cosserat", 1, frames,
-                                               {"radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7}),
-        "particles": lambda frames: _hair_scene(head_of_hair(1000 // scale, 20, 0.25), "particles", 1, frames),
+                                               {"radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7,
+                                                "cosserat_max_step": 3e-3}, head=False),
+        "particles": lambda frames: _hair_scene(
+            hairball(1000 // scale, 20, 0.1, 0.12)[0].reshape(1000 // scale, 20, 3), "particles", 1, frames),
     }
 
 
 class WarpCalls:
-    """Counts and times the Warp calls that run kernels while the strict backend is inside a substep."""
+    """Counts and times the Warp calls that run kernels while the emulated device is inside a substep."""
 
     def __init__(self):
-        self.launches: dict[str, int] = {}
-        self.seconds: dict[str, float] = {}
+        self.launches = 0
+        self.seconds = 0.0
 
     def _wrap(self, function, counts_as_launch):
         calls = self
 
         def counted(*args, **kwargs):
-            where = strict._Phase.inside
-            if where is None:
+            if emulated._Phase.inside is None:
                 return function(*args, **kwargs)
             started = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                calls.seconds[where] = calls.seconds.get(where, 0.0) + time.perf_counter() - started
-                if counts_as_launch(args, kwargs):
-                    calls.launches[where] = calls.launches.get(where, 0) + 1
+                calls.seconds += time.perf_counter() - started
+                calls.launches += int(counts_as_launch(args, kwargs))
         return counted
 
     @contextlib.contextmanager
@@ -102,41 +106,39 @@ class WarpCalls:
             wp.launch, wp.capture_launch, wp.Launch.launch = originals
 
 
-def measure(name: str, scene: dict, calls: WarpCalls) -> dict:
-    """Per-substep counts of one scene on the strict backend (module docstring)."""
-    simulation = Simulation(scene, strict.strict_backend())
-    counting = {"on": False, "substeps": 0, "seconds": 0.0}
+def measure(scene: dict, calls: WarpCalls) -> dict:
+    """Per-substep counts of one scene on the emulated CUDA device (module docstring): ``Simulation`` runs every
+    group's substep inside the device's guard, where the counters count."""
+    simulation = Simulation(scene, emulated.emulated_cuda_backend())
+    timing = {"substeps": 0, "seconds": 0.0}
     for group in simulation.groups:
         step = group.step
 
-        def guarded(inputs, step=step):
-            if not counting["on"]:
-                return step(inputs)
-            counting["substeps"] += 1
+        def timed(inputs, step=step):
             started = time.perf_counter()
             try:
-                with strict.substep_guard(name):
-                    return step(inputs)
+                return step(inputs)
             finally:
-                counting["seconds"] += time.perf_counter() - started
-        group.step = guarded
+                timing["substeps"] += 1
+                timing["seconds"] += time.perf_counter() - started
+        group.step = timed
     simulation.initial_frame()
     simulation.advance(None)                                        # first frame: lists, factors, graphs
-    for table in (strict.SYNCS, strict.OPERATIONS, strict.HOST_TO_DEVICE, calls.launches, calls.seconds):
-        table.pop(name, None)
-    counting["on"] = True
+    for table in (emulated.SYNCS, emulated.OPERATIONS, emulated.HOST_TO_DEVICE):
+        table.clear()
+    calls.launches, calls.seconds = 0, 0.0
+    timing.update(substeps=0, seconds=0.0)
     for _ in range(simulation.frame_start + 2, simulation.frame_end + 1):
         simulation.advance(None)
-    substeps = max(counting["substeps"], 1)
-    in_warp = calls.seconds.get(name, 0.0)
-    return {"substeps": counting["substeps"],
-            "launches": calls.launches.get(name, 0) / substeps,
-            "operations": strict.OPERATIONS.get(name, 0) / substeps,
-            "syncs": strict.SYNCS.get(name, 0) / substeps,
-            "uploads": strict.HOST_TO_DEVICE.get(name, 0) / substeps,
-            "wall_ms": counting["seconds"] * 1e3 / substeps,
-            "warp_ms": in_warp * 1e3 / substeps,
-            "glue_ms": (counting["seconds"] - in_warp) * 1e3 / substeps}
+    substeps = max(timing["substeps"], 1)
+    return {"substeps": timing["substeps"],
+            "launches": calls.launches / substeps,
+            "operations": sum(emulated.OPERATIONS.values()) / substeps,
+            "syncs": sum(emulated.SYNCS.values()) / substeps,
+            "uploads": sum(emulated.HOST_TO_DEVICE.values()) / substeps,
+            "wall_ms": timing["seconds"] * 1e3 / substeps,
+            "warp_ms": calls.seconds * 1e3 / substeps,
+            "glue_ms": (timing["seconds"] - calls.seconds) * 1e3 / substeps}
 
 
 def main(argv=None) -> int:
@@ -151,11 +153,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown scenes {unknown}; known: {sorted(builders)}")
     print(f"{'scene':14s} {'substeps':>8s} {'launches':>9s} {'array ops':>10s} {'syncs':>8s} {'uploads':>8s} "
-          f"{'wall ms':>9s} {'in Warp':>9s} {'glue ms':>9s}   (per substep, strict backend)")
+          f"{'wall ms':>9s} {'in Warp':>9s} {'glue ms':>9s}   (per substep, cuda-emulated)")
     worst = 0.0
     with WarpCalls().installed() as calls:
         for name in names:
-            figure = measure(name, builders[name](args.frames), calls)
+            figure = measure(builders[name](args.frames), calls)
             worst = max(worst, figure["syncs"])
             print(f"{name:14s} {figure['substeps']:8d} {figure['launches']:9.1f} {figure['operations']:10.1f} "
                   f"{figure['syncs']:8.1f} {figure['uploads']:8.1f} {figure['wall_ms']:9.1f} "

@@ -16,6 +16,7 @@ import signal  # noqa: E402
 import sys  # noqa: E402
 from urllib.parse import urlsplit  # noqa: E402
 
+from .devices import DEVICES  # noqa: E402
 from .server import CLIENT_SILENCE_S, DEFAULT_BIND, DISK_CHECKPOINT_EVERY, SolverServer  # noqa: E402
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -40,7 +41,8 @@ def is_loopback(address: str) -> bool:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m solver_server", description="Tangle solver server")
     parser.add_argument("--bind", default=DEFAULT_BIND, help=f"ZeroMQ endpoint to bind (default {DEFAULT_BIND})")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="compute device (default cpu)")
+    parser.add_argument("--device", default="cpu", choices=DEVICES,
+                        help="compute device (default cpu; cuda-emulated: the CUDA code paths on the CPU, for testing)")
     parser.add_argument("--max-jobs", type=int, default=4, help="jobs run at the same time (default 4)")
     parser.add_argument(
         "--peer-grace",
@@ -154,10 +156,11 @@ def main(argv: list[str] | None = None) -> int:
 
         watch_parent(args.parent_pid, parent_ended)
 
-    from .backend import BackendError, get_backend
+    from .backend import BackendError
+    from .devices import backend_for
 
     try:
-        backend = get_backend(args.device)
+        backend = backend_for(args.device)
     except BackendError as exc:
         print(f"tangle-solver: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ boundary only through :meth:`Backend.to_host` / :meth:`Backend.from_host`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -209,7 +210,8 @@ class BackendError(RuntimeError):
 class Backend:
     """Array/sparse modules of one device.
 
-    name: "cpu" or "cuda"; xp: numpy or cupy; sparse: scipy.sparse or cupyx.scipy.sparse.
+    name: "cpu", "cuda" or "cuda-emulated" (solver_server/emulated_device.py); xp: numpy or cupy (or the emulated
+    device's namespace); sparse: scipy.sparse or cupyx.scipy.sparse.
     """
 
     name: str
@@ -263,6 +265,11 @@ class Backend:
             return lu.solve
         return conjugate_gradient_factor(self, matrix)
 
+    def substep_scope(self, where: str):
+        """The context one group's substep runs in (``where`` names it); nothing on a real device, the download
+        guard and CUDA's launch layouts on the emulated one."""
+        return contextlib.nullcontext()
+
     def neighbour_pairs(self, points, radius):
         """:func:`neighbour_pairs` on this backend's arrays."""
         return neighbour_pairs(self.xp, points, radius)
@@ -297,7 +304,8 @@ class Backend:
 
 
 def get_backend(device: str = "cpu") -> Backend:
-    """Backend for ``device`` ("cpu" or "cuda"). "cuda" without a working CuPy raises BackendError."""
+    """Backend for ``device`` ("cpu" or "cuda"). "cuda" without a working CuPy raises BackendError. (The
+    command line's devices, the emulated one among them: solver_server/devices.py.)"""
     if device == "cpu":
         return Backend(name="cpu", xp=np, sparse=scipy.sparse)
     if device == "cuda":

@@ -225,7 +225,8 @@ class Simulation:
                                    gravity=self.scene.gravity, poses=poses, colliders=self.colliders)
             for group in self.groups:
                 try:
-                    stats = group.step(inputs)
+                    with self.backend.substep_scope(f"{type(group).__name__}.step at frame {frame}"):
+                        stats = group.step(inputs)
                 except (SimulationError, SceneError):
                     raise
                 except FloatingPointError as exc:
@@ -276,7 +277,7 @@ def _frame_totals(substep_stats: list[dict]) -> tuple[dict, dict]:
             if key.endswith("_ms"):
                 extra[key] = extra.get(key, 0.0) + float(value)
             elif key.endswith("_left"):        # contacts / limits left unresolved: the worst substep
-                extra[key] = max(extra.get(key, 0), value)
+                extra[key] = max(extra.get(key, 0), _host_value(value))
             elif key.endswith("_objects"):      # ids named by any substep of the frame
                 extra[key] = sorted(set(extra.get(key, [])) | set(value))
             elif key == "recovered_inside" or key.startswith("failsafe_"):   # counts over the frame

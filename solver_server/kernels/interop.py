@@ -16,6 +16,7 @@ loads the solver modules so that the first bake does not compile inside its fram
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -209,6 +210,25 @@ def device_loops(device: str) -> bool:
     return device == "cpu" or bool(wp.is_conditional_graph_supported())
 
 
+_CUDA_LAYOUT = contextvars.ContextVar("tangle_cuda_layout", default=False)
+
+
+@contextlib.contextmanager
+def cuda_layout():
+    """Within the block, ``launch_items`` and ``launch_split`` use CUDA's layout on every device (a thread per
+    item, one launch per kernel): ``--device cuda-emulated`` runs the CUDA code paths on the CPU this way."""
+    token = _CUDA_LAYOUT.set(True)
+    try:
+        yield
+    finally:
+        _CUDA_LAYOUT.reset(token)
+
+
+def cuda_layout_on(device: str) -> bool:
+    """Whether launches on ``device`` take CUDA's layout now: on a CUDA device, and inside ``cuda_layout``."""
+    return device != "cpu" or _CUDA_LAYOUT.get()
+
+
 SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
 
 
@@ -222,11 +242,12 @@ def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_af
     split: the items write only their own outputs (no atomics, no shared counters): on the CPU the items are
     cut into up to ``cpu_kernel_threads()`` contiguous ranges (at least SPLIT_MIN_ITEMS each), one launch per
     range at once from the thread pool (as ``launch_split``); each range gives the numbers one launch gives.
-    per_item: force the layout (tests run the CUDA layout on the CPU to compare the two)."""
+    per_item: force the layout (tests run the CUDA layout on the CPU to compare the two); by default CUDA's on
+    a CUDA device and inside ``cuda_layout``."""
     if count == 0:
         return
     if per_item is None:
-        per_item = device != "cpu"
+        per_item = cuda_layout_on(device)
     if per_item:
         launch(kernel, count, inputs=_per_item_inputs(inputs_before, inputs_after), device=device)
         return
@@ -286,10 +307,10 @@ def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_af
     (first = 0). On the CPU the items are cut into ``threads`` (default ``cpu_kernel_threads()``) contiguous
     ranges launched at once from a pool of Python threads: Warp's CPU backend runs a launch on one core and
     releases the GIL while it runs. Items must not write each other's data (each range gives the same
-    numbers as one launch)."""
+    numbers as one launch). Inside ``cuda_layout`` one launch, as on CUDA."""
     if count == 0:
         return
-    threads = min(count, cpu_kernel_threads() if threads is None else threads) if device == "cpu" else 1
+    threads = 1 if cuda_layout_on(device) else min(count, cpu_kernel_threads() if threads is None else threads)
     if threads <= 1:
         launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device)
         return

@@ -8,7 +8,7 @@ import warp as wp
 
 from solver_server.kernel_warmup import warm_kernels
 from solver_server.kernels import kernel_cache_dir, warp_device_of, warp_view
-from tests.portability.strict_backend import strict_backend
+from solver_server.emulated_device import emulated_cuda_backend
 
 
 @wp.kernel
@@ -26,9 +26,9 @@ def test_a_kernel_writes_into_the_numpy_array_itself():
     np.testing.assert_array_equal(array, 2.0 * np.arange(12).reshape(4, 3))
 
 
-def test_a_kernel_writes_into_a_device_array_of_the_strict_backend():
+def test_a_kernel_writes_into_a_device_array_of_the_emulated_cuda_device():
     """A non-numpy array module goes through DLPack (CuPy's path), also without a copy."""
-    xp = strict_backend().xp
+    xp = emulated_cuda_backend().xp
     array = xp.asarray(np.ones((5, 3)))
     wp.launch(_double_in_place, dim=5, inputs=[warp_view(array, wp.vec3d)], device=warp_device_of(array))
     np.testing.assert_array_equal(xp.asnumpy(array), np.full((5, 3), 2.0))
@@ -58,5 +58,5 @@ def test_warm_up_loads_every_kernel_module_from_the_cache():
 def test_the_backend_names_the_warp_device_of_its_arrays():
     from solver_server.backend import get_backend
 
-    for backend in (get_backend("cpu"), strict_backend()):
+    for backend in (get_backend("cpu"), emulated_cuda_backend()):
         assert backend.warp_device == warp_device_of(backend.xp.zeros((2, 3))) == "cpu"

@@ -6,7 +6,7 @@ import pytest
 
 from solver_server.collision.broad_phase import kdtree_neighbour_pairs
 from solver_server.kernels.pairs import ChainSpherePairs
-from tests.portability.strict_backend import strict_backend
+from solver_server.emulated_device import emulated_cuda_backend
 
 
 def _chains(chains=15, items=80, seed=2):
@@ -42,8 +42,8 @@ def test_grid_pairs_are_the_sorted_kdtree_pairs_without_chain_neighbours(threads
     assert len(kdtree_neighbour_pairs(centres, 2.0 * radii.max())) > 2 * len(expected)
 
 
-def test_strict_backend_gives_the_same_pairs():
-    backend = strict_backend()
+def test_the_emulated_cuda_device_gives_the_same_pairs():
+    backend = emulated_cuda_backend()
     centres, radii, chain, order = _chains(chains=6, items=50, seed=5)
     expected = ChainSpherePairs(chain, order, np).pairs(centres, radii, float(radii.max()), 4)
     finder = ChainSpherePairs(backend.from_host(chain), backend.from_host(order), backend.xp)

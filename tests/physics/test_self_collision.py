@@ -117,9 +117,9 @@ def test_impact_zones_undo_a_sheet_passing_through_another_without_a_host_copy()
     """The upper sheet driven 5 cm down through the lower one in one substep, one Jacobi pass: the pass
     leaves crossed pairs and the impact zones resolve them, all on the strict backend inside the download
     guard (the zones used to be joined on the host)."""
-    from tests.portability.strict_backend import strict_backend, substep_guard
+    from solver_server.emulated_device import emulated_cuda_backend, substep_guard
 
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     surfaces, start = _two_sheets(backend)
     surfaces.iterations = 1
     xp = backend.xp

@@ -4,9 +4,13 @@ thread-per-item launches CUDA runs."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+import pytest
 
 from solver_server.backend import get_backend
+from solver_server.kernels import cuda_layout
 from solver_server.solvers.pd.incidence import incidence
 from solver_server.solvers.pd.kernels.limit_sweep import colour_edges
 from solver_server.solvers.pd.strain_limit import FAULT_RATIO, EdgeStrainLimit
@@ -20,7 +24,14 @@ def _chain(count):
     return np.stack([np.arange(count - 1), np.arange(1, count)], axis=1)
 
 
-def test_single_edge_moves_by_inverse_mass():
+@pytest.fixture(params=["cpu layout", "cuda layout"])
+def layout(request):
+    """Each test in the CPU layout (host decisions) and in CUDA's (the device-resident rounds)."""
+    with cuda_layout() if request.param == "cuda layout" else contextlib.nullcontext():
+        yield request.param
+
+
+def test_single_edge_moves_by_inverse_mass(layout):
     """Edge of length 2 m, limit 1 m, masses 1 kg and 3 kg: the ends move 0.75 m and 0.25 m, the
     centre of mass stays."""
     limit = EdgeStrainLimit(BACKEND, _chain(2), np.array([1.0]), np.array([1.0, 1.0 / 3.0]),
@@ -32,7 +43,7 @@ def test_single_edge_moves_by_inverse_mass():
     np.testing.assert_allclose(q[:, 0], [0.0, 2.0])  # input untouched
 
 
-def test_pinned_chain_is_pulled_within_its_limit_and_the_pin_stays():
+def test_pinned_chain_is_pulled_within_its_limit_and_the_pin_stays(layout):
     inverse_mass = np.array([0.0, 1.0, 1.0, 1.0])                 # particle 0 pinned
     q = np.zeros((4, 3))
     q[:, 2] = -1.3 * np.arange(4)                                 # every edge 30 % too long
@@ -47,15 +58,16 @@ def test_pinned_chain_is_pulled_within_its_limit_and_the_pin_stays():
     assert lengths[128].max() < 1.0 + 2e-4                         # the kernel's tolerance is 1e-4
 
 
-def test_short_edges_are_left_alone():
+def test_short_edges_are_left_alone(layout):
+    """(The CPU layout stops at the first round that finds nothing; CUDA's runs its rounds as no-ops.)"""
     q = np.array([[0.0, 0.0, 0.0], [0.5, 0.0, 0.0], [0.9, 0.0, 0.0]])
     limit = EdgeStrainLimit(BACKEND, _chain(3), np.ones(2), np.ones(3))
     out, rounds, left = limit.apply(np, q)
     np.testing.assert_array_equal(out, q)
-    assert rounds == 0 and left == 0
+    assert rounds == (0 if layout == "cpu layout" else limit.rounds) and left == 0
 
 
-def test_a_blown_up_point_is_left_to_the_fault_check():
+def test_a_blown_up_point_is_left_to_the_fault_check(layout):
     q = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0 * FAULT_RATIO, 0.0, 0.0]])
     limit = EdgeStrainLimit(BACKEND, _chain(3), np.ones(2), np.array([0.0, 1.0, 1.0]))
     out, _, left = limit.apply(np, q)
@@ -75,7 +87,7 @@ def test_incidence_lists_every_edge_at_both_ends_with_its_sign():
     assert sorted(edge.tolist()) == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
-def test_a_particle_on_a_contact_plane_slides_along_it_instead_of_going_below():
+def test_a_particle_on_a_contact_plane_slides_along_it_instead_of_going_below(layout):
     """An edge from a pinned particle at (0, 0, 1) to a free one resting on the plane z = 0 at x = 2 (limit
     1.5 m): without the plane the free end is pulled straight towards the pin, through the floor level
     z = 0 by no more than the edge's own direction allows; with it, it stays at z >= 0 and slides in x."""
@@ -113,8 +125,9 @@ def test_gauss_seidel_sweeps_one_launch_equal_the_per_class_launches():
     results = []
     for parallel in (False, True):
         limit = EdgeStrainLimit(BACKEND, edges, 1.02 * rest, np.ones(len(vertices)), passes_per_round=5)
-        limit.parallel = parallel
-        results.append(limit.sweep(np, q))
+        with cuda_layout() if parallel else contextlib.nullcontext():
+            assert limit.parallel == parallel
+            results.append(limit.sweep(np, q))
     assert np.abs(results[0] - q).max() > 1e-3
     np.testing.assert_array_equal(results[0], results[1])
 
@@ -130,7 +143,7 @@ def test_frozen_particles_do_not_move():
 
 def test_one_thread_launches_equal_the_thread_per_item_launches():
     """The CPU path (one thread looping over all items) and the CUDA path (a thread per item, run here on
-    the CPU device) compute the same sums in the same order: the same positions bit for bit."""
+    the CPU device in CUDA's layout, as on the emulated device) compute the same sums in the same order: the same positions bit for bit."""
     vertices, triangles, _ = grid(20, 20, size=1.0)
     edges, _ = unique_edges(triangles)
     rest = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
@@ -143,8 +156,9 @@ def test_one_thread_launches_equal_the_thread_per_item_launches():
     results = []
     for parallel in (False, True):
         limit = EdgeStrainLimit(BACKEND, edges, 1.02 * rest, inverse_mass, rounds=2, passes_per_round=6)
-        limit.parallel = parallel
-        out, _, _ = limit.apply(np, q, planes=planes)
+        with cuda_layout() if parallel else contextlib.nullcontext():
+            assert limit.parallel == parallel
+            out, _, _ = limit.apply(np, q, planes=planes)
         results.append(out)
     assert np.abs(results[0] - q).max() > 1e-3                  # the pass did something
     np.testing.assert_array_equal(results[0], results[1])

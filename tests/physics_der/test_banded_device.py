@@ -13,7 +13,7 @@ from solver_server.solvers.der.banded import (BandedCholesky, NotPositiveDefinit
                                               constrain_band, strand_blocks_of_model)
 from solver_server.solvers.der.energy import Configuration, elastic_gradient_hessian
 from solver_server.solvers.der.model import build_model
-from tests.portability.strict_backend import strict_backend, substep_guard
+from solver_server.emulated_device import emulated_cuda_backend, substep_guard
 
 from .helpers import HAIR
 
@@ -133,7 +133,7 @@ def test_strict_device_backend_factors_and_solves_without_a_download(monkeypatch
     rng = np.random.default_rng(7)
     band, _ = _strand_band(rng, LENGTHS)
     constrain_band(np, band, np.array([0, 5, 39]))
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     xp = backend.xp
     blocks = StrandBlocks(xp, np.cumsum(LENGTHS), P + 1)
     rhs = rng.standard_normal(band.shape[1])
@@ -176,7 +176,7 @@ def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
     n = band.shape[1]
     used = np.arange(n)[None, :] + np.arange(P + 1)[:, None] < n        # the band's unused tail is left alone
     assert np.array_equal(constrain_band(np, band, fixed)[used], expected[used])
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     device_band = constrain_band(backend.xp, backend.from_host(_strand_band(np.random.default_rng(10), LENGTHS)[0]),
                                  backend.from_host(fixed))
     assert np.array_equal(backend.to_host(device_band)[used], expected[used])

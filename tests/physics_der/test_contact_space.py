@@ -11,7 +11,7 @@ from solver_server.solvers.der.energy import elastic_gradient_hessian
 from solver_server.solvers.der.model import DerMaterial, build_model
 from solver_server.solvers.der.state import rest_state, transported_configuration
 
-from tests.portability.strict_backend import strict_backend, substep_guard
+from solver_server.emulated_device import emulated_cuda_backend, substep_guard
 
 from .helpers import straight
 
@@ -225,7 +225,7 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kerne
     host = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3)
     expected = host.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 300, tolerance)
 
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     xp, up = backend.xp, backend.from_host
     points, offsets, band, _ = _system_parts(seed=6)
     device_model = build_model(xp, up(points), up(offsets), MATERIAL)

@@ -15,7 +15,7 @@ from solver_server.solvers.der.solver import DerSolver
 from solver_server.solvers.der.state import DerControl
 from solver_server.solvers.der.state import rest_state
 
-from tests.portability.strict_backend import strict_backend
+from solver_server.emulated_device import emulated_cuda_backend
 
 from .test_cross_object import (ANGLE, BACKEND, FPS, SUBSTEPS, SUPPORT_AXIS, _crossing_scene, _free_pins, _hair,
                                 _line, _run, _scene)
@@ -143,7 +143,7 @@ def test_shared_solver_with_per_object_parameters_runs_on_the_strict_device_back
     """The joined model, per-object contact parameters and the per-object checkpoint split use device arrays
     only (CuPy-like strict backend, tests/portability) and give the CPU frames."""
     reference = _run(_slope_scene(frames=2))[1]
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     simulation = Simulation(_slope_scene(frames=2), backend)
     _, positions, _ = simulation.initial_frame()
     for frame in reference[1:]:

@@ -1,11 +1,11 @@
 """Strand interaction on the backend's arrays: the xp port keeps the numpy results, and on a
-device-like backend (tests.portability.strict_backend) the force pass copies nothing to the host."""
+device-like backend (solver_server.emulated_device) the force pass copies nothing to the host."""
 
 import numpy as np
 import pytest
 
 from solver_server.solvers.cosserat.interaction import SweptSphereInteraction
-from tests.portability.strict_backend import SYNCS, strict_backend, substep_guard
+from solver_server.emulated_device import SYNCS, emulated_cuda_backend, substep_guard
 
 # Computed with the host-only force pass (before the xp port, commit dc4904b) on `scene()`:
 # (interacting pairs, sum |F| [N], F on strand 2 node 4 [N], candidate pairs) for three calls:
@@ -76,7 +76,7 @@ def test_out_of_reach_candidates_add_nothing(shift):
 
 def test_strict_device_backend_equals_numpy_and_copies_nothing_inside_the_pass():
     positions, velocities, valid = scene()
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     host, device = interaction(valid), interaction(valid, backend.xp)
     for step, shift in enumerate(SHIFTS):
         where = f"interaction device test call {step}"

@@ -33,6 +33,15 @@ def pd_cloth(global_mode="cholesky"):
                  solver={"pd": {"iterations": 6, "global": global_mode}})
 
 
+def pd_cloth_on_ball():
+    """A cloth pinned at two corners falling over a ball, hard strain limits, the Cholesky global step: every
+    collider a primitive, no self-collision (the device-resident PD substep)."""
+    vertices, triangles, index = grid(9, 9, size=0.4, height=0.93)
+    cloth = cloth_object(vertices, triangles, pins=[int(index[0, 0]), int(index[-1, 0])],
+                         params={"friction": 0.3, "strain_limits": [0.9, 1.05]})
+    return scene([cloth, _sphere((0.2, 0.2, 0.8), 0.12)], frame_end=5, substeps=2, solver={"pd": {"iterations": 6}})
+
+
 def pd_softbody():
     vertices, tets, triangles, _ = box_tets((3, 2, 2), (0.3, 0.2, 0.2), origin=(0.0, 0.0, 0.05))
     jelly = {"id": "Jelly", "kind": "softbody", "vertices": vertices, "triangles": triangles, "tets": tets,
@@ -167,6 +176,7 @@ SCENARIOS = {
     "pd_cloth_cholesky": _static(pd_cloth),
     "pd_cloth_a_jacobi": _static(lambda: pd_cloth("a_jacobi")),
     "pd_cloth_jacobi_animated": animated_cloth,
+    "pd_cloth_on_ball": _static(pd_cloth_on_ball),
     "pd_softbody": _static(pd_softbody),
     "pd_cloth_and_softbody": _static(pd_mixed),
     "der": _static(lambda: hair("der")),

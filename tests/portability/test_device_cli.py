@@ -57,3 +57,13 @@ def test_welcome_reports_the_backend_and_device(solver_server_address):
         welcome = client.hello()
     assert welcome["backend"] == "cpu"
     assert welcome["device"]["name"] and welcome["device"]["memory_bytes"] > 0
+
+
+def test_the_command_line_devices_include_the_emulated_one():
+    from solver_server.devices import DEVICES, backend_for
+
+    assert DEVICES == ("cpu", "cuda", "cuda-emulated")
+    assert backend_for("cuda-emulated").name == "cuda-emulated"
+    assert backend_for("cpu").name == "cpu"
+    with pytest.raises(BackendError, match="unknown device 'tpu'.*cuda-emulated"):
+        backend_for("tpu")

@@ -1,9 +1,9 @@
 """Host <-> device copies only at frame boundaries: no device -> host array copy inside a substep.
 
-Every group's ``step`` (one substep) runs inside :func:`~tests.portability.strict_backend.substep_guard`,
-where ``.get()`` / ``xp.asnumpy`` / ``backend.to_host`` of a device array raise. The PD scenarios (cloth,
-soft bodies, self-collision, sphere and triangle-mesh colliders) must pass; the hair solvers that still
-run host code inside a substep are listed as strict expected failures, so fixing one flips its test.
+On the emulated CUDA device ``Simulation`` runs every group's ``step`` (one substep) inside
+:func:`~solver_server.emulated_device.substep_guard`, where ``.get()`` / ``xp.asnumpy`` / ``backend.to_host`` of a
+device array raise, and counts every host synchronization. Every scenario must pass the guard; the solvers in
+SYNC_FREE must also count no synchronization in their steady-state substeps.
 """
 
 from __future__ import annotations
@@ -13,21 +13,15 @@ import pytest
 
 from solver_server import backend as backend_module
 from solver_server.backend import get_backend
+from solver_server.emulated_device import HOST_TO_DEVICE, SYNCS, PortabilityError, emulated_cuda_backend, substep_guard
 from solver_server.simulation import Simulation
 from tests.portability.scenarios import SCENARIOS
-from tests.portability.strict_backend import HOST_TO_DEVICE, SYNCS, PortabilityError, strict_backend, substep_guard
+
 
 def _guarded_frames(name, backend):
-    """Frames of a scenario with every substep of every group under the download guard."""
+    """Frames of a scenario (on the emulated device every substep of every group runs under the guard)."""
     scene, drive = SCENARIOS[name]()
     simulation = Simulation(scene, backend)
-    for group in simulation.groups:
-        step = group.step
-
-        def guarded(inputs, step=step, group=group):
-            with substep_guard(f"{name}: {type(group).__name__}.step at frame {inputs.frame}"):
-                return step(inputs)
-        group.step = guarded
     frames = [simulation.initial_frame()]
     for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
         frames.append(simulation.advance(drive(frame) if drive else None))
@@ -37,18 +31,19 @@ def _guarded_frames(name, backend):
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_no_device_to_host_copy_inside_a_substep(name):
     """(That the frames equal the CPU backend's is test_solvers_portable's job.)"""
-    frames = _guarded_frames(name, strict_backend())
+    frames = _guarded_frames(name, emulated_cuda_backend())
     assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0, f"{name}: no contact, collisions untested"
 
 
 # solvers whose steady-state substep reads nothing back from the device (the first frame may: lists, factors)
-SYNC_FREE = {"ParticleHairGroup": ("particles", "colliders_particles", "particles_guides_animated")}
+SYNC_FREE = {"ParticleHairGroup": ("particles", "colliders_particles", "particles_guides_animated"),
+             "PDGroup": ("pd_cloth_on_ball", "pd_softbody")}
 
 
 def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
     """Host synchronizations counted inside ``group_name``'s substeps after the scenario's first frame."""
     SYNCS.clear()
-    _guarded_frames(scenario, strict_backend())
+    _guarded_frames(scenario, emulated_cuda_backend())
     first = SCENARIOS[scenario]()[0]["time"]["frame_start"] + 1
     return {where: count for where, count in SYNCS.items()
             if f"{group_name}.step" in where and int(where.rsplit(" ", 1)[1]) > first}
@@ -58,10 +53,25 @@ def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
                                                   for scenario in scenarios])
 def test_a_sync_free_solver_makes_no_host_synchronization_inside_its_substeps(group_name, scenario):
     """Scalar reads, boolean masks, data-sized outputs and ``.tolist()`` / ``.item()`` are all counted by the
-    strict backend; the group's substeps after the first frame count none (the mesh collider's candidate lists,
-    the contact counts and the rounds are decided and kept on the device)."""
+    emulated device; the group's substeps after the first frame count none (the mesh collider's candidate lists,
+    the contact counts, the strain limit's rounds and the contact repeats are decided and kept on the device)."""
     steady = _steady_syncs(group_name, scenario)
     assert not steady, f"{scenario}: host synchronizations inside {group_name} substeps: {steady}"
+
+
+def test_the_device_resident_pd_substep_gives_the_cpu_frames_bit_for_bit():
+    """The cloth on the ball stretches past its hard limit (the CPU layout's rounds have work, and edges are left
+    over) and touches the ball; the device-resident rounds and contact repeats mirror the CPU layout's early
+    ends as flags, so the frames are the same to the last bit, and the counts read at the frame's end agree."""
+    cpu = _guarded_frames("pd_cloth_on_ball", get_backend("cpu"))
+    device = _guarded_frames("pd_cloth_on_ball", emulated_cuda_backend())
+    assert max(stats["strain_limit_rounds"] for _, _, stats in cpu[1:]) > 0
+    assert max(stats["strain_limit_left"] for _, _, stats in cpu[1:]) > 0
+    assert max(stats["contacts"] for _, _, stats in cpu[1:]) > 0
+    for (_, expected, cpu_stats), (_, got, device_stats) in zip(cpu, device):
+        np.testing.assert_array_equal(got["Cloth"], expected["Cloth"])
+        assert device_stats["contacts"] == cpu_stats["contacts"]
+        assert device_stats.get("strain_limit_left") == cpu_stats.get("strain_limit_left")
 
 
 def test_a_contact_count_read_on_the_host_is_counted(monkeypatch):
@@ -80,11 +90,11 @@ def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
     monkeypatch.setattr(backend_module, "BROAD_PHASE", "kdtree")
     _guarded_frames("colliders_der", get_backend("cpu"))                  # numpy: no device, runs
     with pytest.raises(PortabilityError, match="inside a substep"):
-        _guarded_frames("colliders_der", strict_backend())
+        _guarded_frames("colliders_der", emulated_cuda_backend())
 
 
 def test_the_guard_refuses_every_download_route():
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     array = backend.from_host(np.arange(3.0))
     with substep_guard("a test substep"):
         for download in (lambda: array.get(), lambda: backend.xp.asnumpy(array), lambda: backend.to_host(array)):

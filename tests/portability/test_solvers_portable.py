@@ -1,7 +1,7 @@
-"""Every solver runs on the strict CuPy-like backend and gives the CPU backend's frames.
+"""Every solver runs on the emulated CUDA device (CuPy-like arrays, CUDA launch layouts) and gives the CPU frames.
 
 A solver that calls numpy on a device array, converts one implicitly, or mixes a host array into device
-math raises :class:`~tests.portability.strict_backend.PortabilityError` here; see docs/gpu.md.
+math raises :class:`~solver_server.emulated_device.PortabilityError` here; see docs/gpu.md.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
 from solver_server.solvers.der import banded
 from tests.portability.scenarios import SCENARIOS, run_frames
-from tests.portability.strict_backend import DeviceArray, strict_backend
+from solver_server.emulated_device import DeviceArray, emulated_cuda_backend
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
+def test_solver_runs_on_the_emulated_cuda_device_and_matches_cpu(name, monkeypatch):
     # the CPU reference runs DER's band Cholesky through the same xp algorithm the device uses: LAPACK sums in
     # another order (1e-15 relative), which contact iterations stopped at N_max amplify to centimetres in
     # der_animated_roots; LAPACK vs the xp path is compared directly in tests/physics_der/test_banded_device.py
     monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
     reference = run_frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
-    strict = run_frames(name, strict_backend())
+    strict = run_frames(name, emulated_cuda_backend())
     assert DeviceArray.created - created_before > 100, f"{name}: the solver did not compute on the strict backend"
     assert max(stats["contacts"] for _, _, stats in strict[1:]) > 0, f"{name}: no contact, collisions untested"
     moved = 0.0
@@ -40,9 +40,9 @@ def test_solver_runs_on_the_strict_backend_and_matches_cpu(name, monkeypatch):
 
 @pytest.mark.parametrize("name", ["pd_cloth_jacobi_animated", "pd_softbody", "der", "particles_guides_animated",
                                   "cosserat"])
-def test_checkpoint_restore_on_the_strict_backend(name):
+def test_checkpoint_restore_on_the_emulated_cuda_device(name):
     """state_arrays / load_state_arrays cross the device boundary only through to_host / from_host."""
-    backend = strict_backend()
+    backend = emulated_cuda_backend()
     uninterrupted = run_frames(name, backend)
     scene, drive = SCENARIOS[name]()
     first = Simulation(scene, backend)
@@ -75,4 +75,4 @@ def test_a_solver_calling_numpy_on_device_arrays_fails_the_portability_run(monke
     monkeypatch.setattr(particle_solver.ParticleHairSolver, "_lengths", numpy_lengths)
     run_frames("particles", get_backend("cpu"))                           # numpy backend: still runs
     with pytest.raises(AssertionError, match="device array|host numpy array"):
-        run_frames("particles", strict_backend())
+        run_frames("particles", emulated_cuda_backend())

@@ -1,6 +1,6 @@
 """The xp hash-grid broad phase returns exactly scipy cKDTree's candidate sets (collision/broad_phase.py).
 
-Run on numpy and on the strict CuPy-like backend (tests/portability/strict_backend.py), which proves the
+Run on numpy and on the strict CuPy-like backend (solver_server/emulated_device.py), which proves the
 grid never leaves the device: every intermediate must stay a device array.
 """
 
@@ -15,9 +15,9 @@ from scipy.spatial import cKDTree
 
 from solver_server import backend as backend_module
 from solver_server.collision import broad_phase
-from tests.portability.strict_backend import DeviceArray, strict_backend
+from solver_server.emulated_device import DeviceArray, emulated_cuda_backend
 
-STRICT = strict_backend()
+STRICT = emulated_cuda_backend()
 NAMESPACES = {"numpy": (np, lambda a: a, lambda a: a), "strict": (STRICT.xp, STRICT.from_host, STRICT.to_host)}
 
 # 1 nm resolution: below ~1e-154 m squared distances underflow to 0 and cKDTree then calls points 1e-234 m

@@ -111,6 +111,23 @@ def test_cloth_bake_streams_every_frame_in_order(solver_server_address):
     assert job.done_info == {**job.done_info, "frames_done": 5, "last_frame": 5, "cancelled": False}
 
 
+def test_a_server_on_the_emulated_cuda_device_bakes_the_cpu_frames(start_solver_server, solver_server_address):
+    """``--device cuda-emulated``: the CUDA code paths (device arrays, launch layouts, no download inside a
+    substep) behind the real protocol, on a machine without a GPU."""
+    scene = grid_cloth(n=5, frame_end=4)
+    emulated = start_solver_server("--device", "cuda-emulated")
+    baked = {}
+    for address in (solver_server_address, emulated.address):
+        with SolverClient(address, timeout=60) as client:
+            backend = client.hello()["backend"]
+            baked[backend] = [result.positions["Cloth"] for result in client.submit(scene).frames()]
+    assert set(baked) == {"cpu", "cuda-emulated"}
+    assert len(baked["cuda-emulated"]) == 4
+    for cpu, device in zip(baked["cpu"], baked["cuda-emulated"]):
+        np.testing.assert_allclose(device, cpu, atol=1e-5)
+    assert float(np.abs(baked["cpu"][-1] - baked["cpu"][0]).max()) > 1e-2
+
+
 def test_cancel_mid_job(solver_server_address):
     received = []
     with SolverClient(solver_server_address, timeout=30) as client:

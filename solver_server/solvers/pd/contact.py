@@ -23,7 +23,7 @@ import warp as wp
 
 from ...collision import ColliderSet, Contacts, apply_friction
 from ...collision.swept_elements import unique_edges
-from ...kernels import warp_view
+from ...kernels import cuda_layout_on, warp_device_of, warp_view
 from ...sim.model import ParticleModel
 
 
@@ -93,8 +93,16 @@ class ContactPoints:
         self._movable = xp.asarray(movable)
         self._movable_mask = self._movable > 0
         self._every_point = xp.ones(self.count)     # the forces kernel's "movable" on points (Cᵀ masks pins)
+        self.device = warp_device_of(self.gain)
+        self._kept_points = xp.nonzero(self.keep)[0]   # the points corrections reach (candidates on a device)
         self.force_kernel = True        # see _forces_in_kernels
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
+
+    @property
+    def resident(self) -> bool:
+        """Whether the substep runs device-resident (CUDA's layout): fixed work instead of host decisions, whose
+        reads of device values would each stall the host."""
+        return cuda_layout_on(self.device)
 
     def points(self, q):
         """Contact point positions (n_c, 3) [m] of particle positions q (n, 3): a new array."""
@@ -135,8 +143,8 @@ class ContactPoints:
                 total = contacts
             else:
                 total = merge_contacts(self.xp, total, contacts)
-            if not bool(contacts.mask.any()):
-                break
+            if not self.resident and not bool(contacts.mask.any()):
+                break                       # on a device a repeat with no contact moves nothing: it runs
             q = self.distribute(q, projected - points, contacts.mask)
         return q, total
 
@@ -207,8 +215,9 @@ class ContactPoints:
         return self.particle_of_point, point, normal
 
     def apply_friction(self, q, q_start, contacts: Contacts):
-        """Position-level Coulomb friction of the points (see collision.apply_friction), distributed."""
-        if not bool(contacts.mask.any()):
+        """Position-level Coulomb friction of the points (see collision.apply_friction), distributed (no contact
+        moves nothing; only the CPU skips the work)."""
+        if not self.resident and not bool(contacts.mask.any()):
             return q
         points = self.points(q)
         corrected = apply_friction(self.xp, points, self.points(q_start), contacts)
@@ -218,8 +227,11 @@ class ContactPoints:
         """Indices of the points that can touch a collider during this substep: closer than their
         contact offset plus a margin of 3× the largest inertial step (the iterations move points
         by about that much). One full query per substep; the force iterations then look at
-        these points only."""
+        these points only. On a device every point that corrections reach is a candidate (a point that cannot
+        touch gets an exact zero force): the list's size would be a read of device data."""
         xp = self.xp
+        if self.resident:
+            return self._kept_points
         points = self.points(inertial)
         step = float(xp.abs(points - self.points(q_start)).max()) if self.count else 0.0
         margin = 3.0 * step + 1e-6

@@ -354,6 +354,8 @@ class PDSolver:
         share = xp.ones(q.shape[0], dtype=xp.float64)     # of the limit's move each particle keeps
         for round_index in range(REVERT_ROUNDS + 1):
             candidate, _ = contact.project(colliders, settled + share[:, None] * (limited - settled), q_start)
+            if not colliders.has_meshes and self.self_collision is None:
+                return candidate            # nothing to cross: no mesh edge, no other layer
             crossing = self._crossing_particles(colliders, candidate, q_start) & (share > 0)
             if bool(crossing.any()) and already is None:
                 already = self._crossing_particles(colliders, settled, q_start)
@@ -545,7 +547,7 @@ class PDSolver:
             touching = post.mask.copy()
             if point_force is not None:
                 touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
-            contact_count = int(touching.sum())
+            contact_count = touching.sum()
         timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
         if hard_targets is not None:
             q[self.hard_device] = hard_targets
@@ -562,7 +564,7 @@ class PDSolver:
         velocities = velocities / (1.0 + self.damping * h)[:, None]
         state_out.positions = q
         state_out.velocities = velocities
-        stats = {"iterations": iterations, "contacts": int(contact_count), **timings}
+        stats = {"iterations": iterations, "contacts": contact_count, **timings}
         if recovered:
             stats["recovered_inside"] = recovered
         if colliders.teleported:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ...kernels import launch, launch_items, recorded_items, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, launch, launch_items, warp_device_of, warp_view
 from .kernels import limit as limit_kernels
 from .kernels import limit_sweep as sweep_kernels
 from .incidence import incidence
@@ -65,7 +65,6 @@ class EdgeStrainLimit:
         self.no_planes = (xp.zeros(0, dtype=xp.int32), xp.zeros((0, 3), dtype=xp.float64),
                           xp.zeros((0, 3), dtype=xp.float64))
         self.device = warp_device_of(self.edges)
-        self.parallel = self.device != "cpu"   # a thread per item (CUDA), else one thread looping over all
         self._edges_view = warp_view(self.edges, wp.int32)
         self._max_length_view = warp_view(self.max_length, wp.float64)
         self._inverse_mass_view = warp_view(self.inverse_mass, wp.float64)
@@ -86,9 +85,20 @@ class EdgeStrainLimit:
                              warp_view(xp.zeros(n, dtype=xp.int32), wp.int32),
                              warp_view(self._chosen, wp.int32), warp_view(self._chosen_particles, wp.int32),
                              warp_view(self._check_counts, wp.int32)]
+        self.state = xp.zeros(5, dtype=xp.int32)          # device rounds: see kernels.limit.begin_round
+        self._state_view = warp_view(self.state, wp.int32)
+        self._touched = xp.zeros(n, dtype=xp.int32)
+        self._touched_view = warp_view(self._touched, wp.int32)
+        self._chosen_flags_view = warp_view(xp.zeros(len(edges), dtype=xp.int32), wp.int32)
+        self._every_particle_view = warp_view(xp.arange(n, dtype=xp.int32), wp.int32)
         self.rounds = int(rounds)
         self.passes_per_round = int(passes_per_round)
         self.relaxation = float(relaxation)
+
+    @property
+    def parallel(self) -> bool:
+        """A thread per item (CUDA's layout, also on the emulated device), else one thread looping over all."""
+        return cuda_layout_on(self.device)
 
     def _launch(self, kernel, count: int, inputs_before: list, inputs_after: list) -> None:
         """``kernel`` over ``count`` items (``kernels.launch_items``; ``parallel`` picks the CUDA layout)."""
@@ -102,59 +112,65 @@ class EdgeStrainLimit:
                      [self.overshoot_view, self.result_view])
         return int(self.result[0]), int(self.result[1])
 
-    def _check_and_choose(self, xp, q_view):
-        """A round's check: (edges beyond their limit, edges beyond FAULT_RATIO × it, chosen, particles), filling
-        self.overshoot (E, 3) [m]. chosen (int32): the edges that share a particle with an edge beyond its
-        limit, particles (int32): the particles they touch, both ascending; a round's passes work on these
-        only, so a pass costs in proportion to the stretched region. The CPU runs it all in one kernel
-        (``check_sequential``), CUDA the check kernel and then, when an edge is too long, the choice as array
-        operations (same lists; None when none is too long)."""
-        if not self.parallel:
-            launch(limit_kernels.check_sequential, 1, device=self.device,
-                   inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
-                           *self._check_views])
-            found, kept, too_long, faulty = (int(count) for count in self._check_counts.tolist())
-            return too_long, faulty, self._chosen[:found], self._chosen_particles[:kept]
-        too_long, faulty = self._check(q_view)
-        if too_long == 0:
-            return too_long, faulty, None, None
-        edges = self.edges
-        beyond = (self.overshoot != 0.0).any(axis=1)
-        touched = xp.zeros(len(self.inverse_mass), dtype=bool)
-        touched[edges[beyond].ravel()] = True
-        chosen = xp.nonzero(touched[edges[:, 0]] | touched[edges[:, 1]])[0].astype(xp.int32)
-        moved = xp.zeros(len(self.inverse_mass), dtype=bool)
-        moved[edges[chosen].ravel()] = True
-        return too_long, faulty, chosen, xp.nonzero(moved)[0].astype(xp.int32)
+    def _check_and_choose(self, q_view):
+        """A round's check in the CPU layout, in one kernel (``check_sequential``): (edges beyond their limit,
+        edges beyond FAULT_RATIO × it, chosen, particles), filling self.overshoot (E, 3) [m]. chosen (int32): the
+        edges that share a particle with an edge beyond its limit, particles (int32): the particles they touch,
+        both ascending; a round's passes work on these only, so a pass costs in proportion to the stretched
+        region."""
+        launch(limit_kernels.check_sequential, 1, device=self.device,
+               inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
+                       *self._check_views])
+        found, kept, too_long, faulty = (int(count) for count in self._check_counts.tolist())
+        return too_long, faulty, self._chosen[:found], self._chosen_particles[:kept]
 
     def _passes(self, q_view, planes, chosen, particles) -> None:
         """``passes_per_round`` Jacobi passes over the ``chosen`` edges and their ``particles``, each followed by
-        the contact planes; the CPU runs them in one launch (``passes_sequential``) and stops after a pass
-        that finds no edge beyond its limit; CUDA launches the three kernels per pass and runs them all (no
-        device synchronization per pass)."""
+        the contact planes, in one launch (``passes_sequential``, the CPU layout: launch overhead was most of a
+        pass), stopping after a pass that finds no edge beyond its limit. Edges outside the choice stay inactive."""
         self.active[:] = 0
         particle, point, normal = planes
-        plane_views = [warp_view(particle, wp.int32), warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d)]
-        chosen_view, particles_view = warp_view(chosen, wp.int32), warp_view(particles, wp.int32)
-        relaxation = wp.float64(self.relaxation)
-        if not self.parallel:     # one launch for the round (launch overhead was most of a pass on the CPU)
-            launch(limit_kernels.passes_sequential, 1, device=self.device,
-                   inputs=[chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
-                           particles_view, *self._incident_views, relaxation, *plane_views, self.passes_per_round,
-                           *self._work_views, q_view])
-            return
-        # the same three launches every pass: their arguments are packed once (recorded_items)
-        launches = [recorded_items(limit_kernels.edge_steps, len(chosen), self.device,
-                                   [chosen_view, self._edges_view, self._max_length_view, self._inverse_mass_view,
-                                    q_view], [*self._work_views, self.result_view]),
-                    recorded_items(limit_kernels.apply_steps, len(particles), self.device,
-                                   [particles_view, *self._incident_views, self._inverse_mass_view, relaxation,
-                                    *self._work_views], [q_view]),
-                    recorded_items(limit_kernels.planes, len(particle), self.device, plane_views, [q_view])]
+        launch(limit_kernels.passes_sequential, 1, device=self.device,
+               inputs=[warp_view(chosen, wp.int32), self._edges_view, self._max_length_view, self._inverse_mass_view,
+                       warp_view(particles, wp.int32), *self._incident_views, wp.float64(self.relaxation),
+                       warp_view(particle, wp.int32), warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d),
+                       self.passes_per_round, *self._work_views, q_view])
+
+    def _round_on_device(self, xp, q, global_step, plane_views, first: bool):
+        """One round in CUDA's layout, a fixed sequence of launches with no host decision: the check marks the
+        edges beyond their limit and the particles they touch, a fault in the first round halts the call (the
+        state is left for the simulation's fault check), the global step runs on the overshoot (none: no move),
+        then up to ``passes_per_round`` Jacobi passes over the edges that share a particle with a marked one,
+        each followed by the contact planes, ending after a pass that finds no edge beyond its limit (all as flags
+        on the device, the CPU layout's ends). Returns q."""
+        q_view = warp_view(q, wp.vec3d)
+        launch(limit_kernels.begin_round, 1, device=self.device, inputs=[self._state_view])
+        self._touched[...] = 0
+        edge_count, particle_count = len(self.max_length), len(self.inverse_mass)
+        launch(limit_kernels.mark_overshoot, edge_count, device=self.device,
+               inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
+                       self._touched_view, self._state_view])
+        if first:
+            launch(limit_kernels.halt_on_fault, 1, device=self.device, inputs=[self._state_view])
+        launch(limit_kernels.choose_edges, edge_count, device=self.device,
+               inputs=[self._edges_view, self._touched_view, self._chosen_flags_view, self._work_views[1]])
+        if global_step is not None:
+            stepped = xp.ascontiguousarray(global_step(q.copy(), self.overshoot), dtype=xp.float64)
+            q = xp.ascontiguousarray(xp.where(self.state[2] == 0, stepped, q))
+            q_view = warp_view(q, wp.vec3d)
+        passes = [(limit_kernels.chosen_edge_steps, edge_count,
+                   [self._chosen_flags_view, self._state_view, self._edges_view, self._max_length_view,
+                    self._inverse_mass_view, q_view, *self._work_views]),
+                  (limit_kernels.apply_steps, particle_count,
+                   [self._every_particle_view, *self._incident_views, self._inverse_mass_view,
+                    wp.float64(self.relaxation), *self._work_views, 0, 1, q_view]),
+                  (limit_kernels.planes_unless_halted, len(plane_views[0]), [self._state_view, *plane_views, q_view])]
         for _ in range(self.passes_per_round):
-            self.result[:] = 0
-            for launch_pass in launches:
-                launch_pass()
+            launch(limit_kernels.begin_pass, 1, device=self.device, inputs=[self._state_view])
+            for kernel, count, inputs in passes:
+                launch(kernel, count, device=self.device, inputs=inputs)
+            launch(limit_kernels.end_pass, 1, device=self.device, inputs=[self._state_view])
+        return q
 
     def taut_particles(self, xp, positions):
         """(n,) bool: the particles of taut edges at ``positions`` (n, 3) [m]: longer than their energy-free
@@ -193,17 +209,29 @@ class EdgeStrainLimit:
         vectors' overshoot beyond their limit (0 for edges within it); the solver passes a solve with its
         PD factorization, which moves a whole stretched region at once. planes: optional (particle (P,)
         int32, point (P, 3), unit normal (P, 3)) contact planes the passes keep those particles above.
+        In CUDA's layout every round runs (``_round_on_device``) and the edges still too long are a 0-d device
+        array; the CPU layout stops at a round that finds none.
         """
         q = xp.ascontiguousarray(positions, dtype=xp.float64).copy()
         planes = self.no_planes if planes is None else planes
-        if not self.parallel and len(planes[0]):
+        if self.parallel:
+            plane_views = [warp_view(planes[0], wp.int32), warp_view(planes[1], wp.vec3d),
+                           warp_view(planes[2], wp.vec3d)]
+            for round_index in range(self.rounds):
+                q = self._round_on_device(xp, q, global_step, plane_views, round_index == 0)
+            launch(limit_kernels.begin_round, 1, device=self.device, inputs=[self._state_view])
+            launch(limit_kernels.mark_overshoot, len(self.max_length), device=self.device,
+                   inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, warp_view(q, wp.vec3d),
+                           self.overshoot_view, self._touched_view, self._state_view])
+            return q, self.rounds, self.state[0]
+        if len(planes[0]):
             # the CPU passes loop over the planes in every pass: keep the ones that act (a particle, a normal)
             particle, point, normal = planes
             acting = xp.nonzero((particle >= 0) & (normal != 0.0).any(axis=1))[0]
             planes = (particle[acting], point[acting], normal[acting])
         for round_index in range(self.rounds):
             q_view = warp_view(q, wp.vec3d)
-            too_long, faulty, chosen, particles = self._check_and_choose(xp, q_view)
+            too_long, faulty, chosen, particles = self._check_and_choose(q_view)
             if too_long == 0:
                 return q, round_index, 0
             # an edge FAULT_RATIO × its limit is a numerical fault (a point thrown kilometres away), not

@@ -1,14 +1,16 @@
 """Warp kernels of the cloth hard strain limit (strain_limit.py): Jacobi passes with constraint averaging.
 
-A pass computes every edge's correction from the same positions (``edge_steps``), then moves each particle
-by the average of its too-long edges' corrections times an over-relaxation factor (``apply_steps``,
+A pass computes every edge's correction from the same positions (``edge_steps_of``), then moves each particle
+by the average of its too-long edges' corrections times an over-relaxation factor (``apply_steps_of``,
 gathering over the particle's incident edges in a fixed order, so the sums are the same on every device),
-then keeps particles resting on a collider above their contact plane (``planes``). Jacobi with averaging
+then keeps particles resting on a collider above their contact plane (``planes_of``). The CPU runs a round's
+passes in one thread (``passes_sequential``), CUDA a kernel per step over flags, with no host decision
+(``mark_overshoot`` … ``planes_unless_halted``). Jacobi with averaging
 spreads a correction over the neighbourhood; a Gauss–Seidel sweep in colour order was tried and
 concentrates a region's stretch at its last edges (a cloth stretched 8 % everywhere: worst edge 29 % after
 16 sweeps, 12 % after 16 Jacobi passes), which the collider pushes after it then add to.
 
-Every kernel takes ``first`` and ``chunk``: thread t handles items [first + t·chunk, first + (t + 1)·chunk)
+A kernel that takes ``first`` and ``chunk`` handles items [first + t·chunk, first + (t + 1)·chunk) in thread t
 (``kernels.launch_items``: one thread looping over all items on the CPU, a thread per item on CUDA). Same
 source, same arithmetic, same order of sums.
 """
@@ -105,19 +107,6 @@ def planes_of(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dt
 
 
 @wp.kernel
-def edge_steps(chosen: wp.array(dtype=wp.int32), edges: wp.array(dtype=wp.int32, ndim=2),
-               max_length: wp.array(dtype=wp.float64), inverse_mass: wp.array(dtype=wp.float64),
-               q: wp.array(dtype=wp.vec3d), first: int, chunk: int, step: wp.array(dtype=wp.vec3d),
-               active: wp.array(dtype=wp.int32), result: wp.array(dtype=wp.int32)):
-    """Corrections of the edges chosen[first + t·chunk : first + (t + 1)·chunk]; result[0] counts the active ones."""
-    first = first + wp.tid() * chunk
-    found = edge_steps_of(chosen, edges, max_length, inverse_mass, q, first, wp.min(first + chunk, chosen.shape[0]),
-                          step, active)
-    if found > 0:
-        wp.atomic_add(result, 0, found)
-
-
-@wp.kernel
 def apply_steps(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dtype=wp.int32),
                 incident_edge: wp.array(dtype=wp.int32), incident_sign: wp.array(dtype=wp.float64),
                 inverse_mass: wp.array(dtype=wp.float64), relaxation: wp.float64, step: wp.array(dtype=wp.vec3d),
@@ -126,14 +115,6 @@ def apply_steps(particles: wp.array(dtype=wp.int32), incident_start: wp.array(dt
     first = first + wp.tid() * chunk
     apply_steps_of(particles, incident_start, incident_edge, incident_sign, inverse_mass, relaxation, step, active,
                    first, wp.min(first + chunk, particles.shape[0]), q)
-
-
-@wp.kernel
-def planes(plane_particle: wp.array(dtype=wp.int32), plane_point: wp.array(dtype=wp.vec3d),
-           plane_normal: wp.array(dtype=wp.vec3d), first: int, chunk: int, q: wp.array(dtype=wp.vec3d)):
-    """``planes_of`` for items [first + t·chunk, first + (t + 1)·chunk)."""
-    first = first + wp.tid() * chunk
-    planes_of(plane_particle, plane_point, plane_normal, first, wp.min(first + chunk, plane_particle.shape[0]), q)
 
 
 @wp.kernel
@@ -233,3 +214,91 @@ def edge_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array
         wp.atomic_add(result, 0, too_long)
     if faulty > 0:
         wp.atomic_add(result, 1, faulty)
+
+
+# The device-resident rounds of ``EdgeStrainLimit`` in CUDA's layout: flags instead of compacted lists, no host
+# decision, the CPU layout's early ends as flags. ``state`` (5,) int32: [edges beyond the limit in this round's
+# check, faults among them, halted (a fault in the first round's check), edges active in this pass, passes go on].
+
+
+@wp.kernel
+def begin_round(state: wp.array(dtype=wp.int32)):
+    """One thread: the round's counts start at zero and its passes may run (the halt flag stays)."""
+    state[0] = 0
+    state[1] = 0
+    state[4] = 1
+
+
+@wp.kernel
+def begin_pass(state: wp.array(dtype=wp.int32)):
+    """One thread: no edge active yet in this pass."""
+    state[3] = 0
+
+
+@wp.kernel
+def end_pass(state: wp.array(dtype=wp.int32)):
+    """One thread: a pass that found no edge beyond its limit ends the round's passes (as ``passes_sequential``)."""
+    if state[3] == 0:
+        state[4] = 0
+
+
+@wp.kernel
+def mark_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
+                   fault_ratio: wp.float64, q: wp.array(dtype=wp.vec3d), overshoot: wp.array(dtype=wp.vec3d),
+                   touched: wp.array(dtype=wp.int32), state: wp.array(dtype=wp.int32)):
+    """Per edge: ``overshoot_of``; both particles of an edge beyond its limit marked touched (cleared by the
+    caller); state[0] counts such edges and state[1] the faults among them."""
+    e = wp.tid()
+    beyond, fault = overshoot_of(edges, max_length, fault_ratio, q, e, overshoot)
+    if beyond == 1:
+        touched[edges[e, 0]] = 1
+        touched[edges[e, 1]] = 1
+        wp.atomic_add(state, 0, 1)
+    if fault == 1:
+        wp.atomic_add(state, 1, 1)
+
+
+@wp.kernel
+def halt_on_fault(state: wp.array(dtype=wp.int32)):
+    """One thread, after the first round's marks: a fault halts every later kernel of the call (the state is left
+    for the simulation's fault check, as the CPU layout leaves it)."""
+    if state[1] > 0:
+        state[2] = 1
+
+
+@wp.kernel
+def choose_edges(edges: wp.array(dtype=wp.int32, ndim=2), touched: wp.array(dtype=wp.int32),
+                 chosen: wp.array(dtype=wp.int32), active: wp.array(dtype=wp.int32)):
+    """chosen[e] = 1 for an edge that shares a particle with an edge beyond its limit (the CPU layout's
+    ``check_sequential`` list, as flags); every edge inactive."""
+    e = wp.tid()
+    chosen[e] = 0
+    if touched[edges[e, 0]] == 1 or touched[edges[e, 1]] == 1:
+        chosen[e] = 1
+    active[e] = 0
+
+
+@wp.kernel
+def chosen_edge_steps(chosen: wp.array(dtype=wp.int32), state: wp.array(dtype=wp.int32),
+                      edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array(dtype=wp.float64),
+                      inverse_mass: wp.array(dtype=wp.float64), q: wp.array(dtype=wp.vec3d),
+                      step: wp.array(dtype=wp.vec3d), active: wp.array(dtype=wp.int32)):
+    """``edge_step`` of every chosen edge while the passes go on and the call is not halted, counting the active
+    ones in state[3]; every other edge inactive."""
+    e = wp.tid()
+    if chosen[e] == 1 and state[2] == 0 and state[4] == 1:
+        if edge_step(q, edges, max_length, inverse_mass, e, step, active) == 1:
+            wp.atomic_add(state, 3, 1)
+    else:
+        active[e] = 0
+
+
+@wp.kernel
+def planes_unless_halted(state: wp.array(dtype=wp.int32), plane_particle: wp.array(dtype=wp.int32),
+                         plane_point: wp.array(dtype=wp.vec3d), plane_normal: wp.array(dtype=wp.vec3d),
+                         q: wp.array(dtype=wp.vec3d)):
+    """``planes_of`` for plane tid after a pass with an active edge (``passes_sequential`` skips the planes of a
+    pass that finds none)."""
+    p = wp.tid()
+    if state[3] > 0:
+        planes_of(plane_particle, plane_point, plane_normal, p, p + 1, q)

@@ -1,8 +1,10 @@
-"""A CPU backend whose arrays refuse to mix with numpy the way CuPy's do.
+"""``--device cuda-emulated``: the CUDA code paths on Warp's CPU device, with arrays that refuse what CuPy's refuse.
 
-``strict_backend()`` returns a :class:`~solver_server.backend.Backend` named ``"strict"`` (so every
-``backend.name != "cpu"`` device branch in the solvers runs) whose ``xp`` hands out
-:class:`DeviceArray` objects instead of numpy arrays. A DeviceArray wraps a numpy array but:
+:func:`emulated_cuda_backend` returns a :class:`~solver_server.backend.Backend` named ``"cuda-emulated"`` (so
+every ``backend.name != "cpu"`` device branch in the solvers runs) whose ``xp`` hands out :class:`DeviceArray`
+objects instead of numpy arrays, and whose kernels launch in CUDA's layouts (a thread per item, one launch per
+kernel: ``kernels.interop.cuda_layout``). Every session can test the CUDA paths without a GPU. A DeviceArray
+wraps a numpy array but:
 
 - refuses implicit conversion to numpy (``np.asarray(a)``, ``np.array(a)``, ``float(a)`` of a non-scalar,
   scipy functions): ``__array__`` raises, as CuPy's ``ndarray.__array__`` does;
@@ -13,18 +15,19 @@
   (CuPy raises ``TypeError: Unsupported type <class 'numpy.ndarray'>``); numpy ufuncs on device arrays
   only are allowed (CuPy implements ``__array_ufunc__``); Python and numpy scalars mix freely;
 - accepts numpy integer/boolean arrays as indices (CuPy copies them to the device);
-- inside :func:`substep_guard` (the tests wrap every solver substep in it) refuses every device -> host
-  array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): the design allows those only at frame
-  boundaries. Synchronizations that are not array copies stay allowed there and are counted in
-  :data:`SYNCS`: scalar conversions (``float``/``int``/``bool`` of a 0-d array), boolean-mask indexing
-  and the functions whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy; host ->
-  device uploads there are counted in :data:`HOST_TO_DEVICE` (small per-substep drive data is allowed).
+- inside :func:`substep_guard` (``Simulation`` runs every group's substep in it on this backend) refuses every
+  device -> host array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): the design allows those only at
+  frame boundaries. Synchronizations that are not array copies are counted in :data:`SYNCS`: scalar
+  conversions (``float``/``int``/``bool``, ``.item()``, ``.tolist()``), boolean-mask indexing and the functions
+  whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy; host -> device uploads in
+  :data:`HOST_TO_DEVICE` (small per-substep drive data is allowed) and every array operation (an ``xp`` call,
+  an operator, indexing: on CuPy a launch or an allocation driven from Python) in :data:`OPERATIONS`.
 
 ``xp`` is numpy behind a filter: host arrays are accepted only by the upload functions
 (``asarray``, ``array``, ``asanyarray``), ``asnumpy`` is the download, and the names in
 :data:`NOT_IN_CUPY` are missing. ``sparse`` wraps scipy.sparse so that matrices built from host
-data are "uploaded" and ``matrix @ x`` only takes device vectors. ``factorized`` runs the
-device-side conjugate-gradient solve that ``--device cuda`` uses without cholespy.
+data are "uploaded" and ``matrix @ x`` only takes device vectors. ``factorized`` solves with the CPU's
+factorization, counted as one device operation (cholespy solves on the GPU on ``--device cuda``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from solver_server.backend import Backend, conjugate_gradient_factor
+from .backend import Backend
+from .kernels import cuda_layout
 
 # numpy functions CuPy (13.x) does not provide; solver code must not use them on device arrays.
 NOT_IN_CUPY = frozenset({
@@ -52,7 +56,7 @@ class PortabilityError(AssertionError):
 
 
 class _Phase:
-    """Where the strict backend is: ``inside`` names the substep being run, or is None between substeps."""
+    """Where the emulated device is: ``inside`` names the substep being run, or is None between substeps."""
 
     inside: str | None = None
 
@@ -354,7 +358,7 @@ def _check_repeat(args, kwargs):
 SIGNATURE_CHECKS = {"repeat": _check_repeat}
 
 
-class StrictNamespace:
+class DeviceNamespace:
     """numpy behind the device filter (see the module docstring)."""
 
     def __init__(self, module=np, prefix=""):
@@ -370,7 +374,7 @@ class StrictNamespace:
         if isinstance(attribute, np.ufunc):
             return _UfuncProxy(attribute)
         if isinstance(attribute, type(np)):
-            return StrictNamespace(attribute, f"{self._prefix}{name}.")
+            return DeviceNamespace(attribute, f"{self._prefix}{name}.")
         if callable(attribute):
             allow_host = name in UPLOADS and not self._prefix
 
@@ -450,7 +454,7 @@ class DeviceSparse:
         return _wrap(attribute)
 
 
-class StrictSparseNamespace:
+class DeviceSparseNamespace:
     """cupyx.scipy.sparse stand-in: constructors accept host scipy matrices (upload) or device arrays."""
 
     def __getattr__(self, name):
@@ -466,8 +470,13 @@ class StrictSparseNamespace:
         return constructor
 
 
-class StrictBackend(Backend):
-    """Backend whose arrays behave like CuPy's where it matters for portability (module docstring)."""
+class EmulatedCudaBackend(Backend):
+    """Backend whose arrays behave like CuPy's where it matters for portability and whose kernels launch in CUDA's
+    layouts (module docstring)."""
+
+    def substep_scope(self, where: str):
+        """Around one group's substep: the download guard (named ``where``) and CUDA's launch layouts."""
+        return _guarded_in_cuda_layout(where)
 
     def to_host(self, array) -> np.ndarray:
         if not isinstance(array, DeviceArray):
@@ -485,13 +494,26 @@ class StrictBackend(Backend):
         return DeviceArray(array.copy())
 
     def factorized(self, matrix):
+        """The CPU's factorization (CHOLMOD through cholespy, as ``--device cuda`` uses on the GPU), its solve one
+        device operation on device arrays with no synchronization, as cholespy's CUDA solve is."""
         if isinstance(matrix, DeviceSparse):
             matrix = matrix._matrix
-        return conjugate_gradient_factor(self, matrix)
+        host_solve = Backend(name="cpu", xp=np, sparse=scipy.sparse).factorized(matrix)
+
+        def solve(rhs):
+            _operation()
+            return DeviceArray(np.asarray(host_solve(_unwrap(rhs, allow_host=False, where="factorized solve"))))
+        return solve
 
     def device_info(self) -> dict:
-        return {"name": "strict CPU stand-in for a CUDA device", "memory_bytes": 0}
+        return {"name": "CUDA emulated on the CPU (--device cuda-emulated)", "memory_bytes": 0}
 
 
-def strict_backend() -> StrictBackend:
-    return StrictBackend(name="strict", xp=StrictNamespace(), sparse=StrictSparseNamespace())
+@contextlib.contextmanager
+def _guarded_in_cuda_layout(where: str):
+    with substep_guard(where), cuda_layout():
+        yield
+
+
+def emulated_cuda_backend() -> EmulatedCudaBackend:
+    return EmulatedCudaBackend(name="cuda-emulated", xp=DeviceNamespace(), sparse=DeviceSparseNamespace())

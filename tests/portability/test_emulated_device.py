@@ -1,4 +1,4 @@
-"""The strict backend itself: it must refuse what CuPy refuses (else the portability test could pass silently)."""
+"""The emulated CUDA device itself: it must refuse what CuPy refuses (else the portability test could pass silently)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import pytest
 import scipy.sparse
 
 from solver_server.backend import conjugate_gradient_factor, get_backend
-from tests.portability.strict_backend import DeviceArray, PortabilityError, strict_backend
+from solver_server.devices import backend_for
+from solver_server.emulated_device import DeviceArray, PortabilityError, emulated_cuda_backend
 
 
 @pytest.fixture()
 def backend():
-    return strict_backend()
+    return emulated_cuda_backend()
 
 
 def test_device_arrays_refuse_numpy_functions_and_implicit_conversion(backend):
@@ -65,9 +66,54 @@ def test_conjugate_gradient_solve_matches_a_direct_solve():
     matrix = (laplacian + scipy.sparse.diags(rng.uniform(0.1, 1.0, n))).tocsc()
     rhs = rng.standard_normal((n, 3))
     expected = scipy.sparse.linalg.spsolve(matrix, rhs)
-    for backend in (get_backend("cpu"), strict_backend()):
+    for backend in (get_backend("cpu"), emulated_cuda_backend()):
         solve = conjugate_gradient_factor(backend, matrix)
         got = backend.to_host(solve(backend.from_host(rhs)))
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
         got_vector = backend.to_host(solve(backend.from_host(rhs[:, 1])))
         np.testing.assert_allclose(got_vector, expected[:, 1], rtol=1e-8, atol=1e-9)
+
+
+def test_simulation_runs_each_substep_guarded_and_in_cuda_launch_layouts(monkeypatch):
+    """On the emulated device a group's substep runs inside the download guard, and launch_items / launch_split
+    launch a thread per item in one launch, as on CUDA; on the CPU backend neither holds."""
+    import warp as wp
+
+    from solver_server.emulated_device import _Phase
+    from solver_server.simulation import Simulation
+    from tests.portability.scenarios import SCENARIOS
+
+    launched = []
+    original = wp.launch
+
+    def recorded(kernel, dim, *args, **kwargs):
+        launched.append((kernel.key, dim, _Phase.inside))
+        return original(kernel, dim, *args, **kwargs)
+
+    monkeypatch.setattr(wp, "launch", recorded)
+    for device, cuda_layout in (("cpu", False), ("cuda-emulated", True)):
+        launched.clear()
+        scene, _ = SCENARIOS["particles"]()
+        simulation = Simulation(scene, backend_for(device))
+        simulation.initial_frame()
+        simulation.advance(None)
+        substep = [(key, dim, where) for key, dim, where in launched if key == "substep"]
+        assert substep, device
+        strands = len(scene["objects"][0]["strand_offsets"]) - 1
+        assert all((dim == strands) == cuda_layout for _, dim, _ in substep), (device, substep[:3])
+        assert all((where is not None) == cuda_layout for _, _, where in substep)
+        assert all("ParticleHairGroup.step at frame 2" == where for _, _, where in substep if cuda_layout)
+
+
+def test_a_download_inside_a_substep_of_the_emulated_device_names_it():
+    from solver_server.simulation import Simulation
+    from tests.portability.scenarios import SCENARIOS
+
+    scene, _ = SCENARIOS["particles"]()
+    simulation = Simulation(scene, emulated_cuda_backend())
+    simulation.initial_frame()
+    group = simulation.groups[0]
+    step = group.step
+    group.step = lambda inputs: (simulation.backend.to_host(group.states[0].positions), step(inputs))[1]
+    with pytest.raises(PortabilityError, match="ParticleHairGroup.step at frame 2"):
+        simulation.advance(None)
