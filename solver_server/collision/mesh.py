@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..kernels import launch, on_device_stream, warp_view
+from ..kernels import cuda_layout_on, launch, on_device_stream, warp_view
 from ..sim.errors import SceneError
 from . import mesh_kernels
 from .swept_elements import CandidateList, SweptElements, unique_edges
@@ -182,15 +182,20 @@ class _DevicePose:
         views = entry.views
         start_view, ends_view, reach_view = (warp_view(start, wp.vec3d), warp_view(ends, wp.vec3d),
                                              warp_view(reach, wp.float64))
-        launch(mesh_kernels.compare_paths, count, device=self.device,
-               inputs=[start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"],
-                       float(margin), views["control"]])
-        launch(mesh_kernels.decide_paths, 1, device=self.device,
-               inputs=[views["control"], int(forced), float(CANDIDATE_REBUILD_FRACTION * count),
-                       warp_view(self.builds, wp.int32)])
-        launch(mesh_kernels.refresh_paths, count, device=self.device,
-               inputs=[views["control"], start_view, reach_view, ends_view, views["kept_start"], views["kept_reach"],
-                       views["built"]])
+        rebuild_above = float(CANDIDATE_REBUILD_FRACTION * count)
+        paths = [start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"]]
+        if not cuda_layout_on(self.device):
+            launch(mesh_kernels.paths_sequential, 1, device=self.device,
+                   inputs=[*paths, float(margin), int(forced), rebuild_above, views["control"],
+                           warp_view(self.builds, wp.int32)])
+        else:
+            launch(mesh_kernels.compare_paths, count, device=self.device,
+                   inputs=[*paths, float(margin), views["control"]])
+            launch(mesh_kernels.decide_paths, 1, device=self.device,
+                   inputs=[views["control"], int(forced), rebuild_above, warp_view(self.builds, wp.int32)])
+            launch(mesh_kernels.refresh_paths, count, device=self.device,
+                   inputs=[views["control"], start_view, reach_view, ends_view, views["kept_start"],
+                           views["kept_reach"], views["built"]])
         search(entry)
         return entry
 

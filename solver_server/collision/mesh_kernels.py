@@ -111,33 +111,70 @@ def same_path(a: wp.vec3d, b: wp.vec3d, reach_a: wp.float64, reach_b: wp.float64
     return a[0] == b[0] and a[1] == b[1] and a[2] == b[2] and reach_a == reach_b
 
 
+@wp.func
+def path_counts(start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64),
+                kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
+                ends: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d), margin: wp.float64, i: int):
+    """(1 if point i's start or reach differs from the kept ones, 1 if it ends beyond ``margin`` [m] of where the
+    lists were built: always while nothing is built)."""
+    differs = int(0)
+    beyond = int(0)
+    if not same_path(start[i], kept_start[i], reach[i], kept_reach[i]):
+        differs = 1
+    if not within(ends[i], built[i], margin):
+        beyond = 1
+    return differs, beyond
+
+
+@wp.func
+def decided_mode(differing: int, beyond: int, forced: int, rebuild_above: wp.float64) -> int:
+    """What a query does with its lists (PATHS_*): record new paths (``forced`` when the mesh's pose or the
+    query's kind changed), build when more than ``rebuild_above`` points end beyond the margin, else use them."""
+    if forced != 0 or differing > 0:
+        return PATHS_RECORD
+    if wp.float64(beyond) > rebuild_above:
+        return PATHS_BUILD
+    return PATHS_USE
+
+
+@wp.func
+def refresh_path(mode: int, start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64),
+                 ends: wp.array(dtype=wp.vec3d), kept_start: wp.array(dtype=wp.vec3d),
+                 kept_reach: wp.array(dtype=wp.float64), built: wp.array(dtype=wp.vec3d), i: int):
+    """Point i: on PATHS_RECORD keep its start and reach and forget where lists were built (inf: no path is
+    within the margin of it); on PATHS_BUILD the lists are built at its end."""
+    if mode == PATHS_RECORD:
+        kept_start[i] = start[i]
+        kept_reach[i] = reach[i]
+        far = wp.float64(wp.inf)
+        built[i] = wp.vec3d(far, far, far)
+    elif mode == PATHS_BUILD:
+        built[i] = ends[i]
+
+
 @wp.kernel
 def compare_paths(start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64),
                   kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
                   ends: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d), margin: wp.float64,
                   control: wp.array(dtype=wp.int32)):
-    """Counts the points whose start or reach differ from the kept ones (control[0]) and the points that end
-    beyond ``margin`` [m] of where the lists were built (control[1]; all of them while nothing is built)."""
+    """CUDA's layout, per point: ``path_counts`` summed into control[0] (differing) and control[1] (beyond)."""
     i = wp.tid()
-    if not same_path(start[i], kept_start[i], reach[i], kept_reach[i]):
+    differs, beyond = path_counts(start, reach, kept_start, kept_reach, ends, built, margin, i)
+    if differs == 1:
         wp.atomic_add(control, 0, 1)
-    if not within(ends[i], built[i], margin):
+    if beyond == 1:
         wp.atomic_add(control, 1, 1)
 
 
 @wp.kernel
 def decide_paths(control: wp.array(dtype=wp.int32), forced: int, rebuild_above: wp.float64,
                  builds: wp.array(dtype=wp.int32)):
-    """One thread: control[2] = what this query does with its lists (PATHS_*): record new paths (``forced``
-    when the mesh's pose or the query's kind changed), build when more than ``rebuild_above`` points end beyond
-    the margin, else use them. Counts builds in builds[0] and clears the counters for the next query."""
-    if forced != 0 or control[0] > 0:
-        control[2] = PATHS_RECORD
-    elif wp.float64(control[1]) > rebuild_above:
-        control[2] = PATHS_BUILD
+    """CUDA's layout, one thread: control[2] = ``decided_mode``; builds[0] counts builds; the counters cleared
+    for the next query."""
+    mode = decided_mode(control[0], control[1], forced, rebuild_above)
+    control[2] = mode
+    if mode == PATHS_BUILD:
         builds[0] = builds[0] + 1
-    else:
-        control[2] = PATHS_USE
     control[0] = 0
     control[1] = 0
 
@@ -147,17 +184,31 @@ def refresh_paths(control: wp.array(dtype=wp.int32), start: wp.array(dtype=wp.ve
                   reach: wp.array(dtype=wp.float64), ends: wp.array(dtype=wp.vec3d),
                   kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
                   built: wp.array(dtype=wp.vec3d)):
-    """Per point: on PATHS_RECORD keep its start and reach and forget where lists were built (inf: no path is
-    within the margin of it); on PATHS_BUILD the lists are built at its end."""
+    """CUDA's layout, per point: ``refresh_path`` with the decided mode."""
     i = wp.tid()
-    mode = control[2]
-    if mode == PATHS_RECORD:
-        kept_start[i] = start[i]
-        kept_reach[i] = reach[i]
-        far = wp.float64(wp.inf)
-        built[i] = wp.vec3d(far, far, far)
-    elif mode == PATHS_BUILD:
-        built[i] = ends[i]
+    refresh_path(control[2], start, reach, ends, kept_start, kept_reach, built, i)
+
+
+@wp.kernel
+def paths_sequential(start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64),
+                     kept_start: wp.array(dtype=wp.vec3d), kept_reach: wp.array(dtype=wp.float64),
+                     ends: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d), margin: wp.float64,
+                     forced: int, rebuild_above: wp.float64, control: wp.array(dtype=wp.int32),
+                     builds: wp.array(dtype=wp.int32)):
+    """The CPU layout of ``compare_paths``, ``decide_paths`` and ``refresh_paths`` in one thread and one launch
+    (three launches cost more than the loops on the CPU)."""
+    differing = int(0)
+    beyond = int(0)
+    for i in range(start.shape[0]):
+        differs, out = path_counts(start, reach, kept_start, kept_reach, ends, built, margin, i)
+        differing += differs
+        beyond += out
+    mode = decided_mode(differing, beyond, forced, rebuild_above)
+    control[2] = mode
+    if mode == PATHS_BUILD:
+        builds[0] = builds[0] + 1
+    for i in range(start.shape[0]):
+        refresh_path(mode, start, reach, ends, kept_start, kept_reach, built, i)
 
 
 @wp.kernel

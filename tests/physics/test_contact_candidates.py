@@ -4,6 +4,8 @@ points end beyond the lists' margin (then a mesh query falls back to the tree, o
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import warp as wp
@@ -12,7 +14,8 @@ from solver_server.backend import get_backend
 from solver_server.collision import mesh as mesh_module
 from solver_server.collision import self_collision as self_collision_module
 from solver_server.collision.mesh import MeshGeometry
-from solver_server.kernels import warp_view
+from solver_server.collision import swept_elements
+from solver_server.kernels import cuda_layout, warp_view
 from solver_server.simulation import Simulation
 
 from .character_scenes import cloth_on_suzanne, suzanne
@@ -57,7 +60,14 @@ def _resolved(geometry, start, end, reach):
     return [np.asarray(array) for array in geometry.resolve(np, start, end, reach)]
 
 
-def test_mesh_contact_lists_match_a_fresh_query_also_beyond_the_margin():
+@pytest.fixture(params=["cpu layout", "cuda layout"])
+def layout(request):
+    """The record / build / use decision in one CPU thread (``paths_sequential``) and in CUDA's three kernels."""
+    with cuda_layout() if request.param == "cuda layout" else contextlib.nullcontext():
+        yield request.param
+
+
+def test_mesh_contact_lists_match_a_fresh_query_also_beyond_the_margin(layout):
     vertices, triangles, start, end = _head_and_paths()
     reach = np.full(len(start), 0.004)
 
@@ -87,7 +97,7 @@ def test_mesh_contact_lists_match_a_fresh_query_also_beyond_the_margin():
 
 
 @pytest.mark.parametrize("shift", [0.0, 3.0])
-def test_mesh_edge_contact_lists_match_a_fresh_query(shift):
+def test_mesh_edge_contact_lists_match_a_fresh_query(shift, layout):
     vertices, triangles, start, end = _head_and_paths(seed=1)
     edges = np.ascontiguousarray(np.stack([np.arange(0, 399), np.arange(1, 400)], axis=1), np.int32)
     reach = np.full(len(start), 0.004)
@@ -119,3 +129,25 @@ def test_mesh_edge_contact_lists_match_a_fresh_query(shift):
     for got, want in zip(listed_moved, corrections(other, moved)):
         np.testing.assert_array_equal(got, want)
     assert listed[2][0] > 0                                         # edges touch the head
+
+
+def test_a_list_row_that_overflows_queries_the_tree(monkeypatch, layout):
+    """Rows one candidate wide: almost every point's row overflows, the query falls back to the tree for those
+    points (no row grows inside a substep) and the results stay those of a fresh query."""
+    monkeypatch.setattr(swept_elements, "CANDIDATE_CAPACITY", 1)
+    vertices, triangles, start, end = _head_and_paths(seed=2)
+    reach = np.full(len(start), 0.004)
+
+    def posed():
+        geometry = MeshGeometry("Suzanne", vertices, triangles)
+        geometry.set_vertices(vertices + np.array([0.02, 0.0, 0.0]))
+        return geometry
+
+    repeated = posed()
+    _resolved(repeated, start, end, reach)
+    listed = _resolved(repeated, start, end, reach)
+    entry = next(iter(repeated.pose(np)._path_lists.values()))
+    assert repeated.pose(np).candidate_builds == 1 and entry.lists.found.shape[1] == 1
+    assert (entry.lists.counts > 1).sum() > len(start) // 2
+    for got, want in zip(listed, _resolved(posed(), start, end, reach)):
+        np.testing.assert_array_equal(got, want)
