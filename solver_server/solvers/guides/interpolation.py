@@ -21,6 +21,9 @@ from .layout import StrandLayout
 from .selection import GuideAssignment, arc_length_samples
 
 
+PARTING_SHARE = 0.5   # a blended child segment shorter than this share of its length leans to its heavier guide
+
+
 class GuideInterpolator:
     """Interpolates all strands of an object from its guide strands.
 
@@ -62,6 +65,7 @@ class GuideInterpolator:
         child_relative = xp.asarray(rest - rest[:, :1])
         self.rest_difference = child_relative[:, None] - guide_relative_rest               # (S, 2, P, 3)
         self.rest_lengths = xp.asarray(np.linalg.norm(np.diff(rest, axis=1), axis=-1))      # (S, P − 1) [m]
+        self.heavier = xp.asarray(np.argmax(assignment.weights, axis=1))                    # (S,) guide slot
 
     def _sample(self, guide_points):
         """Root-relative guide points at the children's fractions: (S, 2, P, 3)."""
@@ -87,13 +91,32 @@ class GuideInterpolator:
             rotations = xp.asarray(rotations)
             sampled = xp.einsum("skji,skpj->skpi", rotations[self.guide_strands], sampled)     # R_gᵀ
         shaped = xp.einsum("skij,skpj->skpi", self.transfer, sampled) + self.rest_difference
-        local = xp.einsum("sk,skpd->spd", self.weights, shaped)
+        stretch = _chords(xp, sampled) / xp.maximum(self.guide_chords_rest, 1e-300)
+        stretch = xp.where(self.guide_chords_rest > 0.0, stretch, 1.0)                        # (S, 2, P − 1)
+        lengths = self.rest_lengths * xp.einsum("sk,skp->sp", self.weights, stretch)
+        local = self._leaning(xp.einsum("sk,skpd->spd", self.weights, shaped), shaped, lengths)
         if rotations is not None:
             local = xp.einsum("sij,spj->spi", rotations, local)
         blended = xp.asarray(child_roots)[:, None, :] + local
-        stretch = _chords(xp, sampled) / xp.maximum(self.guide_chords_rest, 1e-300)
-        stretch = xp.where(self.guide_chords_rest > 0.0, stretch, 1.0)                        # (S, 2, P − 1)
-        return self.with_lengths(blended, self.rest_lengths * xp.einsum("sk,skp->sp", self.weights, stretch))
+        return self.with_lengths(blended, lengths)
+
+    def _leaning(self, local, shaped, lengths):
+        """Blended root-relative strands (S, P, 3) [m] whose segments shorter than PARTING_SHARE of their
+        ``lengths`` (S, P − 1) [m] lean towards the heavier guide's segment (``shaped`` (S, 2, P, 3): both guides'
+        shapes carried to the child), all the way where the blend vanishes. Where the two guides part (one falls
+        forward over an ear, the other back), the blend of their segments is the small difference of two
+        opposite vectors: its direction, set to full length, would swing with every millimetre the guides
+        move, and the child's tip with it. The heavier guide is fixed per child, so the lean is the same from
+        frame to frame; a blend of half its length or more is left as it is."""
+        xp = self.xp
+        segments = local[:, 1:] - local[:, :-1]
+        heavy = shaped[xp.arange(shaped.shape[0]), self.heavier]
+        heavy_segments = heavy[:, 1:] - heavy[:, :-1]
+        heavy_length = xp.sqrt(xp.sum(heavy_segments * heavy_segments, axis=-1))
+        blend_length = xp.sqrt(xp.sum(segments * segments, axis=-1))
+        share = xp.clip(1.0 - blend_length / xp.maximum(PARTING_SHARE * lengths, 1e-300), 0.0, 1.0)
+        lean = (share * lengths / xp.maximum(heavy_length, 1e-300))[..., None] * heavy_segments
+        return xp.concatenate((local[:, :1], local[:, :1] + xp.cumsum(segments + lean, axis=1)), axis=1)
 
     def with_lengths(self, strands, lengths):
         """Strands (S, P, 3) [m] rebuilt from their first point with every segment's direction kept and its
