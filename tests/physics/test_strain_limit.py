@@ -75,6 +75,20 @@ def test_a_blown_up_point_is_left_to_the_fault_check(layout):
     assert left == 1
 
 
+def test_a_call_after_a_fault_corrects_again(layout):
+    """The fault leaves that call's state alone; the next call, without it, shortens its edges as a fresh limit
+    does (the device layout's halt is per call)."""
+    def limit():
+        return EdgeStrainLimit(BACKEND, _chain(3), np.ones(2), np.array([0.0, 1.0, 1.0]))
+
+    faulted = limit()
+    faulted.apply(np, np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0 * FAULT_RATIO, 0.0, 0.0]]))
+    q = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.5, 0.0, 0.0]])
+    out, _, _ = faulted.apply(np, q)
+    assert np.linalg.norm(out[2] - out[1]) < 1.01
+    np.testing.assert_array_equal(out, limit().apply(np, q)[0])
+
+
 def test_incidence_lists_every_edge_at_both_ends_with_its_sign():
     edges = np.array([[0, 1], [1, 2], [0, 2], [2, 3]])
     start, edge, sign = incidence(edges, 5)

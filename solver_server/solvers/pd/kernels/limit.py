@@ -261,7 +261,8 @@ def mark_overshoot(edges: wp.array(dtype=wp.int32, ndim=2), max_length: wp.array
 @wp.kernel
 def halt_on_fault(state: wp.array(dtype=wp.int32)):
     """One thread, after the first round's marks: a fault halts every later kernel of the call (the state is left
-    for the simulation's fault check, as the CPU layout leaves it)."""
+    for the simulation's fault check, as the CPU layout leaves it); no fault, no halt (a new call starts here)."""
+    state[2] = 0
     if state[1] > 0:
         state[2] = 1
 
