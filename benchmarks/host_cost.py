@@ -83,7 +83,7 @@ class WarpCalls:
         calls = self
 
         def counted(*args, **kwargs):
-            if emulated._Phase.inside is None:
+            if emulated.current_substep() is None:
                 return function(*args, **kwargs)
             started = time.perf_counter()
             try:

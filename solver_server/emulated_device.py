@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import operator
+import threading
 from typing import Any
 
 import numpy as np
@@ -55,12 +56,15 @@ class PortabilityError(AssertionError):
     ``__array__``, so this is an AssertionError)."""
 
 
-class _Phase:
-    """Where the emulated device is: ``inside`` names the substep being run, or is None between substeps."""
-
-    inside: str | None = None
+_PHASE = threading.local()   # .inside: the substep this thread runs (a job's worker thread), or unset between substeps
 
 
+def current_substep() -> str | None:
+    """The substep the calling thread is inside (its ``substep_guard`` description), or None."""
+    return getattr(_PHASE, "inside", None)
+
+
+# counted over every thread: substep description -> count
 SYNCS: dict[str, int] = {}  # substep description -> device -> host synchronizations counted inside it
 HOST_TO_DEVICE: dict[str, int] = {}  # substep description -> uploads (xp.asarray of host data, from_host) inside it
 OPERATIONS: dict[str, int] = {}  # substep description -> array operations (xp calls, operators, indexing) inside it
@@ -71,33 +75,38 @@ SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "ext
 @contextlib.contextmanager
 def substep_guard(where: str):
     """Refuse device -> host array copies while the block runs (one solver substep, ``where`` names it)."""
-    outer, _Phase.inside = _Phase.inside, where
+    outer = current_substep()
+    _PHASE.inside = where
     try:
         yield
     finally:
-        _Phase.inside = outer
+        _PHASE.inside = outer
 
 
 def _download(what: str) -> None:
-    if _Phase.inside is not None:
-        raise PortabilityError(f"{what}: a device -> host array copy inside a substep ({_Phase.inside}); the design "
+    where = current_substep()
+    if where is not None:
+        raise PortabilityError(f"{what}: a device -> host array copy inside a substep ({where}); the design "
                                "allows host <-> device copies only at frame boundaries")
 
 
 def _synchronize() -> None:
-    if _Phase.inside is not None:
-        SYNCS[_Phase.inside] = SYNCS.get(_Phase.inside, 0) + 1
+    where = current_substep()
+    if where is not None:
+        SYNCS[where] = SYNCS.get(where, 0) + 1
 
 
 def _operation() -> None:
     """One array operation (on CuPy a kernel launch or an allocation driven from Python)."""
-    if _Phase.inside is not None:
-        OPERATIONS[_Phase.inside] = OPERATIONS.get(_Phase.inside, 0) + 1
+    where = current_substep()
+    if where is not None:
+        OPERATIONS[where] = OPERATIONS.get(where, 0) + 1
 
 
 def _upload() -> None:
-    if _Phase.inside is not None:
-        HOST_TO_DEVICE[_Phase.inside] = HOST_TO_DEVICE.get(_Phase.inside, 0) + 1
+    where = current_substep()
+    if where is not None:
+        HOST_TO_DEVICE[where] = HOST_TO_DEVICE.get(where, 0) + 1
 
 
 def _count_mask(key) -> None:

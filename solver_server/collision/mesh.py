@@ -132,6 +132,7 @@ class _DevicePose:
         self._winding = None             # (version, arrays kept alive, the two wp.Mesh) of winding_meshes
         self._path_lists: dict[tuple, _PathLists] = {}   # the latest CANDIDATE_KEYS_KEPT kinds of query, oldest first
         self.builds = xp.zeros(1, dtype=xp.int32)          # candidate list builds, counted on the device
+        self._builds_view = warp_view(self.builds, wp.int32)
         self._refit()
 
     def _refit(self):
@@ -183,16 +184,15 @@ class _DevicePose:
         start_view, ends_view, reach_view = (warp_view(start, wp.vec3d), warp_view(ends, wp.vec3d),
                                              warp_view(reach, wp.float64))
         rebuild_above = float(CANDIDATE_REBUILD_FRACTION * count)
-        paths = [start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"]]
+        compared = [start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"]]
         if not cuda_layout_on(self.device):
             launch(mesh_kernels.paths_sequential, 1, device=self.device,
-                   inputs=[*paths, float(margin), int(forced), rebuild_above, views["control"],
-                           warp_view(self.builds, wp.int32)])
+                   inputs=[*compared, float(margin), int(forced), rebuild_above, views["control"], self._builds_view])
         else:
             launch(mesh_kernels.compare_paths, count, device=self.device,
-                   inputs=[*paths, float(margin), views["control"]])
+                   inputs=[*compared, float(margin), views["control"]])
             launch(mesh_kernels.decide_paths, 1, device=self.device,
-                   inputs=[views["control"], int(forced), rebuild_above, warp_view(self.builds, wp.int32)])
+                   inputs=[views["control"], int(forced), rebuild_above, self._builds_view])
             launch(mesh_kernels.refresh_paths, count, device=self.device,
                    inputs=[views["control"], start_view, reach_view, ends_view, views["kept_start"],
                            views["kept_reach"], views["built"]])

@@ -79,7 +79,7 @@ def test_simulation_runs_each_substep_guarded_and_in_cuda_launch_layouts(monkeyp
     launch a thread per item in one launch, as on CUDA; on the CPU backend neither holds."""
     import warp as wp
 
-    from solver_server.emulated_device import _Phase
+    from solver_server.emulated_device import current_substep
     from solver_server.simulation import Simulation
     from tests.portability.scenarios import SCENARIOS
 
@@ -87,7 +87,7 @@ def test_simulation_runs_each_substep_guarded_and_in_cuda_launch_layouts(monkeyp
     original = wp.launch
 
     def recorded(kernel, dim, *args, **kwargs):
-        launched.append((kernel.key, dim, _Phase.inside))
+        launched.append((kernel.key, dim, current_substep()))
         return original(kernel, dim, *args, **kwargs)
 
     monkeypatch.setattr(wp, "launch", recorded)
@@ -117,3 +117,28 @@ def test_a_download_inside_a_substep_of_the_emulated_device_names_it():
     group.step = lambda inputs: (simulation.backend.to_host(group.states[0].positions), step(inputs))[1]
     with pytest.raises(PortabilityError, match="ParticleHairGroup.step at frame 2"):
         simulation.advance(None)
+
+
+def test_the_guard_holds_only_for_the_thread_inside_a_substep():
+    """Jobs run on worker threads: one job's substep must not refuse another job's frame-boundary download."""
+    import threading
+
+    from solver_server.emulated_device import current_substep, substep_guard
+
+    backend = emulated_cuda_backend()
+    array = backend.from_host(np.arange(3.0))
+    inside, results = threading.Event(), {}
+
+    def other_job():
+        inside.wait(timeout=10)
+        results["where"] = current_substep()
+        results["copy"] = backend.to_host(array)
+
+    worker = threading.Thread(target=other_job)
+    worker.start()
+    with substep_guard("job A's substep"):
+        inside.set()
+        worker.join(timeout=10)
+        with pytest.raises(PortabilityError, match="job A's substep"):
+            backend.to_host(array)
+    assert results["where"] is None and np.array_equal(results["copy"], np.arange(3.0))
