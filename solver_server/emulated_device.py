@@ -90,10 +90,26 @@ def _download(what: str) -> None:
                                "allows host <-> device copies only at frame boundaries")
 
 
+@contextlib.contextmanager
+def refusing_synchronizations():
+    """Within the block (on the calling thread), a host synchronization inside a substep raises PortabilityError at
+    the line that makes it instead of being counted: the complete guard, for code that must have none."""
+    outer = getattr(_PHASE, "refusing", False)
+    _PHASE.refusing = True
+    try:
+        yield
+    finally:
+        _PHASE.refusing = outer
+
+
 def _synchronize() -> None:
     where = current_substep()
-    if where is not None:
-        SYNCS[where] = SYNCS.get(where, 0) + 1
+    if where is None:
+        return
+    if getattr(_PHASE, "refusing", False):
+        raise PortabilityError(f"a host synchronization (a scalar read, a boolean mask, a data-sized output) inside "
+                               f"a substep that must have none ({where})")
+    SYNCS[where] = SYNCS.get(where, 0) + 1
 
 
 def _operation() -> None:

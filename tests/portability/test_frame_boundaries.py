@@ -13,7 +13,8 @@ import pytest
 
 from solver_server import backend as backend_module
 from solver_server.backend import get_backend
-from solver_server.emulated_device import HOST_TO_DEVICE, SYNCS, PortabilityError, emulated_cuda_backend, substep_guard
+from solver_server.emulated_device import (HOST_TO_DEVICE, SYNCS, PortabilityError, emulated_cuda_backend,
+                                          refusing_synchronizations, substep_guard)
 from solver_server.simulation import Simulation
 from tests.portability.scenarios import SCENARIOS
 
@@ -57,6 +58,30 @@ def test_a_sync_free_solver_makes_no_host_synchronization_inside_its_substeps(gr
     the contact counts, the strain limit's rounds and the contact repeats are decided and kept on the device)."""
     steady = _steady_syncs(group_name, scenario)
     assert not steady, f"{scenario}: host synchronizations inside {group_name} substeps: {steady}"
+
+
+@pytest.mark.parametrize("scenario", ["particles", "particles_guides_animated", "pd_cloth_on_ball", "pd_softbody"])
+def test_the_complete_guard_runs_the_sync_free_scenes_through(scenario):
+    """After the first frame, with the guard refusing synchronizations, the scenes whose every group is sync-free
+    run through (the collider zoo's PD group is not: its mesh rounds decide on the host)."""
+    scene, drive = SCENARIOS[scenario]()
+    simulation = Simulation(scene, emulated_cuda_backend())
+    simulation.initial_frame()
+    simulation.advance(drive(simulation.frame_start + 1) if drive else None)
+    with refusing_synchronizations():
+        for frame in range(simulation.frame_start + 2, simulation.frame_end + 1):
+            simulation.advance(drive(frame) if drive else None)
+
+
+def test_the_complete_guard_names_the_substep(monkeypatch):
+    """A scalar read added to the particle substep is refused at the line that makes it."""
+    from solver_server.collision import colliders
+
+    monkeypatch.setattr(colliders.Contacts, "count", property(lambda self: int(self.mask.sum())))
+    simulation = Simulation(SCENARIOS["particles"]()[0], emulated_cuda_backend())
+    simulation.initial_frame()
+    with refusing_synchronizations(), pytest.raises(PortabilityError, match="ParticleHairGroup.step at frame 2"):
+        simulation.advance(None)
 
 
 def test_the_device_resident_pd_substep_gives_the_cpu_frames_bit_for_bit():
