@@ -254,6 +254,8 @@ class Simulation:
                                cause=lambda object_id, poses=poses: self._pins_through_colliders(object_id, poses))
             substep_start = substep_end
         totals, extra = _frame_totals(substep_stats)
+        for group in self.groups:
+            extra.update(group.finish_frame())
         device_ms = device_timer.elapsed_ms()
         self._poses = end_poses
         self.frame = frame

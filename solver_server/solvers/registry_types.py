@@ -48,6 +48,10 @@ class SolverGroup(Protocol):
     def step(self, inputs: SubstepInputs) -> dict:
         """Advance one substep; stats with at least ``iterations`` and ``contacts`` (ints)."""
 
+    def finish_frame(self) -> dict:
+        """At a frame's end, after its substeps: the checks a substep leaves on the device, read once; returns
+        stats for the frame (none by default)."""
+
     def positions(self) -> dict[str, np.ndarray]:
         """Current output positions, id -> float32 (N, 3) host array (N as submitted)."""
 

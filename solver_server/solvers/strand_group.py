@@ -99,6 +99,10 @@ class StrandGroup(ABC):
         inside = colliders.inside(xp, xp.ascontiguousarray(points.reshape(-1, 3), dtype=xp.float64))
         return int(xp.count_nonzero(inside & xp.asarray(free.reshape(-1))))
 
+    def finish_frame(self) -> dict:
+        """Nothing is left on the device to check: the group's stats are read with the frame's."""
+        return {}
+
     def positions(self) -> dict[str, np.ndarray]:
         """Every strand's points (N, 3) float32 [m]; interpolated children kept out of the mesh colliders."""
         xp = self.backend.xp

@@ -96,3 +96,29 @@ def test_diverging_jacobi_falls_back_to_cholesky():
     reference = run(Simulation(scene([cloth_object(vertices, triangles, pins=pins)], frame_end=4), BACKEND))
     assert np.all(np.isfinite(frames[-1][1]["Cloth"]))
     np.testing.assert_allclose(frames[-1][1]["Cloth"], reference[-1][1]["Cloth"], atol=2e-3)
+
+
+def test_on_a_device_a_divergence_after_the_first_frame_is_caught_at_the_frame_end():
+    """On the emulated CUDA device the first frame tests every Jacobi solve on the host; later frames keep the test
+    on the device and read it once at the frame's end. A solve that starts to diverge in frame 3 (γ raised to
+    1.9 by hand) switches the solver to Cholesky from frame 4 on, reported in frame 3's stats, and the substeps
+    of frames 2 and 3 read nothing back."""
+    from solver_server.devices import backend_for
+    from solver_server.emulated_device import SYNCS
+
+    vertices, triangles, index = grid(10, 10)
+    settings = {"global": "jacobi", "jacobi_iterations": 60, "chebyshev_start": 1000}
+    simulation = Simulation(scene([cloth_object(vertices, triangles, pins=[index[0, -1], index[-1, -1]])],
+                                  frame_end=6, solver={"pd": settings}), backend_for("cuda-emulated"))
+    solver = simulation.groups[0].solver
+    simulation.initial_frame()
+    assert "global_fallback" not in simulation.advance(None)[2] and solver.convergence_seen
+    SYNCS.clear()
+    assert "global_fallback" not in simulation.advance(None)[2]
+    jacobi = solver.global_solver
+    jacobi.gamma, jacobi._captured = 1.9, None                 # the replayed sweeps are recorded anew with γ
+    assert simulation.advance(None)[2]["global_fallback"] == "cholesky"
+    assert not SYNCS, SYNCS
+    assert solver.global_solver is solver.cholesky and solver.fell_back
+    _, positions, stats = simulation.advance(None)
+    assert stats["global_fallback"] == "cholesky" and np.all(np.isfinite(positions["Cloth"]))

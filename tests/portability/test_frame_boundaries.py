@@ -38,7 +38,7 @@ def test_no_device_to_host_copy_inside_a_substep(name):
 
 # solvers whose steady-state substep reads nothing back from the device (the first frame may: lists, factors)
 SYNC_FREE = {"ParticleHairGroup": ("particles", "colliders_particles", "particles_guides_animated"),
-             "PDGroup": ("pd_cloth_on_ball", "pd_softbody")}
+             "PDGroup": ("pd_cloth_on_ball", "pd_softbody", "pd_cloth_jacobi_animated")}
 
 
 def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
@@ -60,7 +60,8 @@ def test_a_sync_free_solver_makes_no_host_synchronization_inside_its_substeps(gr
     assert not steady, f"{scenario}: host synchronizations inside {group_name} substeps: {steady}"
 
 
-@pytest.mark.parametrize("scenario", ["particles", "particles_guides_animated", "pd_cloth_on_ball", "pd_softbody"])
+@pytest.mark.parametrize("scenario", ["particles", "particles_guides_animated", "pd_cloth_on_ball", "pd_softbody",
+                                      "pd_cloth_jacobi_animated"])
 def test_the_complete_guard_runs_the_sync_free_scenes_through(scenario):
     """After the first frame, with the guard refusing synchronizations, the scenes whose every group is sync-free
     run through (the collider zoo's PD group is not: its mesh rounds decide on the host)."""

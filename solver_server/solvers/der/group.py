@@ -364,6 +364,10 @@ class DerHairGroup:
             totals["started_inside"] = started_inside
         return totals
 
+    def finish_frame(self) -> dict:
+        """Nothing is left on the device to check: DER reads its figures inside the substep."""
+        return {}
+
     def positions(self) -> dict[str, np.ndarray]:
         to_host = self.backend.to_host
         return {object_id: to_host(shared.object_positions(index)).astype(np.float32)

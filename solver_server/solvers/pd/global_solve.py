@@ -99,6 +99,7 @@ class JacobiSolve:
         self.beta_operator = CsrKernelMatrix(xp, beta_operator)
         self.graph = backend.name != "cpu" if graph is None else bool(graph)
         self._captured = None      # (graph, its buffers, the buffer holding its result) once recorded
+        self.diverged_since_read = backend.xp.zeros((), dtype=bool)   # deferred solves' divergence (device)
 
     def _sweeps(self, x, beta, previous, spare, split: bool = True):
         """The ``iterations`` Chebyshev sweeps from x (previous: x too, spare: scratch; all (n, 3) on the
@@ -140,10 +141,12 @@ class JacobiSolve:
             vector = nxt / norm
         return float(estimate)
 
-    def solve(self, rhs, initial=None) -> tuple[object, SolveReport]:
+    def solve(self, rhs, initial=None, deferred: bool = False) -> tuple[object, SolveReport]:
         """x ≈ K⁻¹ rhs for rhs (n, 3) (or (n,), (n, 1), (n, 2): padded to three columns) from ``initial`` (same
         shape; default β): ``iterations`` sweeps, each one launch of ``kernels.jacobi.chebyshev_sweep``; returns
-        (x, SolveReport)."""
+        (x, SolveReport). ``deferred``: the divergence test stays on the device (``diverged_since_read``, read by
+        the caller once a frame), a diverged solve returns its start instead, and the report's residual is a 0-d
+        device array; else both are read here."""
         xp = self.backend.xp
         columns = 1 if rhs.ndim == 1 else rhs.shape[1]
         if columns != 3:
@@ -151,16 +154,26 @@ class JacobiSolve:
                 raise ValueError(f"JacobiSolve.solve takes at most 3 right-hand sides, got {columns}")
             padded = lambda values: xp.concatenate(  # noqa: E731
                 [values.reshape(-1, columns), xp.zeros((values.shape[0], 3 - columns))], axis=1)
-            x, report = self.solve(padded(rhs), None if initial is None else padded(initial))
+            x, report = self.solve(padded(rhs), None if initial is None else padded(initial), deferred)
             return x[:, :columns].reshape(rhs.shape), report
         rhs = xp.ascontiguousarray(rhs, dtype=xp.float64)
         beta = self.beta_operator.product(xp, rhs)
         x = beta.copy() if initial is None else xp.array(initial, dtype=xp.float64, order="C")
         start_residual = xp.linalg.norm(rhs - self.matrix.product(xp, x))
+        start = x.copy() if deferred else None
         x = self._replay_sweeps(x, beta) if self.graph else self._sweeps(x, beta, x.copy(), xp.empty_like(x))
+        residual = xp.linalg.norm(rhs - self.matrix.product(xp, x))
+        if deferred:
+            scale = xp.maximum(xp.linalg.norm(rhs), 1e-300)
+            relative, start_relative = residual / scale, start_residual / scale
+            diverged = ~xp.isfinite(relative) | (relative > xp.maximum(start_relative, 1e-12) * self.divergence_factor) \
+                | (relative > 1.0)
+            self.diverged_since_read = self.diverged_since_read | diverged
+            # a diverged solve leaves its start (the last iterate): the frame stays sane until its end switches
+            return xp.where(diverged, start, x), SolveReport(iterations=self.iterations, residual=relative)
         # the three norms reach the host together: one device synchronization per solve
         rhs_norm, start_residual, residual = (float(value) for value in xp.stack(
-            [xp.linalg.norm(rhs), start_residual, xp.linalg.norm(rhs - self.matrix.product(xp, x))]).tolist())
+            [xp.linalg.norm(rhs), start_residual, residual]).tolist())
         rhs_norm = rhs_norm or 1.0
         start_residual, residual = start_residual / rhs_norm, residual / rhs_norm
         report = SolveReport(iterations=self.iterations, residual=residual)

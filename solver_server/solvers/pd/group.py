@@ -117,6 +117,10 @@ class PDGroup:
         self.state = out
         return stats
 
+    def finish_frame(self) -> dict:
+        """The PD solver's deferred checks (its iterative global step's divergence)."""
+        return self.solver.finish_frame()
+
     def positions(self) -> dict[str, np.ndarray]:
         host = self.backend.to_host(self.state.positions)
         result = {}

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse
 
 from ...collision import ColliderSet
+from ...kernels import cuda_layout_on
 from ...sim.maps import element_factors
 from ...sim.model import ParticleModel
 from .state import PDControl, PDState
@@ -243,6 +244,7 @@ class PDSolver:
                 iterations=settings["jacobi_iterations"], chebyshev_start=settings["chebyshev_start"],
                 gamma=settings["gamma"], rho=settings["rho"])
         self.fell_back = False
+        self.convergence_seen = False   # an iterative global step converged over a whole host-checked frame
         self.started = False     # the first step recovers points that start inside a closed collider shell
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
@@ -284,6 +286,23 @@ class PDSolver:
         q += delta
         return q
 
+    def finish_frame(self) -> dict:
+        """At a frame's end: the deferred divergence test of the iterative global step (one read). A solve that
+        diverged in this frame (it left its start, so the frame stays sane) switches the solver to Cholesky from
+        the next frame on; else, after a first frame checked solve by solve, the later frames' tests stay on the
+        device. Returns stats ({"global_fallback": "cholesky"} on a switch)."""
+        solver = self.global_solver
+        if solver is self.cholesky:
+            return {}
+        if self.convergence_seen and bool(solver.diverged_since_read):
+            log.warning("PD %s global step diverged during the frame; Cholesky from the next frame on", solver.name)
+            self.fell_back = True
+            self.global_solver = self.cholesky
+            return {"global_fallback": "cholesky"}
+        solver.diverged_since_read = self.backend.xp.zeros((), dtype=bool)
+        self.convergence_seen = True
+        return {}
+
     def _global(self, rhs, pinned_targets, initial):
         """Positions (n, 3) [m] solving the global step for ``rhs`` (n, 3) (overwritten), the hard pins at
         ``pinned_targets`` (P, 3) [m] (None without hard pins); ``initial`` (n, 3): the iterative solvers'
@@ -291,6 +310,10 @@ class PDSolver:
         if pinned_targets is not None:
             rhs[self.coupled_rows] -= self.coupling @ pinned_targets
             rhs[self.hard_device] = pinned_targets
+        if self.global_solver is not self.cholesky and self.convergence_seen and cuda_layout_on(self.contact.device):
+            # on a device the divergence test waits for the frame's end (finish_frame): the iteration matrix is
+            # fixed, so a solver that converged over a whole frame of host-checked solves keeps converging
+            return self.global_solver.solve(rhs, initial, deferred=True)
         solution, report = self.global_solver.solve(rhs, initial)
         if report.diverged and self.global_solver is not self.cholesky:
             log.warning("PD %s global solve diverged (residual %.3g); falling back to Cholesky",
