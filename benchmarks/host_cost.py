@@ -19,7 +19,7 @@ Scenes (steady state: one frame run first and not counted, then ``--frames`` fra
 
 Per substep (one ``group.step``): Warp launches (``wp.launch``, recorded launches and graph replays), other array
 operations (``xp`` calls, operators, indexing), synchronizations, uploads, and the wall time split into time
-inside Warp calls and the rest (the Python glue and the strict backend's numpy work). The last line reads
+inside Warp calls and the rest (the Python glue and the emulated device's numpy work). The last line reads
 ``host syncs per substep: max N``.
 
     .venv/bin/python -m benchmarks.host_cost [--frames 1] [--only pd_cloth,der_contact,...] [--small]
