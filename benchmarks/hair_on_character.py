@@ -16,7 +16,7 @@ out) and in the world less the head's own motion of that point over the same fra
 one frame 24 frames after the head stopped (frame 42 on), and seconds per frame.
 
     .venv/bin/python -m benchmarks.hair_on_character [--frames 48] [--strands 300] [--models der,cosserat,...]
-        [--skip-blender] [--flipped] [--render docs/images]
+        [--skip-blender] [--flipped] [--eased] [--render docs/images]
 """
 
 from __future__ import annotations
@@ -40,35 +40,35 @@ RENDER_FRAMES = (8, 18, 48)
 PATH_STEPS_LOG2 = 4            # Blender's drawn hair path: 2^4 segments per strand, read back with co_hair
 
 
-def _head_at(head_vertices, frame):
-    pose = held_motion(frame, MOTION_FRAMES)
+def _head_at(head_vertices, frame, eased: bool = False):
+    pose = held_motion(frame, MOTION_FRAMES, eased=eased)
     return head_vertices @ pose[:3, :3].T + pose[:3, 3]
 
 
-def figures(positions, rest, points, head_vertices, head_triangles):
+def figures(positions, rest, points, head_vertices, head_triangles, eased: bool = False):
     """The quality figures of hair positions (F, N, 3) [m] (frame 1 first), rest points (N, 3), points per
-    strand."""
+    strand; ``eased``: the head moved on ``held_motion``'s eased motion."""
     frames = len(positions)
     strands = positions.reshape(frames, -1, points, 3)
     rest_strands = rest.reshape(-1, points, 3)
     inside = []
     for index, frame in enumerate(strands):
         free = frame[:, 1:].reshape(-1, 3)
-        inside.append(int((np.abs(winding_numbers(free, _head_at(head_vertices, index + 1), head_triangles)) > 0.5)
+        inside.append(int((np.abs(winding_numbers(free, _head_at(head_vertices, index + 1, eased), head_triangles)) > 0.5)
                           .sum()))
     rest_lengths = np.linalg.norm(np.diff(rest_strands, axis=1), axis=2)
     strain = np.abs(np.linalg.norm(np.diff(strands, axis=2), axis=3) / rest_lengths - 1.0)
     local = np.empty_like(strands)
     drift = 0.0
     for index in range(frames):
-        pose = held_motion(index + 1, MOTION_FRAMES)
+        pose = held_motion(index + 1, MOTION_FRAMES, eased=eased)
         local[index] = (strands[index] - pose[:3, 3]) @ pose[:3, :3]        # in the head's frame
         drift = max(drift, float(np.linalg.norm(local[index, :, 0] - rest_strands[:, 0], axis=1).max()))
     jumps = np.linalg.norm(np.diff(local, axis=0), axis=3)                   # (F − 1, S, P)
     beyond_head = 0.0
     for index in range(JUMP_FROM - 1, frames - 1):
         # world jump less the head's own motion of the point over the same frame (where the head carries it)
-        pose = held_motion(index + 2, MOTION_FRAMES)
+        pose = held_motion(index + 2, MOTION_FRAMES, eased=eased)
         carried = local[index] @ pose[:3, :3].T + pose[:3, 3]
         world = np.linalg.norm(strands[index + 1] - strands[index], axis=-1)
         beyond_head = max(beyond_head, float((world - np.linalg.norm(carried - strands[index], axis=-1)).max()))
@@ -80,19 +80,19 @@ def figures(positions, rest, points, head_vertices, head_triangles):
             "settled_tip_motion_m": float(jumps[settle_from - 1:, :, -1].max()) if frames > settle_from else None}
 
 
-def head_stop_carry(head_vertices) -> float:
+def head_stop_carry(head_vertices, eased: bool = False) -> float:
     """The largest distance [m] a head vertex moves in the head's last frame of motion (frame MOTION_FRAMES − 1 →
     MOTION_FRAMES): what a point that kept the head's speed for one frame after the dead stop adds to the jump."""
-    return float(np.linalg.norm(_head_at(head_vertices, MOTION_FRAMES) - _head_at(head_vertices, MOTION_FRAMES - 1),
-                                axis=1).max())
+    return float(np.linalg.norm(_head_at(head_vertices, MOTION_FRAMES, eased)
+                                - _head_at(head_vertices, MOTION_FRAMES - 1, eased), axis=1).max())
 
 
-def run_tangle(model: str, strands: int, frames: int, guides: int, flipped: bool = False):
+def run_tangle(model: str, strands: int, frames: int, guides: int, flipped: bool = False, eased: bool = False):
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
 
     scene, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
-        model, strands, frames=frames, motion_frames=MOTION_FRAMES, guide_count=guides, flipped=flipped)
+        model, strands, frames=frames, motion_frames=MOTION_FRAMES, guide_count=guides, flipped=flipped, eased=eased)
     simulation = Simulation(scene, get_backend("cpu"))
     out = [simulation.initial_frame()[1]["Hair"]]
     seconds, failsafe = [], 0
@@ -105,7 +105,7 @@ def run_tangle(model: str, strands: int, frames: int, guides: int, flipped: bool
     return np.array(out, np.float64), float(np.mean(seconds)), rest, int(np.diff(offsets)[0]), failsafe
 
 
-def run_blender(strands: int, frames: int, points: int):
+def run_blender(strands: int, frames: int, points: int, eased: bool = False):
     """Blender's particle Hair Dynamics on the same head and motion: (positions (F, S·P, 3), s per frame)."""
     import bpy
 
@@ -113,8 +113,9 @@ def run_blender(strands: int, frames: int, points: int):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps = 24
+    keyed = range(1, MOTION_FRAMES + 1) if eased else (1, MOTION_FRAMES)      # linear keys between: every frame
     head = add_keyed_head(scene, head_vertices, head_triangles,
-                          {frame: held_motion(frame, MOTION_FRAMES) for frame in (1, MOTION_FRAMES)})
+                          {frame: held_motion(frame, MOTION_FRAMES, eased=eased) for frame in keyed})
     system = add_hair_dynamics(head, strands, 0.25, points - 1, 4, frames, min_height=0.0,
                                display_step=PATH_STEPS_LOG2)
     system.cloth.collision_settings.collision_quality = 2
@@ -140,14 +141,14 @@ def run_blender(strands: int, frames: int, points: int):
     return np.array(out), float(np.mean(seconds)), rest
 
 
-def render(path, hair_xyz, points, head_vertices, head_triangles, frame):
+def render(path, hair_xyz, points, head_vertices, head_triangles, frame, eased: bool = False):
     """Workbench image of the strands (tubes of 2.5 mm so they read at this size) over the posed head."""
     import bpy
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     mesh = bpy.data.meshes.new("Head")
-    mesh.from_pydata(_head_at(head_vertices, frame).tolist(), [], np.asarray(head_triangles).tolist())
+    mesh.from_pydata(_head_at(head_vertices, frame, eased).tolist(), [], np.asarray(head_triangles).tolist())
     for polygon in mesh.polygons:
         polygon.use_smooth = True
     head = bpy.data.objects.new("Head", mesh)
@@ -185,24 +186,29 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-blender", action="store_true")
     parser.add_argument("--flipped", action="store_true", help="the head's triangles in the reverse winding")
     parser.add_argument("--render", default=None, help=f"folder for DER (and Blender) images at frames {RENDER_FRAMES}")
+    parser.add_argument("--eased", action="store_true",
+                        help="the head's turn and slide on a smoothstep (starts and stops at rest) instead of linear")
     args = parser.parse_args(argv)
     print_kernel_warmup()
     print(f"scene: {args.strands} strands x 12 points, 25 cm, r 0.1 mm, on Suzanne turning 60 deg and sliding 0.3 m "
-          f"over {MOTION_FRAMES} frames, then still until frame {args.frames}; 4 substeps, 24 fps")
+          f"over {MOTION_FRAMES} frames{' (eased)' if args.eased else ''}, then still until frame {args.frames}; "
+          "4 substeps, 24 fps")
     _, _, _, _, head_vertices, head_triangles = hair_on_character("der", args.strands, frames=args.frames)
-    print(f"the head's fastest point moves {head_stop_carry(head_vertices):.3f} m in its last frame of motion: a point "
+    print(f"the head's fastest point moves {head_stop_carry(head_vertices, args.eased):.3f} m in its last frame of "
+          f"motion: a point "
           f"that only carries on at that speed for one frame after the head stops scores that as its jump")
     runs = {}
     for name in args.models.split(","):
         model, _, guided = name.partition("+")
         positions, seconds, rest, points, failsafe = run_tangle(model, args.strands, args.frames, 40 if guided else 0,
-                                                                args.flipped)
+                                                                args.flipped, args.eased)
         runs[name] = positions
-        _print(f"tangle {name}", figures(positions, rest, points, head_vertices, head_triangles), seconds, failsafe)
+        _print(f"tangle {name}", figures(positions, rest, points, head_vertices, head_triangles, args.eased), seconds,
+               failsafe)
     blender = None
     if not args.skip_blender:
-        blender, seconds, rest = run_blender(args.strands, args.frames, 12)
-        _print("blender hair dynamics", figures(blender, rest, 12, head_vertices, head_triangles), seconds)
+        blender, seconds, rest = run_blender(args.strands, args.frames, 12, args.eased)
+        _print("blender hair dynamics", figures(blender, rest, 12, head_vertices, head_triangles, args.eased), seconds)
     if args.render:
         from pathlib import Path
 
@@ -211,10 +217,10 @@ def main(argv=None) -> None:
         for frame in RENDER_FRAMES:
             if "der" in runs and frame <= args.frames:
                 render(folder / f"hair_der_f{frame:02d}.png", runs["der"][frame - 1], 12, head_vertices,
-                       head_triangles, frame)
+                       head_triangles, frame, args.eased)
             if blender is not None and frame <= args.frames:
                 render(folder / f"hair_blender_f{frame:02d}.png", blender[frame - 1], 12, head_vertices,
-                       head_triangles, frame)
+                       head_triangles, frame, args.eased)
 
 
 if __name__ == "__main__":
