@@ -126,8 +126,8 @@ class StepStats:
     line_search_fallbacks: int = 0   # line searches that failed (matrix refreshed, or iteration stopped)
     early_refreshes: int = 0         # refactorizations because most strands refused a stale matrix's full step
     bend_twist_assemblies: int = 0   # of the factorizations, those that assembled the bend-twist part too
-    settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION)
-    smallest_step: float = 1.0
+    settled_strands: int = 0         # strands no longer searched at the end of the step (SETTLED_FRACTION; 0-d
+    smallest_step: float = 1.0       # device arrays once set, like smallest_step: read with the frame's stats)
     relinearizations: int = 0        # times the settled contact set was written again at the end positions
     extra: dict = field(default_factory=dict)
 
@@ -414,15 +414,15 @@ class ImplicitEulerSolver:
         xp, model, settings = self.xp, self.model, self.settings
         alpha, slope, _, _, accepted, _ = searched
         moved = alpha > 0.0
-        if bool(moved.any()):
-            stats.smallest_step = min(stats.smallest_step, float(alpha[moved].min()))
+        # figures for the frame's stats stay on the device (read at the frame's end)
+        stats.smallest_step = xp.minimum(stats.smallest_step, xp.min(xp.where(moved, alpha, 1.0)))
         stats.iterations = iteration + 1
         change = xp.abs(v_new - it.v)[model.position_dofs]
         stats.mean_dv = float(xp.mean(change))
         strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
                                 minlength=model.n_strands) / self.strand_vertex_dofs
         it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
-        stats.settled_strands = int(it.settled.sum())
+        stats.settled_strands = it.settled.sum()
         contacts = 0 if impulses is None else impulses.contact_count
         cheap_refreshes = (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
                            and settings.refresh_interval > 0)
