@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...kernels import cuda_layout_on, warp_device_of
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
 from .frames import normalize_rows
@@ -166,6 +167,12 @@ class ImplicitEulerSolver:
         self.dof_strand = dof_strand
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
+        self.device = warp_device_of(self.dof_strand)
+
+    @property
+    def _device_resident(self) -> bool:
+        """Whether this step runs on the device path (CUDA's layout), where reading a device value stalls."""
+        return cuda_layout_on(self.device)
 
     def _factor(self, config, h, fixed_dofs, damping, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False, previous: BandedCholesky | None = None, strands=None,
@@ -294,10 +301,11 @@ class ImplicitEulerSolver:
     def _merge(self, take, new, old):
         """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
         xp, model = self.xp, self.model
-        if bool(take.all()):
-            return new
-        if not bool(take.any()):
-            return old
+        if not self._device_resident:     # on the CPU the reads are free and skip the merge when it is moot
+            if bool(take.all()):
+                return new
+            if not bool(take.any()):
+                return old
         new_config, old_config = new[2], old[2]
         on_vertex, on_edge = take[model.vertex_strand], take[model.edge_strand]
         on_bend = on_vertex[model.bend_vertex]
