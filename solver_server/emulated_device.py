@@ -73,14 +73,19 @@ SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "ext
 
 
 @contextlib.contextmanager
-def substep_guard(where: str):
-    """Refuse device -> host array copies while the block runs (one solver substep, ``where`` names it)."""
-    outer = current_substep()
-    _PHASE.inside = where
+def _for_this_thread(name: str, value):
+    """``_PHASE.<name>`` set to ``value`` on the calling thread while the block runs."""
+    outer = getattr(_PHASE, name, None)
+    setattr(_PHASE, name, value)
     try:
         yield
     finally:
-        _PHASE.inside = outer
+        setattr(_PHASE, name, outer)
+
+
+def substep_guard(where: str):
+    """Refuse device -> host array copies while the block runs (one solver substep, ``where`` names it)."""
+    return _for_this_thread("inside", where)
 
 
 def _download(what: str) -> None:
@@ -90,39 +95,33 @@ def _download(what: str) -> None:
                                "allows host <-> device copies only at frame boundaries")
 
 
-@contextlib.contextmanager
 def refusing_synchronizations():
     """Within the block (on the calling thread), a host synchronization inside a substep raises PortabilityError at
     the line that makes it instead of being counted: the complete guard, for code that must have none."""
-    outer = getattr(_PHASE, "refusing", False)
-    _PHASE.refusing = True
-    try:
-        yield
-    finally:
-        _PHASE.refusing = outer
+    return _for_this_thread("refusing", True)
+
+
+def _count(table: dict[str, int]) -> None:
+    """One more in ``table`` for the substep the calling thread is inside (none between substeps)."""
+    where = current_substep()
+    if where is not None:
+        table[where] = table.get(where, 0) + 1
 
 
 def _synchronize() -> None:
-    where = current_substep()
-    if where is None:
-        return
-    if getattr(_PHASE, "refusing", False):
+    if current_substep() is not None and getattr(_PHASE, "refusing", None):
         raise PortabilityError(f"a host synchronization (a scalar read, a boolean mask, a data-sized output) inside "
-                               f"a substep that must have none ({where})")
-    SYNCS[where] = SYNCS.get(where, 0) + 1
+                               f"a substep that must have none ({current_substep()})")
+    _count(SYNCS)
 
 
 def _operation() -> None:
     """One array operation (on CuPy a kernel launch or an allocation driven from Python)."""
-    where = current_substep()
-    if where is not None:
-        OPERATIONS[where] = OPERATIONS.get(where, 0) + 1
+    _count(OPERATIONS)
 
 
 def _upload() -> None:
-    where = current_substep()
-    if where is not None:
-        HOST_TO_DEVICE[where] = HOST_TO_DEVICE.get(where, 0) + 1
+    _count(HOST_TO_DEVICE)
 
 
 def _count_mask(key) -> None:

@@ -161,28 +161,26 @@ class _DevicePose:
         """Candidate list builds so far (statistics and tests: a read from the device)."""
         return int(self.builds[0])
 
-    def path_lists(self, xp, start, ends, reach, margin: float, kind: tuple, signature, paths: int,
+    def path_lists(self, xp, start_view, ends_view, reach_view, margin: float, kind: tuple, signature, paths: int,
                    search) -> _PathLists:
-        """The candidate lists of the paths from ``start`` (n, 3) [m] with ``reach`` (n,) that end at ``ends``
-        (n, 3), for a query of ``kind`` (a key of what the paths are: their count and, for point edges, which
+        """The candidate lists of the paths from ``start_view`` (n wp.vec3d) [m] with ``reach_view`` (n wp.float64)
+        that end at ``ends_view`` (n wp.vec3d), the query's own kernel inputs, for a query of ``kind`` (a key of what the paths are: their count and, for point edges, which
         edges) over ``paths`` paths. A query whose start and reach differ from the last of its kind, or whose
         ``signature`` (what else the lists depend on) changed, records them and uses no lists (a one-off query
         gains nothing from a list); the same paths again build the lists with ``search(entry)`` (launches of
         kernels gated on ``entry.views["control"]``), and build them again when more than
         CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the build's ends. Decided on the
         device: no host synchronization."""
+        count = start_view.shape[0]
         entry = self._path_lists.pop(kind, None)
         if entry is None:
-            entry = _PathLists(xp, start.shape[0], paths)
+            entry = _PathLists(xp, count, paths)
             while len(self._path_lists) >= CANDIDATE_KEYS_KEPT:
                 self._path_lists.pop(next(iter(self._path_lists)))
         self._path_lists[kind] = entry
         forced = entry.signature != (self.version, signature)
         entry.signature = (self.version, signature)
-        count = start.shape[0]
         views = entry.views
-        start_view, ends_view, reach_view = (warp_view(start, wp.vec3d), warp_view(ends, wp.vec3d),
-                                             warp_view(reach, wp.float64))
         rebuild_above = float(CANDIDATE_REBUILD_FRACTION * count)
         compared = [start_view, reach_view, views["kept_start"], views["kept_reach"], ends_view, views["built"]]
         if not cuda_layout_on(self.device):
@@ -275,18 +273,19 @@ class MeshGeometry:
         crossed = xp.empty(n, dtype=xp.int32)
         if n:
             margin = CANDIDATE_MARGIN * self.margin
-            start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
+            start_view, proposed_view = warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d)
+            reach_view = warp_view(reach, wp.float64)
 
             def search(entry):
                 launch(mesh_kernels.point_candidates, n, device=pose.device,
                        inputs=[entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
                                reach_view, margin, *entry.lists.views()])
 
-            entry = pose.path_lists(xp, start, proposed, reach, margin, ("points", n), None, n, search)
+            entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin, ("points", n), None, n, search)
             listed = _listed_inputs(entry, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
-                           start_view, warp_view(proposed, wp.vec3d), reach_view, int(passes), begin, end,
+                           start_view, proposed_view, reach_view, int(passes), begin, end,
                            *listed, warp_view(resolved, wp.vec3d), warp_view(push, wp.float64),
                            warp_view(normal, wp.vec3d), warp_view(motion, wp.vec3d), warp_view(crossed, wp.int32)])
         return resolved, push, normal, motion, crossed
@@ -309,7 +308,8 @@ class MeshGeometry:
             return
         begin, end = (float(fraction) for fraction in interval)
         margin = CANDIDATE_MARGIN * self.margin
-        start_view, reach_view = warp_view(start, wp.vec3d), warp_view(reach, wp.float64)
+        start_view, proposed_view = warp_view(start, wp.vec3d), warp_view(proposed, wp.vec3d)
+        reach_view = warp_view(reach, wp.float64)
 
         def search(entry):
             views = entry.views
@@ -320,11 +320,11 @@ class MeshGeometry:
                    inputs=[views["control"], pose.edges.bvh.id, start_view, views["built"], point_edges, reach_view,
                            margin, *entry.lists.views()])
 
-        entry = pose.path_lists(xp, start, proposed, reach, margin, ("edges", point_edges.ptr, edge_count), begin,
-                                edge_count, search)
+        entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin,
+                                ("edges", point_edges.ptr, edge_count), begin, edge_count, search)
         launch(mesh_kernels.collider_edge_contacts, edge_count, device=pose.device,
                inputs=[pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view, start_view,
-                       warp_view(proposed, wp.vec3d), point_edges, reach_view, warp_view(inverse_mass, wp.float64),
+                       proposed_view, point_edges, reach_view, warp_view(inverse_mass, wp.float64),
                        begin, end, entry.views["through"], *_listed_inputs(entry, margin),
                        warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                        warp_view(crossed_point, wp.int32)])

@@ -196,8 +196,9 @@ class ParticleHairSolver:
                 # back to its side, its particles' velocities take the move (zero for a segment left alone)
                 moved, edge_count = colliders.resolve_edges(start, corrected, self._segment_view(), s.radius,
                                                             self.free, xp, interval)
-                velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
-                corrected = xp.ascontiguousarray(moved)
+                if moved is not corrected:      # the points themselves come back where no mesh edge can act
+                    velocities = xp.ascontiguousarray(velocities + (moved - corrected) / h)
+                    corrected = xp.ascontiguousarray(moved)
                 contacts = count + edge_count
             if round_index < COLLIDER_ROUNDS - 1:
                 strands, points = corrected.shape[:2]

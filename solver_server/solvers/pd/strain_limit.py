@@ -136,6 +136,15 @@ class EdgeStrainLimit:
                        warp_view(particle, wp.int32), warp_view(point, wp.vec3d), warp_view(normal, wp.vec3d),
                        self.passes_per_round, *self._work_views, q_view])
 
+    def _mark_on_device(self, q_view) -> None:
+        """CUDA's layout: a round's counts cleared (``begin_round``), then the edges beyond their limit at q counted
+        in state[0] (faults in state[1]), their overshoot in self.overshoot and their particles marked touched."""
+        launch(limit_kernels.begin_round, 1, device=self.device, inputs=[self._state_view])
+        self._touched[...] = 0
+        launch(limit_kernels.mark_overshoot, len(self.max_length), device=self.device,
+               inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
+                       self._touched_view, self._state_view])
+
     def _round_on_device(self, xp, q, global_step, plane_views, first: bool):
         """One round in CUDA's layout, a fixed sequence of launches with no host decision: the check marks the
         edges beyond their limit and the particles they touch, a fault in the first round halts the call (the
@@ -144,12 +153,8 @@ class EdgeStrainLimit:
         each followed by the contact planes, ending after a pass that finds no edge beyond its limit (all as flags
         on the device, the CPU layout's ends). Returns q."""
         q_view = warp_view(q, wp.vec3d)
-        launch(limit_kernels.begin_round, 1, device=self.device, inputs=[self._state_view])
-        self._touched[...] = 0
+        self._mark_on_device(q_view)
         edge_count, particle_count = len(self.max_length), len(self.inverse_mass)
-        launch(limit_kernels.mark_overshoot, edge_count, device=self.device,
-               inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, q_view, self.overshoot_view,
-                       self._touched_view, self._state_view])
         if first:
             launch(limit_kernels.halt_on_fault, 1, device=self.device, inputs=[self._state_view])
         launch(limit_kernels.choose_edges, edge_count, device=self.device,
@@ -219,10 +224,7 @@ class EdgeStrainLimit:
                            warp_view(planes[2], wp.vec3d)]
             for round_index in range(self.rounds):
                 q = self._round_on_device(xp, q, global_step, plane_views, round_index == 0)
-            launch(limit_kernels.begin_round, 1, device=self.device, inputs=[self._state_view])
-            launch(limit_kernels.mark_overshoot, len(self.max_length), device=self.device,
-                   inputs=[self._edges_view, self._max_length_view, FAULT_RATIO, warp_view(q, wp.vec3d),
-                           self.overshoot_view, self._touched_view, self._state_view])
+            self._mark_on_device(warp_view(q, wp.vec3d))                       # the edges still too long
             return q, self.rounds, self.state[0]
         if len(planes[0]):
             # the CPU passes loop over the planes in every pass: keep the ones that act (a particle, a normal)
