@@ -13,6 +13,11 @@ Two passes over the items: count each item's candidates, then fill them at the c
 sums, each item's partners sorted, so the list is ordered by (i, j) like a sorted k-d tree result and the
 same on every device and thread split. Used by the Cosserat strand interaction and the DER strand–strand
 contact broad phase.
+
+``pairs`` reads the number of pairs back to size its output. ``pairs_into`` fills a buffer allocated once, with
+the count kept on the device: both passes skip their work when a device flag says the list is kept, the fill
+writes no further than the buffer's capacity, and a list that did not fit is flagged on the device for the
+caller to grow the buffer between frames (a substep on a device reads nothing back).
 """
 
 from __future__ import annotations
@@ -52,8 +57,10 @@ def count_candidates(first: int, grid: wp.uint64, centres: wp.array(dtype=wp.vec
                      radii: wp.array(dtype=wp.float64), largest_radius: wp.float64,
                      chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32), along: int,
                      lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), boxed: int,
-                     counts: wp.array(dtype=wp.int32)):
-    """counts[i] = the number of candidates (i, j > i) of item i."""
+                     active: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32)):
+    """counts[i] = the number of candidates (i, j > i) of item i (nothing is done while ``active[0]`` is 0)."""
+    if active[0] == 0:
+        return
     i = wp.tid() + first
     found = int(0)
     j = int(0)
@@ -69,14 +76,21 @@ def fill_candidates(first: int, grid: wp.uint64, centres: wp.array(dtype=wp.vec3
                     radii: wp.array(dtype=wp.float64), largest_radius: wp.float64,
                     chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32), along: int,
                     lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), boxed: int,
-                    offsets: wp.array(dtype=wp.int32), pairs: wp.array2d(dtype=wp.int32)):
-    """pairs[offsets[i] + k] = (i, j_k) for item i's candidates, j_k ascending (insertion sort of the few)."""
+                    active: wp.array(dtype=wp.int32), offsets: wp.array(dtype=wp.int32),
+                    pairs: wp.array2d(dtype=wp.int32)):
+    """pairs[offsets[i] + k] = (i, j_k) for item i's candidates, j_k ascending (insertion sort of the few), as far
+    as the buffer holds them (nothing is done while ``active[0]`` is 0)."""
+    if active[0] == 0:
+        return
     i = wp.tid() + first
     begin = offsets[i]
     slot = begin
+    capacity = pairs.shape[0]
     j = int(0)
     query = wp.hash_grid_query(grid, centres[i], radii[i] + largest_radius)
     while wp.hash_grid_query_next(query, j):
+        if slot >= capacity:
+            break
         if is_candidate(i, j, centres, radii, chain_of, order_of, along, lower, upper, boxed):
             pairs[slot, 0] = i
             position = slot
@@ -96,6 +110,7 @@ class ChainSpherePairs:
         self._chain_view = int32_view(xp, chain_of)
         self._order_view = int32_view(xp, order_of)
         self._grid = None
+        self._always_flag = None
 
     def pairs(self, centres, radii, largest_radius: float, along: int, boxes=None):
         """(c, 2) int64 candidate pairs sorted by (i, j) (see the module docstring). centres (n, 3), radii
@@ -106,6 +121,38 @@ class ChainSpherePairs:
         count = centres.shape[0]
         if count == 0:
             return xp.zeros((0, 2), dtype=xp.int64)
+        shared, device = self._query(centres, radii, largest_radius, along, boxes)
+        active = self._always(device)
+        counts = xp.zeros(count, dtype=xp.int32)
+        launch_split(count_candidates, count, device, [], [*shared, active, warp_view(counts, wp.int32)])
+        offsets = xp.ascontiguousarray(xp.cumsum(counts, dtype=xp.int32) - counts)
+        total = int(offsets[-1] + counts[-1])
+        pairs = xp.zeros((total, 2), dtype=xp.int32)
+        if total:
+            launch_split(fill_candidates, count, device, [], [*shared, active, warp_view(offsets, wp.int32),
+                                                                warp_view(pairs, wp.int32)])
+        return pairs.astype(xp.int64)
+
+    def pairs_into(self, buffer, rebuild, centres, radii, largest_radius: float, along: int):
+        """Where the device flag ``rebuild`` ((1,) int32) is set, the candidate pairs (as ``pairs``) written into
+        ``buffer`` (capacity, 2) int32 as far as it holds them; elsewhere the buffer is kept. Returns the number of
+        pairs of the list built (a 0-d device array, larger than the capacity when the list did not fit; 0 where
+        nothing was built). Reads nothing back. centres (n, 3), radii (n,) float64 arrays of ``xp`` (n > 0)."""
+        xp = self.xp
+        count = centres.shape[0]
+        shared, device = self._query(centres, radii, largest_radius, along, None)
+        flag = warp_view(rebuild, wp.int32)
+        counts = xp.zeros(count, dtype=xp.int32)
+        launch_split(count_candidates, count, device, [], [*shared, flag, warp_view(counts, wp.int32)])
+        ends = xp.cumsum(counts, dtype=xp.int32)
+        offsets = xp.ascontiguousarray(ends - counts)
+        launch_split(fill_candidates, count, device, [], [*shared, flag, warp_view(offsets, wp.int32),
+                                                            warp_view(buffer, wp.int32)])
+        return ends[-1]
+
+    def _query(self, centres, radii, largest_radius: float, along: int, boxes):
+        """The grid built over ``centres`` and the kernels' shared arguments: (arguments, device)."""
+        xp = self.xp
         centres = xp.ascontiguousarray(centres, dtype=xp.float64)
         radii = xp.ascontiguousarray(radii, dtype=xp.float64)
         device = warp_device_of(centres)
@@ -121,12 +168,10 @@ class ChainSpherePairs:
             box_views = [warp_view(xp.ascontiguousarray(bound, dtype=xp.float64), wp.vec3d) for bound in boxes] + [1]
         shared = [self._grid.id, centre_view, warp_view(radii, wp.float64), float(largest_radius), self._chain_view,
                   self._order_view, int(along), *box_views]
-        counts = xp.zeros(count, dtype=xp.int32)
-        launch_split(count_candidates, count, device, [], [*shared, warp_view(counts, wp.int32)])
-        offsets = xp.ascontiguousarray(xp.cumsum(counts, dtype=xp.int32) - counts)
-        total = int(offsets[-1] + counts[-1])
-        pairs = xp.zeros((total, 2), dtype=xp.int32)
-        if total:
-            launch_split(fill_candidates, count, device, [], [*shared, warp_view(offsets, wp.int32),
-                                                                warp_view(pairs, wp.int32)])
-        return pairs.astype(xp.int64)
+        return shared, device
+
+    def _always(self, device):
+        """A device flag that is always set (the passes of ``pairs`` always run)."""
+        if self._always_flag is None:
+            self._always_flag = self.xp.ones(1, dtype=self.xp.int32)
+        return warp_view(self._always_flag, wp.int32)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from solver_server.solvers.cosserat import quaternion as quat
-from solver_server.solvers.cosserat.solver import CORRECTOR_TURN, MAX_DRAG_SHARE
+from solver_server.solvers.cosserat.solver import CORRECTOR_TURN, MAX_DRAG_SHARE, MAX_REFINEMENT, MAX_TURN_PER_STEP
 from tests.physics.air_reference import drag_rates
 
 
@@ -193,13 +193,6 @@ def _front(array, xp):
     return xp.ascontiguousarray(xp.moveaxis(array, 1, 0))
 
 
-def reference_step_length(solver, state, remaining: float) -> float:
-    """solver._step_length's former form (Ω from the state)."""
-    xp = solver.xp
-    omega = solver._angular_velocities(state.root_angular_velocities, state.joint_velocities)
-    return solver._step_length(float(xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1)))), remaining)
-
-
 def _air_drag(solver, positions, velocities, h):
     """Air drag force (S, P, 3) [N] on the nodes: −m c v / (1 + h c), at most MAX_DRAG_SHARE of m v / h; a node's
     tangent the direction between its neighbours, its linear density its mass over its half segments."""
@@ -216,9 +209,10 @@ def _air_drag(solver, positions, velocities, h):
     return -(solver.node_mass * share / h)[..., None] * velocities
 
 
-def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h, dt, interval) -> int:
-    """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body); the
-    collider query covers ``interval`` of the substep dt [s] (solver.step's bookkeeping)."""
+def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h, dt, interval) -> tuple:
+    """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body, with the strands
+    that turn fast splitting it); the collider query covers ``interval`` of the substep dt [s] (solver.step's
+    bookkeeping). Returns (contact count, strands that split the step)."""
     xp = solver.xp
     s = solver.settings
     q, w = state.orientations, state.joint_velocities
@@ -247,6 +241,46 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
     if s.air_drag > 0.0:
         forces = forces + _air_drag(solver, positions, node_velocity, h)
 
+    # per strand: a strand whose fastest segment would turn by more than MAX_TURN_PER_STEP splits the step into
+    # equal parts, the forces held over them (every part count taken by all strands, each strand keeping its own)
+    fastest = xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1), axis=1))
+    parts = np.where(h * fastest > MAX_TURN_PER_STEP,
+                     np.minimum(MAX_REFINEMENT, np.ceil(h * fastest / MAX_TURN_PER_STEP)), 1).astype(int)
+    root_start = quat.multiply(state.root_rotations, solver.rest_orientations[:, 0], xp)
+    root_end = quat.multiply(root_rot, solver.rest_orientations[:, 0], xp)
+    new_q, new_w = q.copy(), w.copy()
+    for split in np.unique(parts):
+        part_q, part_w = q, w
+        for index in range(split):
+            begin = state.root_angular_velocities + (index / split) * (root_omega - state.root_angular_velocities)
+            last = index + 1 == split
+            finish = root_omega if last else \
+                state.root_angular_velocities + ((index + 1) / split) * (root_omega - state.root_angular_velocities)
+            if last:
+                orientation = root_end
+            else:
+                blend = root_start + ((index + 1) / split) * (root_end - root_start)
+                orientation = blend / np.linalg.norm(blend, axis=-1, keepdims=True)
+            part_q, part_w = _part_step(solver, part_q, part_w, forces, begin, finish, orientation, root_alpha,
+                                        root_acceleration, h / split)
+        new_q[parts == split], new_w[parts == split] = part_q[parts == split], part_w[parts == split]
+    q, w = new_q, new_w
+
+    state.orientations, state.joint_velocities = q, w
+    state.root_positions, state.root_rotations = root_pos, root_rot
+    state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
+    state.time += h
+    return count, int(np.count_nonzero(parts > 1))
+
+
+def _part_step(solver, q, w, forces, root_omega_start, root_omega_end, root_orientation, root_alpha,
+               root_acceleration, h):
+    """One part of length h [s] of a step: joint accelerations at the part's start velocities (the mid velocity for
+    strands turning more than CORRECTOR_TURN), damping and the quaternion update; returns (q, w)."""
+    xp = solver.xp
+    s = solver.settings
+    d3 = quat.axis(q, 2, xp)
+    omega = solver._angular_velocities(root_omega_start, w)
     _, holding = solver.stiffness_torques(q, with_joint=True)
     stiffness = joint_stiffness_matrices(d3, solver.joint_bend_stiffness, solver.joint_twist_stiffness, xp)
     chains = ArticulatedChains(solver.lengths[..., None] * d3, solver.mass, s.radius, stiffness, h, solver.free_joint,
@@ -260,19 +294,14 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
     turning = h * xp.sqrt(xp.max(xp.sum(omega * omega, axis=-1), axis=1)) > CORRECTOR_TURN
     if bool(xp.any(turning)):
         predicted = w + h * acceleration
-        corrected = accelerations(solver._angular_velocities(
-            0.5 * (state.root_angular_velocities + root_omega), 0.5 * (w + predicted)))
+        corrected = accelerations(solver._angular_velocities(0.5 * (root_omega_start + root_omega_end),
+                                                             0.5 * (w + predicted)))
         acceleration = xp.where(turning[:, None, None], corrected, acceleration)
     w = xp.where(solver.free_joint[..., None], (w + h * acceleration) / (1.0 + h * s.damping), 0.0)
-    omega = solver._angular_velocities(root_omega, w)
+    omega = solver._angular_velocities(root_omega_end, w)
     q = quat.normalize(q + 0.5 * h * quat.multiply(quat.pure(omega, xp), q, xp), xp)
-    q[:, 0] = quat.multiply(root_rot, solver.rest_orientations[:, 0], xp)
-
-    state.orientations, state.joint_velocities = q, w
-    state.root_positions, state.root_rotations = root_pos, root_rot
-    state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
-    state.time += h
-    return count
+    q[:, 0] = root_orientation
+    return q, w
 
 
 def reference_step(solver, state, control, dt: float) -> dict:
@@ -289,22 +318,25 @@ def reference_step(solver, state, control, dt: float) -> dict:
     work = CosseratState(xp.array(state.orientations), xp.array(state.joint_velocities), start_pos, start_rot,
                          state.root_velocities, state.root_angular_velocities, state.time,
                          collider_anchor=state.collider_anchor)
-    contacts = substeps = 0
+    contacts = substeps = refined = 0
     elapsed = anchored = 0.0
     while dt - elapsed > 1e-12 * dt:
-        h = reference_step_length(solver, work, dt - elapsed)
+        h = solver._step_length(dt - elapsed)
         interval = (anchored / dt, elapsed / dt)
         anchored = elapsed
         elapsed = min(dt, elapsed + h)
         alpha = elapsed / dt
         root_pos = start_pos + alpha * (end_pos - start_pos)
         root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-        contacts += reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces, h, dt,
-                                      interval)
+        contact_count, split = reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces,
+                                                 h, dt, interval)
+        contacts += contact_count
+        refined += split
         substeps += 1
     if colliders.count:
         solver._collider_forces(work, solver.positions(work), None, colliders, None, dt, (anchored / dt, 1.0))
     for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                  "root_angular_velocities", "time", "collider_anchor"):
         setattr(state, name, getattr(work, name))
-    return {"substeps": substeps, "contacts": contacts, "interaction_pairs": work.interaction_pairs}
+    return {"substeps": substeps, "contacts": contacts, "interaction_pairs": work.interaction_pairs,
+            "refined_strands": refined}

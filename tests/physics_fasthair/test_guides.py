@@ -216,6 +216,34 @@ def test_a_child_segment_no_turn_gets_out_takes_the_nearest_way_out_of_the_shell
     np.testing.assert_array_equal(end[1], fallback[1])
 
 
+def test_a_segment_poking_into_the_skin_is_laid_out_as_far_as_its_depth_asks_and_continuously():
+    """A 20 mm segment pointing steeply into a wall (8° off its normal), its end 0.1 to 1 mm deep (a Cosserat tip
+    the contact force has not yet pushed out, or a child's segment that dips under the skin): it is drawn outside,
+    at its length, its end moved about as far as turning it about its start needs (√(2 d L) for a depth d), and a
+    tenth of a millimetre deeper moves the drawn end by a millimetre at most. The trial turns alone turned it by
+    their fixed fractions: 1.4 mm at 0.1 mm deep, 27 mm from 0.3 mm on, so a tip resting at the skin hopped a few
+    centimetres between frames."""
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    box = _box((0.0, -1.0, -1.0), (1.0, 1.0, 1.0))
+    length = 0.02
+    own = np.array([0.99, np.sqrt(1.0 - 0.99 ** 2), 0.0])
+    reach = np.full(1, 1e-4)
+    ends = []
+    for depth in np.linspace(1e-4, 1e-3, 10):
+        end = np.array([[depth, 0.0, 0.0]])
+        start = end - length * own
+        exit_point, inside = box.recover_inside(np, end, reach)
+        assert inside[0]
+        drawn = StrandObject._way_out(None, box, start, end, exit_point, reach, np)
+        _, still = box.recover_inside(np, drawn, reach)
+        assert not still[0]
+        np.testing.assert_allclose(np.linalg.norm(drawn[0] - start[0]), length, rtol=1e-9)
+        assert np.linalg.norm(drawn[0] - end[0]) < 1.5 * np.sqrt(2.0 * (depth + reach[0]) * length)
+        ends.append(drawn[0] - start[0])
+    assert max(np.linalg.norm(np.diff(ends, axis=0), axis=1)) < 1e-3
+
+
 def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept():
     """A simulated strand (no guides) whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's
     contact push is a force that closes the depth over the next substep), when its group asks for it, is drawn

@@ -110,3 +110,62 @@ def test_grid_candidates_are_the_kdtree_pairs_without_neighbours_along_a_strand(
     expected = expected[~((strand_of[i] == strand_of[j]) & (np.abs(segment_of[i] - segment_of[j]) <= along))]
     assert len(expected) > 100 and len(pairs) == len(expected)
     assert set(map(tuple, pairs.tolist())) == set(map(tuple, expected.tolist()))
+
+
+def _lengths(positions, valid):
+    return np.where(valid, np.linalg.norm(np.diff(positions, axis=1), axis=-1), 0.0)
+
+
+def test_device_resident_list_equals_numpy_and_reads_nothing_after_the_first_step():
+    """With the segments' lengths known (inextensible strands), a device keeps the Verlet list in a buffer: the
+    reuse decision, the rebuild (the third call moves beyond half the margin) and the count stay on the device, so
+    after the first call (which sizes the buffer) nothing is read back, and the forces are the numpy path's."""
+    from solver_server.kernels import cuda_layout
+
+    positions, velocities, valid = scene()
+    lengths = _lengths(positions, valid)
+    backend = emulated_cuda_backend()
+    host = SweptSphereInteraction(np.linspace(0.001, 0.0016, 10), np.linspace(0.002, 0.003, 10), 2.5, 0.3, valid,
+                                  segment_lengths=lengths)
+    device = SweptSphereInteraction(np.linspace(0.001, 0.0016, 10), np.linspace(0.002, 0.003, 10), 2.5, 0.3, valid,
+                                    backend.xp, segment_lengths=lengths)
+    for step, shift in enumerate(SHIFTS + (3.1e-3,)):
+        where = f"resident interaction call {step}"
+        with cuda_layout(), substep_guard(where):
+            forces, pairs = device.forces(backend.from_host(moved(positions, shift)), backend.from_host(velocities))
+        expected, expected_pairs = host.forces(moved(positions, shift), velocities)
+        assert int(pairs) == expected_pairs
+        np.testing.assert_array_equal(backend.to_host(forces), expected)
+        assert SYNCS.get(where, 0) == (0 if step else 1)
+    assert device.take_dropped() == 0
+    kept, _ = device.verlet_list()
+    np.testing.assert_array_equal(backend.to_host(kept), host.verlet_list()[0])
+
+
+def test_a_list_that_outgrows_its_device_buffer_is_reported_and_built_again_larger(monkeypatch):
+    """The strands start apart (few pairs: a small buffer), then close up: the rebuilt list does not fit, the
+    pairs that did not are reported once at the frame's end, and the next step builds the list again in a buffer
+    that holds it, giving the numpy path's forces."""
+    from solver_server.kernels import cuda_layout
+    from solver_server.solvers.cosserat import interaction as interaction_module
+
+    monkeypatch.setattr(interaction_module, "MIN_CAPACITY", 1)
+    positions, velocities, valid = scene()
+    lengths = _lengths(positions, valid)
+    spread = positions.copy()
+    spread[:, :, 0] *= 4.0                                   # strands 10 mm apart: few candidates
+    backend = emulated_cuda_backend()
+    device = SweptSphereInteraction(0.001, 0.002, 2.5, 0.3, valid, backend.xp, segment_lengths=lengths)
+    host = SweptSphereInteraction(0.001, 0.002, 2.5, 0.3, valid, segment_lengths=lengths)
+    with cuda_layout():
+        device.forces(backend.from_host(spread), backend.from_host(velocities))
+        capacity = device.verlet_list()[0].shape[0] * 2
+        device.forces(backend.from_host(positions), backend.from_host(velocities))      # closes up: overflow
+    dropped = device.take_dropped()
+    host.forces(positions, velocities)
+    assert dropped == len(host.verlet_list()[0]) - capacity > 0
+    with cuda_layout():
+        forces, _ = device.forces(backend.from_host(positions), backend.from_host(velocities))
+    expected, _ = host.forces(positions, velocities)
+    np.testing.assert_array_equal(backend.to_host(forces), expected)
+    assert device.take_dropped() == 0

@@ -38,7 +38,9 @@ def test_no_device_to_host_copy_inside_a_substep(name):
 
 # solvers whose steady-state substep reads nothing back from the device (the first frame may: lists, factors)
 SYNC_FREE = {"ParticleHairGroup": ("particles", "colliders_particles", "particles_guides_animated"),
-             "PDGroup": ("pd_cloth_on_ball", "pd_softbody", "pd_cloth_jacobi_animated")}
+             "PDGroup": ("pd_cloth_on_ball", "pd_softbody", "pd_cloth_jacobi_animated"),
+             "CosseratHairGroup": ("cosserat", "cosserat_interaction", "colliders_cosserat",
+                                   "cosserat_guides_animated")}
 
 
 def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
@@ -55,13 +57,15 @@ def _steady_syncs(group_name: str, scenario: str) -> dict[str, int]:
 def test_a_sync_free_solver_makes_no_host_synchronization_inside_its_substeps(group_name, scenario):
     """Scalar reads, boolean masks, data-sized outputs and ``.tolist()`` / ``.item()`` are all counted by the
     emulated device; the group's substeps after the first frame count none (the mesh collider's candidate lists,
-    the contact counts, the strain limit's rounds and the contact repeats are decided and kept on the device)."""
+    the contact counts, the strain limit's rounds and the contact repeats, the Cosserat strands' step refinement
+    and turn-out rounds and their interaction list are decided and kept on the device)."""
     steady = _steady_syncs(group_name, scenario)
     assert not steady, f"{scenario}: host synchronizations inside {group_name} substeps: {steady}"
 
 
 @pytest.mark.parametrize("scenario", ["particles", "particles_guides_animated", "pd_cloth_on_ball", "pd_softbody",
-                                      "pd_cloth_jacobi_animated"])
+                                      "pd_cloth_jacobi_animated", "cosserat", "cosserat_interaction",
+                                      "cosserat_guides_animated"])
 def test_the_complete_guard_runs_the_sync_free_scenes_through(scenario):
     """After the first frame, with the guard refusing synchronizations, the scenes whose every group is sync-free
     run through (the collider zoo's PD group is not: its mesh rounds decide on the host)."""
@@ -98,6 +102,31 @@ def test_the_device_resident_pd_substep_gives_the_cpu_frames_bit_for_bit():
         np.testing.assert_array_equal(got["Cloth"], expected["Cloth"])
         assert device_stats["contacts"] == cpu_stats["contacts"]
         assert device_stats.get("strain_limit_left") == cpu_stats.get("strain_limit_left")
+
+
+def test_the_cosserat_substep_on_the_device_gives_the_cpu_frames():
+    """Strand interaction (its candidate list in a device buffer, rebuilt on a device flag), the turn-out rounds
+    (all of them on the device) and the per-strand step refinement give the CPU's frames."""
+    for scenario in ("cosserat_interaction", "colliders_cosserat"):
+        cpu = _guarded_frames(scenario, get_backend("cpu"))
+        device = _guarded_frames(scenario, emulated_cuda_backend())
+        for (_, expected, cpu_stats), (_, got, device_stats) in zip(cpu, device):
+            np.testing.assert_array_equal(got["Hair"], expected["Hair"])
+            assert device_stats["contacts"] == cpu_stats["contacts"]
+
+
+def test_a_cosserat_step_length_read_on_the_host_is_counted(monkeypatch):
+    """Mutation check: the step planned from the fastest segment read back (as it was) shows in the count."""
+    from solver_server.solvers.cosserat import solver as cosserat_solver
+
+    planned = cosserat_solver.CosseratSolver._step_length
+
+    def read_back(self, remaining):
+        float(self.xp.max(self._work_arrays()["fastest_sq"]))
+        return planned(self, remaining)
+
+    monkeypatch.setattr(cosserat_solver.CosseratSolver, "_step_length", read_back)
+    assert _steady_syncs("CosseratHairGroup", "cosserat")
 
 
 def test_a_contact_count_read_on_the_host_is_counted(monkeypatch):

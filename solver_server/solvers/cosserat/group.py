@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from ..registry_types import checked_state_array
@@ -11,10 +13,12 @@ from .settings import CosseratSettings
 from .solver import CosseratSolver
 from .state import CosseratControl
 
+log = logging.getLogger(__name__)
+
 
 class CosseratHairGroup(StrandGroup):
     """All Cosserat-model hair objects of a scene. Checkpoint per object i: ``object<i>_<field>`` for every
-    CosseratState array, ``_time`` [s], and the strand-interaction candidate cache (``_pairs`` (n, 2),
+    CosseratState array, ``_time`` [s], and the strand-interaction candidate list (``_pairs`` (n, 2),
     ``_anchor`` (S, P, 3) [m]; absent when not built yet) so the restored run sums the same pairs in the
     same order."""
 
@@ -41,12 +45,13 @@ class CosseratHairGroup(StrandGroup):
         return solver.positions(state)
 
     def extra_state_arrays(self, index, solver, state):
-        cache = solver.interaction
-        if cache is None or cache._pairs is None:
+        cache = None if solver.interaction is None else solver.interaction.verlet_list()
+        if cache is None:
             return {}
         to_host = self.backend.to_host
-        return {f"object{index}_pairs": np.asarray(to_host(cache._pairs), np.int64).reshape(-1, 2),
-                f"object{index}_anchor": np.asarray(to_host(cache._anchor), np.float64)}
+        pairs, anchor = cache
+        return {f"object{index}_pairs": np.asarray(to_host(pairs), np.int64).reshape(-1, 2),
+                f"object{index}_anchor": np.asarray(to_host(anchor), np.float64)}
 
     def checked_extra_state(self, index, strands, solver, state, arrays):
         if solver.interaction is None or f"object{index}_pairs" not in arrays:
@@ -59,8 +64,22 @@ class CosseratHairGroup(StrandGroup):
         if solver.interaction is not None:
             xp = self.backend.xp
             pairs, anchor = value if value is not None else (None, None)
-            solver.interaction._pairs = None if pairs is None else xp.asarray(pairs)
-            solver.interaction._anchor = None if anchor is None else xp.asarray(anchor)
+            solver.interaction.restore_verlet_list(None if pairs is None else xp.asarray(pairs),
+                                                   None if anchor is None else xp.asarray(anchor))
+
+    def finish_frame(self) -> dict:
+        """At a frame's end: strand-interaction candidate pairs that did not fit a device's buffer during the frame
+        (one read per object; their lists are built again, larger, at the next step) are reported as
+        ``interaction_pairs_dropped`` and logged."""
+        dropped = {strands.id: solver.interaction.take_dropped() for strands, solver in zip(self.objects, self.solvers)
+                   if solver.interaction is not None}
+        dropped = {object_id: count for object_id, count in dropped.items() if count}
+        if not dropped:
+            return {}
+        for object_id, count in dropped.items():
+            log.warning("%s: %d strand-interaction candidate pairs did not fit the device's list this frame; "
+                        "the list is built again, larger, at the next step", object_id, count)
+        return {"interaction_pairs_dropped": sum(dropped.values())}
 
 
 def build_group(specs, backend, scene) -> CosseratHairGroup:

@@ -3,11 +3,12 @@ segments inside the kernel.
 
 ``kinematics`` walks a strand root → tip: segment angular velocities Ω_i = Ω_root + Σ_{j≤i} w_j and, when
 asked, node positions and velocities (cumulative sums of l d3 and l Ω × d3), plus the strand's largest |Ω|²
-for the step-length and corrector decisions.
+for the refinement and corrector decisions.
 
-``articulated_step`` is the rest of a semi-implicit step for one strand: the joint accelerations by the
+``articulated_step`` is the rest of a semi-implicit step for one strand, split into shorter parts for a strand
+that turns fast (each strand decides for itself, on the device): the joint accelerations by the
 articulated-body algorithm below, the predictor–corrector on the velocity-product terms (a second pass at
-the step's mid velocity, on the same configuration), damping, and the quaternion update.
+the part's mid velocity, on the same configuration), damping, and the quaternion update.
 
 Articulated-body joint accelerations of a rod chain with ball joints (Featherstone's ABA). A strand is a
 chain of rigid rods: segment i runs from node i to node i+1 (vector e_i = l_i d3_i, mass m_i, radius r);
@@ -366,20 +367,54 @@ def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: w
         alpha = alpha + joint
 
 
+@wp.func
+def chain_spins(strand: int, segments: int, free: wp.array2d(dtype=wp.int32),
+                joint_velocities: wp.array(dtype=wp.vec3d), root_spin: wp.vec3d, omega: wp.array(dtype=wp.vec3d)):
+    """omega (S·M, 3) [rad/s] of one strand, Ω_i = Ω_root + Σ_{j≤i, free} w_j (as ``kinematics``); returns the
+    strand's largest |Ω|²."""
+    base = strand * segments
+    zero = wp.float64(0.0)
+    total = wp.vec3d(zero, zero, zero)
+    largest = zero
+    for i in range(segments):
+        if free[strand, i] != 0:
+            total = total + joint_velocities[base + i]
+        current = root_spin + total
+        omega[base + i] = current
+        largest = wp.max(largest, wp.dot(current, current))
+    return largest
+
+
+@wp.func
+def blended_root(start: wp.vec4d, end: wp.vec4d, fraction: wp.float64):
+    """The root segment's orientation ``fraction`` of the way from ``start`` to ``end`` (normalized linear blend,
+    the quaternions in one hemisphere)."""
+    blend = start + fraction * (end - start)
+    return blend / wp.length(blend)
+
+
 @wp.kernel
-def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: wp.float64,
-                     orientations: wp.array(dtype=wp.vec4d), joint_velocities: wp.array(dtype=wp.vec3d),
-                     omega: wp.array(dtype=wp.vec3d), field: wp.vec3d, external: wp.array(dtype=wp.vec3d),
-                     has_external: int, root_alpha: wp.array(dtype=wp.vec3d),
+def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: wp.float64, max_turn: wp.float64,
+                     max_refinement: int, orientations: wp.array(dtype=wp.vec4d),
+                     joint_velocities: wp.array(dtype=wp.vec3d), omega: wp.array(dtype=wp.vec3d), field: wp.vec3d,
+                     external: wp.array(dtype=wp.vec3d), has_external: int, root_alpha: wp.array(dtype=wp.vec3d),
                      root_acceleration: wp.array(dtype=wp.vec3d), root_omega_start: wp.array(dtype=wp.vec3d),
-                     root_omega_end: wp.array(dtype=wp.vec3d), root_orientation: wp.array(dtype=wp.vec4d),
-                     fastest_sq: wp.array(dtype=wp.float64), corrector_turn: wp.float64, work: JointWork):
-    """One semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the
-    forces): joint accelerations at ``omega`` (the start velocities, from ``kinematics``), and when some segment
-    of the strand turns by more than ``corrector_turn`` [rad] in the step (h·max|Ω| from ``fastest_sq``) again
-    at the step's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
-    on free joints, Ω from the end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment set
-    to ``root_orientation``. ``orientations`` and ``joint_velocities`` are updated in place."""
+                     root_omega_end: wp.array(dtype=wp.vec3d), root_orientation_start: wp.array(dtype=wp.vec4d),
+                     root_orientation: wp.array(dtype=wp.vec4d), fastest_sq: wp.array(dtype=wp.float64),
+                     corrector_turn: wp.float64, work: JointWork, refined: wp.array(dtype=wp.int32),
+                     corrected: wp.array(dtype=wp.int32)):
+    """A semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the forces),
+    split for this strand alone into as many equal parts as keep its fastest segment (``fastest_sq``, |Ω|² at the
+    step's start from ``kinematics``) from turning more than ``max_turn`` [rad] in one (at most
+    ``max_refinement``); the forces (``field``, ``external``) hold over the parts, the root's angular velocity
+    goes linearly from ``root_omega_start`` to ``root_omega_end`` and its orientation from
+    ``root_orientation_start`` to ``root_orientation`` (the step's end). Each part: joint accelerations at the
+    part's start velocities (``omega``), and when some segment turns by more than ``corrector_turn`` [rad] in the
+    part, again at the part's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
+    on free joints, Ω from the part's end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment
+    set to the root's orientation at the part's end. ``orientations`` and ``joint_velocities`` are updated in
+    place; ``refined`` (S,) counts the steps the strand split, ``corrected`` (S,) the parts that took the corrector
+    (both added to)."""
     strand = wp.tid() + first_strand
     segments = chains.segments
     free = chains.free
@@ -387,29 +422,52 @@ def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: 
     base = strand * segments
     zero = wp.float64(0.0)
     half = wp.float64(0.5)
-    articulated_pass(strand, chains, h, orientations, joint_velocities, omega, field, external, has_external,
-                     root_alpha[strand], root_acceleration[strand], work)
-    if h * h * fastest_sq[strand] > corrector_turn * corrector_turn:
-        # mid velocity: w + h ẅ / 2 on free joints (the mean of w and the predicted w + h ẅ)
-        mid_root = half * (root_omega_start[strand] + root_omega_end[strand])
+    largest = fastest_sq[strand]
+    parts = int(1)
+    turn = h * wp.sqrt(largest)
+    if turn > max_turn:
+        parts = wp.min(max_refinement, int(wp.ceil(turn / max_turn)))
+    part = h / wp.float64(parts)
+    spin_start = root_omega_start[strand]
+    spin_change = root_omega_end[strand] - spin_start
+    taken = int(0)
+    for index in range(parts):
+        begin = spin_start + (wp.float64(index) / wp.float64(parts)) * spin_change
+        finish = root_omega_end[strand]
+        if index + 1 < parts:
+            finish = spin_start + (wp.float64(index + 1) / wp.float64(parts)) * spin_change
+        if index > 0:
+            largest = chain_spins(strand, segments, free, joint_velocities, begin, omega)
+        articulated_pass(strand, chains, part, orientations, joint_velocities, omega, field, external, has_external,
+                         root_alpha[strand], root_acceleration[strand], work)
+        if part * part * largest > corrector_turn * corrector_turn:
+            # mid velocity: w + h ẅ / 2 on free joints (the mean of w and the predicted w + h ẅ)
+            mid_root = half * (begin + finish)
+            total = wp.vec3d(zero, zero, zero)
+            for i in range(segments):
+                if free[strand, i] != 0:
+                    w = joint_velocities[base + i]
+                    total = total + half * (w + (w + part * acceleration[base + i]))
+                omega[base + i] = mid_root + total
+            articulated_pass(strand, chains, part, orientations, joint_velocities, omega, field, external,
+                             has_external, root_alpha[strand], root_acceleration[strand], work)
+            taken += 1
+        keep = wp.float64(1.0) / (wp.float64(1.0) + part * damping)
         total = wp.vec3d(zero, zero, zero)
         for i in range(segments):
+            w = wp.vec3d(zero, zero, zero)
             if free[strand, i] != 0:
-                w = joint_velocities[base + i]
-                total = total + half * (w + (w + h * acceleration[base + i]))
-            omega[base + i] = mid_root + total
-        articulated_pass(strand, chains, h, orientations, joint_velocities, omega, field, external, has_external,
-                         root_alpha[strand], root_acceleration[strand], work)
-    keep = wp.float64(1.0) / (wp.float64(1.0) + h * damping)
-    root_end = root_omega_end[strand]
-    total = wp.vec3d(zero, zero, zero)
-    for i in range(segments):
-        w = wp.vec3d(zero, zero, zero)
-        if free[strand, i] != 0:
-            w = (joint_velocities[base + i] + h * acceleration[base + i]) * keep
-            total = total + w
-        joint_velocities[base + i] = w
-        q = orientations[base + i]
-        turned = q + (half * h) * quat_multiply(pure(root_end + total), q)
-        orientations[base + i] = turned / wp.length(turned)
-    orientations[base] = root_orientation[strand]
+                w = (joint_velocities[base + i] + part * acceleration[base + i]) * keep
+                total = total + w
+            joint_velocities[base + i] = w
+            q = orientations[base + i]
+            turned = q + (half * part) * quat_multiply(pure(finish + total), q)
+            orientations[base + i] = turned / wp.length(turned)
+        if index + 1 < parts:
+            orientations[base] = blended_root(root_orientation_start[strand], root_orientation[strand],
+                                              wp.float64(index + 1) / wp.float64(parts))
+        else:
+            orientations[base] = root_orientation[strand]
+    if parts > 1:
+        refined[strand] = refined[strand] + 1
+    corrected[strand] = corrected[strand] + taken

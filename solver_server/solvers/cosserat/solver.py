@@ -32,8 +32,9 @@ segments i−1 and i) has a world-frame relative angular velocity w_i, Ω_i = Ω
    w ← w / (1 + h·damping), mass-proportional Rayleigh damping).
 6. q_i ← normalize(q_i + h/2 (0, Ω_i) ⊗ q_i) with the new Ω (eqs. 3.21–3.23).
 
-Steps are at most ``max_step`` long and turn no segment by more than MAX_TURN_PER_STEP (a whipping
-tip gets shorter steps).
+Steps are at most ``max_step`` long (a split of the substep that depends on its length alone, planned on the
+host without reading the device); a strand whose fastest segment would turn by more than MAX_TURN_PER_STEP in
+a step (a whipping tip) splits that step for itself into shorter parts on the device.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import math
 import numpy as np
 import warp as wp
 
-from ...kernels import int32_view, launch_split, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, int32_view, launch_split, warp_device_of, warp_view
 from ..air_drag import StrandAirDrag
 from ..guides.layout import StrandLayout
 from ..strand_colliders import AnalyticColliders
@@ -62,7 +63,7 @@ TURN_OUT_ROUNDS = 8
 MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
-"""The shortest step is max_step / MAX_REFINEMENT."""
+"""The most parts a strand splits one step into (the shortest part is max_step / MAX_REFINEMENT)."""
 DEPTH_SPEED = 0.5
 """m/s: the fastest a node's contact push closes its depth (DER's recovery speed)."""
 MAX_DRAG_SHARE = 0.25
@@ -163,7 +164,8 @@ class CosseratSolver:
         if settings.interaction_outer_radius > 0.0:
             self.interaction = SweptSphereInteraction(
                 settings.interaction_inner_radius, settings.interaction_outer_radius,
-                settings.interaction_stiffness, settings.interaction_damping, segment_valid, xp)
+                settings.interaction_stiffness, settings.interaction_damping, segment_valid, xp,
+                segment_lengths=np.where(segment_valid, lengths, 0.0))
 
     @property
     def gravity(self):
@@ -290,11 +292,14 @@ class CosseratSolver:
 
     def step(self, state_in: CosseratState, state_out: CosseratState, control: CosseratControl,
              contacts=None, dt: float = 1.0 / 96.0) -> dict:
-        """Advance by dt [s] into ``state_out``; returns stats.
+        """Advance by dt [s] into ``state_out``; returns stats (``contacts``, ``recovered_inside``,
+        ``corrected_strands`` and ``refined_strands``: strand steps that took the corrector / were split, as device
+        scalars read with the frame's stats; ``substeps``: the steps taken).
 
-        dt is split into equal steps ≤ settings.max_step that also turn no segment by more than
-        MAX_TURN_PER_STEP (the velocity-product terms are explicit; a whipping tip gets shorter steps,
-        never shorter than max_step / MAX_REFINEMENT); the split is re-planned after every step."""
+        dt is split into equal steps ≤ settings.max_step, a split that depends on dt alone, so the host plans the
+        steps without reading the device. A strand whose fastest segment would turn by more than MAX_TURN_PER_STEP
+        in a step (the velocity-product terms are explicit: a whipping tip) splits that step for itself into up to
+        MAX_REFINEMENT parts inside ``kernels.articulated_step``, the step's forces held over its parts."""
         xp = self.xp
         colliders = control.colliders.to_device(xp) if control.colliders is not None else AnalyticColliders()
         start_pos, start_rot = state_in.root_positions, state_in.root_rotations
@@ -305,13 +310,16 @@ class CosseratSolver:
                               xp.array(state_in.joint_velocities, dtype=xp.float64, order="C"),
                               start_pos, start_rot, state_in.root_velocities, state_in.root_angular_velocities,
                               state_in.time, state_in.interaction_pairs, state_in.collider_anchor)
-        contact_count = substeps = corrected = recovered_count = 0
+        contact_count = substeps = 0
+        work = self._work_arrays()
+        work["refined"][:] = 0
+        work["corrected"][:] = 0
         elapsed = anchored = 0.0        # [s] into dt: this step's start, the collider anchor's time
         while dt - elapsed > 1e-12 * dt:
             # the start velocities (and, when forces need them, node positions and velocities) of this step
             nodes = self._kinematics(state, with_nodes=colliders.count > 0 or self.interaction is not None
                                      or self.air is not None)
-            h = self._step_length(nodes["fastest"], dt - elapsed)
+            h = self._step_length(dt - elapsed)
             contact = None
             if colliders.count:
                 contact = self._collider_forces(state, nodes["positions"], nodes["velocities"], colliders, h, dt,
@@ -323,39 +331,50 @@ class CosseratSolver:
             root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
             contact_count += self._substep(state, nodes, root_pos, root_rot, contact, control.extra_forces, h)
             substeps += 1
-            corrected += int(xp.count_nonzero(h * h * self._work["fastest_sq"] > CORRECTOR_TURN ** 2))
+        recovered_count = 0
         if colliders.count:
-            # carry the anchor to the end of the substep (the next step's query starts there, at rest)
-            end = self._kinematics(state, with_nodes=True)
-            self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (anchored / dt, 1.0))
-            # a node whose anchor is inside a closed shell is held there by the two-sided query: out with it
-            state.collider_anchor, recovered = colliders.recover_inside(state.collider_anchor, self.settings.radius, xp)
-            recovered_count = int(xp.count_nonzero(recovered & (self.node_mass > 0.0)))
-            for _ in range(TURN_OUT_ROUNDS):    # turned segments move the nodes after them: query again, at rest
-                if not self._turn_out(state, end["positions"]):
-                    break
-                end = self._kinematics(state, with_nodes=True)
-                self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (1.0, 1.0))
-        if not bool(xp.all(xp.isfinite(state.orientations))):
+            recovered_count = self._settle_on_colliders(state, colliders, dt, anchored)
+        if not self._resident and not bool(xp.all(xp.isfinite(state.orientations))):
             raise FloatingPointError("Cosserat strands produced NaN/Inf orientations")
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time", "collider_anchor"):
             setattr(state_out, name, getattr(state, name))
-        return {"recovered_inside": recovered_count, "substeps": substeps, "corrected_strands": corrected, "contacts": contact_count,
-                "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
+        return {"recovered_inside": recovered_count, "substeps": substeps,
+                "corrected_strands": xp.sum(work["corrected"]), "refined_strands": xp.sum(work["refined"]), "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
+                "ignored_colliders": list(colliders.ignored)}
 
-    def _step_length(self, fastest: float, remaining: float) -> float:
-        """Length [s] of the next step: ``remaining`` split evenly into steps ≤ max_step that turn the
-        fastest segment (``fastest`` [rad/s]) by ≤ MAX_TURN_PER_STEP [rad] (floor max_step / MAX_REFINEMENT)."""
-        limit = self.settings.max_step
-        if fastest * limit > MAX_TURN_PER_STEP:
-            limit = max(MAX_TURN_PER_STEP / fastest, self.settings.max_step / MAX_REFINEMENT)
-        return remaining / max(1, math.ceil(remaining / limit - 1e-9))
+    @property
+    def _resident(self) -> bool:
+        """Whether the step runs device-resident (CUDA's layout): it then reads nothing back inside a substep (a
+        non-finite state is caught by the group's check after the substep)."""
+        return cuda_layout_on(self.device)
+
+    def _settle_on_colliders(self, state: CosseratState, colliders, dt: float, anchored: float):
+        """The end of a substep with colliders: the contact anchor carried to the end (the next step's query starts
+        there, at rest), a node whose anchor is inside a closed shell recovered, then TURN_OUT_ROUNDS rounds of
+        ``_turn_out`` (turned segments move the nodes after them: query again, at rest). On the CPU the rounds end
+        at the first that turns nothing; on a device all of them run (a round that turns nothing changes
+        nothing). Returns the number of free nodes recovered (a device scalar)."""
+        xp = self.xp
+        end = self._kinematics(state, with_nodes=True)
+        self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (anchored / dt, 1.0))
+        state.collider_anchor, recovered = colliders.recover_inside(state.collider_anchor, self.settings.radius, xp)
+        recovered_count = xp.count_nonzero(recovered & (self.node_mass > 0.0))
+        for _ in range(TURN_OUT_ROUNDS):
+            if not self._turn_out(state, end["positions"]):
+                break
+            end = self._kinematics(state, with_nodes=True)
+            self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (1.0, 1.0))
+        return recovered_count
+
+    def _step_length(self, remaining: float) -> float:
+        """Length [s] of the next step: ``remaining`` [s] split evenly into steps ≤ max_step."""
+        return remaining / max(1, math.ceil(remaining / self.settings.max_step - 1e-9))
 
     def _kinematics(self, state: CosseratState, with_nodes: bool) -> dict:
-        """Segment angular velocities (S, M, 3) of ``state`` into the work array ``omega``, the largest |Ω|
-        ("fastest" [rad/s], one read back) and, with_nodes, new (S, P, 3) node "positions" and "velocities"
-        (kernels.kinematics, a thread per strand)."""
+        """Segment angular velocities (S, M, 3) of ``state`` into the work array ``omega``, every strand's largest
+        |Ω|² into ``fastest_sq`` (for ``kernels.articulated_step``'s refinement) and, with_nodes, new (S, P, 3)
+        node "positions" and "velocities" (kernels.kinematics, a thread per strand)."""
         xp = self.xp
         work = self._work_arrays()
         strands, segments = self.lengths.shape
@@ -371,7 +390,6 @@ class CosseratSolver:
             warp_view(xp.ascontiguousarray(state.root_velocities), wp.vec3d),
             warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d), int(with_nodes),
             work["views"]["omega"], *point_views, work["views"]["fastest_sq"]])
-        nodes["fastest"] = math.sqrt(float(xp.max(work["fastest_sq"]))) if strands else 0.0
         return nodes
 
     def _work_arrays(self) -> dict:
@@ -381,11 +399,13 @@ class CosseratSolver:
             strands, segments = self.lengths.shape
             count = strands * segments
             arrays = {"omega": xp.zeros((count, 3)), "fastest_sq": xp.zeros(strands),
+                      "refined": xp.zeros(strands, dtype=xp.int32), "corrected": xp.zeros(strands, dtype=xp.int32),
                       "gain_angular": xp.zeros((count, 3, 3)), "gain_linear": xp.zeros((count, 3, 3)),
                       "solved_torque": xp.zeros((count, 3)), "parent_edge": xp.zeros((count, 3)),
                       "velocity_product": xp.zeros((count, 3)), "acceleration": xp.zeros((count, 3)),
                       "no_nodes": xp.zeros((0, 3))}
-            kinds = {"fastest_sq": wp.float64, "gain_angular": wp.mat33d, "gain_linear": wp.mat33d}
+            kinds = {"fastest_sq": wp.float64, "gain_angular": wp.mat33d, "gain_linear": wp.mat33d,
+                     "refined": wp.int32, "corrected": wp.int32}
             arrays["views"] = {name: warp_view(array, kinds.get(name, wp.vec3d)) for name, array in list(arrays.items())}
             arrays["joints"] = kernels.JointWork()
             for name in ("gain_angular", "gain_linear", "solved_torque", "parent_edge", "velocity_product",
@@ -400,9 +420,11 @@ class CosseratSolver:
         then w, Ω and q; the root frame moves to (root_pos, root_rot) whose finite differences give its
         velocity and acceleration. ``contact``: (collider forces (S, P, 3) [N], contact count) of
         ``_collider_forces`` or None; they, interaction and extra forces are summed here (xp) when present.
-        A strand in which some segment turns by more than CORRECTOR_TURN takes the velocity-product terms at the
-        step's mid velocity, by a second articulated pass on the same configuration (their error grows with
-        (h·Ω)²; the strands are independent in this pass, so each decides for itself)."""
+        A strand in which some segment would turn by more than MAX_TURN_PER_STEP splits the step into parts, and
+        a part in which some segment turns by more than CORRECTOR_TURN takes the velocity-product terms at its mid
+        velocity, by a second articulated pass on the same configuration (their error grows with (h·Ω)²; the
+        strands are independent in this pass, so each decides for itself, on the device). Returns the contact
+        count (a device scalar with colliders)."""
         xp = self.xp
         s = self.settings
         strands = self.lengths.shape[0]
@@ -429,17 +451,21 @@ class CosseratSolver:
         work = self._work_arrays()
         views = work["views"]
         field = self._field(state.time)
+        # the root segment's orientation where the last step left it (root rotation times its rest orientation)
+        root_orientation_start = xp.ascontiguousarray(state.orientations[:, 0])
         root_orientation = xp.ascontiguousarray(quat.multiply(root_rot, self.rest_orientations[:, 0], xp))
         external_view = views["no_nodes"] if external is None else \
             warp_view(xp.ascontiguousarray(external).reshape(-1, 3), wp.vec3d)
         launch_split(kernels.articulated_step, strands, self.device, [], [
-            self._chains, h, float(s.damping), warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
+            self._chains, h, float(s.damping), MAX_TURN_PER_STEP, MAX_REFINEMENT,
+            warp_view(state.orientations.reshape(-1, 4), wp.vec4d),
             warp_view(state.joint_velocities.reshape(-1, 3), wp.vec3d), views["omega"], wp.vec3d(*field.tolist()),
             external_view, int(external is not None), warp_view(xp.ascontiguousarray(root_alpha), wp.vec3d),
             warp_view(xp.ascontiguousarray(root_acceleration), wp.vec3d),
             warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d),
-            warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation, wp.vec4d),
-            views["fastest_sq"], CORRECTOR_TURN, work["joints"]])
+            warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation_start, wp.vec4d),
+            warp_view(root_orientation, wp.vec4d), views["fastest_sq"], CORRECTOR_TURN, work["joints"],
+            views["refined"], views["corrected"]])
         state.root_positions, state.root_rotations = root_pos, root_rot
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h
@@ -464,12 +490,13 @@ class CosseratSolver:
         a node that the contact query moved (``state.collider_anchor``: the nodes pushed out on the side each
         came from) turn their segments towards those positions (``kernels.turn_towards``, lengths kept); the
         joint velocities stay, and the next step's contact force meets the motion into the surface. Returns
-        whether a strand turned."""
+        whether a strand may have turned (on a device the launch always runs: a strand that did not move keeps
+        its orientations)."""
         xp = self.xp
         strands, points = positions.shape[:2]
         shift = state.collider_anchor - positions
         moved = xp.ascontiguousarray((xp.sum(shift * shift, axis=-1) > 0.0).any(axis=1).astype(xp.int32))
-        if not bool(moved.any()):
+        if not self._resident and not bool(moved.any()):
             return False
         launch_split(kernels.turn_towards, strands, self.device, [], [
             points - 1, warp_view(state.orientations.reshape(-1, 4), wp.vec4d), self._views["lengths"],
@@ -483,7 +510,7 @@ class CosseratSolver:
         """(S, P, 3) node forces [N] pushing the nodes in contact out of the colliders within about one step of
         length h [s] (remove the normal velocity towards the surface, hold the field pressing them on it, close
         half the depth per step at most at DEPTH_SPEED) with a Coulomb-capped tangential friction force, both against the touched
-        surface's velocity; returns (forces, contact count).
+        surface's velocity; returns (forces, contact count: a device scalar).
 
         The contact query (``colliders.contact``) runs from ``state.collider_anchor`` to ``positions`` (S, P, 3)
         [m] over ``interval`` (fractions of the substep dt [s] since the anchor was taken) and moves the anchor
@@ -512,4 +539,4 @@ class CosseratSolver:
         tangential_speed = xp.sqrt(xp.sum(tangential * tangential, axis=-1))
         friction = xp.minimum(self.settings.collider_friction * push, mass * tangential_speed / h)
         force = push[..., None] * normal - (friction / xp.maximum(tangential_speed, 1e-300))[..., None] * tangential
-        return xp.where(touching[..., None], force, 0.0), int(xp.count_nonzero(touching))
+        return xp.where(touching[..., None], force, 0.0), xp.count_nonzero(touching)

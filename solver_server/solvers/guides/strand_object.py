@@ -17,8 +17,16 @@ from .selection import assign_guides, select_guides
 
 # times an interpolated point is moved out of the closed shell it is in, at most (shells inside shells)
 NESTED_SHELLS = 3
-# how far a child's segment that would end inside a shell turns from its own direction towards (and past) the
-# way out, in the order tried: fractions of the turn onto the direction of the point where it came out
+# a segment that would end inside a shell first turns about its start onto the plane through its nearest exit
+# (facing the way out there, LIFT_OVERSHOOT times as far out as the exit), to the point of that circle on its
+# sphere nearest its end, up to LIFT_ROUNDS times while it is still inside (in a crease each lift goes out through
+# one face and the next through the other). The end moves about as far as the skin makes it and follows the skin
+# continuously, so a strand drawn from one frame to the next does not hop between trial turns (a tip a fraction of a
+# millimetre under the skin is turned by the trials below by their fixed fractions, centimetres at the tip)
+LIFT_OVERSHOOT = 1.5
+LIFT_ROUNDS = 16
+# then how far it turns from its own direction towards (and past) the point where it came out, in the order
+# tried: fractions of the turn onto that direction
 OUTWARD_TURNS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 EXIT_TURNS = (0.25, 0.5, 0.75, 1.0, 1.5)
 # where no turn leaves the shells (a thin fold: the ear against the head), the segment takes the one of these
@@ -145,6 +153,7 @@ class StrandObject:
 
         placed = [points[:, k] for k in range(self.pinned)]
         previous = placed[-1]
+        heading = _unit(xp, placed[-1] - placed[-2]) if self.pinned > 1 else _unit(xp, points[:, 1] - points[:, 0])
         for k in range(self.pinned, points.shape[1]):
             candidate = points[:, k] + (previous - points[:, k - 1])    # exact where nothing before it moved
             moved, inside = out_of_shells(candidate)
@@ -152,28 +161,31 @@ class StrandObject:
                 rows = xp.nonzero(inside)[0]          # the output is drawn once a frame: index the few inside
                 candidate = candidate.copy()
                 candidate[rows] = self._way_out(colliders, previous[rows], candidate[rows], moved[rows], reach[rows],
-                                                xp)
+                                                xp, heading[rows])
             placed.append(candidate)
+            heading = _unit(xp, candidate - previous)
             previous = candidate
         return xp.stack(placed, axis=1)
 
-    def _way_out(self, colliders, start, own_end, out_end, reach, xp):
+    def _way_out(self, colliders, start, own_end, out_end, reach, xp, heading=None):
         """(r, 3) [m]: where segments from ``start`` (r, 3) that end inside a shell at ``own_end`` (r, 3), which
-        came out of the shells at ``out_end`` (r, 3), end instead: at their own length, turned from their own
-        direction towards the point where they came out by the least of OUTWARD_TURNS that ends outside, else
-        (a fold of the skin between: the ear's root) onto the way out of the shell at the exit (own end ->
-        exit point) by the least of EXIT_TURNS, else along the nearest way out (``_nearest_way_out``); where
-        nothing ends outside, where it came out, or if that is inside too, on the point before it (a length
-        error rather than a point inside)."""
+        came out of the shells at ``out_end`` (r, 3), end instead: at their own length, turned about their start
+        onto the tangent planes of the nearest exits (``_lifted_out``, leaning along ``heading`` (r, 3), the unit
+        direction of the segment before, as deep as the end is); where those leave the end inside, turned from
+        their own direction towards the point where they came out by the least of OUTWARD_TURNS that ends outside,
+        else (a fold of the skin between: the ear's root) onto the way out of the shell at the exit (own end ->
+        exit point) by the least of EXIT_TURNS, else along the nearest way out (``_nearest_way_out``); where nothing
+        ends outside, where it came out, or if that is inside too, on the point before it (a length error rather
+        than a point inside)."""
         own, out = _unit(xp, own_end - start), _unit(xp, out_end - start)
         length = xp.sqrt(xp.sum((own_end - start) ** 2, axis=-1))[:, None]
         _, out_inside = colliders.recover_inside(xp, xp.ascontiguousarray(out_end), reach)
         exit_way = _unit(xp, out_end - own_end)
+        lifted, open_rows = _lifted_out(colliders, start, own_end, out_end, length, reach, xp, heading)
+        choice = xp.where(open_rows[:, None], xp.where(out_inside[:, None], start, out_end), lifted)
         directions = [own + turn * (out - own) for turn in OUTWARD_TURNS]
         directions += [own + turn * (exit_way - own) for turn in EXIT_TURNS]
-        choice, open_rows = _first_outside(colliders, start, length, reach, directions,
-                                           xp.where(out_inside[:, None], start, out_end),
-                                           xp.ones(start.shape[0], dtype=bool), xp)
+        choice, open_rows = _first_outside(colliders, start, length, reach, directions, choice, open_rows, xp)
         if not bool(open_rows.any()):
             return choice
         return xp.where(open_rows[:, None], self._nearest_way_out(colliders, start, own, length, reach, choice, xp),
@@ -252,6 +264,41 @@ def _first_outside(colliders, start, length, reach, directions, choice, open_row
         choice = xp.where(taken[:, None], trial, choice)
         open_rows = open_rows & ~taken
     return choice, open_rows
+
+
+def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=None):
+    """Segments from ``start`` (r, 3) whose ``end`` (r, 3) lies inside a shell, whose nearest way out leads to
+    ``exit_point`` (r, 3) (``reach`` (r,) [m] outside the skin), turned about their start: the end moved to the
+    nearest point of the circle where the segment's sphere (radius ``length`` (r, 1) [m]) meets the plane facing
+    the way out LIFT_OVERSHOOT times as far out as the exit, repeated from the new end's own exit while it is
+    inside, LIFT_ROUNDS times at most. The first round takes the point nearest the end moved along ``heading``
+    (r, 3) unit (the strand's direction before the segment, or None) by the end's depth: a segment that plunges
+    into the skin has its end close to the circle's axis, where the nearest point swings round the circle with the
+    least change, and it then lies along the skin the way the strand was going. An end right behind its start along
+    the way out (no nearest point on the circle) stays. Returns (the ends (r, 3), (r,) bool: the rows still
+    inside)."""
+    open_rows = xp.ones(start.shape[0], dtype=bool)
+    toward = end
+    if heading is not None:
+        toward = end + xp.sqrt(xp.sum((exit_point - end) ** 2, axis=-1))[:, None] * heading
+    for _ in range(LIFT_ROUNDS):
+        way = _unit(xp, exit_point - end)
+        plane = end + LIFT_OVERSHOOT * (exit_point - end)
+        height = xp.minimum(xp.sum((plane - start) * way, axis=-1)[:, None], length)
+        centre = start + height * way
+        radius = xp.sqrt(xp.maximum(length * length - height * height, 0.0))
+        offset = toward - centre
+        offset = offset - xp.sum(offset * way, axis=-1)[:, None] * way
+        size = xp.sqrt(xp.sum(offset * offset, axis=-1))[:, None]
+        lifted = centre + radius * offset / xp.maximum(size, 1e-300)
+        movable = open_rows[:, None] & ((size > 1e-9 * length) | (radius == 0.0))
+        end = xp.where(movable, lifted, end)
+        toward = end
+        exit_point, inside = colliders.recover_inside(xp, xp.ascontiguousarray(end), reach)
+        open_rows = open_rows & inside
+        if not bool(open_rows.any()):
+            break
+    return end, open_rows
 
 
 def _unit(xp, vectors):
