@@ -166,3 +166,32 @@ def test_the_guard_refuses_every_download_route():
         backend.xp.asarray(array)                                         # already on the device: not an upload
         assert HOST_TO_DEVICE["a test substep"] == uploads + 2
     assert np.array_equal(array.get(), np.arange(3.0))                   # outside a substep: allowed
+
+
+def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_as_on_the_cpu(monkeypatch):
+    """On a device the DER line search does not read whether its Newton direction is finite (it never takes a
+    non-finite one: no strand accepts a NaN objective); the group's finite check after the substep reads the
+    flag, so the job fails at that substep and names the hair, as the CPU's immediate error does."""
+    from solver_server.sim.errors import SimulationError
+    from solver_server.solvers.der.banded import BandedCholesky
+
+    solve = BandedCholesky.solve
+    calls = {"count": 0}
+
+    def poisoned(self, rhs):
+        calls["count"] += 1
+        solution = solve(self, rhs)
+        if calls["count"] > 60:
+            solution = solution * float("nan")
+        return solution
+
+    monkeypatch.setattr(BandedCholesky, "solve", poisoned)
+    for backend in (get_backend("cpu"), emulated_cuda_backend()):
+        calls["count"] = 0
+        scene, _ = SCENARIOS["der"]()
+        simulation = Simulation(scene, backend)
+        simulation.initial_frame()
+        with pytest.raises(SimulationError, match="'Hair'") as failure:
+            for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
+                simulation.advance(None)
+        assert failure.value.frame == simulation.frame + 1

@@ -355,7 +355,7 @@ class DerHairGroup:
             stats = shared.step(inputs, colliders)
             totals["iterations"] = max(totals["iterations"], stats["iterations"])
             totals["contacts"] += stats.get("contacts", 0)
-            totals["mean_dv"] = max(totals["mean_dv"], stats["mean_dv"])
+            totals["mean_dv"] = self.backend.xp.maximum(totals["mean_dv"], stats["mean_dv"])   # on the device
             totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
             for name in ("unreachable_contacts", "failsafe_vertices", "failsafe_edges"):
                 totals[name] += stats.get(name, 0)
@@ -406,8 +406,14 @@ class DerHairGroup:
             shared.load_object_states([loaded[hair.id] for hair in shared.objects])
 
     def first_non_finite(self) -> str | None:
+        """The first object whose positions are not finite, or (on a device, where the substep reads nothing back)
+        whose solver met a non-finite Newton direction during the substep; None when all is well."""
         xp = self.backend.xp
         for object_id, (shared, index) in zip(self.ids, self.places):
+            integrator = shared.solver.integrator
+            finite, integrator.directions_finite = integrator.directions_finite, None
+            if finite is not None and not bool(finite):
+                return object_id
             if not bool(xp.all(xp.isfinite(shared.object_positions(index)))):
                 return object_id
         return None

@@ -120,7 +120,7 @@ class ImpulseHandler(Protocol):
 @dataclass
 class StepStats:
     iterations: int = 0
-    mean_dv: float = 0.0
+    mean_dv: float = 0.0             # [m/s] of the last iteration (a 0-d device array once set)
     factorizations: int = 0
     partial_factorizations: int = 0   # of them, refactorizations of the strands still moving only
     projected_hessian: bool = False
@@ -168,11 +168,19 @@ class ImplicitEulerSolver:
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(self.dof_strand)
+        self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
+        self._bits = xp.asarray([1, 2, 4, 8], dtype=xp.int64)     # _read_flags' place values
 
     @property
     def _device_resident(self) -> bool:
         """Whether this step runs on the device path (CUDA's layout), where reading a device value stalls."""
         return cuda_layout_on(self.device)
+
+    def _read_flags(self, *flags) -> list[bool]:
+        """Host bools of 0-d device bool ``flags``, in one scalar read (bit k of one integer is flag k)."""
+        xp = self.xp
+        code = int(xp.sum(xp.stack(flags) * self._bits[:len(flags)]))
+        return [bool(code >> k & 1) for k in range(len(flags))]
 
     def _factor(self, config, h, fixed_dofs, damping, stats: StepStats, soft_pins: SoftPins | None = None,
                 exact: bool = False, previous: BandedCholesky | None = None, strands=None,
@@ -254,7 +262,12 @@ class ImplicitEulerSolver:
         xp, settings, model = self.xp, self.settings, self.model
         direction = -factor.solve(gradient)
         direction[fixed_dofs] = 0.0
-        if not bool(xp.all(xp.isfinite(direction))):
+        finite = xp.all(xp.isfinite(direction))
+        if self._device_resident:
+            # read after the substep with the group's finite check: a non-finite direction
+            # is never taken (no strand accepts a NaN objective), and the job fails at that substep as on the CPU
+            self.directions_finite = finite if self.directions_finite is None else self.directions_finite & finite
+        elif not bool(finite):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
         slope = xp.bincount(self.dof_strand, weights=gradient * direction, minlength=model.n_strands)
         # an expected decrease below the objective's round-off cannot pass Armijo: such a strand has
@@ -266,37 +279,51 @@ class ImplicitEulerSolver:
         accepted = ~searching
         accepted_v = v
         start_edges = None if path is None else path[0].edges_at(v)
+        still_searching = bool(searching.any())
         for _ in range(settings.max_backtracks):
-            if not bool(searching.any()):
+            if not still_searching:
                 break
             trial_v = v + alpha[self.dof_strand] * direction
             if path is not None:
                 trial_v = path[0].bend(trial_v, start_edges, path[1] & searching)
             trial = evaluate(trial_v, searching, point)
             ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
+            give_up = None
             if least_full_fraction is not None:
-                searched_strands = int(searching.sum())
-                if searched_strands >= SUBSET_FRACTION * model.n_strands \
-                        and int(ok.sum()) < least_full_fraction * searched_strands:
-                    return None
+                searched_strands = searching.sum()
+                give_up = (searched_strands >= SUBSET_FRACTION * model.n_strands) \
+                    & (ok.sum() < least_full_fraction * searched_strands)
                 least_full_fraction = None
             point = self._merge(ok, trial, point)
             accepted_v = xp.where(ok[self.dof_strand], trial_v, accepted_v)
             accepted |= ok
             searching &= ~ok
             alpha = xp.where(searching, alpha * settings.backtrack, alpha)
+            # one read per backtrack: whether any strand searches on (and, the first time, whether to give up)
+            if give_up is None:
+                still_searching = bool(searching.any())
+            else:
+                quit_search, still_searching = self._read_flags(give_up, searching.any())
+                if quit_search:
+                    return None
         alpha = xp.where(accepted, alpha, 0.0)
         return alpha, slope, direction, point, accepted, accepted_v
 
-    def _detect_now(self, iteration: int, mean_dv: float, moving: bool) -> bool:
+    @property
+    def _detection_tolerance(self) -> float:
+        """[m/s] the mean |Δv| below which the contacts are detected (with a contact_detection_tolerance; the
+        tolerance itself once the free motion has converged)."""
+        settings = self.settings
+        return max(settings.contact_detection_tolerance or 0.0, settings.tolerance)
+
+    def _detect_now(self, iteration: int, settled: bool) -> bool:
         """Whether the contacts are detected after this iteration: the seed does it after the first; with a
-        contact_detection_tolerance, once the free motion has converged to it (or after
-        contact_detection_iterations, or once it has converged or stopped altogether)."""
+        contact_detection_tolerance, once the free motion has ``settled`` (converged to it, or stopped
+        altogether), or after contact_detection_iterations."""
         settings = self.settings
         if settings.contact_detection_tolerance is None:
             return True
-        return (mean_dv < max(settings.contact_detection_tolerance, settings.tolerance) or not moving
-                or iteration + 1 >= settings.contact_detection_iterations)
+        return settled or iteration + 1 >= settings.contact_detection_iterations
 
     def _merge(self, take, new, old):
         """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
@@ -342,22 +369,30 @@ class ImplicitEulerSolver:
             searched, pushed = self._global_step(problem, it, fresh, stats, impulses, kept, path)
             alpha, slope, _, it.point, accepted, v_new = searched
             moved = alpha > 0.0
-            if not bool(accepted.all()):
-                # strands without an Armijo decrease keep their velocities this iteration (an ascent step is
-                # never taken); they move again once the impulses or the (refreshed) matrix change
-                stats.line_search_fallbacks += 1
+            # strands without an Armijo decrease keep their velocities this iteration (an ascent step is never
+            # taken); they move again once the impulses or the (refreshed) matrix change (counted on the device)
+            refused = ~accepted.all()
+            stats.line_search_fallbacks = stats.line_search_fallbacks + refused
             it.moving = moved | ~accepted | pushed
-            it.stale = it.stale or not bool(accepted.all()) or bool(self.xp.any(alpha[moved] < 1.0))
-            if not bool(moved.any()) and (impulses is None or it.contact_round is not None):
+            # seed eq. 4.3's mean |Δv| on the vertex velocities (twist rates are slaved to the shape, not in m/s)
+            change = self.xp.abs(v_new - it.v)[self.model.position_dofs]
+            stats.mean_dv = self.xp.mean(change)
+            # one read for the matrix's staleness (a refused or shortened step), whether anything moved, and the
+            # free motion's convergence to the tolerance and to the contact detection's tolerance
+            shortened, any_moved, converged, detectable = self._read_flags(
+                refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
+                stats.mean_dv < self.settings.tolerance, stats.mean_dv < self._detection_tolerance)
+            it.stale = it.stale or shortened
+            if not any_moved and (impulses is None or it.contact_round is not None):
                 stats.iterations = iteration + 1
                 break
-            self._judge_step(problem, it, iteration, stats, impulses, searched, v_new)
-            contact_just_found = self._contact_round(it, iteration, stats, impulses, v_new, bool(moved.any()))
+            self._judge_step(problem, it, iteration, stats, impulses, searched, v_new, change)
+            contact_just_found = self._contact_round(it, iteration, impulses, v_new, detectable or not any_moved)
             it.v = v_new
             contacts_settled = impulses is None or impulses.converged()
             if contacts_settled and not contact_just_found and self._check_end_positions(it, stats, impulses):
                 continue
-            if stats.mean_dv < self.settings.tolerance and contacts_settled and not contact_just_found:
+            if converged and contacts_settled and not contact_just_found:
                 break
         return self._finish(problem, it, impulses), stats
 
@@ -411,9 +446,9 @@ class ImplicitEulerSolver:
         return searched, pushed
 
     def _judge_step(self, problem: "_StepProblem", it: "_Iterate", iteration: int, stats: StepStats, impulses,
-                    searched, v_new) -> None:
-        """The step's statistics (iterations, seed eq. 4.3's mean |Δv| on the vertex velocities: twist rates are
-        slaved to the shape and are not in m/s), the strands that settled, and whether the quasi-Newton matrix
+                    searched, v_new, change) -> None:
+        """The step's statistics (iterations), the strands that settled (``change`` (N, 3): |Δv| of the vertex
+        velocities [m/s]), and whether the quasi-Newton matrix
         counts as stale: a line search had to shorten or refuse a step (set by the caller), full steps
         decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
         stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents),
@@ -425,8 +460,6 @@ class ImplicitEulerSolver:
         # figures for the frame's stats stay on the device (read at the frame's end)
         stats.smallest_step = xp.minimum(stats.smallest_step, xp.min(xp.where(moved, alpha, 1.0)))
         stats.iterations = iteration + 1
-        change = xp.abs(v_new - it.v)[model.position_dofs]
-        stats.mean_dv = float(xp.mean(change))
         strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
                                 minlength=model.n_strands) / self.strand_vertex_dofs
         it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
@@ -442,11 +475,12 @@ class ImplicitEulerSolver:
             actual = float(xp.sum((it.current - problem.objective(v_new, it.target, it.point[0]))[full]))
             it.stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
 
-    def _contact_round(self, it: "_Iterate", iteration: int, stats: StepStats, impulses, v_new, moved: bool) -> bool:
+    def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool) -> bool:
         """The contacts' answer to the global step v → v_new (seed Algorithm 2 lines 10–13): detection once it
-        is due (``_detect_now``), then new impulses every round. Returns whether the round just found the first
-        contacts with impulses (the loop then takes at least one more step)."""
-        if impulses is not None and it.contact_round is None and self._detect_now(iteration, stats.mean_dv, moved):
+        is due (``_detect_now``; ``settled``: the free motion converged to the detection tolerance or stopped),
+        then new impulses every round. Returns whether the round just found the first contacts with impulses (the
+        loop then takes at least one more step)."""
+        if impulses is not None and it.contact_round is None and self._detect_now(iteration, settled):
             it.contact_round = 0
         if it.contact_round is None:
             return False
@@ -510,6 +544,7 @@ class _StepProblem:
     v_t: Any
     free_velocity: Any
     damping: Any
+    resident: bool = False      # on a device: every strand evaluated (choosing a subset reads the device)
 
     @classmethod
     def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
@@ -523,16 +558,17 @@ class _StepProblem:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
         return cls(xp=xp, model=model, dof_strand=solver.dof_strand, state=state, h=h, fixed_dofs=fixed_dofs,
                    soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
-                   damping=h * (model.damping if drag is None else model.damping + drag))
+                   damping=h * (model.damping if drag is None else model.damping + drag),
+                   resident=solver._device_resident)
 
     def evaluate(self, v, strands=None, fill=None):
         """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
-        (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): only those strands
-        are evaluated (the others' parts are meaningless), worth it when few strands still move."""
+        (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): on the CPU only those
+        strands are evaluated when they are few (the others' parts are meaningless)."""
         xp, model = self.xp, self.model
         q = self.q_t + self.h * v
         subset = None
-        if strands is not None and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
+        if strands is not None and not self.resident and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
             subset = element_subset(xp, model, strands)
         config = transported_configuration(xp, model, self.state, model.gather_positions(q), model.gather_theta(q),
                                            subset, None if subset is None else fill[2])

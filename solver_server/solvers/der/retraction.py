@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ...kernels import int32_view, launch_split, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, int32_view, launch_split, warp_device_of, warp_view
 from .kernels import retraction as retraction_kernels
 from .frames import row_lengths
 from .model import index_view
@@ -42,6 +42,7 @@ class LengthPreservingPath:
 
     def __init__(self, xp, model, x_t, h: float, fixed_dofs):
         self.xp, self.model, self.x_t, self.h = xp, model, x_t, h
+        self.device = warp_device_of(x_t)
         dof_fixed = xp.zeros(model.n_dofs, dtype=bool)
         dof_fixed[fixed_dofs] = True
         vertex_fixed = dof_fixed[model.position_dofs].any(axis=1)
@@ -72,8 +73,8 @@ class LengthPreservingPath:
         (kernels.retraction.bend_path: the edges summed from each strand's root)."""
         xp, model, h = self.xp, self.model, self.h
         eligible = self.strand_eligible if strands is None else self.strand_eligible & strands
-        if not bool(eligible.any()):
-            return v_trial
+        if not cuda_layout_on(self.device) and not bool(eligible.any()):
+            return v_trial      # on a device the launch runs: a strand not eligible keeps its velocities
         current_edges, current_length = current
         out = xp.array(v_trial, dtype=xp.float64, order="C")
         launch_split(retraction_kernels.bend_path, model.n_strands, warp_device_of(out), [], [
