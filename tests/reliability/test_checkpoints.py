@@ -41,6 +41,26 @@ def test_restored_simulation_continues_exactly(kind):
     assert moved > 1e-3, "the scene should actually move after the checkpoint"
 
 
+def test_a_cosserat_checkpoint_on_a_device_continues_exactly():
+    """On a device the strand interaction's candidate list lives in a buffer sized at the first step: a checkpoint
+    carries the list in use (its filled rows) and the restored run builds its buffer from it at its first step,
+    so it sums the same pairs in the same order as the uninterrupted run."""
+    from solver_server.emulated_device import emulated_cuda_backend
+
+    last = FRAMES["cosserat"]
+    scene, drive = SOLVER_SCENES["cosserat"](frame_end=last)
+    backend = emulated_cuda_backend()
+    reference, checkpoint = bake_frames(Simulation(scene, backend), drive, last, checkpoint_at=last // 2)
+    assert any(name.endswith("_pairs") and len(array) for group in checkpoint["groups"].values()
+               for name, array in group.items())
+    resumed = Simulation(scene, backend)
+    resumed.restore(decode_checkpoint(encode_checkpoint(checkpoint)))
+    frames, _ = bake_frames(resumed, drive, last)
+    for frame, positions in frames.items():
+        for object_id, points in positions.items():
+            np.testing.assert_array_equal(points, reference[frame][object_id], err_msg=f"frame {frame}")
+
+
 def test_checkpoint_at_frame_start_equals_a_fresh_start():
     scene, drive = pd_scene(frame_end=4)
     backend = get_backend("cpu")
