@@ -212,7 +212,7 @@ def _air_drag(solver, positions, velocities, h):
 def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces, h, dt, interval) -> tuple:
     """One semi-implicit step of length h [s] of ``state`` in place (solver._substep's former body, with the strands
     that turn fast splitting it); the collider query covers ``interval`` of the substep dt [s] (solver.step's
-    bookkeeping). Returns (contact count, strands that split the step)."""
+    bookkeeping). Returns (contact count, the parts all strands stepped)."""
     xp = solver.xp
     s = solver.settings
     q, w = state.orientations, state.joint_velocities
@@ -270,7 +270,7 @@ def reference_substep(solver, state, root_pos, root_rot, colliders, extra_forces
     state.root_positions, state.root_rotations = root_pos, root_rot
     state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
     state.time += h
-    return count, int(np.count_nonzero(parts > 1))
+    return count, int(parts.sum())
 
 
 def _part_step(solver, q, w, forces, root_omega_start, root_omega_end, root_orientation, root_alpha,
@@ -318,7 +318,7 @@ def reference_step(solver, state, control, dt: float) -> dict:
     work = CosseratState(xp.array(state.orientations), xp.array(state.joint_velocities), start_pos, start_rot,
                          state.root_velocities, state.root_angular_velocities, state.time,
                          collider_anchor=state.collider_anchor)
-    contacts = substeps = refined = 0
+    contacts = substeps = strand_parts = 0
     elapsed = anchored = 0.0
     while dt - elapsed > 1e-12 * dt:
         h = solver._step_length(dt - elapsed)
@@ -328,10 +328,10 @@ def reference_step(solver, state, control, dt: float) -> dict:
         alpha = elapsed / dt
         root_pos = start_pos + alpha * (end_pos - start_pos)
         root_rot = quat.normalize(start_rot + alpha * (end_rot - start_rot), xp)
-        contact_count, split = reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces,
+        contact_count, parts = reference_substep(solver, work, root_pos, root_rot, colliders, control.extra_forces,
                                                  h, dt, interval)
         contacts += contact_count
-        refined += split
+        strand_parts += parts
         substeps += 1
     if colliders.count:
         solver._collider_forces(work, solver.positions(work), None, colliders, None, dt, (anchored / dt, 1.0))
@@ -339,4 +339,4 @@ def reference_step(solver, state, control, dt: float) -> dict:
                  "root_angular_velocities", "time", "collider_anchor"):
         setattr(state, name, getattr(work, name))
     return {"substeps": substeps, "contacts": contacts, "interaction_pairs": work.interaction_pairs,
-            "refined_strands": refined}
+            "strand_parts": strand_parts}

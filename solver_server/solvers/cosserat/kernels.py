@@ -401,7 +401,7 @@ def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: 
                      root_acceleration: wp.array(dtype=wp.vec3d), root_omega_start: wp.array(dtype=wp.vec3d),
                      root_omega_end: wp.array(dtype=wp.vec3d), root_orientation_start: wp.array(dtype=wp.vec4d),
                      root_orientation: wp.array(dtype=wp.vec4d), fastest_sq: wp.array(dtype=wp.float64),
-                     corrector_turn: wp.float64, work: JointWork, refined: wp.array(dtype=wp.int32),
+                     corrector_turn: wp.float64, work: JointWork, parts_taken: wp.array(dtype=wp.int32),
                      corrected: wp.array(dtype=wp.int32)):
     """A semi-implicit step of length h [s] of strand ``first_strand + tid`` (solver._substep after the forces),
     split for this strand alone into as many equal parts as keep its fastest segment (``fastest_sq``, |Ω|² at the
@@ -413,8 +413,8 @@ def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: 
     part, again at the part's mid velocity (``omega`` is overwritten with it); then w ← (w + h ẅ)/(1 + h·damping)
     on free joints, Ω from the part's end root velocity and q ← normalize(q + h/2 (0, Ω) ⊗ q), the root segment
     set to the root's orientation at the part's end. ``orientations`` and ``joint_velocities`` are updated in
-    place; ``refined`` (S,) counts the steps the strand split, ``corrected`` (S,) the parts that took the corrector
-    (both added to)."""
+    place; ``parts_taken`` (S,) counts the parts the strand stepped, ``corrected`` (S,) those that took the
+    corrector (both added to)."""
     strand = wp.tid() + first_strand
     segments = chains.segments
     free = chains.free
@@ -468,6 +468,5 @@ def articulated_step(first_strand: int, chains: Chains, h: wp.float64, damping: 
                                               wp.float64(index + 1) / wp.float64(parts))
         else:
             orientations[base] = root_orientation[strand]
-    if parts > 1:
-        refined[strand] = refined[strand] + 1
+    parts_taken[strand] = parts_taken[strand] + parts
     corrected[strand] = corrected[strand] + taken

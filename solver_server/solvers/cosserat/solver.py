@@ -293,8 +293,9 @@ class CosseratSolver:
     def step(self, state_in: CosseratState, state_out: CosseratState, control: CosseratControl,
              contacts=None, dt: float = 1.0 / 96.0) -> dict:
         """Advance by dt [s] into ``state_out``; returns stats (``contacts``, ``recovered_inside``,
-        ``corrected_strands`` and ``refined_strands``: strand steps that took the corrector / were split, as device
-        scalars read with the frame's stats; ``substeps``: the steps taken).
+        ``strand_parts``: the parts all strands stepped (strands × steps where none split its steps) and
+        ``corrected_strands``: those that took the corrector, as device scalars read with the frame's stats;
+        ``substeps``: the steps taken).
 
         dt is split into equal steps ≤ settings.max_step, a split that depends on dt alone, so the host plans the
         steps without reading the device. A strand whose fastest segment would turn by more than MAX_TURN_PER_STEP
@@ -312,7 +313,7 @@ class CosseratSolver:
                               state_in.time, state_in.interaction_pairs, state_in.collider_anchor)
         contact_count = substeps = 0
         work = self._work_arrays()
-        work["refined"][:] = 0
+        work["parts"][:] = 0
         work["corrected"][:] = 0
         elapsed = anchored = 0.0        # [s] into dt: this step's start, the collider anchor's time
         while dt - elapsed > 1e-12 * dt:
@@ -340,7 +341,7 @@ class CosseratSolver:
                      "root_angular_velocities", "time", "collider_anchor"):
             setattr(state_out, name, getattr(state, name))
         return {"recovered_inside": recovered_count, "substeps": substeps,
-                "corrected_strands": xp.sum(work["corrected"]), "refined_strands": xp.sum(work["refined"]), "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
+                "corrected_strands": xp.sum(work["corrected"]), "strand_parts": xp.sum(work["parts"]), "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
                 "ignored_colliders": list(colliders.ignored)}
 
     @property
@@ -399,13 +400,13 @@ class CosseratSolver:
             strands, segments = self.lengths.shape
             count = strands * segments
             arrays = {"omega": xp.zeros((count, 3)), "fastest_sq": xp.zeros(strands),
-                      "refined": xp.zeros(strands, dtype=xp.int32), "corrected": xp.zeros(strands, dtype=xp.int32),
+                      "parts": xp.zeros(strands, dtype=xp.int32), "corrected": xp.zeros(strands, dtype=xp.int32),
                       "gain_angular": xp.zeros((count, 3, 3)), "gain_linear": xp.zeros((count, 3, 3)),
                       "solved_torque": xp.zeros((count, 3)), "parent_edge": xp.zeros((count, 3)),
                       "velocity_product": xp.zeros((count, 3)), "acceleration": xp.zeros((count, 3)),
                       "no_nodes": xp.zeros((0, 3))}
             kinds = {"fastest_sq": wp.float64, "gain_angular": wp.mat33d, "gain_linear": wp.mat33d,
-                     "refined": wp.int32, "corrected": wp.int32}
+                     "parts": wp.int32, "corrected": wp.int32}
             arrays["views"] = {name: warp_view(array, kinds.get(name, wp.vec3d)) for name, array in list(arrays.items())}
             arrays["joints"] = kernels.JointWork()
             for name in ("gain_angular", "gain_linear", "solved_torque", "parent_edge", "velocity_product",
@@ -465,7 +466,7 @@ class CosseratSolver:
             warp_view(xp.ascontiguousarray(state.root_angular_velocities), wp.vec3d),
             warp_view(xp.ascontiguousarray(root_omega), wp.vec3d), warp_view(root_orientation_start, wp.vec4d),
             warp_view(root_orientation, wp.vec4d), views["fastest_sq"], CORRECTOR_TURN, work["joints"],
-            views["refined"], views["corrected"]])
+            views["parts"], views["corrected"]])
         state.root_positions, state.root_rotations = root_pos, root_rot
         state.root_velocities, state.root_angular_velocities = root_velocity, root_omega
         state.time += h
