@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 from ...kernels import cuda_layout_on, warp_device_of
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
-from .energy import Configuration, elastic_gradient_hessian, strand_energy_and_gradient
+from .energy import elastic_gradient_hessian, strand_energy_and_gradient
 from .frames import normalize_rows
 from .model import DerModel, element_subset
+from .kernel_search import KernelLineSearch
 from .retraction import LengthPreservingPath
 from .settings import NewtonSettings
 from .state import DerState, transported_configuration
@@ -170,6 +171,7 @@ class ImplicitEulerSolver:
         self.device = warp_device_of(self.dof_strand)
         self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
         self._bits = xp.asarray([1, 2, 4, 8], dtype=xp.int64)     # _read_flags' place values
+        self._kernel_search = None      # KernelLineSearch, made at the first line search that runs in the kernel
 
     @property
     def _device_resident(self) -> bool:
@@ -246,26 +248,26 @@ class ImplicitEulerSolver:
             resolved = None if resolve is None else resolve()
         return factor, resolved
 
-    def _line_search(self, factor, gradient, fixed_dofs, v, target, current, point, evaluate, objective,
-                     path=None, least_full_fraction=None, settled=None):
-        """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands).
+    def _line_search(self, problem: "_StepProblem", factor, gradient, v, target, current, point, path=None,
+                     least_full_fraction=None, settled=None):
+        """Backtracking Armijo search along d = −A⁻¹∇g, separately for every strand (g is a sum over strands), as
+        one launch (kernel_search.KernelLineSearch: each strand backtracks inside the kernel).
 
-        point: (potential (S,), elastic gradient (n_dofs,), configuration) at v; evaluate(v) gives the same
-        triple at a trial velocity.  Returns (alphas (S,), direction, the triple at the accepted step, merged
-        strand by strand, accepted (S,) bool, the accepted velocities (n_dofs,)).  A strand whose direction is
-        not a descent direction (converged, or all kinematic) is accepted with α = 0; a strand that finds no
-        decrease is not accepted and gets α = 0; both keep their part of `point`, so nothing is evaluated
-        again after the search.  path: (LengthPreservingPath, strands (S,) bool it bends) or None (straight).
-        least_full_fraction: if fewer than this fraction of the searched strands accept the full step while
-        they are at least SUBSET_FRACTION of all strands, the search gives up at once and returns None (the
-        caller refactors the matrix).  settled: (S,) bool strands not searched (accepted with α = 0)."""
-        xp, settings, model = self.xp, self.settings, self.model
+        point: (potential (S,), elastic gradient (n_dofs,), configuration) at v.  Returns (alphas (S,), direction,
+        the triple at the accepted velocities, accepted (S,) bool, the accepted velocities (n_dofs,)).  A strand
+        whose direction is not a descent direction (converged, or all kinematic) is accepted with α = 0; a strand
+        that finds no decrease is not accepted and gets α = 0; both keep their velocities.  path:
+        (LengthPreservingPath, strands (S,) bool it bends) or None (straight).  least_full_fraction: if fewer than
+        this fraction of the searched strands accept the full step while they are at least SUBSET_FRACTION of all
+        strands, the search returns None (the caller refactors the matrix; one read).  settled: (S,) bool strands
+        not searched (accepted with α = 0)."""
+        xp, model = self.xp, self.model
         direction = -factor.solve(gradient)
-        direction[fixed_dofs] = 0.0
+        direction[problem.fixed_dofs] = 0.0
         finite = xp.all(xp.isfinite(direction))
         if self._device_resident:
-            # read after the substep with the group's finite check: a non-finite direction
-            # is never taken (no strand accepts a NaN objective), and the job fails at that substep as on the CPU
+            # read after the substep with the group's finite check: a non-finite direction is never taken (no
+            # strand accepts a NaN objective), and the job fails at that substep as on the CPU
             self.directions_finite = finite if self.directions_finite is None else self.directions_finite & finite
         elif not bool(finite):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
@@ -275,39 +277,19 @@ class ImplicitEulerSolver:
         searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
         if settled is not None:
             searching &= ~settled
-        alpha = xp.where(searching, 1.0, 0.0)
-        accepted = ~searching
-        accepted_v = v
-        start_edges = None if path is None else path[0].edges_at(v)
-        still_searching = bool(searching.any())
-        for _ in range(settings.max_backtracks):
-            if not still_searching:
-                break
-            trial_v = v + alpha[self.dof_strand] * direction
-            if path is not None:
-                trial_v = path[0].bend(trial_v, start_edges, path[1] & searching)
-            trial = evaluate(trial_v, searching, point)
-            ok = searching & (objective(trial_v, target, trial[0]) <= current + settings.armijo * alpha * slope)
-            give_up = None
-            if least_full_fraction is not None:
-                searched_strands = searching.sum()
-                give_up = (searched_strands >= SUBSET_FRACTION * model.n_strands) \
-                    & (ok.sum() < least_full_fraction * searched_strands)
-                least_full_fraction = None
-            point = self._merge(ok, trial, point)
-            accepted_v = xp.where(ok[self.dof_strand], trial_v, accepted_v)
-            accepted |= ok
-            searching &= ~ok
-            alpha = xp.where(searching, alpha * settings.backtrack, alpha)
-            # one read per backtrack: whether any strand searches on (and, the first time, whether to give up)
-            if give_up is None:
-                still_searching = bool(searching.any())
-            else:
-                quit_search, still_searching = self._read_flags(give_up, searching.any())
-                if quit_search:
-                    return None
-        alpha = xp.where(accepted, alpha, 0.0)
-        return alpha, slope, direction, point, accepted, accepted_v
+        if self._kernel_search is None:
+            self._kernel_search = KernelLineSearch(xp, model)
+        alpha, accepted, accepted_v = self._kernel_search.search(problem, self.settings, v, direction, target,
+                                                                 current, slope, searching, path)
+        if least_full_fraction is not None:
+            searched_strands = searching.sum()
+            full = (searching & accepted & (alpha == 1.0)).sum()
+            if bool((searched_strands >= SUBSET_FRACTION * model.n_strands)
+                    & (full < least_full_fraction * searched_strands)):
+                return None
+        if not self._device_resident and not bool(xp.any(alpha > 0.0)):
+            return alpha, slope, direction, point, accepted, accepted_v     # nothing moved (a free read on the CPU)
+        return alpha, slope, direction, problem.evaluate(accepted_v), accepted, accepted_v
 
     @property
     def _detection_tolerance(self) -> float:
@@ -324,24 +306,6 @@ class ImplicitEulerSolver:
         if settings.contact_detection_tolerance is None:
             return True
         return settled or iteration + 1 >= settings.contact_detection_iterations
-
-    def _merge(self, take, new, old):
-        """(potential, elastic gradient, configuration) with the strands `take` (S,) from `new`, others `old`."""
-        xp, model = self.xp, self.model
-        if not self._device_resident:     # on the CPU the reads are free and skip the merge when it is moot
-            if bool(take.all()):
-                return new
-            if not bool(take.any()):
-                return old
-        new_config, old_config = new[2], old[2]
-        on_vertex, on_edge = take[model.vertex_strand], take[model.edge_strand]
-        on_bend = on_vertex[model.bend_vertex]
-        config = Configuration(positions=xp.where(on_vertex[:, None], new_config.positions, old_config.positions),
-                               theta=xp.where(on_edge, new_config.theta, old_config.theta),
-                               reference_u=xp.where(on_edge[:, None], new_config.reference_u, old_config.reference_u),
-                               reference_twist=xp.where(on_bend, new_config.reference_twist,
-                                                        old_config.reference_twist))
-        return (xp.where(take, new[0], old[0]), xp.where(take[self.dof_strand], new[1], old[1]), config)
 
     def step(self, state: DerState, h: float, gravity, fixed_dofs, fixed_velocity,
              impulses: ImpulseHandler | None = None, soft_pins: SoftPins | None = None,
@@ -431,8 +395,8 @@ class ImplicitEulerSolver:
         # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
         early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
         skipped = None if it.settled is None else it.settled & ~pushed
-        searched = self._line_search(it.factor, gradient, problem.fixed_dofs, it.v, target, current, it.point,
-                                     problem.evaluate, problem.objective, bent, early, skipped)
+        searched = self._line_search(problem, it.factor, gradient, it.v, target, current, it.point, bent, early,
+                                     skipped)
         if searched is None:
             stats.early_refreshes += 1
             it.factor, resolved = self._refactor(problem, it.point[2], stats, it.factor, it.moving, impulses, kept)
@@ -440,8 +404,8 @@ class ImplicitEulerSolver:
                 it.impulse = resolved
                 target, gradient, current = problem.descent(it)
             it.stale = False
-            searched = self._line_search(it.factor, gradient, problem.fixed_dofs, it.v, target, current, it.point,
-                                         problem.evaluate, problem.objective, bent, settled=skipped)
+            searched = self._line_search(problem, it.factor, gradient, it.v, target, current, it.point, bent,
+                                         settled=skipped)
         it.target, it.current = target, current
         return searched, pushed
 
@@ -544,7 +508,6 @@ class _StepProblem:
     v_t: Any
     free_velocity: Any
     damping: Any
-    resident: bool = False      # on a device: every strand evaluated (choosing a subset reads the device)
 
     @classmethod
     def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
@@ -558,21 +521,15 @@ class _StepProblem:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
         return cls(xp=xp, model=model, dof_strand=solver.dof_strand, state=state, h=h, fixed_dofs=fixed_dofs,
                    soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
-                   damping=h * (model.damping if drag is None else model.damping + drag),
-                   resident=solver._device_resident)
+                   damping=h * (model.damping if drag is None else model.damping + drag))
 
-    def evaluate(self, v, strands=None, fill=None):
+    def evaluate(self, v):
         """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
-        (n_dofs,); configuration) at q_t + h v.  strands (S,) bool with fill (a point): on the CPU only those
-        strands are evaluated when they are few (the others' parts are meaningless)."""
+        (n_dofs,); configuration) at q_t + h v."""
         xp, model = self.xp, self.model
         q = self.q_t + self.h * v
-        subset = None
-        if strands is not None and not self.resident and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
-            subset = element_subset(xp, model, strands)
-        config = transported_configuration(xp, model, self.state, model.gather_positions(q), model.gather_theta(q),
-                                           subset, None if subset is None else fill[2])
-        energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
+        config = transported_configuration(xp, model, self.state, model.gather_positions(q), model.gather_theta(q))
+        energy, elastic_gradient = strand_energy_and_gradient(xp, model, config)
         if self.soft_pins is not None:
             pin_strands = model.vertex_strand[self.soft_pins.vertices]
             energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)

@@ -58,6 +58,7 @@ class LengthPreservingPath:
         self.edge_kinematic = vertex_fixed[model.edge_vertex] & vertex_fixed[model.edge_vertex + 1]
         self._views = {"eligible": int32_view(xp, self.strand_eligible), "vertex_fixed": int32_view(xp, vertex_fixed),
                        "edge_kinematic": int32_view(xp, self.edge_kinematic)}
+        self.vertex_fixed_view, self.edge_kinematic_view = self._views["vertex_fixed"], self._views["edge_kinematic"]
 
     def edges_at(self, v_current):
         """The edges (E, 3) [m] and their lengths (E,) at velocities v_current: the point a line search

@@ -1,8 +1,8 @@
 """The Discrete Elastic Rods solver's Warp kernels, one module per job: the energy terms (``stretch``,
-``bend_twist``), the parallel-transport frames (``frame``), the retraction's bend path (``retraction``),
-continuous collision of rod edges (``ccd``) and the contact solve's Delassus operator and sweeps
-(``contact``)."""
+``bend_twist``), the parallel-transport frames (``frame``), the retraction's bend path (``retraction``), the
+line search's per-strand backtracking (``line_search``), continuous collision of rod edges (``ccd``) and the
+contact solve's Delassus operator and sweeps (``contact``)."""
 
-from . import bend_twist, ccd, contact, frame, retraction, stretch
+from . import bend_twist, ccd, contact, frame, line_search, retraction, stretch
 
-WARP_MODULES = (contact, stretch, bend_twist, frame, retraction, ccd)
+WARP_MODULES = (contact, stretch, bend_twist, frame, retraction, line_search, ccd)

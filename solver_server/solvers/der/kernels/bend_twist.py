@@ -67,6 +67,22 @@ def curvature_vector(e0: wp.vec3d, e1: wp.vec3d, director: wp.vec3d, omega: wp.f
                           (-two * wp.cross(e0, director) - omega * e0) / denominator, g_theta0, g_theta1)
 
 
+@wp.func
+def element_strains(e0: wp.vec3d, e1: wp.vec3d, u0: wp.vec3d, u1: wp.vec3d, theta0: wp.float64, theta1: wp.float64,
+                    rest_product: wp.float64):
+    """The element's curvatures ω = (κb·m₁⁰, κb·m₂⁰, κb·m₁¹, κb·m₂¹), the denominator D = |ē⁰||ē¹| + e⁰·e¹ of κb and
+    the material directors (m₁⁰, m₂⁰, m₁¹, m₂¹), from its edges, reference directors and twist angles."""
+    two = wp.float64(2.0)
+    t0 = e0 / wp.length(e0)
+    t1 = e1 / wp.length(e1)
+    denominator = rest_product + wp.dot(e0, e1)
+    kb = two * wp.cross(e0, e1) / denominator
+    m01, m02 = directors(u0, wp.cross(t0, u0), theta0)
+    m11, m12 = directors(u1, wp.cross(t1, u1), theta1)
+    omega = wp.vec4d(wp.dot(kb, m01), wp.dot(kb, m02), wp.dot(kb, m11), wp.dot(kb, m12))
+    return omega, denominator, m01, m02, m11, m12
+
+
 @wp.kernel
 def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
                      bend_vertex: wp.array(dtype=wp.int32), bend_edges: wp.array2d(dtype=wp.int32),
@@ -96,17 +112,11 @@ def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offse
         length1 = wp.length(e1)
         t0 = e0 / length0
         t1 = e1 / length1
-        u0 = reference_u[previous_edge]
-        u1 = reference_u[next_edge]
-        theta0 = theta[previous_edge]
-        theta1 = theta[next_edge]
-        denominator = rest_edge_length[previous_edge] * rest_edge_length[next_edge] + wp.dot(e0, e1)
-        kb = two * wp.cross(e0, e1) / denominator
+        omega, denominator, m01, m02, m11, m12 = element_strains(
+            e0, e1, reference_u[previous_edge], reference_u[next_edge], theta[previous_edge], theta[next_edge],
+            rest_edge_length[previous_edge] * rest_edge_length[next_edge])
         weighted_director = wp.vec3d(zero, zero, zero)
         weighted_omega = zero
-        m01, m02 = directors(u0, wp.cross(t0, u0), theta0)
-        m11, m12 = directors(u1, wp.cross(t1, u1), theta1)
-        omega = wp.vec4d(wp.dot(kb, m01), wp.dot(kb, m02), wp.dot(kb, m11), wp.dot(kb, m12))
         bend = zero
         a = wp.vec4d(zero, zero, zero, zero)
         for r in range(4):
@@ -115,7 +125,7 @@ def bend_twist_terms(first: int, strands: wp.array(dtype=wp.int32), strand_offse
             a[r] = two * bend_weight[element, r] * difference
         weighted_director = a[0] * m01 + a[1] * m02 + a[2] * m11 + a[3] * m12
         weighted_omega = a[0] * omega[0] + a[1] * omega[1] + a[2] * omega[2] + a[3] * omega[3]
-        tau = theta1 - theta0 + reference_twist[element] - rest_twist[element]
+        tau = theta[next_edge] - theta[previous_edge] + reference_twist[element] - rest_twist[element]
         twist_coefficient = twist_weight[element] * tau
         total = total + bend + wp.float64(0.5) * twist_weight[element] * tau * tau
         kb_unit = two * wp.cross(t0, t1) / (one + wp.dot(e0, e1) / (length0 * length1))

@@ -28,13 +28,12 @@ def parallel_transport(a: wp.vec3d, b: wp.vec3d, x: wp.vec3d) -> wp.vec3d:
     return cos_angle * x + wp.cross(axis, x) + (wp.dot(axis, x) / denominator) * axis
 
 
-@wp.kernel
-def transport_frames(first: int, strands: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
-                     positions: wp.array(dtype=wp.vec3d), base_tangents: wp.array(dtype=wp.vec3d),
-                     base_u: wp.array(dtype=wp.vec3d), base_twist: wp.array(dtype=wp.float64),
-                     reference_u: wp.array(dtype=wp.vec3d), reference_twist: wp.array(dtype=wp.float64)):
-    """reference_u (E, 3) and reference_twist (B,) of strand strands[first + tid] (other strands untouched)."""
-    strand = strands[wp.tid() + first]
+@wp.func
+def transport_strand(strand: int, strand_offsets: wp.array(dtype=wp.int32), positions: wp.array(dtype=wp.vec3d),
+                     base_tangents: wp.array(dtype=wp.vec3d), base_u: wp.array(dtype=wp.vec3d),
+                     base_twist: wp.array(dtype=wp.float64), reference_u: wp.array(dtype=wp.vec3d),
+                     reference_twist: wp.array(dtype=wp.float64)):
+    """reference_u (E, 3) and reference_twist (B,) of one strand (its entries only)."""
     begin = strand_offsets[strand]
     end = strand_offsets[strand + 1]
     previous_tangent = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -56,3 +55,13 @@ def transport_frames(first: int, strands: wp.array(dtype=wp.int32), strand_offse
             reference_twist[element] = base + (turn - wp.float64(TWO_PI) * wp.round(turn / wp.float64(TWO_PI)))
         previous_tangent = tangent
         previous_u = u
+
+
+@wp.kernel
+def transport_frames(first: int, strands: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
+                     positions: wp.array(dtype=wp.vec3d), base_tangents: wp.array(dtype=wp.vec3d),
+                     base_u: wp.array(dtype=wp.vec3d), base_twist: wp.array(dtype=wp.float64),
+                     reference_u: wp.array(dtype=wp.vec3d), reference_twist: wp.array(dtype=wp.float64)):
+    """reference_u (E, 3) and reference_twist (B,) of strand strands[first + tid] (other strands untouched)."""
+    transport_strand(strands[wp.tid() + first], strand_offsets, positions, base_tangents, base_u, base_twist,
+                     reference_u, reference_twist)

@@ -9,17 +9,14 @@ import warp as wp
 wp.set_module_options({"enable_backward": False})   # forward only: no gradients are taken
 
 
-@wp.kernel
-def bend_path(first: int, eligible: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
-              vertex_dof: wp.array(dtype=wp.int32), vertex_fixed: wp.array(dtype=wp.int32),
-              edge_kinematic: wp.array(dtype=wp.int32), x_t: wp.array(dtype=wp.vec3d), h: wp.float64,
-              current_edges: wp.array(dtype=wp.vec3d), current_lengths: wp.array(dtype=wp.float64),
-              shortest_fraction: wp.float64, v_trial: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
-    """out (n_dofs,) holds v_trial; the position DOFs of strand first + tid's free vertices are replaced by
-    the velocities that reach the rebuilt strand in the step h [s] (strands not eligible stay unchanged)."""
-    strand = wp.tid() + first
-    if eligible[strand] == 0:
-        return
+@wp.func
+def bend_strand(strand: int, strand_offsets: wp.array(dtype=wp.int32), vertex_dof: wp.array(dtype=wp.int32),
+                vertex_fixed: wp.array(dtype=wp.int32), edge_kinematic: wp.array(dtype=wp.int32),
+                x_t: wp.array(dtype=wp.vec3d), h: wp.float64, current_edges: wp.array(dtype=wp.vec3d),
+                current_lengths: wp.array(dtype=wp.float64), shortest_fraction: wp.float64,
+                v_trial: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    """The position DOFs of one strand's free vertices in ``out`` replaced by the velocities that reach the rebuilt
+    strand in the step h [s] (``out`` may be ``v_trial`` itself: a vertex is read before it is written)."""
     inverse_h = wp.float64(1.0) / h
     begin = strand_offsets[strand]
     dof = vertex_dof[begin]
@@ -46,3 +43,18 @@ def bend_path(first: int, eligible: wp.array(dtype=wp.int32), strand_offsets: wp
             for axis in range(3):
                 out[dof + axis] = moved[axis]
         previous = trial
+
+
+@wp.kernel
+def bend_path(first: int, eligible: wp.array(dtype=wp.int32), strand_offsets: wp.array(dtype=wp.int32),
+              vertex_dof: wp.array(dtype=wp.int32), vertex_fixed: wp.array(dtype=wp.int32),
+              edge_kinematic: wp.array(dtype=wp.int32), x_t: wp.array(dtype=wp.vec3d), h: wp.float64,
+              current_edges: wp.array(dtype=wp.vec3d), current_lengths: wp.array(dtype=wp.float64),
+              shortest_fraction: wp.float64, v_trial: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    """out (n_dofs,) holds v_trial; the position DOFs of strand first + tid's free vertices are replaced by
+    the velocities that reach the rebuilt strand in the step h [s] (strands not eligible stay unchanged)."""
+    strand = wp.tid() + first
+    if eligible[strand] == 0:
+        return
+    bend_strand(strand, strand_offsets, vertex_dof, vertex_fixed, edge_kinematic, x_t, h, current_edges,
+                current_lengths, shortest_fraction, v_trial, out)
