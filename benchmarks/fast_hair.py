@@ -75,7 +75,8 @@ def guide_step_benchmark(backend, strands: int, segments: int, repeats: int) -> 
                 solver.step(state, state, control, None, 3e-3)
             stats = []
             ms = timed(lambda: stats.append(solver.step(state, state, control, None, 3e-3)), repeats, sync)
-            share = sum(int(item["corrected_strands"]) for item in stats) / sum(int(item["strand_parts"]) for item in stats)
+            corrected = sum(int(item["corrected_strands"]) for item in stats)
+            share = corrected / sum(int(item["strand_parts"]) for item in stats)
             print(f"  {label + ', ' + moment:58s} {ms:8.2f} ms per 3 ms step ({share:.0%} of strand parts with "
                   f"the mid-velocity pass; seed: {SEED_SIMULATION_MS} ms simulation, "
                   f"{SEED_SIMULATION_MS + SEED_COLLISION_MS:.2f} ms with collision)")

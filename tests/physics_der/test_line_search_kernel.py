@@ -96,8 +96,9 @@ def _search_case(soft_pins: bool, bend: bool, scale: float, pins_in_direction: b
 
 
 def test_the_kernel_backtracking_equals_the_whole_array_backtracking():
-    for soft_pins, bend, scale, pinned in ((False, False, 1.0, True), (True, True, 1.0, True), (True, False, 40.0, True),
-                                           (False, True, 40.0, True), (True, False, 1.0, False)):
+    cases = ((False, False, 1.0, True), (True, True, 1.0, True), (True, False, 40.0, True), (False, True, 40.0, True),
+             (True, False, 1.0, False))
+    for soft_pins, bend, scale, pinned in cases:
         case = _search_case(soft_pins, bend, scale, pinned)
         problem = case[0]
         alpha, accepted, accepted_v = KernelLineSearch(np, problem.model).search(*case[:7], case[7], case[8])

@@ -2,8 +2,8 @@
 articulated-body recursion looping over its segments) against the same step as whole-array xp code
 (cosserat_reference.py): curly strands of different lengths (padding), painted moduli and density, a
 moving and turning root, a sphere collider, strand–strand interaction, extra node forces and wind, through
-steps with and without the mid-velocity corrector and with steps that a fast strand splits for itself; and the split over CPU threads
-gives the one-launch numbers bit for bit."""
+steps with and without the mid-velocity corrector and with steps that a fast strand splits for itself; and the
+split over CPU threads gives the one-launch numbers bit for bit."""
 
 import numpy as np
 

@@ -18,8 +18,9 @@ the first step with room to grow, the decision and the count stay on the device 
 and a list that outgrew its buffer is read once per frame (``take_dropped``) and built again, larger, at the
 next step. With the segments' lengths given (inextensible strands) the list's reach is fixed; without them it
 is read from the positions at each rebuild. Candidate pairs out of reach are not filtered out of the force
-pass (that would be a data-sized sync): their forces are exact zeros, and so are those of unused buffer rows. Segments of one strand closer along it than the interaction reach are
-never paired (they are neighbours, not a collision).
+pass (that would be a data-sized sync): their forces are exact zeros, and so are those of unused buffer rows.
+Segments of one strand closer along it than the interaction reach are never paired (they are neighbours, not a
+collision).
 Closest points of two segments: Ericson, Real-Time Collision Detection §5.1.9, vectorized.
 """
 

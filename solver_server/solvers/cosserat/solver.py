@@ -340,9 +340,9 @@ class CosseratSolver:
         for name in ("orientations", "joint_velocities", "root_positions", "root_rotations", "root_velocities",
                      "root_angular_velocities", "time", "collider_anchor"):
             setattr(state_out, name, getattr(state, name))
-        return {"recovered_inside": recovered_count, "substeps": substeps,
-                "corrected_strands": xp.sum(work["corrected"]), "strand_parts": xp.sum(work["parts"]), "contacts": contact_count, "interaction_pairs": state.interaction_pairs,
-                "ignored_colliders": list(colliders.ignored)}
+        return {"recovered_inside": recovered_count, "substeps": substeps, "contacts": contact_count,
+                "corrected_strands": xp.sum(work["corrected"]), "strand_parts": xp.sum(work["parts"]),
+                "interaction_pairs": state.interaction_pairs, "ignored_colliders": list(colliders.ignored)}
 
     @property
     def _resident(self) -> bool:
