@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ...kernels.pairs import ChainSpherePairs
 from .colliders import adapt_collider
-from .contact_detection import ContactDetector
+from .contact_detection import ContactDetector, KinematicVertices
 from .contact_failsafe import MeshFailsafe
 from .contact_response import LocalResponse
 from .contact_set import ContactSet, rows_dot
@@ -58,6 +58,7 @@ class ContactSolver:
         self.vertex_radius = _vertex_radius(xp, model)   # (N,) [m] mean radius of each vertex's edges
         # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
         self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
+        self._kinematic = None      # (fixed DOFs, KinematicVertices) of the last step's fixed DOFs
         if settings.response not in ("rigid_rod", "delassus"):
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         if settings.local_solver not in ("jacobi", "gauss_seidel"):
@@ -70,6 +71,14 @@ class ContactSolver:
         for name in ("friction", "thickness", "end_penetration_tolerance"):
             if getattr(settings, name) < 0.0:
                 raise ValueError(f"contact {name} must be >= 0, got {getattr(settings, name)}")
+
+    def kinematic(self, fixed_dofs) -> "KinematicVertices":
+        """The kinematic vertices of the step whose fixed DOFs are ``fixed_dofs`` (F,), kept while the steps pass
+        the same array (a solver's fixed DOFs do not change: the indices and nearest-kinematic tables, which are
+        data-sized, are found once, not read back every step)."""
+        if self._kinematic is None or self._kinematic[0] is not fixed_dofs:
+            self._kinematic = (fixed_dofs, KinematicVertices.of(self.xp, self.model, fixed_dofs))
+        return self._kinematic[1]
 
     def remember(self, contacts: "StepContacts") -> None:
         """Keep the impulses a finished step applied, keyed by contact, to warm-start the next step."""
@@ -143,11 +152,10 @@ class StepContacts:
         xp, model = solver.xp, solver.model
         self.xp, self.model, self.solver, self.h = xp, model, solver, dt
         self.start_positions = state.positions
-        fixed = xp.zeros(model.n_dofs, dtype=bool)
-        fixed[fixed_dofs] = True
-        self.dof_fixed = fixed
-        self.vertex_fixed = fixed[model.position_dofs[:, 0]]
-        self.detector = ContactDetector(solver, self.start_positions, self.vertex_fixed, dt)
+        kinematic = solver.kinematic(fixed_dofs)
+        self.dof_fixed = kinematic.dof_fixed
+        self.vertex_fixed = kinematic.vertex_fixed
+        self.detector = ContactDetector(solver, self.start_positions, kinematic, dt)
         self.response = LocalResponse(xp, model, solver.settings.response, self.dof_fixed, self.vertex_fixed)
         self.failsafe = MeshFailsafe(solver, self.start_positions, self.vertex_fixed, dt)
         self.set = ContactSet.empty(xp)

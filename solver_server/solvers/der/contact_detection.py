@@ -15,9 +15,12 @@ Every result is a ContactSet.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import warp as wp
 
-from ...kernels import launch_items, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, launch_items, warp_device_of, warp_view
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .contact_set import ContactSet, normalize, rows_dot
 from .frames import cross3, row_lengths
@@ -33,14 +36,15 @@ PARALLEL_SINE = 0.1
 
 class ContactDetector:
     """Finds the contacts of one step of ``solver`` (a ContactSolver: model, colliders, settings) from the start
-    positions x_t (N, 3) [m]; ``vertex_fixed`` (N,) bool marks the kinematic vertices, ``h`` [s] is the step.
+    positions x_t (N, 3) [m]; ``kinematic`` (KinematicVertices) the step's kinematic vertices, ``h`` [s] the step.
     ``unreachable_of`` {collider index: (N,) bool} and ``unreachable_by_collider`` {collider index: count} hold
     the free vertices only a sunk kinematic point could bring out of each collider (``_unreachable``)."""
 
-    def __init__(self, solver, start_positions, vertex_fixed, h: float):
+    def __init__(self, solver, start_positions, kinematic: "KinematicVertices", h: float):
         self.solver, self.xp, self.model = solver, solver.xp, solver.model
         self.start_positions = start_positions
-        self.vertex_fixed = vertex_fixed
+        self.kinematic = kinematic
+        self.vertex_fixed = kinematic.vertex_fixed
         self.h = h
         self.unreachable_of = {}
         self.unreachable_by_collider = {}
@@ -298,14 +302,13 @@ class ContactDetector:
         number: the collider's index; x0, x1: (N, 3) [m] positions at the start and the predicted end of the
         step."""
         xp, model = self.xp, self.model
-        fixed = self.vertex_fixed
-        fixed_index = xp.nonzero(fixed)[0]
+        fixed, fixed_index = self.kinematic.vertex_fixed, self.kinematic.indices
         none = xp.zeros(model.n_vertices, dtype=bool)
         if fixed_index.shape[0] == 0:
             return none
         depth = collider.depth_inside(xp, x1[fixed_index])
-        if not bool((depth > 0.0).any()):
-            return none
+        if not cuda_layout_on(warp_device_of(depth)) and not bool((depth > 0.0).any()):
+            return none             # nothing sunk (a free read on the CPU; a device computes the empty answer)
         n = model.n_vertices
         depth_of = xp.zeros(n)
         depth_of[fixed_index] = depth
@@ -317,7 +320,7 @@ class ContactDetector:
         step[model.edge_vertex + 1] = model.rest_edge_length
         arc = xp.cumsum(step)
         arc = arc - arc[first]                               # rest arc length from the strand's first vertex
-        kinematic_before, kinematic_after = _nearest_marked(xp, fixed)
+        kinematic_before, kinematic_after = self.kinematic.nearest
         outside_before, outside_after = _nearest_marked(xp, ~inside)
         reach = contact_distance
         unreachable = xp.zeros(n, dtype=bool)
@@ -328,7 +331,7 @@ class ContactDetector:
             sunk = valid & (depth_of[nearest] > 0.0)
             unreachable = unreachable | (sunk & ((xp.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run))
         unreachable = unreachable & ~fixed
-        self.unreachable_by_collider[number] = int(unreachable.sum())
+        self.unreachable_by_collider[number] = unreachable.sum()      # a device scalar, read with the frame's stats
         return unreachable
 
     def _end_edge_contacts(self, x0, x1):
@@ -464,6 +467,23 @@ class ContactDetector:
             weights=xp.stack((1.0 - s, s, xp.zeros(n), xp.zeros(n)), axis=1), kind_edge=xp.zeros(n, dtype=bool),
             normal=normal, target_normal=(contact_distance - start_gap) / self.h, surface_velocity=motion_b / self.h,
             mu=xp.full(n, float(mu)), radius_scale=model.edge_radius[edge], keys=keys))
+
+
+@dataclass
+class KinematicVertices:
+    """A step's kinematic vertices: dof_fixed (n_dofs,) and vertex_fixed (N,) bool, their indices (K,), and for every
+    vertex the nearest kinematic vertex at or before it and at or after it (``_nearest_marked``)."""
+    dof_fixed: Any
+    vertex_fixed: Any
+    indices: Any
+    nearest: tuple
+
+    @classmethod
+    def of(cls, xp, model, fixed_dofs) -> "KinematicVertices":
+        dof_fixed = xp.zeros(model.n_dofs, dtype=bool)
+        dof_fixed[fixed_dofs] = True
+        vertex_fixed = dof_fixed[model.position_dofs[:, 0]]
+        return cls(dof_fixed, vertex_fixed, xp.nonzero(vertex_fixed)[0], _nearest_marked(xp, vertex_fixed))
 
 
 def _nearest_marked(xp, marked):
