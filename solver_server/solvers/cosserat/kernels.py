@@ -140,6 +140,24 @@ def holding_moment(previous: wp.vec4d, current: wp.vec4d, stiffness: wp.vec3d, r
     return -quat_vector(quat_multiply(quat_multiply(previous, pure(moment)), quat_conjugate(current)))
 
 
+@wp.func
+def chain_spins(strand: int, segments: int, free: wp.array2d(dtype=wp.int32),
+                joint_velocities: wp.array(dtype=wp.vec3d), root_spin: wp.vec3d, omega: wp.array(dtype=wp.vec3d)):
+    """omega (S·M, 3) [rad/s] of one strand, Ω_i = Ω_root + Σ_{j≤i, free} w_j; returns the strand's largest
+    |Ω|²."""
+    base = strand * segments
+    zero = wp.float64(0.0)
+    total = wp.vec3d(zero, zero, zero)
+    largest = zero
+    for i in range(segments):
+        if free[strand, i] != 0:
+            total = total + joint_velocities[base + i]
+        current = root_spin + total
+        omega[base + i] = current
+        largest = wp.max(largest, wp.dot(current, current))
+    return largest
+
+
 @wp.kernel
 def kinematics(first_strand: int, segments: int, orientations: wp.array(dtype=wp.vec4d),
                joint_velocities: wp.array(dtype=wp.vec3d), lengths: wp.array2d(dtype=wp.float64),
@@ -150,33 +168,25 @@ def kinematics(first_strand: int, segments: int, orientations: wp.array(dtype=wp
     """omega (S·M, 3) [rad/s] and the strand's largest |Ω|²; with ``with_nodes`` also node positions and
     velocities (S·P, 3) [m], [m/s] (sums from the root, then the root added, as the xp cumulative sums)."""
     strand = wp.tid() + first_strand
+    fastest_sq[strand] = chain_spins(strand, segments, free, joint_velocities, root_omega[strand], omega)
+    if with_nodes == 0:
+        return
     base = strand * segments
     node = strand * (segments + 1)
     zero = wp.float64(0.0)
-    spin = wp.vec3d(zero, zero, zero)
     reach = wp.vec3d(zero, zero, zero)
     sweep = wp.vec3d(zero, zero, zero)
     root_x = root_positions[strand]
     root_v = root_velocities[strand]
-    root_w = root_omega[strand]
-    if with_nodes != 0:
-        positions[node] = root_x
-        node_velocities[node] = root_v
-    largest = zero
+    positions[node] = root_x
+    node_velocities[node] = root_v
     for i in range(segments):
-        if free[strand, i] != 0:
-            spin = spin + joint_velocities[base + i]
-        current = root_w + spin
-        omega[base + i] = current
-        largest = wp.max(largest, wp.dot(current, current))
-        if with_nodes != 0:
-            d3 = director(orientations[base + i])
-            length = lengths[strand, i]
-            reach = reach + length * d3
-            sweep = sweep + length * wp.cross(current, d3)
-            positions[node + i + 1] = root_x + reach
-            node_velocities[node + i + 1] = root_v + sweep
-    fastest_sq[strand] = largest
+        d3 = director(orientations[base + i])
+        length = lengths[strand, i]
+        reach = reach + length * d3
+        sweep = sweep + length * wp.cross(omega[base + i], d3)
+        positions[node + i + 1] = root_x + reach
+        node_velocities[node + i + 1] = root_v + sweep
 
 
 @wp.kernel
@@ -365,24 +375,6 @@ def articulated_pass(strand: int, chains: Chains, h: wp.float64, orientations: w
         joint = solved_torque[base + i] - (gain_angular[base + i] * alpha + gain_linear[base + i] * linear)
         acceleration[base + i] = joint
         alpha = alpha + joint
-
-
-@wp.func
-def chain_spins(strand: int, segments: int, free: wp.array2d(dtype=wp.int32),
-                joint_velocities: wp.array(dtype=wp.vec3d), root_spin: wp.vec3d, omega: wp.array(dtype=wp.vec3d)):
-    """omega (S·M, 3) [rad/s] of one strand, Ω_i = Ω_root + Σ_{j≤i, free} w_j (as ``kinematics``); returns the
-    strand's largest |Ω|²."""
-    base = strand * segments
-    zero = wp.float64(0.0)
-    total = wp.vec3d(zero, zero, zero)
-    largest = zero
-    for i in range(segments):
-        if free[strand, i] != 0:
-            total = total + joint_velocities[base + i]
-        current = root_spin + total
-        omega[base + i] = current
-        largest = wp.max(largest, wp.dot(current, current))
-    return largest
 
 
 @wp.func

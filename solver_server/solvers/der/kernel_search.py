@@ -42,6 +42,8 @@ class KernelLineSearch:
         self.accepted = xp.zeros(model.n_strands, dtype=xp.int32)
         self._no_pins = self._pin_views(xp.zeros(0, dtype=xp.int64), xp.zeros(0), xp.zeros((0, 3)))
         self._pin_order = None      # (the soft pins' vertex array, its order by vertex)
+        self._step = None           # (the step's problem, its StepData)
+        self._no_path = (warp_view(xp.zeros((0, 3)), wp.vec3d), warp_view(xp.zeros(0), wp.float64))
         self._views = {name: warp_view(getattr(self, name), kind) for name, kind in (
             ("trial_v", wp.float64), ("positions", wp.vec3d), ("reference_u", wp.vec3d),
             ("reference_twist", wp.float64), ("alpha", wp.float64), ("accepted", wp.int32))}
@@ -53,24 +55,12 @@ class KernelLineSearch:
         mass and damping, the base state); settings: NewtonSettings (armijo, backtrack, max_backtracks); path:
         (LengthPreservingPath, strands (S,) bool it bends) or None."""
         xp, model = self.xp, self.model
-        step = search_kernels.StepData()
-        step.h = float(problem.h)
-        step.q_t = warp_view(xp.ascontiguousarray(problem.q_t, dtype=xp.float64), wp.float64)
-        step.x_t = warp_view(xp.ascontiguousarray(problem.state.positions, dtype=xp.float64), wp.vec3d)
-        step.mass = warp_view(xp.ascontiguousarray(model.mass, dtype=xp.float64), wp.float64)
-        damping = xp.ascontiguousarray(xp.zeros(model.n_dofs) + problem.damping, dtype=xp.float64)
-        step.damping = warp_view(damping, wp.float64)
-        step.base_tangents = warp_view(xp.ascontiguousarray(problem.state.tangents, dtype=xp.float64), wp.vec3d)
-        step.base_u = warp_view(xp.ascontiguousarray(problem.state.reference_u, dtype=xp.float64), wp.vec3d)
-        step.base_twist = warp_view(xp.ascontiguousarray(problem.state.reference_twist, dtype=xp.float64),
-                                    wp.float64)
-        step.shortest_fraction = SHORTEST_EDGE_FRACTION
-        step.pin_offsets, step.pin_dof, step.pin_stiffness, step.pin_target = self._pins(problem.soft_pins)
+        step = self._step_data(problem)
         constants = self.constants
         if path is None:
             bendable = xp.zeros(model.n_strands, dtype=xp.int32)
             constants.vertex_fixed, constants.edge_kinematic = self._no_vertex, self._no_edge
-            step.current_edges, step.current_lengths = self._views["reference_u"], self._views["alpha"]
+            step.current_edges, step.current_lengths = self._no_path      # read only where a strand bends
         else:
             line, strands = path
             bendable = (line.strand_eligible & strands & searching).astype(xp.int32)
@@ -91,6 +81,30 @@ class KernelLineSearch:
             views["trial_v"], views["positions"], views["reference_u"], views["reference_twist"], views["alpha"],
             views["accepted"]])
         return self.alpha.copy(), self.accepted > 0, self.trial_v.copy()
+
+    def _step_data(self, problem) -> "search_kernels.StepData":
+        """The kernel's StepData of ``problem`` (integrator._StepProblem), made at its first search and kept for the
+        step's later searches (all but the path's edges, which each search sets)."""
+        if self._step is not None and self._step[0] is problem:
+            return self._step[1]
+        xp, model = self.xp, self.model
+
+        def floats(array, kind=wp.float64):
+            return warp_view(xp.ascontiguousarray(array, dtype=xp.float64), kind)
+
+        step = search_kernels.StepData()
+        step.h = float(problem.h)
+        step.q_t = floats(problem.q_t)
+        step.x_t = floats(problem.state.positions, wp.vec3d)
+        step.mass = floats(model.mass)
+        step.damping = floats(xp.zeros(model.n_dofs) + problem.damping)
+        step.base_tangents = floats(problem.state.tangents, wp.vec3d)
+        step.base_u = floats(problem.state.reference_u, wp.vec3d)
+        step.base_twist = floats(problem.state.reference_twist)
+        step.shortest_fraction = SHORTEST_EDGE_FRACTION
+        step.pin_offsets, step.pin_dof, step.pin_stiffness, step.pin_target = self._pins(problem.soft_pins)
+        self._step = (problem, step)
+        return step
 
     def _pins(self, soft_pins):
         """The kernel's soft-pin views (offsets per strand, first DOF, stiffness, target) of ``soft_pins``
