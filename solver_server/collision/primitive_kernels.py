@@ -21,6 +21,11 @@ KIND, CENTER, ROTATION, SIZES = wp.constant(0), wp.constant(1), wp.constant(4), 
 THICKNESS, FRICTION, MOVING, BACK, BACK_SHIFT = wp.constant(16), wp.constant(17), wp.constant(18), wp.constant(19), \
     wp.constant(28)
 PARAMETER_COLUMNS = 32
+# [m] a point this close outside its reach still touches (with zero push): a point pushed out to its reach lies
+# there within rounding, so without the skin whether it touches at the next query (friction, the no-kick rule, a
+# strand's contact force) would be decided by the last bit of its position, differently on every device
+CONTACT_SKIN = 1e-9
+_SKIN = wp.constant(wp.float64(CONTACT_SKIN))
 KINDS = {"Plane": 0, "Sphere": 1, "Box": 2, "Torus": 3}
 
 
@@ -129,7 +134,8 @@ def push_out(params: wp.array2d(dtype=wp.float64), point: wp.vec3d, thickness: w
     """``point`` pushed out of every collider row in order, closer than its reach (``thickness`` + the
     collider's). Returns (point, summed push depth [m], normal, motion (the touched surface material's
     displacement over the substep, 0 for a still collider), μ (mean of ``friction`` and the collider's), 1 if a
-    collider pushed else 0); normal, motion and μ are the last pushing collider's."""
+    collider touched it (within its reach plus CONTACT_SKIN) else 0); normal, motion and μ are the last touching
+    collider's."""
     zero = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     depth = wp.float64(0.0)
     normal = zero
@@ -139,7 +145,8 @@ def push_out(params: wp.array2d(dtype=wp.float64), point: wp.vec3d, thickness: w
     for row in range(params.shape[0]):
         distance, surface_normal = primitive_distance(params, row, point)
         push = thickness + params[row, THICKNESS] - distance
-        if push > wp.float64(0.0):
+        if push > -_SKIN:
+            push = wp.max(push, wp.float64(0.0))
             point = point + push * surface_normal
             depth = depth + push
             normal = surface_normal

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver_server.collision.mesh import CREASE_PASSES
+from solver_server.collision.primitive_kernels import CONTACT_SKIN
 from solver_server.sim.errors import SceneError
 
 SUPPORTED_SHAPES = ("plane", "sphere", "capsule")
@@ -56,11 +57,13 @@ class AnalyticColliders:
         """Points (..., 3) [m] closer than ``reach`` [m] (scalar or per point) to a collider surface (see ``SceneColliders.contact``;
         analytic shapes have an inside and do not move within a step, so ``start`` and ``interval`` are not
         needed). Returns (depth (...) [m], 0 where free; normal (..., 3); surface_motion (..., 3), zero;
-        projected (..., 3): the points moved out to ``reach``)."""
+        projected (..., 3): the points moved out to ``reach``; touching (...) bool: within ``reach`` plus
+        CONTACT_SKIN, so a point pushed out to its reach still touches)."""
         distance, normal = self.signed_distance(points, xp)
+        touching = reach - distance > -CONTACT_SKIN
         depth = xp.maximum(reach - distance, 0.0)
-        normal = xp.where((depth > 0.0)[..., None], normal, 0.0)
-        return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal
+        normal = xp.where(touching[..., None], normal, 0.0)
+        return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal, touching
 
     def resolve_edges(self, start, points, segments, radius, free, xp=np, interval=(0.0, 1.0)):
         """(points, 0): a segment cannot pass an analytic shape without one of its points entering it, which
@@ -252,7 +255,8 @@ class SceneColliders:
         own gap direction. Returns (depth (...) [m] normal push to ``reach`` on the point's side, 0 where
         free; normal (..., 3) unit towards that side; surface_motion (..., 3) [m] of the touched surface over
         the whole substep; projected (..., 3): the points moved out, on their side, a valid ``start`` for the
-        next query)."""
+        next query; touching (...) bool: the points a collider touched, with zero depth within its
+        CONTACT_SKIN)."""
         shape = points.shape
         flat = points.reshape(-1, 3)
         count = flat.shape[0]
@@ -263,7 +267,8 @@ class SceneColliders:
         mask = contacts.mask[:, None]
         return (xp.where(contacts.mask, contacts.depth, 0.0).reshape(shape[:-1]),
                 xp.where(mask, contacts.normal, 0.0).reshape(shape),
-                xp.where(mask, contacts.surface_motion, 0.0).reshape(shape), projected.reshape(shape))
+                xp.where(mask, contacts.surface_motion, 0.0).reshape(shape), projected.reshape(shape),
+                contacts.mask.reshape(shape[:-1]))
 
     def resolve(self, positions, velocities, radius, xp=np, start=None, interval=(0.0, 1.0)):
         """Project (..., 3) points out of the scene colliders (collision.ColliderSet.project; ``start``:

@@ -520,12 +520,12 @@ class CosseratSolver:
         side it came from. h None: only the anchor moves (returns None)."""
         xp = self.xp
         anchor = positions if state.collider_anchor is None else state.collider_anchor
-        depth, normal, surface_motion, projected = colliders.contact(positions, self.settings.radius, xp,
-                                                                    start=anchor, interval=interval)
+        depth, normal, surface_motion, projected, touching = colliders.contact(positions, self.settings.radius, xp,
+                                                                              start=anchor, interval=interval)
         state.collider_anchor = projected
         if h is None:
             return None
-        touching = (depth > 0.0) & (self.node_mass > 0.0)
+        touching = touching & (self.node_mass > 0.0)
         mass = self.node_mass
         relative = velocities - surface_motion / dt
         normal_speed = xp.sum(relative * normal, axis=-1)
