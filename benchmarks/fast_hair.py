@@ -48,8 +48,13 @@ def head_of_hair(strands: int, points: int, length: float, seed: int = 0) -> np.
     return roots[:, None, :] + (lengths[:, None] * t[None, :])[..., None] * out_dir[:, None, :]
 
 
-def timed(function, repeats: int, sync) -> float:
-    function()
+def timed(function, repeats: int, sync, warmups: int = 2) -> float:
+    """ms per call of ``function`` over ``repeats`` calls after ``warmups`` untimed ones: a step's first calls take
+    other paths than its later ones (a Verlet list built, then reused), and on a GPU CuPy compiles each of its
+    kernels on first use (on an H200, timed after a single untimed call, the interaction's steps just after the
+    release took 465 ms each, against 24 ms once swinging)."""
+    for _ in range(warmups):
+        function()
     sync()
     started = time.perf_counter()
     for _ in range(repeats):
