@@ -398,7 +398,7 @@ class StepContacts:
         n = self.set.count
         stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
                  "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
-                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": self.sweeps,
+                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": int(self.sweeps),
                  "unreachable_contacts": sum(self.detector.unreachable_by_collider.values()),
                  "failsafe_vertices": self.failsafe.vertices_moved, "failsafe_edges": self.failsafe.edges_crossed}
         if n == 0 or self.last_velocity is None:

@@ -30,16 +30,16 @@ import numpy as np
 import warp as wp
 
 from ...backend import repeat_each
-from ...kernels import (capture, device_loops, int32_view, launch, launch_split, repeat_while, replay, warp_device_of,
-                        warp_view)
+from ...kernels import (capture, cuda_layout_on, device_loops, int32_view, launch, launch_split, repeat_while, replay,
+                        warp_device_of, warp_view)
 from .kernels import contact as contact_kernels
 
-# on the CPU (numpy and the strict backend) the sweeps run contact after contact in one Warp launch
-# (contact_kernels.sequential_sweeps, no colouring); off, and always on CUDA: colour after colour
+# on the CPU the sweeps run contact after contact in one Warp launch (contact_kernels.sequential_sweeps, no
+# colouring); off, and always in CUDA's layout (CUDA, and the emulated device): colour after colour
 # (_ColourSweeps: the same kernels on every device)
 SEQUENTIAL_ON_CPU = True
-# None: the colour sweeps of a solve are one captured graph on CUDA (launched one by one on the CPU); a bool
-# forces it (tests run the graph's recorded replay on the CPU)
+# None: the colour sweeps of a solve are one captured graph in CUDA's layout (on the emulated device Warp's recorded
+# replay on the CPU), launched one by one on the plain CPU; a bool forces it
 COLOUR_SWEEP_GRAPH = None
 
 
@@ -74,30 +74,30 @@ class DelassusOperator:
         self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2
         self.blocks, local_blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights,
                                                  model.vertex_strand, inverse_blocks, self.frames)
-        on_diagonal = self.pair_first == self.pair_second
-        self.diagonal = xp.zeros((n, 3, 3))
-        self.diagonal[self.pair_first[on_diagonal]] = self.blocks[on_diagonal]
+        # every contact's own pair (c, c), found by its key in the pairs' order (columns, then rows: no mask, so
+        # no data-sized output)
+        own_pair = xp.searchsorted(self.pair_second * n + self.pair_first, xp.arange(n) * (n + 1))
+        self.diagonal = self.blocks[own_pair]
         # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); CUDA colour by colour
-        self.sequential = bool(SEQUENTIAL_ON_CPU and n and warp_device_of(self.blocks) == "cpu")
+        self.sequential = bool(SEQUENTIAL_ON_CPU and n and not cuda_layout_on(warp_device_of(self.blocks)))
         if self.sequential:
             self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
         else:
-            # (the pair set is symmetric: columns first, which are ascending)
-            self.colour = _greedy_colouring(xp, n, self.pair_second[~on_diagonal], self.pair_first[~on_diagonal],
-                                            max_colours)
+            # (the pair set is symmetric: columns first, which are ascending; a contact's own pair among its
+            # neighbours never beats it)
+            self.colour = _greedy_colouring(xp, n, self.pair_second, self.pair_first, max_colours)
             self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
-        self._prepare_sweeps(local_blocks, on_diagonal)
+        self._prepare_sweeps(local_blocks, own_pair)
 
-    def _prepare_sweeps(self, local_blocks, on_diagonal):
+    def _prepare_sweeps(self, local_blocks, own_pair):
         """W in the contact frames (local_blocks (P, 3, 3)) in sweep order (_SequentialSweeps or _ColourSweeps),
-        and the pieces of every contact's own block the local step needs."""
+        and the pieces of every contact's own block (own_pair (n,): its place among the pairs) the local step
+        needs."""
         xp, n = self.xp, self.n
         # a contact updated at once with others of its colour on a common strand steps with its own block
         # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
         # the simultaneous steps cannot overshoot together
-        own = xp.zeros((n, 3, 3))
-        own[self.pair_first[on_diagonal]] = local_blocks[on_diagonal]
-        own = self.sharing[:, None, None] * own
+        own = self.sharing[:, None, None] * local_blocks[own_pair]
         local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
         if self.sequential:
             # sweep order = contact order
@@ -125,7 +125,8 @@ class DelassusOperator:
         relative (n, 3) [m/s]: relative velocities that the impulses `impulse` (n, 3) [N·s] produce;
         target_normal (n,) [m/s]; mu (n,).  Sweeps until no contact's relative velocity changes by more than
         its velocity_tolerance (n,) [m/s] in a sweep, at most `sweeps` times.  Returns (impulses (n, 3) inside
-        their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance)."""
+        their Coulomb cones, sweeps done, last sweep's largest velocity change relative to the tolerance; the two
+        counts are 0-d device arrays where the sweeps run colour by colour)."""
         xp, frames, order = self.xp, self.frames, self.order
         # frame components, in sweep order (a colour's contacts are a contiguous range of it)
         u = xp.einsum("nia,ni->na", frames, relative)[order]
@@ -172,7 +173,7 @@ class _SequentialSweeps:
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """All sweeps in one launch; lam, u (n, 3) (contact frames) updated in place. Returns (sweeps done,
-        largest single contact step's velocity change relative to the tolerance) (one read-back)."""
+        largest single contact step's velocity change relative to the tolerance) as 0-d arrays."""
         xp = self.xp
         outcome = xp.zeros(2)
         launch(contact_kernels.sequential_sweeps, 1, [
@@ -180,8 +181,7 @@ class _SequentialSweeps:
             warp_view(xp.ascontiguousarray(mu, dtype=xp.float64), wp.float64),
             warp_view(xp.ascontiguousarray(inverse_tolerance, dtype=xp.float64), wp.float64),
             warp_view(lam, wp.vec3d), warp_view(u, wp.vec3d), warp_view(outcome, wp.float64)], "cpu")
-        done, largest = (float(value) for value in outcome)
-        return int(done), largest
+        return outcome[0], outcome[1]
 
 
 class _ColourSweeps:
@@ -218,14 +218,15 @@ class _ColourSweeps:
         counts = np.asarray(counts.tolist(), dtype=np.int64)
         self.member_start = [0, *np.cumsum(counts[:colours]).tolist()]
         self.row_start = [0, *np.cumsum(counts[colours:]).tolist()]
-        self.graph = self.device != "cpu" if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
+        self.graph = cuda_layout_on(self.device) if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
         self.graph = self.graph and device_loops(self.device)
         self._buffers = None       # the solves' buffers (run)
         self._recorded = None      # (sweeps, the graph or the launching function) of the last solve
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """The sweeps; lam, u (n, 3) (contact frames, sweep order) updated in place. Returns (sweeps done, last
-        sweep's largest single colour step's velocity change relative to the tolerance) (one read-back).  The
+        sweep's largest single colour step's velocity change relative to the tolerance) as 0-d device arrays (a
+        stall is a read of the caller's, where it needs one).  The
         launches work on buffers of the operator's own, into which the inputs are copied, so that the graph
         recorded by the first solve serves the later ones (a contact round solves again on the same operator)."""
         xp, device = self.xp, self.device
@@ -247,8 +248,8 @@ class _ColourSweeps:
             self._recorded[1]()
         lam[...] = buffers["lam"]
         u[...] = buffers["u"]
-        done, largest = buffers["outcome"].tolist()
-        return int(done), float(largest)
+        outcome = buffers["outcome"].copy()
+        return outcome[0], outcome[1]
 
     def _solve_launches(self, sweeps: int):
         """A function making the launches of a solve of at most ``sweeps`` sweeps on the operator's buffers."""
@@ -432,7 +433,8 @@ def _greedy_colouring(xp, n, first, second, max_colours: int):
     first) with the index as tie-break, so cliques of contacts on one strand take as few colours as their size.
     After max_colours rounds the contacts left (a strand with more contacts than that: a strand lying on the
     ground) are dealt out over the colours in turn; they then share a colour with neighbours (see
-    _colour_sharing).  first, second (P,): both orders of every coupled pair, first ascending.  All rounds run
+    _colour_sharing).  first, second (P,): both orders of every coupled pair, first ascending (a contact's own
+    pair may be among them: it never beats itself, and adds one to every degree).  All rounds run
     (those after the last contact is coloured change nothing): no host synchronization."""
     colour = xp.full(n, -1, dtype=xp.int64)
     if n == 0:

@@ -170,7 +170,7 @@ class ImplicitEulerSolver:
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(self.dof_strand)
         self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
-        self._bits = xp.asarray([1, 2, 4, 8], dtype=xp.int64)     # _read_flags' place values
+        self._bits = xp.asarray([1, 2, 4, 8, 16], dtype=xp.int64)     # _read_flags' place values
         self._kernel_search = None      # KernelLineSearch, made at the first line search that runs in the kernel
 
     @property
@@ -341,16 +341,20 @@ class ImplicitEulerSolver:
             # seed eq. 4.3's mean |Δv| on the vertex velocities (twist rates are slaved to the shape, not in m/s)
             change = self.xp.abs(v_new - it.v)[self.model.position_dofs]
             stats.mean_dv = self.xp.mean(change)
-            # one read for the matrix's staleness (a refused or shortened step), whether anything moved, and the
-            # free motion's convergence to the tolerance and to the contact detection's tolerance
-            shortened, any_moved, converged, detectable = self._read_flags(
-                refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
-                stats.mean_dv < self.settings.tolerance, stats.mean_dv < self._detection_tolerance)
+            # one read for the matrix's staleness (a refused or shortened step, or full steps that decreased g
+            # more than the matrix predicted), whether anything moved, and the free motion's convergence to the
+            # tolerance and to the contact detection's tolerance
+            flags = [refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
+                     stats.mean_dv < self.settings.tolerance, stats.mean_dv < self._detection_tolerance]
+            decrease_judged = not it.stale and not self._cheap_refresh(impulses)
+            if decrease_judged:
+                flags.append(self._decreased_beyond_prediction(problem, it, searched, v_new))
+            shortened, any_moved, converged, detectable, *decrease = self._read_flags(*flags)
             it.stale = it.stale or shortened
             if not any_moved and (impulses is None or it.contact_round is not None):
                 stats.iterations = iteration + 1
                 break
-            self._judge_step(problem, it, iteration, stats, impulses, searched, v_new, change)
+            self._judge_step(it, iteration, stats, impulses, searched, change, decrease[0] if decrease else None)
             contact_just_found = self._contact_round(it, iteration, impulses, v_new, detectable or not any_moved)
             it.v = v_new
             contacts_settled = impulses is None or impulses.converged()
@@ -409,15 +413,14 @@ class ImplicitEulerSolver:
         it.target, it.current = target, current
         return searched, pushed
 
-    def _judge_step(self, problem: "_StepProblem", it: "_Iterate", iteration: int, stats: StepStats, impulses,
-                    searched, v_new, change) -> None:
+    def _judge_step(self, it: "_Iterate", iteration: int, stats: StepStats, impulses, searched, change,
+                    decreased_beyond) -> None:
         """The step's statistics (iterations), the strands that settled (``change`` (N, 3): |Δv| of the vertex
-        velocities [m/s]), and whether the quasi-Newton matrix
-        counts as stale: a line search had to shorten or refuse a step (set by the caller), full steps
-        decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction ½|∇gᵀd| (the matrix is
-        stiffer than the system: short steps and slow linear convergence, e.g. stretching along old tangents),
-        or, with cheap refreshes (Gauss–Newton matrices refreshed at all), a refresh is cheap (at most
-        CHEAP_REFRESH_CONTACTS contacts)."""
+        velocities [m/s]), and whether the quasi-Newton matrix counts as stale: a line search had to shorten or
+        refuse a step (set by the caller), full steps decreased g by more than STALE_DECREASE_RATIO × the matrix's
+        own prediction (``decreased_beyond``: the host bool of ``_decreased_beyond_prediction``, read with the
+        iteration's flags; None where it was not judged: a matrix already stale, or a cheap refresh), or a refresh
+        is cheap (``_cheap_refresh``)."""
         xp, model, settings = self.xp, self.model, self.settings
         alpha, slope, _, _, accepted, _ = searched
         moved = alpha > 0.0
@@ -428,16 +431,29 @@ class ImplicitEulerSolver:
                                 minlength=model.n_strands) / self.strand_vertex_dofs
         it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
         stats.settled_strands = it.settled.sum()
-        contacts = 0 if impulses is None else impulses.contact_count
-        cheap_refreshes = (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
-                           and settings.refresh_interval > 0)
-        if not it.stale and cheap_refreshes and contacts <= CHEAP_REFRESH_CONTACTS:
+        if not it.stale and self._cheap_refresh(impulses):
             it.stale = True    # not stale, but cheap to refresh (CHEAP_REFRESH_CONTACTS)
         if not it.stale:
-            full = alpha == 1.0
-            predicted = -0.5 * float(xp.sum(slope[full]))
-            actual = float(xp.sum((it.current - problem.objective(v_new, it.target, it.point[0]))[full]))
-            it.stale = predicted > 0.0 and actual > STALE_DECREASE_RATIO * predicted
+            it.stale = bool(decreased_beyond)
+
+    def _cheap_refresh(self, impulses) -> bool:
+        """Whether a refresh of the matrix is cheap: Gauss–Newton matrices refreshed at all, and at most
+        CHEAP_REFRESH_CONTACTS contacts so far."""
+        settings = self.settings
+        contacts = 0 if impulses is None else impulses.contact_count
+        return (settings.quasi_newton and settings.quasi_newton_matrix == "gauss_newton"
+                and settings.refresh_interval > 0 and contacts <= CHEAP_REFRESH_CONTACTS)
+
+    def _decreased_beyond_prediction(self, problem: "_StepProblem", it: "_Iterate", searched, v_new):
+        """0-d device bool: the strands that took full steps decreased g by more than STALE_DECREASE_RATIO × the
+        matrix's own prediction ½|∇gᵀd| (the matrix is stiffer than the system: short steps and slow linear
+        convergence, e.g. stretching along old tangents)."""
+        xp = self.xp
+        alpha, slope = searched[0], searched[1]
+        full = alpha == 1.0
+        predicted = -0.5 * xp.sum(xp.where(full, slope, 0.0))
+        actual = xp.sum(xp.where(full, it.current - problem.objective(v_new, it.target, it.point[0]), 0.0))
+        return (predicted > 0.0) & (actual > STALE_DECREASE_RATIO * predicted)
 
     def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool) -> bool:
         """The contacts' answer to the global step v → v_new (seed Algorithm 2 lines 10–13): detection once it
