@@ -91,6 +91,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="compile (or load from the cache) every solver kernel for --device, print where the cache is, and exit",
     )
     parser.add_argument(
+        "--cuda-arch",
+        type=int,
+        metavar="SM",
+        help="with --warm-kernels: compile every kernel ahead of time for this CUDA architecture (90: H100/H200) into "
+             "the kernel cache, on this machine, GPU or not, and exit (copy the cache to the GPU servers)",
+    )
+    parser.add_argument(
         "--parent-pid",
         type=int,
         metavar="PID",
@@ -119,6 +126,24 @@ def generate_keys_command(directory: str, client_name: str) -> int:
     return 0
 
 
+def compile_for_cuda_command(args) -> int:
+    """--warm-kernels --cuda-arch SM: every kernel compiled ahead of time for sm_SM into the kernel cache."""
+    if not args.warm_kernels:
+        print("tangle-solver: --cuda-arch goes with --warm-kernels (it fills the kernel cache and exits)",
+              file=sys.stderr)
+        return 2
+    if not 50 <= args.cuda_arch <= 200:
+        print(f"tangle-solver: --cuda-arch {args.cuda_arch} is not a CUDA architecture (e.g. 90 for an H100)",
+              file=sys.stderr)
+        return 2
+    from .kernel_warmup import compile_for_cuda
+
+    compiled = compile_for_cuda(args.cuda_arch)
+    print(f"tangle-solver kernels compiled for sm_{args.cuda_arch} in {compiled['seconds']:.1f} s "
+          f"({len(compiled['binaries'])} binaries, cache {compiled['cache']})", file=sys.stderr, flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
@@ -127,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     log = logging.getLogger("tangle.server")
     if args.generate_keys:
         return generate_keys_command(args.generate_keys, args.client_name)
+    if args.cuda_arch is not None:
+        return compile_for_cuda_command(args)
     if not is_loopback(args.bind) and not args.keys:
         if not args.insecure:
             print(

@@ -60,3 +60,19 @@ def test_the_backend_names_the_warp_device_of_its_arrays():
 
     for backend in (get_backend("cpu"), emulated_cuda_backend()):
         assert backend.warp_device == warp_device_of(backend.xp.zeros((2, 3))) == "cpu"
+
+
+def test_kernels_compile_ahead_of_time_for_a_gpu_without_one():
+    from pathlib import Path
+
+    from solver_server.__main__ import main
+    from solver_server.kernel_warmup import compile_for_cuda
+    from solver_server.kernels import air
+
+    report = compile_for_cuda(90, modules=(air,))
+    assert report["cache"] == kernel_cache_dir()
+    (binary,) = report["binaries"]
+    assert binary.endswith(".sm90.cubin") and Path(binary).stat().st_size > 1000
+    assert Path(binary).resolve().is_relative_to(Path(kernel_cache_dir()).resolve())
+    assert main(["--cuda-arch", "90"]) == 2                        # only with --warm-kernels
+    assert main(["--warm-kernels", "--cuda-arch", "7"]) == 2       # not an architecture
