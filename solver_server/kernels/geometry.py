@@ -16,6 +16,7 @@ from .bounds import paths_may_meet
 CCD_SAMPLES = wp.constant(8)         # sub-intervals of [0, 1] scanned for a sign change of the coplanarity function
 CCD_BISECTIONS = wp.constant(40)    # bisection steps inside the first sub-interval with a sign change (2^-40 of it)
 CCD_INSIDE = wp.constant(1e-7)      # relative tolerance (of the triangle's longest edge) for "inside the triangle"
+ON_PLANE = wp.constant(wp.float64(1e-12))   # [m] a segment end this close to a triangle's plane lies on it
 
 
 @wp.func
@@ -242,13 +243,17 @@ def vertex_triangle_ccd(x0: wp.vec3d, x1: wp.vec3d, a0: wp.vec3d, b0: wp.vec3d, 
 
 @wp.func
 def segment_crosses_triangle(p: wp.vec3d, q: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> bool:
-    """Whether segment p–q passes through the interior of triangle abc: p and q strictly on opposite
-    sides of its plane, and the line through them strictly inside all three edges (signed volumes;
-    touching an edge or a corner does not count)."""
+    """Whether segment p–q passes through the interior of triangle abc: p and q on opposite sides of its plane,
+    each farther than ON_PLANE from it (an end lying on the plane, such as a hair root on its scalp, lies there
+    within rounding: it touches the triangle, it does not pass through it, on every device alike), and the line
+    through them strictly inside all three edges (signed volumes; touching an edge or a corner does not count)."""
     zero = wp.float64(0.0)
-    side_p = wp.dot(wp.cross(b - a, c - a), p - a)
-    side_q = wp.dot(wp.cross(b - a, c - a), q - a)
-    if not ((side_p > zero and side_q < zero) or (side_p < zero and side_q > zero)):
+    normal = wp.cross(b - a, c - a)
+    # signed volumes against the plane's ON_PLANE band: dot(n, x − a) compared with |n| · ON_PLANE
+    band = wp.length(normal) * ON_PLANE
+    side_p = wp.dot(normal, p - a)
+    side_q = wp.dot(normal, q - a)
+    if not ((side_p > band and side_q < -band) or (side_p < -band and side_q > band)):
         return False
     line = q - p
     around_ab = wp.dot(line, wp.cross(a - p, b - p))

@@ -107,3 +107,18 @@ def test_segment_crosses_triangle_matches_the_numpy_reference():
     expected = _segment_hits_triangle(p, q, a, b, c, eps=0.0)
     assert 200 < expected.sum() < 3800
     np.testing.assert_array_equal(crosses.astype(bool), expected)
+
+
+def test_a_segment_that_starts_on_the_triangle_does_not_pass_through_it():
+    # a hair root on its scalp: the root lies on the plane within rounding, on either side of it; both ways the
+    # segment touches the triangle, neither passes through it (a crossing decided by the last bit differs by device)
+    a, b, c = np.array([0.0, 0.0, 1.0]), np.array([0.2, 0.0, 1.0]), np.array([0.0, 0.2, 1.0])
+    roots = np.array([[0.05, 0.05, 1.0 + 1e-16], [0.05, 0.05, 1.0 - 1e-16], [0.05, 0.05, 1.0 + 2e-12],
+                      [0.05, 0.05, 1.0 + 2e-12]])
+    ends = np.array([[0.06, 0.05, 0.99], [0.06, 0.05, 1.01], [0.06, 0.05, 0.99], [0.06, 0.05, 1.01]])
+    crosses = np.zeros(4, np.int32)
+    corners = np.ascontiguousarray(np.tile(np.stack([a, b, c]), (4, 1)))
+    wp.launch(geometry.segment_crosses_triangle_kernel, dim=4,
+              inputs=[*_views(roots, ends, corners), warp_view(crosses, wp.int32)], device="cpu")
+    # 2e-12 m above the plane is off it: that segment does pass through
+    assert crosses.tolist() == [0, 0, 1, 0]
