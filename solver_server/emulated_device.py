@@ -88,6 +88,12 @@ def substep_guard(where: str):
     return _for_this_thread("inside", where)
 
 
+def outside_substep():
+    """Within the block the calling thread counts as between substeps (a diagnostic that reads a solver's state after
+    each substep of a frame, ``tests/portability/first_divergence.py``)."""
+    return _for_this_thread("inside", None)
+
+
 def _download(what: str) -> None:
     where = current_substep()
     if where is not None:

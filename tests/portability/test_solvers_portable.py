@@ -79,3 +79,13 @@ def test_a_solver_calling_numpy_on_device_arrays_fails_the_portability_run(monke
     run_frames("particles", get_backend("cpu"))                           # numpy backend: still runs
     with pytest.raises(AssertionError, match="device array|host numpy array"):
         run_frames("particles", emulated_cuda_backend())
+
+
+def test_the_first_divergence_finder_names_the_substep_where_runs_part(monkeypatch):
+    from tests.portability.first_divergence import first_divergence, substep_states
+
+    reference = substep_states("particles", get_backend("cpu"))
+    assert first_divergence(reference, substep_states("particles", emulated_cuda_backend()), 1e-12) is None
+    moved = [(frame, group, {key: value + (1e-6 if index >= 3 else 0.0) for key, value in arrays.items()})
+             for index, (frame, group, arrays) in enumerate(reference)]
+    assert first_divergence(reference, moved, 1e-9) == 3
