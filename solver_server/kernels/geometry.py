@@ -17,6 +17,7 @@ CCD_SAMPLES = wp.constant(8)         # sub-intervals of [0, 1] scanned for a sig
 CCD_BISECTIONS = wp.constant(40)    # bisection steps inside the first sub-interval with a sign change (2^-40 of it)
 CCD_INSIDE = wp.constant(1e-7)      # relative tolerance (of the triangle's longest edge) for "inside the triangle"
 ON_PLANE = wp.constant(wp.float64(1e-12))   # [m] a segment end this close to a triangle's plane lies on it
+BERNSTEIN_MARGIN = wp.constant(wp.float64(1e-9))   # relative: rounding of the coefficients stays far below it
 
 
 @wp.func
@@ -213,13 +214,36 @@ def gap_at(edge_edge: bool, t: wp.float64, p0: wp.vec3d, q0: wp.vec3d, r0: wp.ve
 
 
 @wp.func
+def stays_off_plane(edge_edge: bool, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
+                    p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> bool:
+    """True when ``moving_coplanarity`` (a cubic in t) cannot vanish on [0, 1]: its four Bernstein coefficients,
+    from its values at 0, 1/3, 2/3 and 1, share one sign with a margin of BERNSTEIN_MARGIN × the largest (the cubic
+    lies inside their convex hull). Elements resting or sliding near each other pass this in four evaluations
+    instead of the scan's nine; a cubic near zero anywhere fails it and is scanned as before."""
+    f0 = moving_coplanarity(edge_edge, wp.float64(0.0), p0, q0, r0, s0, p1, q1, r1, s1)
+    f1 = moving_coplanarity(edge_edge, wp.float64(1.0) / wp.float64(3.0), p0, q0, r0, s0, p1, q1, r1, s1)
+    f2 = moving_coplanarity(edge_edge, wp.float64(2.0) / wp.float64(3.0), p0, q0, r0, s0, p1, q1, r1, s1)
+    f3 = moving_coplanarity(edge_edge, wp.float64(1.0), p0, q0, r0, s0, p1, q1, r1, s1)
+    sixth = wp.float64(1.0) / wp.float64(6.0)
+    b1 = (wp.float64(-5.0) * f0 + wp.float64(18.0) * f1 - wp.float64(9.0) * f2 + wp.float64(2.0) * f3) * sixth
+    b2 = (wp.float64(2.0) * f0 - wp.float64(9.0) * f1 + wp.float64(18.0) * f2 - wp.float64(5.0) * f3) * sixth
+    margin = BERNSTEIN_MARGIN * wp.max(wp.max(wp.abs(f0), wp.abs(f3)), wp.max(wp.abs(b1), wp.abs(b2)))
+    low = wp.min(wp.min(f0, f3), wp.min(b1, b2))
+    high = wp.max(wp.max(f0, f3), wp.max(b1, b2))
+    return low > margin or high < -margin
+
+
+@wp.func
 def first_crossing(edge_edge: bool, p0: wp.vec3d, q0: wp.vec3d, r0: wp.vec3d, s0: wp.vec3d,
                    p1: wp.vec3d, q1: wp.vec3d, r1: wp.vec3d, s1: wp.vec3d) -> wp.float64:
     """Earliest time t in [0, 1] at which the moving elements pass through each other (edge pq through edge
     rs when ``edge_edge``, else vertex p through triangle qrs), −1 when they do not: the roots of
     ``moving_coplanarity`` from the CCD bracket (``next_coplanar_time``), earliest first, until one at which
     the elements meet (``gap_at``: distance within CCD_INSIDE × the scale). A crossing is a change of side,
-    so elements that only touch the plane and turn back do not cross."""
+    so elements that only touch the plane and turn back do not cross. A cubic that ``stays_off_plane`` has no
+    root to scan for."""
+    if stays_off_plane(edge_edge, p0, q0, r0, s0, p1, q1, r1, s1):
+        return wp.float64(-1.0)
     first = int(0)
     while first < int(CCD_SAMPLES):
         root = next_coplanar_time(edge_edge, first, p0, q0, r0, s0, p1, q1, r1, s1)

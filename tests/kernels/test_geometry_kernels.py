@@ -27,6 +27,16 @@ def _edge_ccd(a0: wp.array(dtype=wp.vec3d), b0: wp.array(dtype=wp.vec3d), c0: wp
     times[i] = geometry.edge_edge_ccd(a0[i], b0[i], c0[i], d0[i], a1[i], b1[i], c1[i], d1[i])
 
 
+@wp.kernel
+def _stays_off_plane(edge_edge: int, p0: wp.array(dtype=wp.vec3d), q0: wp.array(dtype=wp.vec3d),
+                     r0: wp.array(dtype=wp.vec3d), s0: wp.array(dtype=wp.vec3d), p1: wp.array(dtype=wp.vec3d),
+                     q1: wp.array(dtype=wp.vec3d), r1: wp.array(dtype=wp.vec3d), s1: wp.array(dtype=wp.vec3d),
+                     off: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    off[i] = wp.where(geometry.stays_off_plane(edge_edge != 0, p0[i], q0[i], r0[i], s0[i], p1[i], q1[i], r1[i],
+                                               s1[i]), 1, 0)
+
+
 def _views(*arrays):
     return [warp_view(np.ascontiguousarray(a, np.float64), wp.vec3d) for a in arrays]
 
@@ -122,3 +132,27 @@ def test_a_segment_that_starts_on_the_triangle_does_not_pass_through_it():
               inputs=[*_views(roots, ends, corners), warp_view(crosses, wp.int32)], device="cpu")
     # 2e-12 m above the plane is off it: that segment does pass through
     assert crosses.tolist() == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize("edge_edge", [0, 1])
+def test_the_bernstein_filter_skips_only_cubics_without_a_root_in_the_step(edge_edge):
+    # four points moving linearly: small random motions around random positions (many resting-like cases with no
+    # root, many with one); the filter's "no root" must hold for the exact cubic (its values on a fine grid)
+    rng = np.random.default_rng(17)
+    count = 4000
+    start = [rng.normal(size=(count, 3)) for _ in range(4)]
+    scale = rng.choice([0.01, 0.3, 1.5], size=(count, 1))
+    end = [points + scale * rng.normal(size=(count, 3)) for points in start]
+    off = np.zeros(count, np.int32)
+    wp.launch(_stays_off_plane, dim=count, inputs=[edge_edge, *_views(*start, *end), warp_view(off, wp.int32)],
+              device="cpu")
+    times = np.linspace(0.0, 1.0, 2001)[:, None, None]
+    moving = [a + times * (b - a) for a, b in zip(start, end)]          # (T, count, 3) each
+    p, q, r, s = moving
+    if edge_edge:
+        values = np.einsum("tni,tni->tn", r - p, np.cross(q - p, s - r))
+    else:
+        values = np.einsum("tni,tni->tn", p - q, np.cross(r - q, s - q))
+    has_root = (values.min(axis=0) <= 0.0) & (values.max(axis=0) >= 0.0)
+    assert not np.any(has_root & (off == 1)), "the filter skipped a cubic that vanishes in the step"
+    assert 0.2 * count < off.sum() < count - has_root.sum() + 1    # it does skip most root-free cubics
