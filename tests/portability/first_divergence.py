@@ -6,20 +6,35 @@ at which some array differs by more than ``--threshold`` is printed with its gro
 difference over the substeps after it (a jump from rounding to millimetres at one substep is a decision taken
 differently; a steady growth is the dynamics amplifying rounding).
 
-    python -m tests.portability.first_divergence NAME [--device cuda|cuda-emulated] [--threshold 1e-9]
+``--device cpu-fma`` needs no GPU: the "device" is the CPU with Warp's kernels compiled with fused multiply-adds
+(clang's ``-ffp-contract=fast``), as CUDA compiles them, in a child process. It reproduced an H200's departure to
+the micrometre (``particles_guides_animated``, 4.349 mm at frame 2, docs/gpu.md).
+
+    python -m tests.portability.first_divergence NAME [--device cuda|cuda-emulated|cpu-fma] [--threshold 1e-9]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
+import warp as wp
 
-from solver_server.backend import get_backend
-from solver_server.emulated_device import emulated_cuda_backend, outside_substep
-from solver_server.simulation import Simulation
-from solver_server.solvers.der import banded, contact_space
-from tests.portability.scenarios import SCENARIOS
+FMA_VARIABLE = "TANGLE_TEST_CPU_FMA"
+if os.environ.get(FMA_VARIABLE):
+    # before any kernel module loads: the flags are part of the kernel cache key, so these builds stay apart
+    wp.config.cpu_compiler_flags = (wp.config.cpu_compiler_flags or "") + " -ffp-contract=fast"
+
+from solver_server.backend import get_backend  # noqa: E402
+from solver_server.emulated_device import emulated_cuda_backend, outside_substep  # noqa: E402
+from solver_server.simulation import Simulation  # noqa: E402
+from solver_server.solvers.der import banded, contact_space  # noqa: E402
+from tests.portability.scenarios import SCENARIOS, run_frames  # noqa: E402
 
 
 def substep_states(name: str, backend) -> list[tuple[int, str, dict]]:
@@ -46,6 +61,37 @@ def substep_states(name: str, backend) -> list[tuple[int, str, dict]]:
     return records
 
 
+def device_reference_settings() -> None:
+    """The CPU takes the device's algorithms where it has its own (as test_cuda_device.py does): DER's band
+    Cholesky through the xp path, and its contact sweeps colour by colour."""
+    banded.FORCE_XP_PATH = True
+    contact_space.SEQUENTIAL_ON_CPU = False
+
+
+def with_fused_multiply_adds(job: str, names: list[str], timeout: float = 900.0):
+    """``job`` ("states" of ``names[0]``, or "frames" of every name) computed on the CPU by a child process whose
+    kernels are compiled with fused multiply-adds. The child is ended by the timeout if it hangs."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "result.pickle")
+        subprocess.run([sys.executable, "-m", "tests.portability.first_divergence", "--child", job, path, *names],
+                       env={**os.environ, FMA_VARIABLE: "1"}, check=True, timeout=timeout,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(path, "rb") as handle:
+            return pickle.load(handle)
+
+
+def _child(job: str, path: str, names: list[str]) -> int:
+    device_reference_settings()
+    cpu = get_backend("cpu")
+    if job == "states":
+        result = substep_states(names[0], cpu)
+    else:
+        result = {name: [positions for _, positions, _ in run_frames(name, cpu)] for name in names}
+    with open(path, "wb") as handle:
+        pickle.dump(result, handle)
+    return 0
+
+
 def first_divergence(reference, device, threshold: float) -> int | None:
     """Index of the first record whose arrays differ by more than ``threshold``, or None."""
     for index, ((_, _, expected), (_, _, got)) in enumerate(zip(reference, device)):
@@ -55,16 +101,20 @@ def first_divergence(reference, device, threshold: float) -> int | None:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        return _child(argv[1], argv[2], argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("name", choices=sorted(SCENARIOS))
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cuda-emulated"))
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cuda-emulated", "cpu-fma"))
     parser.add_argument("--threshold", type=float, default=1e-9, help="[m] (or the array's unit)")
     args = parser.parse_args(argv)
-    # the CPU reference runs the device's algorithms where the CPU has its own (as test_cuda_device.py does)
-    banded.FORCE_XP_PATH = True
-    contact_space.SEQUENTIAL_ON_CPU = False
+    device_reference_settings()
     reference = substep_states(args.name, get_backend("cpu"))
-    device = substep_states(args.name, get_backend("cuda") if args.device == "cuda" else emulated_cuda_backend())
+    if args.device == "cpu-fma":
+        device = with_fused_multiply_adds("states", [args.name])
+    else:
+        device = substep_states(args.name, get_backend("cuda") if args.device == "cuda" else emulated_cuda_backend())
     index = first_divergence(reference, device, args.threshold)
     if index is None:
         print(f"{args.name}: every substep within {args.threshold:g} of the CPU ({len(reference)} substeps)")

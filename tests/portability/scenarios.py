@@ -118,16 +118,21 @@ def _turn(angle):
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def animated_hair(model):
+def animated_hair(model, lift: float = 0.08):
     """Strands rooted on an animated, deforming scalp mesh (roots follow its driven vertices) next to a
-    sphere that moves into them; fast models simulate 2 guides and interpolate the other strands."""
+    sphere that moves into them; fast models simulate 2 guides and interpolate the other strands. lift [rad]: the
+    strands' angle off the scalp (0: lying in its plane)."""
     scalp = np.array([[0.0, 0.0, 1.0], [0.2, 0.0, 1.0], [0.0, 0.2, 1.0], [0.2, 0.2, 1.0]])
     scalp_triangles = np.array([[0, 1, 2], [1, 3, 2]], np.int32)
     barycentric = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6], [0.4, 0.3, 0.3]])
     root_triangles = np.array([0, 0, 1, 1], np.int32)
     roots = np.einsum("sk,skd->sd", barycentric, scalp[scalp_triangles[root_triangles]])
     points = 7
-    along = np.stack([np.linspace(0.0, 0.12, points), np.zeros(points), np.zeros(points)], axis=1)
+    # along +x, raised off the scalp, onto which they fall: strands lying exactly in the scalp's plane and across
+    # its edges meet them in coplanar contacts that only rounding decides (a GPU's fused multiply-adds decide them
+    # otherwise: tests/portability/test_fused_multiply_adds.py)
+    length = np.linspace(0.0, 0.12, points)
+    along = np.stack([length * np.cos(lift), np.zeros(points), length * np.sin(lift)], axis=1)
     strand_points = (roots[:, None, :] + along[None]).reshape(-1, 3)
     params = {"model": model, "radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7, "damping": 2.0}
     if model != "der":

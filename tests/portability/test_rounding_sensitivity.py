@@ -12,14 +12,14 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
-from tests.portability.scenarios import SCENARIOS
+from tests.portability.scenarios import SCENARIOS, animated_hair
 
 NUDGE = 1e-12      # [m] the random move of every hair point
 AGREEMENT = 1e-6   # [m] how far the nudged frames may end from the others: amplification below 1e6
 
 
-def _hair_frames(name: str, nudge: float) -> list[np.ndarray]:
-    scene, drive = SCENARIOS[name]()
+def _hair_frames(name: str, nudge: float, build=None) -> list[np.ndarray]:
+    scene, drive = (build or SCENARIOS[name])()
     rng = np.random.default_rng(7)
     for item in scene["objects"]:
         if item["kind"] == "hair":
@@ -41,8 +41,9 @@ def test_hair_on_primitive_and_mesh_colliders_does_not_depend_on_rounding(name):
 
 
 def test_guide_hair_rooted_on_an_animated_scalp_does_not_depend_on_rounding(monkeypatch):
-    # the pinned roots lie on the scalp within rounding; a segment from a root did or did not "pass through" the
-    # scalp by its last bit, and the edge contact that followed moved the next particle 9 µm (4 mm a frame later)
+    # strands lying on the scalp: the pinned roots lie on it within rounding; a segment from a root did or did not
+    # "pass through" the scalp by its last bit, and the edge contact that followed moved the next particle 9 µm
+    # (4 mm a frame later)
     from solver_server.solvers.particles import solver as particle_solver
 
     step = particle_solver.ParticleHairSolver.step
@@ -56,9 +57,10 @@ def test_guide_hair_rooted_on_an_animated_scalp_does_not_depend_on_rounding(monk
             disturbed[0] = True
         return stats
 
-    plain = _hair_frames("particles_guides_animated", 0.0)
+    lying_on_the_scalp = lambda: animated_hair("particles", lift=0.0)   # noqa: E731
+    plain = _hair_frames("", 0.0, lying_on_the_scalp)
     monkeypatch.setattr(particle_solver.ParticleHairSolver, "step", disturbed_step)
-    nudged = _hair_frames("particles_guides_animated", 0.0)
+    nudged = _hair_frames("", 0.0, lying_on_the_scalp)
     assert disturbed[0]
     for frame, (expected, got) in enumerate(zip(plain, nudged)):
         np.testing.assert_allclose(got, expected, rtol=0.0, atol=AGREEMENT, err_msg=f"frame {frame}")
