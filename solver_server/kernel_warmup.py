@@ -44,4 +44,3 @@ def compile_for_cuda(arch: int, modules=KERNEL_MODULES) -> dict:
     for module in modules:
         binaries.extend(str(path) for path in wp.compile_aot_module(module, arch=int(arch), use_ptx=False))
     return {"seconds": time.perf_counter() - tick, "cache": kernel_cache_dir(), "binaries": binaries}
-

@@ -60,8 +60,9 @@ class AnalyticColliders:
         projected (..., 3): the points moved out to ``reach``; touching (...) bool: within ``reach`` plus
         CONTACT_SKIN, so a point pushed out to its reach still touches)."""
         distance, normal = self.signed_distance(points, xp)
-        touching = reach - distance > -CONTACT_SKIN
-        depth = xp.maximum(reach - distance, 0.0)
+        gap = reach - distance
+        touching = gap > -CONTACT_SKIN
+        depth = xp.maximum(gap, 0.0)
         normal = xp.where(touching[..., None], normal, 0.0)
         return depth, normal, xp.zeros_like(points), points + depth[..., None] * normal, touching
 

@@ -33,8 +33,7 @@ if os.environ.get(FMA_VARIABLE):
 from solver_server.backend import get_backend  # noqa: E402
 from solver_server.emulated_device import emulated_cuda_backend, outside_substep  # noqa: E402
 from solver_server.simulation import Simulation  # noqa: E402
-from solver_server.solvers.der import banded, contact_space  # noqa: E402
-from tests.portability.scenarios import SCENARIOS, run_frames  # noqa: E402
+from tests.portability.scenarios import SCENARIOS, run_frames, use_device_algorithms_on_cpu  # noqa: E402
 
 
 def substep_states(name: str, backend) -> list[tuple[int, str, dict]]:
@@ -61,13 +60,6 @@ def substep_states(name: str, backend) -> list[tuple[int, str, dict]]:
     return records
 
 
-def device_reference_settings() -> None:
-    """The CPU takes the device's algorithms where it has its own (as test_cuda_device.py does): DER's band
-    Cholesky through the xp path, and its contact sweeps colour by colour."""
-    banded.FORCE_XP_PATH = True
-    contact_space.SEQUENTIAL_ON_CPU = False
-
-
 def with_fused_multiply_adds(job: str, names: list[str], timeout: float = 900.0):
     """``job`` ("states" of ``names[0]``, or "frames" of every name) computed on the CPU by a child process whose
     kernels are compiled with fused multiply-adds. The child is ended by the timeout if it hangs."""
@@ -81,7 +73,7 @@ def with_fused_multiply_adds(job: str, names: list[str], timeout: float = 900.0)
 
 
 def _child(job: str, path: str, names: list[str]) -> int:
-    device_reference_settings()
+    use_device_algorithms_on_cpu()
     cpu = get_backend("cpu")
     if job == "states":
         result = substep_states(names[0], cpu)
@@ -109,7 +101,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cuda-emulated", "cpu-fma"))
     parser.add_argument("--threshold", type=float, default=1e-9, help="[m] (or the array's unit)")
     args = parser.parse_args(argv)
-    device_reference_settings()
+    use_device_algorithms_on_cpu()
     reference = substep_states(args.name, get_backend("cpu"))
     if args.device == "cpu-fma":
         device = with_fused_multiply_adds("states", [args.name])

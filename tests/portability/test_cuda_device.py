@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from solver_server.backend import BackendError, get_backend
-from solver_server.solvers.der import banded, contact_space
-from tests.portability.scenarios import SCENARIOS, run_frames
+from tests.portability.scenarios import SCENARIOS, run_frames, use_device_algorithms_on_cpu
 
 
 def _cuda_backend():
@@ -25,12 +24,7 @@ def _cuda_backend():
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_cuda_and_matches_cpu(name, monkeypatch):
     cuda = _cuda_backend()
-    # as in the strict-backend test: DER's band Cholesky through the xp algorithm on both sides (LAPACK rounds
-    # differently; contact iterations stopped at N_max amplify that); and DER's contact sweeps as CUDA runs
-    # them, colour after colour in the same kernels (the CPU's sequential Gauss-Seidel is another local solver:
-    # the same solution only once converged)
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
+    use_device_algorithms_on_cpu(monkeypatch.setattr)
     reference = run_frames(name, get_backend("cpu"))
     on_device = run_frames(name, cuda)
     assert max(stats["contacts"] for _, _, stats in on_device[1:]) > 0, f"{name}: no contact, collisions untested"

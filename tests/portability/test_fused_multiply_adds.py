@@ -10,12 +10,11 @@ import numpy as np
 
 from solver_server.backend import get_backend
 from tests.portability.first_divergence import with_fused_multiply_adds
-from tests.portability.scenarios import SCENARIOS, run_frames
+from tests.portability.scenarios import SCENARIOS, run_frames, use_device_algorithms_on_cpu
 
 
 def test_every_scenario_gives_the_same_frames_with_fused_multiply_adds(monkeypatch):
-    monkeypatch.setattr("solver_server.solvers.der.banded.FORCE_XP_PATH", True)
-    monkeypatch.setattr("solver_server.solvers.der.contact_space.SEQUENTIAL_ON_CPU", False)
+    use_device_algorithms_on_cpu(monkeypatch.setattr)
     names = sorted(SCENARIOS)
     fused = with_fused_multiply_adds("frames", names)
     for name in names:

@@ -18,8 +18,9 @@ NUDGE = 1e-12      # [m] the random move of every hair point
 AGREEMENT = 1e-6   # [m] how far the nudged frames may end from the others: amplification below 1e6
 
 
-def _hair_frames(name: str, nudge: float, build=None) -> list[np.ndarray]:
-    scene, drive = (build or SCENARIOS[name])()
+def _hair_frames(build, nudge: float) -> list[np.ndarray]:
+    """The hair's frames of the scenario ``build`` makes, every hair point first moved ``nudge`` [m] at random."""
+    scene, drive = build()
     rng = np.random.default_rng(7)
     for item in scene["objects"]:
         if item["kind"] == "hair":
@@ -34,7 +35,7 @@ def _hair_frames(name: str, nudge: float, build=None) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("name", ["colliders_cosserat", "colliders_particles", "colliders_der"])
 def test_hair_on_primitive_and_mesh_colliders_does_not_depend_on_rounding(name):
-    plain, nudged = _hair_frames(name, 0.0), _hair_frames(name, NUDGE)
+    plain, nudged = _hair_frames(SCENARIOS[name], 0.0), _hair_frames(SCENARIOS[name], NUDGE)
     assert float(np.abs(plain[-1] - plain[0]).max()) > 1e-3, f"{name}: the hair did not move"
     for frame, (expected, got) in enumerate(zip(plain, nudged)):
         np.testing.assert_allclose(got, expected, rtol=0.0, atol=AGREEMENT, err_msg=f"{name}: frame {frame}")
@@ -58,9 +59,9 @@ def test_guide_hair_rooted_on_an_animated_scalp_does_not_depend_on_rounding(monk
         return stats
 
     lying_on_the_scalp = lambda: animated_hair("particles", lift=0.0)   # noqa: E731
-    plain = _hair_frames("", 0.0, lying_on_the_scalp)
+    plain = _hair_frames(lying_on_the_scalp, 0.0)
     monkeypatch.setattr(particle_solver.ParticleHairSolver, "step", disturbed_step)
-    nudged = _hair_frames("", 0.0, lying_on_the_scalp)
+    nudged = _hair_frames(lying_on_the_scalp, 0.0)
     assert disturbed[0]
     for frame, (expected, got) in enumerate(zip(plain, nudged)):
         np.testing.assert_allclose(got, expected, rtol=0.0, atol=AGREEMENT, err_msg=f"frame {frame}")

@@ -11,20 +11,13 @@ import pytest
 
 from solver_server.backend import get_backend
 from solver_server.simulation import Simulation
-from solver_server.solvers.der import banded, contact_space
-from tests.portability.scenarios import SCENARIOS, run_frames
+from tests.portability.scenarios import SCENARIOS, run_frames, use_device_algorithms_on_cpu
 from solver_server.emulated_device import DeviceArray, emulated_cuda_backend
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_solver_runs_on_the_emulated_cuda_device_and_matches_cpu(name, monkeypatch):
-    # the CPU reference runs DER's band Cholesky through the same xp algorithm the device uses: LAPACK sums in
-    # another order (1e-15 relative), which contact iterations stopped at N_max amplify to centimetres in
-    # der_animated_roots; LAPACK vs the xp path is compared directly in tests/physics_der/test_banded_device.py
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    # and DER's contact sweeps colour after colour, as the emulated device runs them (CUDA's path): the CPU's
-    # sequential Gauss-Seidel is another local solver, the same solution only once converged
-    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
+    use_device_algorithms_on_cpu(monkeypatch.setattr)
     reference = run_frames(name, get_backend("cpu"))
     created_before = DeviceArray.created
     strict = run_frames(name, emulated_cuda_backend())

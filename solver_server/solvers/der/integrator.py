@@ -346,15 +346,15 @@ class ImplicitEulerSolver:
             # tolerance and to the contact detection's tolerance
             flags = [refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
                      stats.mean_dv < self.settings.tolerance, stats.mean_dv < self._detection_tolerance]
-            decrease_judged = not it.stale and not self._cheap_refresh(impulses)
-            if decrease_judged:
+            cheap = self._cheap_refresh(impulses)
+            if not it.stale and not cheap:
                 flags.append(self._decreased_beyond_prediction(problem, it, searched, v_new))
-            shortened, any_moved, converged, detectable, *decrease = self._read_flags(*flags)
+            shortened, any_moved, converged, detectable, *decreased = self._read_flags(*flags)
             it.stale = it.stale or shortened
             if not any_moved and (impulses is None or it.contact_round is not None):
                 stats.iterations = iteration + 1
                 break
-            self._judge_step(it, iteration, stats, impulses, searched, change, decrease[0] if decrease else None)
+            self._judge_step(it, iteration, stats, searched, change, cheap or any(decreased))
             contact_just_found = self._contact_round(it, iteration, impulses, v_new, detectable or not any_moved)
             it.v = v_new
             contacts_settled = impulses is None or impulses.converged()
@@ -413,16 +413,16 @@ class ImplicitEulerSolver:
         it.target, it.current = target, current
         return searched, pushed
 
-    def _judge_step(self, it: "_Iterate", iteration: int, stats: StepStats, impulses, searched, change,
-                    decreased_beyond) -> None:
+    def _judge_step(self, it: "_Iterate", iteration: int, stats: StepStats, searched, change,
+                    refresh_due: bool) -> None:
         """The step's statistics (iterations), the strands that settled (``change`` (N, 3): |Δv| of the vertex
         velocities [m/s]), and whether the quasi-Newton matrix counts as stale: a line search had to shorten or
-        refuse a step (set by the caller), full steps decreased g by more than STALE_DECREASE_RATIO × the matrix's
-        own prediction (``decreased_beyond``: the host bool of ``_decreased_beyond_prediction``, read with the
-        iteration's flags; None where it was not judged: a matrix already stale, or a cheap refresh), or a refresh
-        is cheap (``_cheap_refresh``)."""
+        refuse a step (set by the caller), or ``refresh_due``: a refresh is cheap (``_cheap_refresh``), or full
+        steps decreased g by more than STALE_DECREASE_RATIO × the matrix's own prediction
+        (``_decreased_beyond_prediction``, read with the iteration's flags where the matrix was neither stale nor
+        cheap to refresh)."""
         xp, model, settings = self.xp, self.model, self.settings
-        alpha, slope, _, _, accepted, _ = searched
+        alpha, _, _, _, accepted, _ = searched
         moved = alpha > 0.0
         # figures for the frame's stats stay on the device (read at the frame's end)
         stats.smallest_step = xp.minimum(stats.smallest_step, xp.min(xp.where(moved, alpha, 1.0)))
@@ -431,10 +431,7 @@ class ImplicitEulerSolver:
                                 minlength=model.n_strands) / self.strand_vertex_dofs
         it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
         stats.settled_strands = it.settled.sum()
-        if not it.stale and self._cheap_refresh(impulses):
-            it.stale = True    # not stale, but cheap to refresh (CHEAP_REFRESH_CONTACTS)
-        if not it.stale:
-            it.stale = bool(decreased_beyond)
+        it.stale = it.stale or refresh_due
 
     def _cheap_refresh(self, impulses) -> bool:
         """Whether a refresh of the matrix is cheap: Gauss–Newton matrices refreshed at all, and at most
