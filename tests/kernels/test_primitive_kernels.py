@@ -1,7 +1,8 @@
 """The primitive-collider projection kernel (collision/primitive_kernels.py) against the primitives' own
 signed distances (collision/primitives.py) in the sequence ColliderSet.project applied them with numpy:
 every kind, rotated and non-uniformly scaled, still and moving, per-point thickness and friction; and the
-CPU and CUDA launch layouts bit for bit."""
+CPU and CUDA launch layouts bit for bit. The PD contact local step in its kernels (primitives, and the contact
+planes of mesh colliders) against its array path."""
 
 from __future__ import annotations
 
@@ -186,3 +187,38 @@ def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
     assert 10 < len(candidates) < contact.count
     for particle_force in _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, 0.003):
         assert particle_force.shape == (n, 3)
+
+
+def test_pd_contact_forces_on_planes_of_a_flat_mesh_equal_the_exact_projection():
+    """Against a mesh collider the force iterations push onto each candidate's contact plane of the substep
+    (``kernels.contact.plane_contact_forces``). On a flat, tilted and moving mesh that plane is the surface itself,
+    so the kernel gives the forces of the exact projection at every iteration (the array path: a continuous,
+    two-sided query per iteration), for points on either side, sticking and sliding, over three iterations fed
+    the previous forces; pinned particles take no force."""
+    from solver_server.backend import get_backend  # noqa: PLC0415
+    from solver_server.simulation import Simulation  # noqa: PLC0415
+    from tests.physics.scenes import grid  # noqa: PLC0415
+
+    vertices, triangles, index = grid(30, 30, size=1.0, height=0.0)
+    turn = np.radians(12.0)
+    tilt = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(turn), -np.sin(turn)], [0.0, np.sin(turn), np.cos(turn)]])
+    floor = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [5.0, 5.0, 0.0], [-5.0, 5.0, 0.0]]) @ tilt.T
+    objects = [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
+                "pins": {"indices": [int(index[0, 0])], "weights": [1.0]}, "params": {"friction": 0.4}},
+               {"id": "Floor", "kind": "collider", "vertices": floor, "triangles": np.array([[0, 1, 2], [0, 2, 3]]),
+                "params": {"friction": 0.2, "thickness": 0.002}}]
+    simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
+                                                          "substeps": 1}}, get_backend("cpu"))
+    solver = simulation.groups[0].solver
+    colliders = simulation.colliders
+    colliders.set_poses({"Floor": (np.eye(4), floor + [0.004, -0.003, 0.002])})
+    rng = np.random.default_rng(6)
+    q_start = np.ascontiguousarray(vertices + rng.normal(scale=0.01, size=vertices.shape))
+    q = np.ascontiguousarray(q_start + rng.normal(scale=0.004, size=vertices.shape))
+    contact = solver.contact
+    candidates = contact.candidates(colliders, q, q_start)
+    assert 50 < len(candidates) < len(q)
+    below = (q_start[candidates] @ tilt[:, 2]) < 0.0
+    assert below.any() and not below.all()      # candidates started on both sides of the floor
+    for particle_force in _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, 0.002):
+        assert not particle_force[solver.hard_indices].any()

@@ -23,8 +23,9 @@ import warp as wp
 
 from ...collision import ColliderSet, Contacts, apply_friction
 from ...collision.swept_elements import unique_edges
-from ...kernels import cuda_layout_on, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, launch_items, warp_device_of, warp_view
 from ...sim.model import ParticleModel
+from .kernels import contact as contact_kernels
 
 
 EDGE_ROUNDS = 8   # edge–edge rounds against mesh colliders per call (twice that with strain-limit passes; see resolve_edges)
@@ -97,6 +98,7 @@ class ContactPoints:
         self._kept_points = xp.nonzero(self.keep)[0]   # the points corrections reach (candidates on a device)
         self.force_kernel = True        # see _forces_in_kernels
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
+        self._planes = None   # (candidates, plane point, unit normal, surface motion, μ) of the substep (meshes)
 
     @property
     def resident(self) -> bool:
@@ -227,16 +229,27 @@ class ContactPoints:
         """Indices of the points that can touch a collider during this substep: closer than their
         contact offset plus a margin of 3× the largest inertial step (the iterations move points
         by about that much). One full query per substep; the force iterations then look at
-        these points only. On a device every point that corrections reach is a candidate (a point that cannot
-        touch gets an exact zero force): the list's size would be a read of device data."""
+        these points only. Against mesh colliders the same query gives every candidate its contact plane for
+        the iterations (``forces``): the tangent plane at the contact offset of the surface it was pushed from,
+        facing the side it started the substep on (no plane: a zero normal). On a device every point that
+        corrections reach is a candidate (a point that cannot touch gets an exact zero force): the list's size
+        would be a read of device data."""
         xp = self.xp
-        if self.resident:
+        self._planes = None
+        if self.resident and not colliders.has_meshes:
             return self._kept_points
         points = self.points(inertial)
-        step = float(xp.abs(points - self.points(q_start)).max()) if self.count else 0.0
-        margin = 3.0 * step + 1e-6
-        _, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, self.points(q_start))
-        return xp.nonzero(contacts.mask & self.keep)[0]
+        start = self.points(q_start)
+        margin = 3.0 * xp.abs(points - start).max() + 1e-6 if self.count else 1e-6
+        projected, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, start)
+        near = contacts.mask & self.keep
+        candidates = self._kept_points if self.resident else xp.nonzero(near)[0]
+        if colliders.has_meshes:
+            normal = xp.ascontiguousarray(xp.where(near[:, None], contacts.normal, 0.0)[candidates])
+            self._planes = (candidates, xp.ascontiguousarray(projected[candidates] - margin * normal), normal,
+                            xp.ascontiguousarray(contacts.surface_motion[candidates], dtype=xp.float64),
+                            xp.ascontiguousarray(contacts.friction[candidates], dtype=xp.float64))
+        return candidates
 
     def _forces_in_kernels(self, colliders: ColliderSet) -> bool:
         """Whether forces() runs in a kernel: every collider a primitive (and ``force_kernel``, which tests
@@ -257,9 +270,13 @@ class ContactPoints:
         """One contact local step on the ``candidates`` points: returns (point forces (m, 3) for the
         candidates, particle forces (n, 3) = Cᵀ f). Against primitives the step runs in one kernel
         (``ColliderSet.primitive_contact_forces``) on the points (cloth: the particles themselves; embedded
-        points: C q, their forces then scattered by Cᵀ); against mesh colliders through ``ColliderSet.project``
-        and array operations."""
+        points: C q, their forces then scattered by Cᵀ); against mesh colliders on the candidates' contact planes
+        of the substep (``candidates``), also in one kernel. With ``force_kernel`` off (tests) every collider goes
+        through ``ColliderSet.project`` and array operations: the exact geometry at every iteration."""
         xp = self.xp
+        planes = self._planes
+        if self.force_kernel and planes is not None and planes[0] is candidates:
+            return self._plane_forces(q, point_force, q_start, planes)
         if self._forces_in_kernels(colliders):
             # cloth: the particles are the points; embedded points (soft bodies): the kernel works on the points
             # C q and every point's force reaches its particles through Cᵀ
@@ -291,6 +308,25 @@ class ContactPoints:
         full = xp.zeros((self.count, 3))
         full[candidates] = new_force
         return new_force, self._scatter(full)
+
+    def _plane_forces(self, q, point_force, q_start, planes):
+        """``forces`` against the candidates' contact planes of this substep (``candidates``), in one launch
+        (``kernels.contact.plane_contact_forces``)."""
+        xp = self.xp
+        candidates, plane_point, plane_normal, plane_motion, friction = planes
+        points, start = (q, q_start) if self.identity else (self.points(q), self.points(q_start))
+        force = xp.empty((len(candidates), 3), dtype=xp.float64)
+        point_space = xp.zeros((self.count, 3), dtype=xp.float64)
+        inputs = [warp_view(self._candidate_indices(candidates), wp.int32),
+                  *(warp_view(xp.ascontiguousarray(values, dtype=xp.float64), wp.vec3d)
+                    for values in (points, start, point_force)),
+                  warp_view(self.gain, wp.float64), warp_view(plane_point, wp.vec3d),
+                  warp_view(plane_normal, wp.vec3d), warp_view(plane_motion, wp.vec3d),
+                  warp_view(friction, wp.float64),
+                  warp_view(self._movable if self.identity else self._every_point, wp.float64)]
+        launch_items(contact_kernels.plane_contact_forces, len(candidates), self.device, inputs,
+                     [warp_view(force, wp.vec3d), warp_view(point_space, wp.vec3d)], split=True)
+        return force, point_space if self.identity else self._scatter(point_space)
 
 
 def merge_contacts(xp, first: Contacts, second: Contacts) -> Contacts:

@@ -1,7 +1,8 @@
 """The Projective Dynamics solver's Warp kernels, one module per job: the local steps (``local``: cloth
 edges, ``triangle``: shear, ``bending``, ``tet``: soft-body strain and volume), the Jacobi/Chebyshev
-global solve (``jacobi``) and the strain-limit passes (``limit``, ``limit_sweep``)."""
+global solve (``jacobi``), the strain-limit passes (``limit``, ``limit_sweep``) and the contact local step
+against contact planes (``contact``)."""
 
-from . import bending, jacobi, limit, limit_sweep, local, tet, triangle
+from . import bending, contact, jacobi, limit, limit_sweep, local, tet, triangle
 
-WARP_MODULES = (limit, limit_sweep, local, triangle, bending, tet, jacobi)
+WARP_MODULES = (limit, limit_sweep, local, triangle, bending, tet, jacobi, contact)
