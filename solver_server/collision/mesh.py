@@ -39,7 +39,7 @@ CREASE_PASSES = 16
 CANDIDATE_MARGIN = 0.25
 # the lists are built again when more than this fraction of the paths ends beyond the margin
 CANDIDATE_REBUILD_FRACTION = 0.1
-CANDIDATE_KEYS_KEPT = 3   # kinds of query (point paths of one count, one set of point edges) whose lists a pose keeps
+CANDIDATE_KEYS_KEPT = 6   # kinds of query (named point paths of one count, one set of point edges) whose lists a pose keeps
 
 
 def _ratio(xp, numerator, denominator):
@@ -249,12 +249,16 @@ class MeshGeometry:
         self._device.update(self.previous, self.vertices)
         return self._device
 
-    def resolve(self, xp, start, proposed, reach, interval=(0.0, 1.0), passes: int = CONTACT_PASSES):
+    def resolve(self, xp, start, proposed, reach, interval=(0.0, 1.0), passes: int = CONTACT_PASSES,
+                lists: str = "points"):
         """Two-sided contact of points moving start → proposed (n, 3) [m], each kept ``reach`` (n,) [m] away
         from the surface on the side it started on (module docstring), while the surface moves over
         ``interval`` (begin, end), fractions of the substep with 0 ≤ begin ≤ end ≤ 1 (a solver with internal
         steps shorter than the substep passes the part its step covers; (t, t) is the surface at rest at t).
         passes: CCD and proximity passes per point at most (each tests the path to where the last one put it).
+        lists: the name of the candidate lists the query keeps and reuses (``_DevicePose.path_lists``): queries
+        of one substep with different reaches name different lists, so that each keeps its own instead of
+        discarding the other's at every call.
 
         Returns (resolved (n, 3), push (n,) [m] normal correction, normal (n, 3) unit towards the
         point's side, motion (n, 3) [m] of the touched surface material over the whole substep, crossed (n,)
@@ -281,7 +285,7 @@ class MeshGeometry:
                        inputs=[entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
                                reach_view, margin, *entry.lists.views()])
 
-            entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin, ("points", n), None, n, search)
+            entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin, (lists, n), None, n, search)
             listed = _listed_inputs(entry, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,

@@ -210,7 +210,7 @@ class ContactPoints:
             return self.particle_of_point, point, normal
         points = self.points(q)
         reach = self.thickness * (1.0 + band) + 1e-9
-        projected, near = colliders.project(xp, points, reach, self.friction, self.points(q_start))
+        projected, near = colliders.project(xp, points, reach, self.friction, self.points(q_start), lists="band")
         touching = (near.mask & self.keep)[:, None]
         normal = xp.ascontiguousarray(xp.where(touching, near.normal, 0.0), dtype=xp.float64)
         point = xp.ascontiguousarray(projected - (reach - self.thickness)[:, None] * normal, dtype=xp.float64)
@@ -241,7 +241,8 @@ class ContactPoints:
         points = self.points(inertial)
         start = self.points(q_start)
         margin = 3.0 * xp.abs(points - start).max() + 1e-6 if self.count else 1e-6
-        projected, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, start)
+        projected, contacts = colliders.project(xp, points, self.thickness + margin, self.friction, start,
+                                                lists="candidates")
         near = contacts.mask & self.keep
         candidates = self._kept_points if self.resident else xp.nonzero(near)[0]
         if colliders.has_meshes:

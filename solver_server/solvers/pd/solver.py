@@ -488,7 +488,7 @@ class PDSolver:
         h = self.dt
         band = contact.thickness * (1.0 + CONTACT_BAND) + 1e-9
         points = contact.points(q)
-        _, near = colliders.project(xp, points, band, contact.friction, contact.points(q_start))
+        _, near = colliders.project(xp, points, band, contact.friction, contact.points(q_start), lists="band")
         chosen = near.mask & pushed & contact.keep
         point_velocity = contact.points(velocities)
         outgoing = ((point_velocity - near.surface_motion / h) * near.normal).sum(axis=1)
