@@ -168,9 +168,9 @@ class _DevicePose:
         edges) over ``paths`` paths. A query whose start and reach differ from the last of its kind, or whose
         ``signature`` (what else the lists depend on) changed, records them and uses no lists (a one-off query
         gains nothing from a list); the same paths again build the lists with ``search(entry)`` (launches of
-        kernels gated on ``entry.views["control"]``), and build them again when more than
-        CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the build's ends. Decided on the
-        device: no host synchronization."""
+        kernels gated on ``entry.views["control"]``; on the CPU not launched while the lists are used), and build
+        them again when more than CANDIDATE_REBUILD_FRACTION of the paths end beyond ``margin`` [m] of the
+        build's ends. Decided on the device: no host synchronization."""
         count = start_view.shape[0]
         entry = self._path_lists.pop(kind, None)
         if entry is None:
@@ -194,7 +194,8 @@ class _DevicePose:
             launch(mesh_kernels.refresh_paths, count, device=self.device,
                    inputs=[views["control"], start_view, reach_view, ends_view, views["kept_start"],
                            views["kept_reach"], views["built"]])
-        search(entry)
+        if cuda_layout_on(self.device) or int(entry.control[2]) != mesh_kernels.PATHS_USE:
+            search(entry)     # on the CPU the mode is in host memory: a query using its lists launches no search
         return entry
 
     def winding_meshes(self, wound_triangles: np.ndarray) -> list:

@@ -36,6 +36,10 @@ CROSSED_PAIRS_KEPT = 4096   # rows for the points of pairs found passed through 
 # that each pass tests, a smaller one rebuilds more often
 CANDIDATE_MARGIN = 1.0
 CANDIDATE_MARGIN_FLOOR = 1e-4
+# a resolve stops once a pass crossed nothing and corrected no pair by more than this fraction of its separation:
+# Jacobi averaging leaves resting layers a little inside their separation at every pass, and the passes that
+# follow would only shave that residue
+SETTLED_ERROR = 0.05
 
 
 class SurfaceContact:
@@ -117,12 +121,14 @@ class SurfaceContact:
             if iteration > 0 and relax is not None:
                 positions = relax(positions)
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
-            delta, touched, count = self._pass(xp, y, y0, self._holding(xp, held, positions), hold_ratio)
+            delta, touched, count, unsettled = self._pass(xp, y, y0, self._holding(xp, held, positions), hold_ratio)
             total = max(total, count)
             self.left = self._crossed
             if count == 0:
                 break
             positions = self.points.distribute(positions, delta, touched)
+            if int(unsettled) == 0:
+                break
         if self.left:
             positions = self._impact_zones(xp, positions, y0)
         return positions, total
@@ -275,7 +281,8 @@ class SurfaceContact:
         self.candidate_builds += 1
 
     def _pass(self, xp, y, y0, holding=None, hold_ratio: float = 1.0):
-        """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts).
+        """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts, the number of those
+        that had crossed or were corrected by more than SETTLED_ERROR of their separation as a device scalar).
         holding: (n_c,) int32, 1 at the points that hold against other objects (None: none), moving at most
         ``hold_ratio`` × as readily as the other object's point."""
         n = y.shape[0]
@@ -283,12 +290,13 @@ class SurfaceContact:
         start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
-        contacts = xp.zeros(3, dtype=xp.int32)
+        contacts = xp.zeros(4, dtype=xp.int32)
         outputs = [warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                    warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         holds = warp_view(self.no_holding if holding is None else holding, wp.int32)
-        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), float(hold_ratio)]
+        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), float(hold_ratio),
+                  SETTLED_ERROR]
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                inputs=[start_view, current_view, self.triangles.index_view, *masses,
                        *self.point_candidates.views(), *outputs])
@@ -298,4 +306,4 @@ class SurfaceContact:
         found = int(contacts[:2].sum())
         self._crossed = int(contacts[2])
         touched = count > 0
-        return correction / xp.maximum(count, 1)[:, None], touched, found
+        return correction / xp.maximum(count, 1)[:, None], touched, found, contacts[3]

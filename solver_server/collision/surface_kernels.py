@@ -43,6 +43,14 @@ def _record_crossed(contacts: wp.array(dtype=wp.int32), crossed_pairs: wp.array(
 
 
 @wp.func
+def _count_unsettled(contacts: wp.array(dtype=wp.int32), crossed: bool, error: wp.float64, tolerance: wp.float64):
+    """Count a corrected pair in contacts[3] when it had crossed or its error [m] exceeds ``tolerance`` [m]: while
+    none is counted, another pass would only move resting layers by less than the tolerance."""
+    if crossed or error > tolerance:
+        wp.atomic_add(contacts, 3, 1)
+
+
+@wp.func
 def _add_four(correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32), p: int, q: int, r: int, s: int,
               move_p: wp.vec3d, move_q: wp.vec3d, move_r: wp.vec3d, move_s: wp.vec3d):
     """One contact's corrections [m] of its four points added to the per-point sums and counts (Jacobi)."""
@@ -121,7 +129,7 @@ def pair_inverse_mass(point: int, other_side: int, point_owner: wp.array(dtype=w
 def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                             triangles: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                             inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                            point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64,
+                            point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64, settled: wp.float64,
                             found: wp.array(dtype=wp.int32, ndim=2),
                             found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                             count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
@@ -129,7 +137,8 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
     """Point i against its candidate triangles (``point_triangle_candidates``): crossed during the pass (CCD)
     or closer than the separation. Adds the corrections of point and corners to correction/count;
     contacts[0] += pairs, contacts[2] += pairs that had passed through each other, whose four points go to
-    crossed_pairs (rows beyond its length are counted, not kept)."""
+    crossed_pairs (rows beyond its length are counted, not kept), contacts[3] += pairs that had crossed or
+    lay closer than (1 − ``settled``) × their separation."""
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
@@ -185,6 +194,7 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
                   (-lam * weights[0] * w_a) * direction, (-lam * weights[1] * w_b) * direction,
                   (-lam * weights[2] * w_c) * direction)
         wp.atomic_add(contacts, 0, 1)
+        _count_unsettled(contacts, crossed, error, settled * separation)
         if crossed:
             _record_crossed(contacts, crossed_pairs, i, ia, ib, ic)
 
@@ -193,7 +203,7 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
 def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                        edges: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                        inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                       point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64,
+                       point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64, settled: wp.float64,
                        found: wp.array(dtype=wp.int32, ndim=2),
                        found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                        count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
@@ -201,7 +211,7 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
     """Edge e against its candidate edges (``edge_edge_candidates``): passed through it during the pass (CCD)
     or closer than the separation. Adds the four endpoints' corrections; contacts[1] += pairs, contacts[2]
     += pairs that had passed through each other (their points to crossed_pairs, as in
-    point_triangle_contacts)."""
+    point_triangle_contacts; contacts[3] as there)."""
     e = wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
@@ -243,6 +253,7 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         _add_four(correction, count, ia, ib, ic, id, (lam * w_a) * direction, (lam * w_b) * direction,
                   (-lam * w_c) * direction, (-lam * w_d) * direction)
         wp.atomic_add(contacts, 1, 1)
+        _count_unsettled(contacts, contact.crossed != 0, error, settled * separation)
         if contact.crossed != 0:
             _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)
 

@@ -135,3 +135,33 @@ def test_impact_zones_undo_a_sheet_passing_through_another_without_a_host_copy()
     assert left == 0 and surfaces.left == 0
     heights = backend.to_host(positions)[:, 2]
     assert np.all(heights[count:] > heights[:count].max() - 1e-9)    # the upper sheet stays above the lower
+
+
+def _passes_to_separate(gap: float) -> tuple[int, float]:
+    """The upper of ``_two_sheets`` lowered to ``gap`` [m] above the lower (from 1 cm at the substep start): the
+    Jacobi passes a resolve of up to 6 runs and the smallest gap between the sheets afterwards [m]."""
+    surfaces, start = _two_sheets(BACKEND)
+    surfaces.iterations = 6
+    count = start.shape[0] // 2
+    moved = np.concatenate([start[:count], start[count:] - [0.0, 0.0, 0.01 - gap]])
+    passes = []
+    one_pass = surfaces._pass
+    surfaces._pass = lambda *args, **kwargs: passes.append(1) or one_pass(*args, **kwargs)
+    positions, _ = surfaces.resolve(np, moved, start)
+    return len(passes), float((positions[count:, 2] - positions[:count, 2]).min())
+
+
+def test_passes_stop_once_layers_rest_within_the_tolerance_of_their_separation():
+    """Two sheets of 2 mm thickness (4 mm separation): a sheet resting 2 % inside the separation is corrected in
+    one pass (another would shave less than SETTLED_ERROR of it); one pressed a fifth of the way in takes more
+    passes (each Jacobi pass takes back about half of what is left) and ends within that tolerance of the
+    separation; neither runs the 6 passes allowed."""
+    from solver_server.collision.self_collision import SETTLED_ERROR
+
+    separation = 0.004
+    resting, gap = _passes_to_separate(0.98 * separation)
+    assert resting == 1
+    assert gap >= (1.0 - SETTLED_ERROR) * separation
+    pressed, gap = _passes_to_separate(0.8 * separation)
+    assert 2 <= pressed < 6
+    assert gap >= (1.0 - SETTLED_ERROR) * separation
