@@ -526,12 +526,16 @@ def _mesh_edge_contact(f: int, ia: int, ib: int, a0: wp.vec3d, b0: wp.vec3d, a1:
                        begin: wp.float64, end: wp.float64, correction: wp.array(dtype=wp.vec3d),
                        count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
                        crossed_point: wp.array(dtype=wp.int32)):
-    """Point edge (ia, ib) moving a0 b0 → a1 b1 against mesh edge f (``collider_edge_contacts``)."""
+    """Point edge (ia, ib) moving a0 b0 → a1 b1 against mesh edge f (``collider_edge_contacts``); a pair whose
+    swept boxes stay farther apart than ``r`` neither crossed nor touches and is passed over at once."""
     one = wp.float64(1.0)
-    contact = edge_pair_contact(a0, b0, pose_vertex(previous, current, mesh_edges[f, 0], begin),
-                                pose_vertex(previous, current, mesh_edges[f, 1], begin), a1, b1,
-                                pose_vertex(previous, current, mesh_edges[f, 0], end),
-                                pose_vertex(previous, current, mesh_edges[f, 1], end), r)
+    c0 = pose_vertex(previous, current, mesh_edges[f, 0], begin)
+    d0 = pose_vertex(previous, current, mesh_edges[f, 1], begin)
+    c1 = pose_vertex(previous, current, mesh_edges[f, 0], end)
+    d1 = pose_vertex(previous, current, mesh_edges[f, 1], end)
+    if not paths_come_within(a0, a1, b0, b1, c0, c1, d0, d1, d0, d1, r):
+        return
+    contact = edge_pair_contact(a0, b0, c0, d0, a1, b1, c1, d1, r)
     error = contact.error
     direction = contact.direction
     s = contact.s
