@@ -564,9 +564,9 @@ class PDSolver:
         if has_colliders:
             q, post = self.contact.project(colliders, q, q_start)                       # Algorithm 2, line 12
             # position-level friction for the pushes outside the force iteration (pre + post);
-            # the in-loop forces already carry friction for their own normal force
+            # the in-loop forces already carry friction for their own normal force. What friction's tangential
+            # moves leave inside a curved surface, the colliders' rounds after this take back
             q = self.contact.apply_friction(q, q_start, merge_contacts(xp, pre, post))
-            q, _ = self.contact.project(colliders, q, q_start)
             touching = post.mask.copy()
             if point_force is not None:
                 touching[candidates] |= xp.abs(point_force).sum(axis=1) > 0
