@@ -7,7 +7,8 @@
   the other, or they are coplanar, which a falling cloth never is exactly);
 - ``edges_through_surface``: edges of one surface that pass through the triangles of another (a cloth
   hooked through a collider's thin part: no vertex inside, yet the head shows through the cloth);
-- ``edge_stretch``: largest edge length / rest length − 1.
+- ``edge_stretch``: largest edge length / rest length − 1;
+- ``distance_to_surface``: unsigned distance of points to a triangle mesh, within a reach.
 """
 
 from __future__ import annotations
@@ -96,3 +97,44 @@ def edge_stretch(positions: np.ndarray, rest: np.ndarray, triangles: np.ndarray)
     length = np.linalg.norm(positions[edges[:, 0]] - positions[edges[:, 1]], axis=1)
     rest_length = np.linalg.norm(rest[edges[:, 0]] - rest[edges[:, 1]], axis=1)
     return float((length / rest_length).max() - 1.0)
+
+
+def _closest_on_triangles(points: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Closest points (m, 3) on triangles (a, b, c) to points, pairwise (Ericson's Voronoi-region walk)."""
+    ab, ac, ap = b - a, c - a, points - a
+    d1, d2 = (ab * ap).sum(1), (ac * ap).sum(1)
+    bp = points - b
+    d3, d4 = (ab * bp).sum(1), (ac * bp).sum(1)
+    cp = points - c
+    d5, d6 = (ab * cp).sum(1), (ac * cp).sum(1)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = va + vb + vc
+        v, w = vb / total, vc / total
+        result = a + v[:, None] * ab + w[:, None] * ac
+        cases = [((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0),
+                  b + ((d4 - d3) / ((d4 - d3) + (d5 - d6)))[:, None] * (c - b)),
+                 ((vb <= 0) & (d2 >= 0) & (d6 <= 0), a + (d2 / (d2 - d6))[:, None] * ac),
+                 ((d6 >= 0) & (d5 <= d6), c),
+                 ((vc <= 0) & (d1 >= 0) & (d3 <= 0), a + (d1 / (d1 - d3))[:, None] * ab),
+                 ((d3 >= 0) & (d4 <= d3), b),
+                 ((d1 <= 0) & (d2 <= 0), a)]
+    for holds, point in cases:          # the last assignment wins: vertex a first, as the walk tests it
+        result = np.where(holds[:, None], point, result)
+    return result
+
+
+def distance_to_surface(points: np.ndarray, vertices: np.ndarray, triangles: np.ndarray, reach: float) -> np.ndarray:
+    """Unsigned distance (n,) [m] of points (n, 3) to the triangle mesh, exact up to ``reach`` [m] (inf beyond)."""
+    corners = vertices[triangles]
+    centroids = corners.mean(axis=1)
+    radius = np.linalg.norm(corners - centroids[:, None], axis=2).max()
+    nearby = cKDTree(centroids).query_ball_point(points, reach + radius)
+    pair_point = np.repeat(np.arange(len(points)), [len(found) for found in nearby])
+    pair_triangle = np.fromiter((t for found in nearby for t in found), dtype=np.int64, count=len(pair_point))
+    distance = np.full(len(points), np.inf)
+    if len(pair_point):
+        closest = _closest_on_triangles(points[pair_point], *(corners[pair_triangle, k] for k in range(3)))
+        np.minimum.at(distance, pair_point, np.linalg.norm(points[pair_point] - closest, axis=1))
+    distance[distance > reach] = np.inf
+    return distance
