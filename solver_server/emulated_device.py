@@ -19,7 +19,7 @@ wraps a numpy array but:
   device -> host array copy (``.get()``, ``xp.asnumpy``, ``backend.to_host``): the design allows those only at
   frame boundaries. Synchronizations that are not array copies are counted in :data:`SYNCS`: scalar
   conversions (``float``/``int``/``bool``, ``.item()``, ``.tolist()``), boolean-mask indexing and the functions
-  whose output size depends on the data (:data:`SIZE_FROM_DATA`), as on CuPy; host -> device uploads in
+  that read device data back to size their output (:data:`HOST_READS`), as on CuPy; host -> device uploads in
   :data:`HOST_TO_DEVICE` (small per-substep drive data is allowed) and every array operation (an ``xp`` call,
   an operator, indexing: on CuPy a launch or an allocation driven from Python) in :data:`OPERATIONS`.
 
@@ -68,8 +68,9 @@ def current_substep() -> str | None:
 SYNCS: dict[str, int] = {}  # substep description -> device -> host synchronizations counted inside it
 HOST_TO_DEVICE: dict[str, int] = {}  # substep description -> uploads (xp.asarray of host data, from_host) inside it
 OPERATIONS: dict[str, int] = {}  # substep description -> array operations (xp calls, operators, indexing) inside it
-# xp functions whose output size depends on the values: CuPy synchronizes to size the result
-SIZE_FROM_DATA = frozenset({"nonzero", "flatnonzero", "argwhere", "unique", "extract", "compress"})
+# xp functions that synchronize on CuPy, with the host reads each makes: those whose output size depends on the
+# values, and bincount, which reads whether any key is negative and the largest key even with a minlength
+HOST_READS = {"nonzero": 1, "flatnonzero": 1, "argwhere": 1, "unique": 1, "extract": 1, "compress": 1, "bincount": 2}
 
 
 @contextlib.contextmanager
@@ -410,12 +411,12 @@ class DeviceNamespace:
 
             check = SIGNATURE_CHECKS.get(name) if not self._prefix else None
 
-            sizes_from_data = name in SIZE_FROM_DATA and not self._prefix
+            host_reads = 0 if self._prefix else HOST_READS.get(name, 0)
 
             def function(*args, **kwargs):
                 if check is not None:
                     check(args, kwargs)
-                if sizes_from_data:
+                for _ in range(host_reads):
                     _synchronize()
                 if allow_host and args and not isinstance(args[0], DeviceArray):
                     _upload()

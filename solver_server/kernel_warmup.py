@@ -9,14 +9,14 @@ import time
 import warp as wp
 
 from .collision import mesh_kernels, primitive_kernels, surface_kernels
-from .kernels import air, bounds, geometry, pairs
+from .kernels import air, bounds, geometry, pairs, segments
 from .kernels.interop import ensure_initialized, kernel_cache_dir
 from .solvers.cosserat import kernels as cosserat_kernels
 from .solvers.der.kernels import WARP_MODULES as DER_MODULES
 from .solvers.particles import kernels as particle_kernels
 from .solvers.pd.kernels import WARP_MODULES as PD_MODULES
 
-KERNEL_MODULES = (geometry, bounds, air, mesh_kernels, primitive_kernels, surface_kernels, *PD_MODULES, particle_kernels,
+KERNEL_MODULES = (geometry, bounds, air, segments, mesh_kernels, primitive_kernels, surface_kernels, *PD_MODULES, particle_kernels,
                   cosserat_kernels, pairs, *DER_MODULES)
 
 

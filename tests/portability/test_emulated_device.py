@@ -142,3 +142,26 @@ def test_the_guard_holds_only_for_the_thread_inside_a_substep():
         with pytest.raises(PortabilityError, match="job A's substep"):
             backend.to_host(array)
     assert results["where"] is None and np.array_equal(results["copy"], np.arange(3.0))
+
+
+def test_functions_that_read_device_data_back_count_as_cupys_synchronizations(backend):
+    """Inside a substep ``nonzero`` sizes its output from the data (one read) and ``bincount`` reads whether a key is
+    negative and the largest key (two, even with a minlength), as CuPy's do; the segmented sum that replaces
+    ``bincount`` for per-strand sums reads nothing."""
+    from solver_server.emulated_device import SYNCS, substep_guard
+    from solver_server.kernels import int32_view
+    from solver_server.kernels.segments import segment_sums
+
+    xp = backend.xp
+    keys = xp.asarray(np.array([0, 0, 1, 3]))
+    values = xp.asarray(np.array([1.0, 2.0, 3.0, 4.0]))
+    offsets = int32_view(xp, xp.asarray(np.array([0, 2, 3, 3, 4])))
+    counts = {}
+    for name, call in {"nonzero": lambda: xp.nonzero(values > 1.5),
+                       "bincount": lambda: xp.bincount(keys, weights=values, minlength=4),
+                       "segment_sums": lambda: segment_sums(xp, values, offsets)}.items():
+        where = f"synchronization test: {name}"
+        with substep_guard(where):
+            call()
+        counts[name] = SYNCS.pop(where, 0)
+    assert counts == {"nonzero": 1, "bincount": 2, "segment_sums": 0}

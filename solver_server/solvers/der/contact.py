@@ -24,6 +24,9 @@ The global step then uses the generalized impulse I = Σ Jᵀλ (equal and oppos
 
 from __future__ import annotations
 
+import warp as wp
+
+from ...kernels import int32_view, launch, warp_device_of, warp_view
 from ...kernels.pairs import ChainSpherePairs
 from .colliders import adapt_collider
 from .contact_detection import ContactDetector, KinematicVertices
@@ -32,6 +35,7 @@ from .contact_response import LocalResponse
 from .contact_set import ContactSet, rows_dot
 from .contact_space import DelassusOperator, coulomb_scale
 from .frames import row_lengths
+from .kernels import contact as contact_kernels
 from .model import DerModel
 from .settings import ContactSettings
 
@@ -383,12 +387,16 @@ class StepContacts:
         return impulse
 
     def generalized_impulse(self, impulse):
+        """The contacts' impulses (n, 3) [N·s] as a generalized impulse (n_dofs,) on the vertices' position DOFs:
+        each shared out over its contact's vertex slots by their weights (one kernel,
+        ``kernels.contact.slot_impulses_to_vertices``)."""
         xp, model = self.xp, self.model
-        per_slot = self.set.weights[:, :, None] * impulse[:, None, :]            # (n, 4, 3)
         vertex_impulse = xp.zeros((model.n_vertices, 3))
-        for axis in range(3):
-            vertex_impulse[:, axis] = xp.bincount(self.set.vertices.ravel(), weights=per_slot[:, :, axis].ravel(),
-                                                  minlength=model.n_vertices)
+        launch(contact_kernels.slot_impulses_to_vertices, self.set.count, device=warp_device_of(vertex_impulse),
+               inputs=[int32_view(xp, self.set.vertices),
+                       warp_view(xp.ascontiguousarray(self.set.weights, dtype=xp.float64), wp.float64),
+                       warp_view(xp.ascontiguousarray(impulse, dtype=xp.float64), wp.vec3d),
+                       warp_view(vertex_impulse, wp.vec3d)])
         generalized = xp.zeros(model.n_dofs)
         generalized[model.position_dofs] = vertex_impulse
         return generalized

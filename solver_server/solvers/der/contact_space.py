@@ -67,8 +67,7 @@ class DelassusOperator:
         inverse_blocks = _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed)
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
         self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
-        self.column_start = xp.concatenate([xp.zeros(1, dtype=xp.int64),
-                                            xp.cumsum(xp.bincount(self.pair_second, minlength=n))])
+        self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
         # the column layout as the kernels read it (the sweeps and every W v)
         self._column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
         self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2

@@ -20,11 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...kernels import cuda_layout_on, warp_device_of
+from ...kernels import cuda_layout_on, int32_view, warp_device_of
+from ...kernels.segments import segment_sums
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import elastic_gradient_hessian, strand_energy_and_gradient
 from .frames import normalize_rows
-from .model import DerModel, element_subset
+from .model import DerModel, element_subset, index_view
 from .kernel_search import KernelLineSearch
 from .retraction import LengthPreservingPath
 from .settings import NewtonSettings
@@ -166,6 +167,8 @@ class ImplicitEulerSolver:
         dof_strand[model.position_dofs] = model.vertex_strand[:, None]
         dof_strand[model.edge_dof] = model.edge_strand
         self.dof_strand = dof_strand
+        # a strand's DOFs are contiguous, from 4 × its first vertex − its index (3 per vertex, 1 per edge)
+        self.dof_offsets = int32_view(xp, 4 * model.strand_offsets - xp.arange(model.n_strands + 1))
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(self.dof_strand)
@@ -271,7 +274,7 @@ class ImplicitEulerSolver:
             self.directions_finite = finite if self.directions_finite is None else self.directions_finite & finite
         elif not bool(finite):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
-        slope = xp.bincount(self.dof_strand, weights=gradient * direction, minlength=model.n_strands)
+        slope = segment_sums(xp, gradient * direction, self.dof_offsets)
         # an expected decrease below the objective's round-off cannot pass Armijo: such a strand has
         # converged, keeps its velocities (α = 0) and is not searched (saves 10 system-wide backtracks)
         searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
@@ -392,7 +395,7 @@ class ImplicitEulerSolver:
         # handler solves its contact problem again from the measured velocities every round: bending
         # their path moves the contact points by more than the impulses' linear response, which one
         # Jacobi step per round does not recover from (the hairball tangles)
-        pushed = xp.bincount(self.dof_strand, weights=xp.abs(it.impulse), minlength=model.n_strands) > 0.0
+        pushed = segment_sums(xp, xp.abs(it.impulse), self.dof_offsets) > 0.0
         bendable = xp.ones_like(pushed) if it.resolves_each_round else ~pushed
         bent = None if path is None else (path, bendable)
         # a matrix refactored in an earlier iteration whose full step most strands refuse is refreshed now
@@ -427,8 +430,8 @@ class ImplicitEulerSolver:
         # figures for the frame's stats stay on the device (read at the frame's end)
         stats.smallest_step = xp.minimum(stats.smallest_step, xp.min(xp.where(moved, alpha, 1.0)))
         stats.iterations = iteration + 1
-        strand_dv = xp.bincount(model.vertex_strand, weights=xp.sum(change, axis=1),
-                                minlength=model.n_strands) / self.strand_vertex_dofs
+        strand_dv = segment_sums(xp, xp.sum(change, axis=1), index_view(model, "strand_offsets")) \
+            / self.strand_vertex_dofs
         it.settled = accepted & (strand_dv < SETTLED_FRACTION * settings.tolerance)
         stats.settled_strands = it.settled.sum()
         it.stale = it.stale or refresh_due
@@ -512,7 +515,7 @@ class _StepProblem:
 
     xp: Any
     model: DerModel
-    dof_strand: Any
+    dof_offsets: Any
     state: DerState
     h: float
     fixed_dofs: Any
@@ -532,7 +535,7 @@ class _StepProblem:
         external[model.position_dofs] = model.vertex_mass[:, None] * xp.asarray(gravity, dtype=q_t.dtype)
         if acceleration is not None:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
-        return cls(xp=xp, model=model, dof_strand=solver.dof_strand, state=state, h=h, fixed_dofs=fixed_dofs,
+        return cls(xp=xp, model=model, dof_offsets=solver.dof_offsets, state=state, h=h, fixed_dofs=fixed_dofs,
                    soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
                    damping=h * (model.damping if drag is None else model.damping + drag))
 
@@ -553,7 +556,7 @@ class _StepProblem:
         line search (one buckling strand does not shorten every other strand's step)."""
         difference = v - target
         kinetic = 0.5 * self.model.mass * (difference * difference + self.damping * v * v)
-        return self.xp.bincount(self.dof_strand, weights=kinetic, minlength=self.model.n_strands) + potential_per_strand
+        return segment_sums(self.xp, kinetic, self.dof_offsets) + potential_per_strand
 
     def descent(self, it: "_Iterate"):
         """(target velocity, ∇g, g per strand) at the iterate's v with its impulses."""

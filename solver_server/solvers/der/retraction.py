@@ -25,6 +25,7 @@ from __future__ import annotations
 import warp as wp
 
 from ...kernels import cuda_layout_on, int32_view, launch_split, warp_device_of, warp_view
+from ...kernels.segments import segment_sums
 from .kernels import retraction as retraction_kernels
 from .frames import row_lengths
 from .model import index_view
@@ -49,9 +50,10 @@ class LengthPreservingPath:
         strand = model.vertex_strand
         first = model.strand_offsets[:-1]
         local = xp.arange(model.n_vertices) - first[strand]
-        fixed_count = xp.bincount(strand, weights=vertex_fixed.astype(x_t.dtype), minlength=model.n_strands)
+        strand_vertices = index_view(model, "strand_offsets")
+        fixed_count = segment_sums(xp, vertex_fixed.astype(x_t.dtype), strand_vertices)
         in_prefix = vertex_fixed & (local < fixed_count[strand])
-        prefix_count = xp.bincount(strand, weights=in_prefix.astype(x_t.dtype), minlength=model.n_strands)
+        prefix_count = segment_sums(xp, in_prefix.astype(x_t.dtype), strand_vertices)
         self.strand_eligible = prefix_count == fixed_count            # (S,)
         self.vertex_fixed = vertex_fixed                                # (N,)
         # an edge between two kinematic vertices keeps its prescribed motion exactly

@@ -240,3 +240,14 @@ def column_products(first: int, column_start: wp.array(dtype=wp.int32), pair_fir
     for pair in range(column_start[contact], column_start[contact + 1]):
         total = total + wp.transpose(blocks[pair]) * values[position[pair_first[pair]]]
     result[position[contact]] = total
+
+
+@wp.kernel
+def slot_impulses_to_vertices(vertices: wp.array(dtype=wp.int32, ndim=2), weights: wp.array(dtype=wp.float64, ndim=2),
+                              impulse: wp.array(dtype=wp.vec3d), vertex_impulse: wp.array(dtype=wp.vec3d)):
+    """Contact c's impulse [N·s] shared out over its four vertex slots: vertex_impulse[vertices[c, k]] += weights[c, k]
+    × impulse[c] (atomics: on the CPU contact after contact and slot after slot, the order of numpy's bincount over
+    the slots, so the same sums)."""
+    c = wp.tid()
+    for slot in range(4):
+        wp.atomic_add(vertex_impulse, vertices[c, slot], weights[c, slot] * impulse[c])
