@@ -163,35 +163,45 @@ class ColliderSet:
         """
         n = len(points)
         dtype = points.dtype
-        depth = xp.zeros(n, dtype=xp.float64)
-        normal = xp.zeros((n, 3), dtype=xp.float64)
-        motion = xp.zeros((n, 3), dtype=xp.float64)
-        mu = xp.zeros(n, dtype=xp.float64)
-        touched = xp.zeros(n, dtype=xp.int32)
         points = xp.array(points, dtype=xp.float64, order="C")      # a copy: projected in place
         thickness = xp.ascontiguousarray(thickness, dtype=xp.float64)
         friction = xp.ascontiguousarray(friction, dtype=xp.float64)
-        outputs = [warp_view(points, wp.vec3d), warp_view(depth, wp.float64), warp_view(normal, wp.vec3d),
-                   warp_view(motion, wp.vec3d), warp_view(mu, wp.float64), warp_view(touched, wp.int32)]
         device = warp_device_of(points)
+        depth = normal = motion = mu = touched = outputs = None
         for number, run in enumerate(self.runs):
-            if not run[0].is_mesh:
-                rows = self._run_parameters(xp, number)
-                launch_items(primitive_kernels.project_on_primitives, n, device,
-                             [warp_view(rows, wp.float64), warp_view(thickness, wp.float64),
-                              warp_view(friction, wp.float64)], outputs, split=True)
+            if run[0].is_mesh:
+                collider = run[0]
+                pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
+                    xp, points if start is None else start, points, thickness + collider.thickness, interval, passes,
+                    lists)
+                inside = push > 0
+                if depth is None:
+                    # the first collider: a point it did not push keeps its own position, push 0 and zero normal
+                    # and motion in the outputs already (MeshGeometry.resolve): they are taken as they are
+                    points, depth, normal, motion = pushed, push, surface_normal, surface_motion
+                    mu = xp.where(inside, 0.5 * (friction + collider.friction), 0.0)
+                    touched = inside.astype(xp.int32)
+                    outputs = None
+                    continue
+                inside_3 = inside[:, None]
+                points[...] = xp.where(inside_3, pushed, points)
+                depth[...] = depth + xp.where(inside, push, 0.0)
+                normal[...] = xp.where(inside_3, surface_normal, normal)
+                motion[...] = xp.where(inside_3, surface_motion, motion)
+                mu[...] = xp.where(inside, 0.5 * (friction + collider.friction), mu)
+                touched[...] = xp.where(inside, 1, touched)
                 continue
-            collider = run[0]
-            pushed, push, surface_normal, surface_motion, _ = collider.geometry.resolve(
-                xp, points if start is None else start, points, thickness + collider.thickness, interval, passes, lists)
-            inside = push > 0
-            inside_3 = inside[:, None]
-            points[...] = xp.where(inside_3, pushed, points)
-            depth[...] = depth + xp.where(inside, push, 0.0)
-            normal[...] = xp.where(inside_3, surface_normal, normal)
-            motion[...] = xp.where(inside_3, surface_motion, motion)
-            mu[...] = xp.where(inside, 0.5 * (friction + collider.friction), mu)
-            touched[...] = xp.where(inside, 1, touched)
+            if depth is None:
+                depth, normal, motion, mu, touched = _no_contacts(xp, n)
+            if outputs is None:
+                outputs = [warp_view(points, wp.vec3d), warp_view(depth, wp.float64), warp_view(normal, wp.vec3d),
+                           warp_view(motion, wp.vec3d), warp_view(mu, wp.float64), warp_view(touched, wp.int32)]
+            rows = self._run_parameters(xp, number)
+            launch_items(primitive_kernels.project_on_primitives, n, device,
+                         [warp_view(rows, wp.float64), warp_view(thickness, wp.float64),
+                          warp_view(friction, wp.float64)], outputs, split=True)
+        if depth is None:                           # no colliders
+            depth, normal, motion, mu, touched = _no_contacts(xp, n)
         if dtype != xp.float64:
             points, depth, normal, motion, mu = (array.astype(dtype) for array in (points, depth, normal, motion, mu))
         return points, Contacts(depth=depth, normal=normal, surface_motion=motion, friction=mu, mask=touched > 0)
@@ -274,6 +284,12 @@ class ColliderSet:
                 points, inside = collider.geometry.recover_inside(xp, points, thickness + collider.thickness)
                 recovered = recovered | inside
         return points, recovered
+
+
+def _no_contacts(xp, n: int):
+    """(depth (n,), normal (n, 3), motion (n, 3), μ (n,), touched (n,) int32) of n points no collider touched."""
+    return (xp.zeros(n, dtype=xp.float64), xp.zeros((n, 3), dtype=xp.float64), xp.zeros((n, 3), dtype=xp.float64),
+            xp.zeros(n, dtype=xp.float64), xp.zeros(n, dtype=xp.int32))
 
 
 def apply_friction(xp, positions, start, contacts: Contacts):
