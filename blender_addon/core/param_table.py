@@ -66,6 +66,9 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
               "it is pulled. Between min and max (min ≤ 1 ≤ max) an edge stretches or shrinks freely; beyond them "
               "Stretch Stiffness pulls it back (min below 1 lets the cloth crumple freely)", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
+    ParamSpec("air_drag", 0.0, "ratio", "Drag of still air on the cloth as on a flat plate moving along its normal "
+              "(1: air; 0: none): a sheet dropped flat floats down at about 1.7 m/s instead of falling like a "
+              "stone, and a cape swept through the air billows", 0.0, 100.0),
     *_wind("along the cloth's face normals, so a sheet edge-on to it feels none"),
 )
 

@@ -85,6 +85,8 @@ CLOTH = _common_simulated() + (
               "edge gets longer than σmax + solver.pd.strain_limit_slack (a hard cap)",
               type="range2", low=0.0, high=10.0, low_open=True),
     ParamSpec("self_collision", False, "", "vertex–triangle self collision", type="bool"),
+    ParamSpec("air_drag", 0.0, "", "drag of still air on the faces moving along their normals, as on a flat plate "
+              "(1: air at 20 °C; 0: none)", low=0.0, high=100.0),
     *_wind("along the faces' normals"),
 )
 

@@ -37,6 +37,7 @@ from .kernels.local import EdgeStrainLocal
 from .strain_limit import EdgeStrainLimit
 from .kernels.tet import TetLocal
 from .kernels.triangle import TriangleStrainLocal
+from .air import ClothAirDrag
 from .wind import ClothWind
 
 SELF_COLLIDER_ROUNDS = 4            # self-contact + collider push repeats while the push left surfaces crossed
@@ -249,6 +250,7 @@ class PDSolver:
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
         self.wind = ClothWind.of_model(backend, model)
+        self.air = ClothAirDrag.of_model(backend, model, self.hard_indices)
         edges = edge_strain_batch(self.batches)
         self.edge_scatter = next((scatter for batch, scatter in zip(self.batches, self.scatters) if batch is edges),
                                  None)
@@ -536,6 +538,7 @@ class PDSolver:
         use_forces = use_forces and len(candidates) > 0
         point_force = xp.zeros((len(candidates), 3)) if use_forces else None
         particle_force = None
+        drag = self.air.substep(q_start, state_in.velocities, h) if self.air is not None else None
         report = None
         for _ in range(iterations):
             tick = time.perf_counter()
@@ -548,6 +551,8 @@ class PDSolver:
                 rhs += scatter @ projected.reshape(-1, 3)
             if particle_force is not None:
                 rhs += particle_force
+            if drag is not None:
+                rhs += ClothAirDrag.force(xp, drag, q, q_start)
             mid = time.perf_counter()
             q, report = self._global(rhs, hard_targets, q)
             if hard_targets is not None:

@@ -16,28 +16,22 @@ accelerates like under gravity s.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse
 
 from ..wind import WindField, WindSettings
+from .faces import ClothFaces
 
 
 class ClothWind:
     """Wind accelerations of the cloth objects of a merged PD model that have wind.
 
-    triangles (F, 3) merged particle indices of those objects' triangles; field: their winds, per triangle;
-    incidence: (n, F) sparse, vertex of triangle. All on the backend's device."""
+    faces: those objects' triangles (faces.ClothFaces); field: their winds, per triangle. On the backend's device."""
 
     def __init__(self, backend, triangles: np.ndarray, winds: list[WindSettings], owner: np.ndarray,
                  particle_count: int):
         """winds: one per object; owner (F,): the object of every triangle."""
-        xp = backend.xp
-        self.xp = xp
-        self.triangles = xp.asarray(np.ascontiguousarray(triangles, dtype=np.int64))
-        self.field = WindField(xp, winds, owner)
-        count = len(triangles)
-        incidence = scipy.sparse.csr_matrix((np.ones(3 * count), (triangles.ravel(), np.repeat(np.arange(count), 3))),
-                                            shape=(particle_count, count))
-        self.incidence = backend.sparse.csr_matrix(incidence) if backend.name != "cpu" else incidence
+        self.xp = backend.xp
+        self.faces = ClothFaces(backend, triangles, particle_count)
+        self.field = WindField(self.xp, winds, owner)
 
     @classmethod
     def of_model(cls, backend, model) -> "ClothWind | None":
@@ -54,11 +48,8 @@ class ClothWind:
         """Wind acceleration (n, 3) [m/s²] of every particle at positions q (n, 3) [m] and ``time`` [s]
         (0 for particles on no windy cloth triangle)."""
         xp = self.xp
-        a, b, c = (q[self.triangles[:, k]] for k in range(3))
-        normal = xp.cross(b - a, c - a)
-        double_area = xp.sqrt(xp.sum(normal * normal, axis=1))
-        unit = normal / xp.maximum(double_area, 1e-300)[:, None]
+        unit, double_area = self.faces.normals(q)
         along = xp.sum(self.field.vectors(time) * unit, axis=1) * double_area
-        weight = self.incidence @ double_area
-        pushed = self.incidence @ (along[:, None] * unit)
+        weight = self.faces.incidence @ double_area
+        pushed = self.faces.incidence @ (along[:, None] * unit)
         return pushed / xp.maximum(weight, 1e-300)[:, None]
