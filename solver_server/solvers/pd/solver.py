@@ -4,15 +4,16 @@ Per substep of length h:
   1. s = q + h v + h² g                           (f_ext = M g, so M⁻¹ f_ext = g)
   2. s ← ResolveCollision(s)                      (pre-projection)
   3. q ← s; repeat `iterations` times:
-        b = M/h² s + Σ_c ω_c A_cᵀ p_c(q) + f       (local step, one batch per constraint type)
+        b = M/h² s + Σ_c ω_c A_cᵀ p_c(q) + f + d(q) (local step, one batch per constraint type; d: the still
+                                                    air's drag on cloth with air_drag, air.py)
         q_F = K_FF⁻¹ (b_F − K_FP q_P)               (global step; pinned q_P = targets)
         contact forces f ← local contact step on q     (contact.py; setting contact_forces: the
                                                     next global step includes f, so bodies squeezed by
                                                     colliders bulge instead of losing volume, and
                                                     Coulomb friction acts inside the solve)
   4. q ← ResolveCollision(q) (post-projection), Coulomb friction
-  4b. hard cloth strain limit (strain_limit.py: no edge longer than (σmax + slack)·r), then one more
-      ResolveCollision; cloth self-collision
+  4b. hard cloth strain limit (strain_limit.py: no edge longer than (σmax + slack)·r) and the colliders' rounds
+      (vertices, then surface edges against mesh edges), twice; cloth self-collision
   5. v = (q − q_t)/h, then v ← v / (1 + damping·h)
 """
 
