@@ -154,7 +154,8 @@ def stats_line(stats: Mapping[str, object]) -> str:
 def contact_warnings(stats: Mapping[str, object]) -> list[str]:
     """What the contact solve could not do cleanly in a frame (docs/contact.md), in an artist's words:
     pairs of cloth surfaces still touching after the last self-contact pass, surface edges passing through
-    a collider mesh (a thin part such as an ear between two cloth points), hair points that only their sunk
+    a collider mesh (a thin part such as an ear between two cloth points), cloth edges stretched past their
+    limit (a heavy body on the cloth, pins dragged apart), hair points that only their sunk
     roots could bring out of a collider (left out of contact), points moved out of a closed
     collider shell (at the start, or after a collider teleported), colliders that teleported."""
     warnings = []
@@ -165,6 +166,13 @@ def contact_warnings(stats: Mapping[str, object]) -> list[str]:
     through = int(stats.get("collider_edges_left", 0) or 0)
     if through:
         warnings.append(f"{through} edges through a collider")
+    stretched = int(stats.get("stretch_beyond_limit", 0) or 0)
+    if stretched:
+        where = stats.get("stretch_beyond_limit_objects")
+        worst = stats.get("stretch_worst")
+        warnings.append(f"{stretched} cloth edges stretched past their limit"
+                        + (f" ({', '.join(map(str, where))})" if where else "")
+                        + (f", up to {float(worst):.2f}× their length" if worst else ""))
     sunk = int(stats.get("unreachable_contacts", 0) or 0)
     if sunk:
         warnings.append(f"{sunk} hair points rooted inside a collider (no contact there)")

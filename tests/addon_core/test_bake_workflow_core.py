@@ -230,9 +230,12 @@ def test_interpreter_check_names_what_is_missing(tmp_path):
 def test_stats_line_says_what_contact_left_unresolved():
     line = bake_state.stats_line({"iterations": 40, "contacts": 3, "self_contacts_left": 4, "recovered_inside": 12,
                                   "teleported_colliders": ["Head"], "self_contacts_left_objects": ["Shirt"],
-                                  "collider_edges_left": 2, "unreachable_contacts": 15})
+                                  "collider_edges_left": 2, "unreachable_contacts": 15,
+                                  "stretch_beyond_limit": 37, "stretch_beyond_limit_objects": ["Hammock"],
+                                  "stretch_worst": 1.1462})
     assert "4 self-contacts unresolved (Shirt)" in line and "12 points moved out of a collider" in line
     assert "2 edges through a collider" in line and "15 hair points rooted inside a collider" in line
+    assert "37 cloth edges stretched past their limit (Hammock), up to 1.15× their length" in line
     assert "teleported: Head" in line
     assert "unresolved" not in bake_state.stats_line({"iterations": 40, "self_contacts_left": 0})
 

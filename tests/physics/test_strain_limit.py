@@ -14,7 +14,8 @@ from solver_server.kernels import cuda_layout
 from solver_server.solvers.pd.incidence import incidence
 from solver_server.solvers.pd.kernels.limit_sweep import colour_edges
 from solver_server.solvers.pd.strain_limit import FAULT_RATIO, EdgeStrainLimit
-from tests.physics.scenes import grid
+from solver_server.simulation import Simulation
+from tests.physics.scenes import cloth_object, grid, run, scene
 from solver_server.solvers.pd.constraints import unique_edges
 
 BACKEND = get_backend("cpu")
@@ -176,3 +177,32 @@ def test_one_thread_launches_equal_the_thread_per_item_launches():
         results.append(out)
     assert np.abs(results[0] - q).max() > 1e-3                  # the pass did something
     np.testing.assert_array_equal(results[0], results[1])
+
+
+def _pulled_strip(pull: float):
+    """A 0.4 m strip of cloth (limits 1, 1.1) pinned along both short ends, one end's pins dragged ``pull`` [m]
+    along the strip over frames 2-6 (drive vertices): the frame stats of every frame."""
+    vertices, triangles, index = grid(9, 3, size=0.4, height=1.0)
+    vertices[:, 1] *= 0.25
+    pins = np.concatenate([index[0], index[-1]])
+    cloth = cloth_object(vertices, triangles, pins=pins.tolist(), params={"strain_limits": [1.0, 1.1]},
+                         object_id="Strip", animated=True, matrix_world=np.eye(4))
+    pulled_end = np.isin(np.arange(len(vertices)), index[-1])
+
+    def drive(frame):
+        moved = vertices.copy()
+        moved[pulled_end, 0] += pull * min(max(frame - 1, 0), 5) / 5.0
+        return {"Strip": {"matrix_world": np.eye(4), "vertices": moved}}
+
+    return [stats for _, _, stats in run(Simulation(scene([cloth], frame_end=8), BACKEND), drive)]
+
+
+def test_a_frame_says_which_cloth_its_pins_stretched_past_the_limit():
+    """Pins dragged 25 % apart stretch the strip beyond its hard limit (1.1 + the slack) whatever the limit does:
+    the frame stats count the edges beyond it by more than 2 % of their length, name the object and give the worst
+    stretch; 5 % apart stays within the limit and reports nothing."""
+    stretched = _pulled_strip(0.1)[-1]
+    assert stretched["stretch_beyond_limit"] > 0
+    assert stretched["stretch_beyond_limit_objects"] == ["Strip"]
+    assert stretched["stretch_worst"] > 1.1 + 0.02 + 0.02
+    assert all("stretch_beyond_limit" not in stats for stats in _pulled_strip(0.02))

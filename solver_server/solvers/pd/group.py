@@ -118,8 +118,9 @@ class PDGroup:
         return stats
 
     def finish_frame(self) -> dict:
-        """The PD solver's deferred checks (its iterative global step's divergence)."""
-        return self.solver.finish_frame()
+        """The PD solver's deferred checks (its iterative global step's divergence) and the cloth edges stretched
+        beyond their limit at the frame's end (``PDSolver.overstretch``)."""
+        return {**self.solver.finish_frame(), **self.solver.overstretch(self.state.positions)}
 
     def positions(self) -> dict[str, np.ndarray]:
         host = self.backend.to_host(self.state.positions)

@@ -46,6 +46,9 @@ FINAL_ROUNDS = 2                    # rounds of strain limit, collider and self-
 CONTACT_BAND = 0.5                  # a pushed point within (1 + this) × its contact offset keeps no outgoing speed
 REVERT_ROUNDS = 4                   # tests of the closing strain limit for crossings it made (see _closing_limit)
 STRAIN_LIMIT_PASSES_PER_ROUND = 8   # Jacobi passes per round (a round: full edge check, one global solve, passes)
+# a frame reports the cloth edges longer than their hard limit by more than this fraction of their rest length:
+# the stretch an artist sees, beyond the limit's own rounding and the contacts' last small pushes
+REPORTED_OVERSTRETCH = 0.02
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +253,7 @@ class PDSolver:
         self.started = False     # the first step recovers points that start inside a closed collider shell
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
+        self._overstretch = self._overstretch_table(model, settings)
         self.wind = ClothWind.of_model(backend, model)
         self.air = ClothAirDrag.of_model(backend, model, self.hard_indices)
         edges = edge_strain_batch(self.batches)
@@ -273,6 +277,37 @@ class PDSolver:
         return EdgeStrainLimit(backend, edges.edges, max_length, inverse_mass,
                                rounds=-(-passes // per_round), passes_per_round=per_round,
                                free_length=edges.limits[:, 1] * edges.rest_length)
+
+    def _overstretch_table(self, model, settings):
+        """(edges (E, 2), rest lengths (E,) [m], reported lengths (E,) [m]: the hard limit plus REPORTED_OVERSTRETCH
+        of the rest length, on the device; each edge's object slot (E,) on the host), or None without a limit."""
+        edges = edge_strain_batch(self.batches)
+        if edges is None or self.strain_limit is None:
+            return None
+        xp = self.backend.xp
+        starts = np.array([slot.start for slot in model.slots])
+        reported = (edges.limits[:, 1] + settings["strain_limit_slack"] + REPORTED_OVERSTRETCH) * edges.rest_length
+        return (xp.asarray(np.ascontiguousarray(edges.edges)), xp.asarray(edges.rest_length), xp.asarray(reported),
+                np.searchsorted(starts, edges.edges[:, 0], side="right") - 1)
+
+    def overstretch(self, q) -> dict:
+        """The cloth edges at positions q (n, 3) [m] longer than their hard limit by more than REPORTED_OVERSTRETCH
+        of their rest length, once per frame (reads the device): {} when none; else {"stretch_beyond_limit": how
+        many, "stretch_beyond_limit_objects": the ids of their objects, "stretch_worst": the largest length / rest
+        length of any cloth edge}. The limit holds within that against colliders; a heavy body on a cloth or pins
+        dragged apart can stretch it further, and the artist is told."""
+        if self._overstretch is None:
+            return {}
+        xp = self.backend.xp
+        edges, rest, reported, edge_slot = self._overstretch
+        lengths = xp.sqrt(xp.sum((q[edges[:, 0]] - q[edges[:, 1]]) ** 2, axis=1))
+        beyond = self.backend.to_host(lengths > reported)
+        if not beyond.any():
+            return {}
+        slots = np.unique(edge_slot[beyond])
+        return {"stretch_beyond_limit": int(beyond.sum()),
+                "stretch_beyond_limit_objects": [self.model.slots[slot].id for slot in slots],
+                "stretch_worst": float(self.backend.to_host(xp.max(lengths / rest)))}
 
     def _strain_limit_solve(self, q, overshoot):
         """One global correction of the strain-limit pass: Δq_F = K_FF⁻¹ (Aᵀ W (−overshoot))_F.
