@@ -303,7 +303,8 @@ class SurfaceContact:
         launch(surface_kernels.edge_edge_contacts, self.edges.count, device=self.device,
                inputs=[start_view, current_view, self.edges.index_view, *masses,
                        *self.edge_candidates.views(), *outputs])
-        found = int(contacts[:2].sum())
-        self._crossed = int(contacts[2])
+        # one read: the pairs found (point–triangle and edge–edge) and, above bit 32, those that had crossed
+        packed = int(contacts[0].astype(xp.int64) + contacts[1].astype(xp.int64) + (contacts[2].astype(xp.int64) << 32))
+        found, self._crossed = packed & 0xFFFFFFFF, packed >> 32
         touched = count > 0
         return correction / xp.maximum(count, 1)[:, None], touched, found, contacts[3]

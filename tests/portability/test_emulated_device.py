@@ -165,3 +165,56 @@ def test_functions_that_read_device_data_back_count_as_cupys_synchronizations(ba
             call()
         counts[name] = SYNCS.pop(where, 0)
     assert counts == {"nonzero": 1, "bincount": 2, "segment_sums": 0}
+
+
+def test_collider_edge_rounds_and_self_contact_passes_read_the_device_once_each():
+    """On the device path a round of the cloth's edge contact with a mesh collider reads one number (whether its
+    test found pairs and whether any had crossed, packed), and a self-contact pass one past its candidate lists
+    (its pairs and, above bit 32, its crossed pairs): the cloth falling onto the ramp and the ball of the
+    portability scenario, over four frames."""
+    from solver_server.collision.colliders import ColliderSet
+    from solver_server.collision.self_collision import SurfaceContact
+    from solver_server.emulated_device import SYNCS
+    from solver_server.simulation import Simulation
+    from solver_server.solvers.pd.contact import ContactPoints
+    from tests.portability.scenarios import SCENARIOS
+
+    scene, _ = SCENARIOS["pd_cloth_cholesky"]()
+    simulation = Simulation(scene, emulated_cuda_backend())
+    simulation.initial_frame()
+    reads = lambda: sum(SYNCS.values())    # noqa: E731
+    seen = {"rounds": 0, "edge_calls": [], "pass_reads": []}
+
+    def counting(function, record):
+        def wrapper(*args, **kwargs):
+            before = reads()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                record(reads() - before)
+        return wrapper
+
+    def one_round(*args, **kwargs):
+        seen["rounds"] += 1
+        return edge_round(*args, **kwargs)
+
+    edge_round, edge_rounds, one_pass, lists = (ColliderSet.resolve_edges, ContactPoints.resolve_edges,
+                                                SurfaceContact._pass, SurfaceContact._candidates)
+    list_reads = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ColliderSet, "resolve_edges", one_round)
+        def edge_call(*args, **kwargs):
+            rounds_before = seen["rounds"]
+            result = counting(edge_rounds, lambda count: seen["edge_calls"].append(count))(*args, **kwargs)
+            seen["edge_calls"][-1] = (seen["edge_calls"][-1], seen["rounds"] - rounds_before)
+            return result
+
+        patch.setattr(ContactPoints, "resolve_edges", edge_call)
+        patch.setattr(SurfaceContact, "_candidates", counting(lists, list_reads.append))
+        patch.setattr(SurfaceContact, "_pass", counting(
+            one_pass, lambda count: seen["pass_reads"].append(count - list_reads.pop())))
+        for _ in range(4):
+            simulation.advance(None)
+    assert seen["edge_calls"] and sum(rounds for _, rounds in seen["edge_calls"]) > 0
+    assert all(reads_in_call == rounds for reads_in_call, rounds in seen["edge_calls"])
+    assert seen["pass_reads"] and set(seen["pass_reads"]) == {1}

@@ -167,23 +167,25 @@ class ContactPoints:
         correction. Should crossings remain after them (a crossing that needs a stretched edge to undo),
         up to ``rounds`` more rounds run without passes. Returns (q, edge pairs in contact in the last test,
         edges through a mesh: those that had crossed in the last test plus those that already passed
-        through at the substep start)."""
+        through at the substep start; both device scalars, for the frame's stats). A round reads one number
+        from the device: whether its test found pairs, and whether any had crossed, packed in two bits."""
         if not colliders.has_meshes or self.edges.shape[0] == 0:
             return q, 0, 0
         start = self.points(q_start)
-        found = crossed = through = 0
+        counts = self.xp.zeros(3, dtype=self.xp.int32)
         for round_index in range(2 * rounds if relax is not None else rounds):
             points = self.points(q)
             delta, touched, counts, crossed_points = colliders.resolve_edges(
                 self.xp, start, points, self.edge_view, self.thickness, self.inverse_gain)
-            found, crossed, through = (int(value) for value in counts)
-            if found == 0 or (crossed == 0 and round_index > 0):
+            state = int((counts[0] > 0).astype(self.xp.int32) + 2 * (counts[1] > 0).astype(self.xp.int32))
+            found, crossed = state & 1, state & 2
+            if not found or (not crossed and round_index > 0):
                 break
             q = self.distribute(q, delta, touched)
             if relax is not None and round_index < rounds:
                 q = relax(q, self.particles_of(crossed_points))
             q, _ = self.project(colliders, q, q_start)
-        return q, found, crossed + through
+        return q, counts[0], counts[1] + counts[2]
 
     def edges_crossing_colliders(self, colliders: ColliderSet, q, q_start):
         """(n_c,) bool: the points of surface edges that crossed a mesh collider's edge between q_start and
