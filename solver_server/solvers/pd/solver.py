@@ -418,12 +418,15 @@ class PDSolver:
             if not colliders.has_meshes and self.self_collision is None:
                 return candidate            # nothing to cross: no mesh edge, no other layer
             crossing = self._crossing_particles(colliders, candidate, q_start) & (share > 0)
-            if bool(crossing.any()) and already is None:
-                already = self._crossing_particles(colliders, settled, q_start)
             if already is not None:
                 crossing = crossing & ~already
             if not bool(crossing.any()):
-                return candidate
+                return candidate            # one read in the common case: nothing crossed
+            if already is None:
+                already = self._crossing_particles(colliders, settled, q_start)
+                crossing = crossing & ~already
+                if not bool(crossing.any()):
+                    return candidate
             share = xp.where(crossing, 0.0 if round_index >= REVERT_ROUNDS - 1 else 0.5 * share, share)
         return settled
 
