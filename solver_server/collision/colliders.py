@@ -181,7 +181,6 @@ class ColliderSet:
                     points, depth, normal, motion = pushed, push, surface_normal, surface_motion
                     mu = xp.where(inside, 0.5 * (friction + collider.friction), 0.0)
                     touched = inside.astype(xp.int32)
-                    outputs = None
                     continue
                 inside_3 = inside[:, None]
                 points[...] = xp.where(inside_3, pushed, points)

@@ -181,6 +181,24 @@ def project_on_primitives(params: wp.array2d(dtype=wp.float64), thickness: wp.ar
             touched[index] = 1
 
 
+@wp.func
+def coulomb_contact_force(stiffness: wp.float64, free: wp.vec3d, projected: wp.vec3d, start: wp.vec3d,
+                          motion: wp.vec3d, normal: wp.vec3d, mu: wp.float64) -> wp.vec3d:
+    """The PD contact local step's force [N] on a point of gain ``stiffness`` [kg/s²] freed of its last force at
+    ``free`` [m] and pushed to ``projected`` [m] along the unit ``normal``: the normal force k (projected − free)
+    and the Coulomb friction force against the slip since the substep start ``start`` [m], relative to the surface
+    that moved ``motion`` [m]: all of it (sticking) while k |slip| ≤ μ |normal force|, else that limit (sliding)."""
+    normal_force = stiffness * (projected - free)
+    slip = projected - start - motion
+    slip = slip - wp.dot(slip, normal) * normal
+    wanted = stiffness * wp.length(slip)
+    limit = mu * wp.length(normal_force)
+    scale = wp.float64(1.0)
+    if wanted > limit:
+        scale = limit / wp.max(wanted, wp.float64(1e-300))
+    return normal_force - (scale * stiffness) * slip
+
+
 @wp.kernel
 def contact_forces(params: wp.array2d(dtype=wp.float64), candidates: wp.array(dtype=wp.int32),
                    q: wp.array(dtype=wp.vec3d), q_start: wp.array(dtype=wp.vec3d),
@@ -201,15 +219,7 @@ def contact_forces(params: wp.array2d(dtype=wp.float64), candidates: wp.array(dt
         projected, depth, normal, motion, mu, pushed = push_out(params, free, thickness[c], friction[c])
         result = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
         if pushed == 1:
-            normal_force = stiffness * (projected - free)
-            slip = projected - q_start[c] - motion
-            slip = slip - wp.dot(slip, normal) * normal
-            wanted = stiffness * wp.length(slip)
-            limit = mu * wp.length(normal_force)
-            scale = wp.float64(1.0)
-            if wanted > limit:
-                scale = limit / wp.max(wanted, wp.float64(1e-300))
-            result = normal_force - (scale * stiffness) * slip
+            result = coulomb_contact_force(stiffness, free, projected, q_start[c], motion, normal, mu)
         force[k] = result
         particle_force[c] = result * movable[c]
 

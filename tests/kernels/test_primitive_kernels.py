@@ -102,6 +102,45 @@ def _posed_colliders():
              "params": {"friction": 0.2 * k, "thickness": 0.01 * k}} for k, shape in enumerate(SHAPES)]
 
 
+def _one_substep_simulation(objects):
+    """A CPU Simulation of ``objects`` at 24 fps, one substep a frame."""
+    from solver_server.backend import get_backend  # noqa: PLC0415
+    from solver_server.simulation import Simulation  # noqa: PLC0415
+
+    return Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}},
+                      get_backend("cpu"))
+
+
+def _embedded_blob_contact(centre, colliders, seed: int, spread: float):
+    """A soft body made from a closed surface (lattice embedding) of 0.3 m around ``centre`` among the collider
+    objects ``colliders``: (its ContactPoints, the Simulation, particle count n, q_start (n, 3) [m]: its rest
+    jittered by ``spread`` [m], q: q_start jittered by 2 mm), random numbers from ``seed``."""
+    from benchmarks.pd_softbody import bumpy_blob  # noqa: PLC0415
+
+    vertices, triangles = bumpy_blob()        # a closed surface embedded in a tet lattice of its own
+    vertices = 0.3 * (vertices - vertices.mean(axis=0)) + centre
+    simulation = _one_substep_simulation([{"id": "Blob", "kind": "softbody", "vertices": vertices,
+                                           "triangles": triangles,
+                                           "params": {"friction": 0.4, "tet_resolution": 6}}, *colliders])
+    contact = simulation.groups[0].solver.contact
+    assert not contact.identity
+    n = simulation.groups[0].model.particle_count
+    rng = np.random.default_rng(seed)
+    q_start = np.ascontiguousarray(simulation.groups[0].model.rest + rng.normal(scale=spread, size=(n, 3)))
+    q = np.ascontiguousarray(q_start + rng.normal(scale=0.002, size=(n, 3)))
+    return contact, simulation, n, q_start, q
+
+
+def _tilted_floor():
+    """A 10 m square mesh collider of two triangles tilted 12° about x (μ 0.2, 2 mm thick): (its object, its
+    rotation (3, 3), the vertices (4, 3) [m] it moves to by the next substep, a few millimetres away)."""
+    turn = np.radians(12.0)
+    tilt = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(turn), -np.sin(turn)], [0.0, np.sin(turn), np.cos(turn)]])
+    floor = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [5.0, 5.0, 0.0], [-5.0, 5.0, 0.0]]) @ tilt.T
+    return ({"id": "Floor", "kind": "collider", "vertices": floor, "triangles": np.array([[0, 1, 2], [0, 2, 3]]),
+             "params": {"friction": 0.2, "thickness": 0.002}}, tilt, floor + [0.004, -0.003, 0.002])
+
+
 def _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, drift: float,
                                      tolerance: float = 1e-12):
     """Three ContactPoints.forces iterations (each fed the previous forces, the points moved by ``drift`` [m] per
@@ -130,17 +169,13 @@ def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
     ColliderSet.primitive_contact_forces / primitive_contact_planes) against their array path through
     ColliderSet.project: every kind, moving, sticking and sliding contacts, three force iterations each fed
     the previous forces; pinned particles take no force."""
-    from solver_server.backend import get_backend  # noqa: PLC0415
-    from solver_server.simulation import Simulation  # noqa: PLC0415
     from tests.physics.scenes import grid  # noqa: PLC0415
 
     vertices, triangles, index = grid(40, 40, size=2.0)
     vertices = vertices - [1.0, 1.0, 0.0]
     objects = [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
                 "pins": {"indices": [int(index[0, 0])], "weights": [1.0]}, "params": {"friction": 0.4}}]
-    objects += _posed_colliders()
-    scene = {"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}}
-    simulation = Simulation(scene, get_backend("cpu"))
+    simulation = _one_substep_simulation(objects + _posed_colliders())
     solver = simulation.groups[0].solver
     colliders = simulation.colliders
     colliders.set_poses({collider.id: (_pose((0.01, 0.02, -0.01)), None) for collider in colliders.colliders})
@@ -166,24 +201,8 @@ def test_pd_contact_forces_and_planes_kernels_equal_the_array_path():
 def test_pd_contact_forces_kernel_on_embedded_points_equals_the_array_path():
     """A soft body's contact points are embedded in its tets (C q): the forces kernel on those points, scattered
     by Cᵀ, gives the array path's point and particle forces over three iterations fed the previous forces."""
-    from solver_server.backend import get_backend  # noqa: PLC0415
-    from solver_server.simulation import Simulation  # noqa: PLC0415
-    from benchmarks.pd_softbody import bumpy_blob  # noqa: PLC0415
-
-    vertices, triangles = bumpy_blob()        # a closed surface embedded in a tet lattice of its own
-    vertices = 0.3 * (vertices - vertices.mean(axis=0)) + [0.9, -0.1, 0.3]     # partly inside the colliders
-    objects = [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
-                "params": {"friction": 0.4, "tet_resolution": 6}}]
-    objects += _posed_colliders()
-    simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
-                                                          "substeps": 1}}, get_backend("cpu"))
-    contact = simulation.groups[0].solver.contact
-    assert not contact.identity
-    colliders = simulation.colliders
-    n = simulation.groups[0].model.particle_count
-    rng = np.random.default_rng(5)
-    q_start = np.ascontiguousarray(simulation.groups[0].model.rest + rng.normal(scale=0.01, size=(n, 3)))
-    q = np.ascontiguousarray(q_start + rng.normal(scale=0.002, size=(n, 3)))
+    contact, simulation, n, q_start, q = _embedded_blob_contact([0.9, -0.1, 0.3], _posed_colliders(), 5, 0.01)
+    colliders = simulation.colliders                     # the blob lies partly inside them
     candidates = contact.candidates(colliders, q, q_start)
     assert 10 < len(candidates) < contact.count
     for particle_force in _forces_kernel_equals_array_path(contact, colliders, q, q_start, candidates, 0.003):
@@ -196,23 +215,17 @@ def test_pd_contact_forces_on_planes_of_a_flat_mesh_equal_the_exact_projection()
     so the kernel gives the forces of the exact projection at every iteration (the array path: a continuous,
     two-sided query per iteration), for points on either side, sticking and sliding, over three iterations fed
     the previous forces; pinned particles take no force."""
-    from solver_server.backend import get_backend  # noqa: PLC0415
-    from solver_server.simulation import Simulation  # noqa: PLC0415
     from tests.physics.scenes import grid  # noqa: PLC0415
 
     vertices, triangles, index = grid(30, 30, size=1.0, height=0.0)
-    turn = np.radians(12.0)
-    tilt = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(turn), -np.sin(turn)], [0.0, np.sin(turn), np.cos(turn)]])
-    floor = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [5.0, 5.0, 0.0], [-5.0, 5.0, 0.0]]) @ tilt.T
-    objects = [{"id": "Cloth", "kind": "cloth", "vertices": vertices, "triangles": triangles,
-                "pins": {"indices": [int(index[0, 0])], "weights": [1.0]}, "params": {"friction": 0.4}},
-               {"id": "Floor", "kind": "collider", "vertices": floor, "triangles": np.array([[0, 1, 2], [0, 2, 3]]),
-                "params": {"friction": 0.2, "thickness": 0.002}}]
-    simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
-                                                          "substeps": 1}}, get_backend("cpu"))
+    floor, tilt, moved = _tilted_floor()
+    simulation = _one_substep_simulation([{"id": "Cloth", "kind": "cloth", "vertices": vertices,
+                                           "triangles": triangles,
+                                           "pins": {"indices": [int(index[0, 0])], "weights": [1.0]},
+                                           "params": {"friction": 0.4}}, floor])
     solver = simulation.groups[0].solver
     colliders = simulation.colliders
-    colliders.set_poses({"Floor": (np.eye(4), floor + [0.004, -0.003, 0.002])})
+    colliders.set_poses({"Floor": (np.eye(4), moved)})
     rng = np.random.default_rng(6)
     q_start = np.ascontiguousarray(vertices + rng.normal(scale=0.01, size=vertices.shape))
     q = np.ascontiguousarray(q_start + rng.normal(scale=0.004, size=vertices.shape))
@@ -228,29 +241,10 @@ def test_pd_contact_forces_on_planes_of_a_flat_mesh_equal_the_exact_projection()
 def test_pd_contact_forces_of_embedded_points_on_planes_of_a_flat_mesh_equal_the_exact_projection():
     """A soft body's embedded surface points (C q) against a flat, tilted, moving mesh: the contact-plane kernel's
     point forces, and the particle forces Cᵀ f, equal the exact projection's over three iterations."""
-    from solver_server.backend import get_backend  # noqa: PLC0415
-    from solver_server.simulation import Simulation  # noqa: PLC0415
-    from benchmarks.pd_softbody import bumpy_blob  # noqa: PLC0415
-
-    vertices, triangles = bumpy_blob()
-    vertices = 0.3 * (vertices - vertices.mean(axis=0))       # around the origin: partly under the floor
-    turn = np.radians(12.0)
-    tilt = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(turn), -np.sin(turn)], [0.0, np.sin(turn), np.cos(turn)]])
-    floor = np.array([[-5.0, -5.0, 0.0], [5.0, -5.0, 0.0], [5.0, 5.0, 0.0], [-5.0, 5.0, 0.0]]) @ tilt.T
-    objects = [{"id": "Blob", "kind": "softbody", "vertices": vertices, "triangles": triangles,
-                "params": {"friction": 0.4, "tet_resolution": 6}},
-               {"id": "Floor", "kind": "collider", "vertices": floor, "triangles": np.array([[0, 1, 2], [0, 2, 3]]),
-                "params": {"friction": 0.2, "thickness": 0.002}}]
-    simulation = Simulation({"objects": objects, "time": {"fps": 24, "frame_start": 1, "frame_end": 2,
-                                                          "substeps": 1}}, get_backend("cpu"))
-    contact = simulation.groups[0].solver.contact
-    assert not contact.identity
-    colliders = simulation.colliders
-    colliders.set_poses({"Floor": (np.eye(4), floor + [0.004, -0.003, 0.002])})
-    n = simulation.groups[0].model.particle_count
-    rng = np.random.default_rng(9)
-    q_start = np.ascontiguousarray(simulation.groups[0].model.rest + rng.normal(scale=0.005, size=(n, 3)))
-    q = np.ascontiguousarray(q_start + rng.normal(scale=0.002, size=(n, 3)))
+    floor, _, moved = _tilted_floor()
+    contact, simulation, n, q_start, q = _embedded_blob_contact([0.0, 0.0, 0.0], [floor], 9, 0.005)
+    colliders = simulation.colliders                     # the blob lies partly under the floor
+    colliders.set_poses({"Floor": (np.eye(4), moved)})
     candidates = contact.candidates(colliders, q, q_start)
     assert 10 < len(candidates) < contact.count
     # the planes are points in world coordinates (0.3 m from the origin): their few roundings, ~1e-14 m, times the

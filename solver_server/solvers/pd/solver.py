@@ -253,7 +253,7 @@ class PDSolver:
         self.started = False     # the first step recovers points that start inside a closed collider shell
         self.self_collision = None
         self.strain_limit = self._build_strain_limit(backend, model, settings)
-        self._overstretch = self._overstretch_table(model, settings)
+        self._overstretch = self._overstretch_table(model)
         self.wind = ClothWind.of_model(backend, model)
         self.air = ClothAirDrag.of_model(backend, model, self.hard_indices)
         edges = edge_strain_batch(self.batches)
@@ -278,16 +278,16 @@ class PDSolver:
                                rounds=-(-passes // per_round), passes_per_round=per_round,
                                free_length=edges.limits[:, 1] * edges.rest_length)
 
-    def _overstretch_table(self, model, settings):
-        """(edges (E, 2), rest lengths (E,) [m], reported lengths (E,) [m]: the hard limit plus REPORTED_OVERSTRETCH
-        of the rest length, on the device; each edge's object slot (E,) on the host), or None without a limit."""
-        edges = edge_strain_batch(self.batches)
-        if edges is None or self.strain_limit is None:
+    def _overstretch_table(self, model):
+        """(rest lengths (E,) [m], reported lengths (E,) [m]: the strain limit's hard lengths plus REPORTED_OVERSTRETCH
+        of the rest length, on the device; each edge's object slot (E,) on the host) of the limit's edges, or None
+        without a limit."""
+        if self.strain_limit is None:
             return None
-        xp = self.backend.xp
+        edges = edge_strain_batch(self.batches)
+        rest = self.backend.xp.asarray(edges.rest_length)
         starts = np.array([slot.start for slot in model.slots])
-        reported = (edges.limits[:, 1] + settings["strain_limit_slack"] + REPORTED_OVERSTRETCH) * edges.rest_length
-        return (xp.asarray(np.ascontiguousarray(edges.edges)), xp.asarray(edges.rest_length), xp.asarray(reported),
+        return (rest, self.strain_limit.max_length + REPORTED_OVERSTRETCH * rest,
                 np.searchsorted(starts, edges.edges[:, 0], side="right") - 1)
 
     def overstretch(self, q) -> dict:
@@ -299,7 +299,8 @@ class PDSolver:
         if self._overstretch is None:
             return {}
         xp = self.backend.xp
-        edges, rest, reported, edge_slot = self._overstretch
+        edges = self.strain_limit.edges
+        rest, reported, edge_slot = self._overstretch
         lengths = xp.sqrt(xp.sum((q[edges[:, 0]] - q[edges[:, 1]]) ** 2, axis=1))
         beyond = self.backend.to_host(lengths > reported)
         if not beyond.any():

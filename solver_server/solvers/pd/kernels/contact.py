@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from ....collision.primitive_kernels import coulomb_contact_force
+
 
 @wp.kernel
 def plane_contact_forces(candidates: wp.array(dtype=wp.int32), points: wp.array(dtype=wp.vec3d),
@@ -22,9 +24,9 @@ def plane_contact_forces(candidates: wp.array(dtype=wp.int32), points: wp.array(
     c = candidates[k] at ``points[c]`` [m] (``start[c]`` at the substep start) with the force ``previous[k]`` [N]
     of the last iteration and gain k_c = ``gain[c]`` [kg/s²]. Freed of that force, y = points[c] − previous[k]/k_c
     is pushed onto its plane (through ``plane_point[k]`` with unit ``plane_normal[k]``; a zero normal: no contact)
-    where it lies behind it. The normal force k_c (y* − y) and the Coulomb friction force against the slip
-    since the substep start relative to the surface (which moved ``plane_motion[k]`` [m] over the substep), at
-    most ``friction[k]`` times the normal force, give force[k]; point_force[c] = force[k] × movable[c]."""
+    where it lies behind it, and force[k] is the contact force there (``coulomb_contact_force``: the normal force
+    and the Coulomb friction against the slip relative to the surface, which moved ``plane_motion[k]`` [m] over the
+    substep, with μ = ``friction[k]``); point_force[c] = force[k] × movable[c]."""
     begin = first + wp.tid() * chunk
     for k in range(begin, wp.min(begin + chunk, candidates.shape[0])):
         c = candidates[k]
@@ -34,15 +36,7 @@ def plane_contact_forces(candidates: wp.array(dtype=wp.int32), points: wp.array(
         behind = wp.dot(free - plane_point[k], normal)
         result = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
         if behind < wp.float64(0.0):
-            projected = free - behind * normal
-            normal_force = stiffness * (projected - free)
-            slip = projected - start[c] - plane_motion[k]
-            slip = slip - wp.dot(slip, normal) * normal
-            wanted = stiffness * wp.length(slip)
-            limit = friction[k] * wp.length(normal_force)
-            scale = wp.float64(1.0)
-            if wanted > limit:
-                scale = limit / wp.max(wanted, wp.float64(1e-300))
-            result = normal_force - (scale * stiffness) * slip
+            result = coulomb_contact_force(stiffness, free, free - behind * normal, start[c], plane_motion[k],
+                                           normal, friction[k])
         force[k] = result
         point_force[c] = result * movable[c]
