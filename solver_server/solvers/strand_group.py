@@ -20,16 +20,13 @@ class StrandGroup(ABC):
     Hooks: ``model`` (params.model value), ``STATE_FIELDS`` (array fields of the solver state that a
     checkpoint carries as ``object<i>_<field>`` float64, plus ``object<i>_time``), ``STAT_KEYS`` (summed
     step statistics; ``substeps`` is reported as ``iterations``), ``make_solver``, ``control``,
-    ``output_positions``, ``finite_field``, ``LAYS_SIMULATED_OUT`` (whether the simulated strands are drawn
-    laid out of the mesh colliders' closed shells, for a model whose contact can leave a point a fraction of a
-    millimetre under the skin at a frame's end: ``StrandObject.output``); optionally ``extra_state_arrays`` and
+    ``output_positions``, ``finite_field``; optionally ``extra_state_arrays`` and
     ``checked_extra_state`` / ``apply_extra_state`` (validated before anything changes, applied after)."""
 
     model: str = ""
     STATE_FIELDS: tuple[str, ...] = ()
     STAT_KEYS: tuple[str, ...] = ("contacts",)
     finite_field: str = "positions"
-    LAYS_SIMULATED_OUT: bool = False
 
     def __init__(self, specs, backend, scene):
         self.backend = backend
@@ -109,8 +106,7 @@ class StrandGroup(ABC):
         drawn = {}
         for strands, solver, state in zip(self.objects, self.solvers, self.states):
             simulated = self.output_positions(solver, state)
-            points = strands.output(simulated, self.poses, xp, self.colliders, solver.settings.radius,
-                                    self.LAYS_SIMULATED_OUT)
+            points = strands.output(simulated, self.poses, xp, self.colliders, solver.settings.radius)
             drawn[strands.id] = self.backend.to_host(points).astype(np.float32)
         return drawn
 

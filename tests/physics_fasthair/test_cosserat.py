@@ -226,3 +226,26 @@ def test_quaternions_from_rotation_matrices():
     q = quat.from_matrices(matrices)
     rebuilt = np.stack([quat.axis(q, k) for k in range(3)], axis=-1)
     np.testing.assert_allclose(rebuilt, matrices, atol=1e-12)
+
+
+def test_lay_onto_turns_the_chosen_strands_onto_laid_nodes_and_moves_their_anchors():
+    """A strand laid out of a shell keeps its segment lengths, so turning its free segments onto the laid nodes
+    from the root out meets every one of them; the velocities stay, the other strands are untouched, and the
+    chosen strands' contact anchors move to the laid nodes (the next query starts there)."""
+    rest = straight(6, length=0.3, strands=2)
+    solver, state = make(rest, radius=1e-3)
+    before = solver.positions(state).copy()
+    velocities = state.joint_velocities.copy()
+    state.collider_anchor = before.copy()
+    laid = before.copy()
+    pivot = laid[1, 3]
+    turn = np.array([[math.cos(0.7), 0.0, -math.sin(0.7)], [0.0, 1.0, 0.0], [math.sin(0.7), 0.0, math.cos(0.7)]])
+    laid[1, 4:] = pivot + (laid[1, 4:] - pivot) @ turn.T              # the last three segments turned up
+    laid[1, 6] = laid[1, 5] + np.linalg.norm(rest[1, 6] - rest[1, 5]) * np.array([0.0, 1.0, 0.0])  # tip sideways
+    chosen = np.array([False, True])
+    solver.lay_onto(state, laid, chosen)
+    after = solver.positions(state)
+    np.testing.assert_allclose(after[1], laid[1], atol=1e-12)
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(state.joint_velocities, velocities)
+    np.testing.assert_array_equal(state.collider_anchor, laid)

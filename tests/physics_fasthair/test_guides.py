@@ -244,11 +244,11 @@ def test_a_segment_poking_into_the_skin_is_laid_out_as_far_as_its_depth_asks_and
     assert max(np.linalg.norm(np.diff(ends, axis=0), axis=1)) < 1e-3
 
 
-def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept():
-    """A simulated strand (no guides) whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's
-    contact push is a force that closes the depth over the next substep), when its group asks for it, is drawn
-    with its tip outside and its segment's length, the points before it where they are; the simulated
-    points are not changed."""
+def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
+    """A strand whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's contact push is a force
+    that closes the depth over the next substep; the group lays such strands out at the frame's end) comes back
+    with its tip outside at its segment's length and the points before it where they are, and is the one strand
+    named as laid; the points given are not changed, and a strand outside is returned as it is."""
     from solver_server.collision.colliders import ColliderSet
     from solver_server.sim.builder import parse_scene
     from solver_server.solvers.guides.strand_object import StrandObject
@@ -261,14 +261,16 @@ def test_simulated_strands_are_drawn_outside_the_shells_and_their_state_is_kept(
                                             "triangles": triangles, "params": {}}],
                         "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}})
     colliders = ColliderSet([obj for obj in spec.objects if obj.kind == "collider"])
-    strand = np.array([[[-0.06, 0.0, 0.0], [-0.04, 0.0, 0.0], [-0.02, 0.0, 0.0], [0.0003, 0.0, 0.001]]])
-    simulated = strand.copy()
-    hair = StrandObject("Hair", StrandLayout.uniform(1, 4), strand.copy(), 1, None, {}, None, {})
-    drawn = hair.output(simulated, None, np, colliders, 1e-4, lay_simulated=True)
-    np.testing.assert_array_equal(simulated, strand)
-    np.testing.assert_array_equal(hair.output(simulated, None, np, colliders, 1e-4), strand[0])  # not asked
-    np.testing.assert_array_equal(drawn[:3], strand[0, :3])
-    assert drawn[3, 0] < 0.0                                              # outside the wall at x = 0
-    np.testing.assert_allclose(np.linalg.norm(drawn[3] - drawn[2]), np.linalg.norm(strand[0, 3] - strand[0, 2]),
-                               rtol=1e-9)
-    assert np.array_equal(hair.output(simulated, None, np, None), strand[0])   # without colliders: as simulated
+    into = np.array([[-0.06, 0.0, 0.0], [-0.04, 0.0, 0.0], [-0.02, 0.0, 0.0], [0.0003, 0.0, 0.001]])
+    clear = into - [0.1, 0.0, 0.0]
+    strands = np.stack([clear, into])
+    given = strands.copy()
+    hair = StrandObject("Hair", StrandLayout.uniform(2, 4), strands.copy(), 1, None, {}, None, {})
+    laid, named = hair.laid_outside(given, colliders, 1e-4, np)
+    np.testing.assert_array_equal(given, strands)
+    assert named.tolist() == [False, True]
+    np.testing.assert_array_equal(laid[0], clear)
+    np.testing.assert_array_equal(laid[1, :3], into[:3])
+    assert laid[1, 3, 0] < 0.0                                              # outside the wall at x = 0
+    np.testing.assert_allclose(np.linalg.norm(laid[1, 3] - laid[1, 2]), np.linalg.norm(into[3] - into[2]), rtol=1e-9)
+    np.testing.assert_array_equal(hair.output(given, None, np, colliders, 1e-4), given.reshape(-1, 3))  # drawn as given

@@ -27,9 +27,6 @@ class CosseratHairGroup(StrandGroup):
                     "root_angular_velocities", "collider_anchor")
     STAT_KEYS = ("contacts", "recovered_inside")
     finite_field = "orientations"
-    # the contact push is a force, and the end-of-substep turn-out can leave a tip in the hollow beside an ear a
-    # fraction of a millimetre under the skin for the next substep to close: drawn laid out of the shells
-    LAYS_SIMULATED_OUT = True
 
     def make_solver(self, strands, object_id, scene, xp):
         settings = CosseratSettings.from_params(strands.params, object_id)
@@ -68,18 +65,42 @@ class CosseratHairGroup(StrandGroup):
                                                    None if anchor is None else xp.asarray(anchor))
 
     def finish_frame(self) -> dict:
-        """At a frame's end: strand-interaction candidate pairs that did not fit a device's buffer during the frame
-        (one read per object; their lists are built again, larger, at the next step) are reported as
-        ``interaction_pairs_dropped`` and logged."""
+        """At a frame's end: strands with a node inside a mesh collider's closed shell laid out of it
+        (``laid_out_strands``, ``_lay_state_outside``); strand-interaction candidate pairs that did not fit a
+        device's buffer during the frame (one read per object; their lists are built again, larger, at the next
+        step) reported as ``interaction_pairs_dropped`` and logged."""
+        stats = self._lay_state_outside()
         dropped = {strands.id: solver.interaction.take_dropped() for strands, solver in zip(self.objects, self.solvers)
                    if solver.interaction is not None}
         dropped = {object_id: count for object_id, count in dropped.items() if count}
-        if not dropped:
-            return {}
         for object_id, count in dropped.items():
             log.warning("%s: %d strand-interaction candidate pairs did not fit the device's list this frame; "
                         "the list is built again, larger, at the next step", object_id, count)
-        return {"interaction_pairs_dropped": sum(dropped.values())}
+        if dropped:
+            stats["interaction_pairs_dropped"] = sum(dropped.values())
+        return stats
+
+    def _lay_state_outside(self) -> dict:
+        """The contact push is a force on an articulated chain: a node that a fast strand carried deep under the
+        skin (a tip swung into the head beside an ear) can have its contact anchor, the point it crossed the skin,
+        farther from the node before it than their segment's length, so the end-of-substep turn-out cannot bring
+        it back and it stays inside frame after frame. At a frame's end such strands are laid out of the closed
+        shells from the root as drawn children are (``StrandObject.laid_outside``, one winding test of every free
+        node) and their segments turned onto the laid nodes (``CosseratSolver.lay_onto``, velocities kept): the
+        state, its checkpoint and the frame drawn agree, and the frame after starts outside. Returns
+        {"laid_out_strands": count} when any was laid."""
+        colliders = self.colliders
+        if colliders is None or not colliders.has_meshes:
+            return {}
+        xp = self.backend.xp
+        laid_count = 0
+        for strands, solver, state in zip(self.objects, self.solvers, self.states):
+            laid, rows = strands.laid_outside(solver.positions(state), colliders, solver.settings.radius, xp)
+            count = int(xp.count_nonzero(rows))
+            if count:
+                solver.lay_onto(state, laid, rows)
+                laid_count += count
+        return {"laid_out_strands": laid_count} if laid_count else {}
 
 
 def build_group(specs, backend, scene) -> CosseratHairGroup:

@@ -506,6 +506,21 @@ class CosseratSolver:
             warp_view(moved, wp.int32)])
         return True
 
+    def lay_onto(self, state: CosseratState, targets, strands) -> None:
+        """The free segments of the ``strands`` (S,) bool turned, from the root out, to point at the node positions
+        ``targets`` (S, P, 3) [m] (``kernels.turn_towards``): targets a segment's length apart, as a strand laid out
+        of the colliders' shells is, are met exactly. The joint velocities stay; those nodes' contact anchors move
+        to the targets, so the next contact query starts from there."""
+        xp = self.xp
+        targets = xp.ascontiguousarray(targets, dtype=xp.float64)
+        chosen = xp.ascontiguousarray(strands.astype(xp.int32))
+        launch_split(kernels.turn_towards, targets.shape[0], self.device, [], [
+            targets.shape[1] - 1, warp_view(state.orientations.reshape(-1, 4), wp.vec4d), self._views["lengths"],
+            self._views["free"], warp_view(xp.ascontiguousarray(state.root_positions), wp.vec3d),
+            warp_view(targets.reshape(-1, 3), wp.vec3d), warp_view(chosen, wp.int32)])
+        if state.collider_anchor is not None:
+            state.collider_anchor = xp.where(strands[:, None, None], targets, state.collider_anchor)
+
     def _collider_forces(self, state: CosseratState, positions, velocities, colliders: AnalyticColliders, h, dt: float,
                          interval) -> tuple:
         """(S, P, 3) node forces [N] pushing the nodes in contact out of the colliders within about one step of

@@ -97,47 +97,44 @@ class StrandObject:
         guides = self.interpolator.assignment.guides
         return {name: factors[guides] for name, factors in padded.items()}
 
-    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0,
-               lay_simulated: bool = False):
+    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0):
         """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are
         interpolated from the guides at the instant of ``poses``.
 
-        With ``colliders`` (a collision.ColliderSet posed at that instant) the strands drawn are kept out of its
-        closed mesh shells (``_walked_outside``): every interpolated child, and with ``lay_simulated`` the
-        simulated strands too, for a model whose contact can leave a node a fraction of a millimetre under the
-        skin at the end of a substep (Cosserat's push is a force) for the next substep to close. The simulated
-        state is not changed. The pinned root points stay where the skin puts them."""
+        With ``colliders`` (a collision.ColliderSet posed at that instant) every interpolated child is kept out of
+        its closed mesh shells (``laid_outside``); the simulated strands are drawn as simulated. The pinned root
+        points stay where the skin puts them."""
         points = simulated_points
         if self.interpolator is not None:
             roots, rotations = self.root_frames(poses)
             points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
-        if colliders is not None and colliders.has_meshes and (self.interpolator is not None or lay_simulated):
-            points = self._walked_outside(points, colliders, radius, xp)
+        if colliders is not None and colliders.has_meshes and self.interpolator is not None:
+            points = self.laid_outside(points, colliders, radius, xp)[0]
         return self.layout.unpad(points, xp)
 
-    def _walked_outside(self, points, colliders, radius: float, xp):
+    def laid_outside(self, points, colliders, radius: float, xp):
         """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
         ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side of an ear,
         cuts through the head between them. Each point is placed along its (blended) segment from the
         point before; one that lands inside a shell (``ColliderSet.recover_inside``, by winding number: no
-        history is needed, the children are drawn, not simulated) keeps its segment's length and turns out of
-        the shells (``_way_out``). The segments after it keep their own directions: turning the rest of the
-        strand with it made a long lever of every turn, and a turn that changed from one frame to the next
-        threw the tip (the largest jump after frame 8 on Suzanne, Cosserat guides, 0.21 → 0.28 m). One test of
-        every point finds the strands to lay; the others are kept exactly as they are."""
+        history is needed) keeps its segment's length and turns out of the shells (``_way_out``). The segments
+        after it keep their own directions: turning the rest of the strand with it made a long lever of every
+        turn, and a turn that changed from one frame to the next threw the tip (the largest jump after frame 8
+        on Suzanne, Cosserat guides, 0.21 → 0.28 m). One test of every point finds the strands to lay; the
+        others are kept exactly as they are. Returns (points (S, P, 3), laid (S,) bool: the strands laid)."""
         free = points[:, self.pinned:]
         _, inside = colliders.recover_inside(xp, xp.ascontiguousarray(free.reshape(-1, 3)),
                                              xp.full(free.shape[0] * free.shape[1], float(radius)))
         entering = inside.reshape(free.shape[:2]).any(axis=1)
         if not bool(entering.any()):
-            return points
+            return points, entering
         rows = xp.nonzero(entering)[0]
         walked = points.copy()
         walked[rows] = self._walked_strands(points[rows], colliders, radius, xp)
-        return walked
+        return walked, entering
 
     def _walked_strands(self, points, colliders, radius: float, xp):
-        """``_walked_outside`` of strands (S, P, 3) [m] that enter a shell, laid point by point from the root."""
+        """``laid_outside`` of strands (S, P, 3) [m] that enter a shell, laid point by point from the root."""
         reach = xp.full(points.shape[0], float(radius))
 
         def out_of_shells(candidate):
