@@ -40,6 +40,9 @@ class StrandGroup(ABC):
             self.objects.append(strands)
             self.solvers.append(solver)
             self.states.append(solver.initial_state())
+        # per object, the strands drawn at the last frame (S, P, 3) [m] where children are interpolated (their
+        # laying out of the colliders leans towards it: StrandObject.laid_outside), else None; checkpointed
+        self.drawn = [None] * len(self.objects)
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -104,10 +107,13 @@ class StrandGroup(ABC):
         """Every strand's points (N, 3) float32 [m]; interpolated children kept out of the mesh colliders."""
         xp = self.backend.xp
         drawn = {}
-        for strands, solver, state in zip(self.objects, self.solvers, self.states):
+        for index, (strands, solver, state) in enumerate(zip(self.objects, self.solvers, self.states)):
             simulated = self.output_positions(solver, state)
-            points = strands.output(simulated, self.poses, xp, self.colliders, solver.settings.radius)
-            drawn[strands.id] = self.backend.to_host(points).astype(np.float32)
+            points = strands.drawn(simulated, self.poses, xp, self.colliders, solver.settings.radius,
+                                   self.drawn[index])
+            if strands.interpolator is not None:
+                self.drawn[index] = points
+            drawn[strands.id] = self.backend.to_host(strands.layout.unpad(points, xp)).astype(np.float32)
         return drawn
 
     def device_positions(self) -> list:
@@ -123,6 +129,8 @@ class StrandGroup(ABC):
             for name in self.STATE_FIELDS:
                 arrays[f"object{index}_{name}"] = np.array(to_host(getattr(state, name)), np.float64)
             arrays[f"object{index}_time"] = np.array(state.time, np.float64)
+            if self.drawn[index] is not None:
+                arrays[f"object{index}_drawn"] = np.array(to_host(self.drawn[index]), np.float64)
             arrays.update(self.extra_state_arrays(index, solver, state))
         return arrays
 
@@ -137,9 +145,15 @@ class StrandGroup(ABC):
                       for name in self.STATE_FIELDS}
             time = float(checked_state_array(arrays, f"object{index}_time", (), np.float64, strands.id))
             restored = replace(state, **fields, time=time)
-            loaded.append((restored, self.checked_extra_state(index, strands, self.solvers[index], restored, arrays)))
-        self.states = [state for state, _ in loaded]
-        for solver, (_, extra) in zip(self.solvers, loaded):
+            drawn = None
+            if f"object{index}_drawn" in arrays and strands.interpolator is not None:
+                drawn = xp.asarray(checked_state_array(arrays, f"object{index}_drawn", strands.rest.shape, np.float64,
+                                                       strands.id))
+            loaded.append((restored, self.checked_extra_state(index, strands, self.solvers[index], restored, arrays),
+                           drawn))
+        self.states = [state for state, _, _ in loaded]
+        self.drawn = [drawn for _, _, drawn in loaded]
+        for solver, (_, extra, _) in zip(self.solvers, loaded):
             self.apply_extra_state(solver, extra)
 
     def first_non_finite(self) -> str | None:

@@ -244,14 +244,10 @@ def test_a_segment_poking_into_the_skin_is_laid_out_as_far_as_its_depth_asks_and
     assert max(np.linalg.norm(np.diff(ends, axis=0), axis=1)) < 1e-3
 
 
-def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
-    """A strand whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's contact push is a force
-    that closes the depth over the next substep; the group lays such strands out at the frame's end) comes back
-    with its tip outside at its segment's length and the points before it where they are, and is the one strand
-    named as laid; the points given are not changed, and a strand outside is returned as it is."""
+def _box_behind_a_wall():
+    """A collision.ColliderSet of one closed box mesh filling 0 ≤ x ≤ 1, |y|, |z| ≤ 1: a wall at x = 0."""
     from solver_server.collision.colliders import ColliderSet
     from solver_server.sim.builder import parse_scene
-    from solver_server.solvers.guides.strand_object import StrandObject
 
     corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
     quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
@@ -260,7 +256,17 @@ def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
     spec = parse_scene({"objects": [cloth, {"id": "Box", "kind": "collider", "vertices": corners,
                                             "triangles": triangles, "params": {}}],
                         "time": {"fps": 24, "frame_start": 1, "frame_end": 2, "substeps": 1}})
-    colliders = ColliderSet([obj for obj in spec.objects if obj.kind == "collider"])
+    return ColliderSet([obj for obj in spec.objects if obj.kind == "collider"])
+
+
+def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
+    """A strand whose tip ended a fraction of a millimetre inside a closed mesh (Cosserat's contact push is a force
+    that closes the depth over the next substep; the group lays such strands out at the frame's end) comes back
+    with its tip outside at its segment's length and the points before it where they are, and is the one strand
+    named as laid; the points given are not changed, and a strand outside is returned as it is."""
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    colliders = _box_behind_a_wall()
     into = np.array([[-0.06, 0.0, 0.0], [-0.04, 0.0, 0.0], [-0.02, 0.0, 0.0], [0.0003, 0.0, 0.001]])
     clear = into - [0.1, 0.0, 0.0]
     strands = np.stack([clear, into])
@@ -274,3 +280,29 @@ def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
     assert laid[1, 3, 0] < 0.0                                              # outside the wall at x = 0
     np.testing.assert_allclose(np.linalg.norm(laid[1, 3] - laid[1, 2]), np.linalg.norm(into[3] - into[2]), rtol=1e-9)
     np.testing.assert_array_equal(hair.output(given, None, np, colliders, 1e-4), given.reshape(-1, 3))  # drawn as given
+
+
+def test_a_segment_plunging_straight_into_the_skin_lies_the_way_it_was_drawn_before():
+    """A child's segment that points straight into a wall has almost no direction of its own along it: laid from
+    its own sliver of sideways direction, its end swung to the opposite side when that sliver changed sign (a tip
+    hopping 16 cm a frame on Suzanne with the head at rest). Given where the strand was drawn the frame before,
+    it lies on that side again; and with no shell entered, nothing moves."""
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    colliders = _box_behind_a_wall()
+
+    def plunging(sideways):
+        start = np.array([[-0.045, 0.0, 0.0], [-0.025, 0.0, 0.0], [-0.005, 0.0, 0.0]])
+        direction = np.array([1.0, sideways, 0.0]) / np.hypot(1.0, sideways)
+        return np.concatenate([start, start[-1:] + 0.02 * direction])[None]
+
+    hair = StrandObject("Hair", StrandLayout.uniform(1, 4), plunging(0.0), 1, None, {}, None, {})
+    first, _ = hair.laid_outside(plunging(0.02), colliders, 1e-4, np)
+    assert first[0, 3, 0] < 0.0 and first[0, 3, 1] > 0.015          # laid along the wall, to its own side
+    again, laid = hair.laid_outside(plunging(-0.02), colliders, 1e-4, np, previous=first)
+    assert laid.tolist() == [True]
+    assert again[0, 3, 0] < 0.0
+    assert np.linalg.norm(again[0, 3] - first[0, 3]) < 0.005, (first[0, 3], again[0, 3])
+    np.testing.assert_allclose(np.linalg.norm(again[0, 3] - again[0, 2]), 0.02, rtol=1e-9)
+    swung, _ = hair.laid_outside(plunging(-0.02), colliders, 1e-4, np)   # without the frame before: the other side
+    assert swung[0, 3, 1] < -0.015

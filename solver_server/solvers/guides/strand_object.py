@@ -97,22 +97,27 @@ class StrandObject:
         guides = self.interpolator.assignment.guides
         return {name: factors[guides] for name, factors in padded.items()}
 
-    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0):
-        """(N, 3) flat points of every strand from the simulated (G, P, 3) points; children are
+    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0, previous=None):
+        """(N, 3) flat points of every strand: ``drawn`` without its padding."""
+        return self.layout.unpad(self.drawn(simulated_points, poses, xp, colliders, radius, previous), xp)
+
+    def drawn(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0, previous=None):
+        """(S, P, 3) padded points of every strand from the simulated (G, P, 3) points; children are
         interpolated from the guides at the instant of ``poses``.
 
         With ``colliders`` (a collision.ColliderSet posed at that instant) every interpolated child is kept out of
-        its closed mesh shells (``laid_outside``); the simulated strands are drawn as simulated. The pinned root
-        points stay where the skin puts them."""
+        its closed mesh shells (``laid_outside``, leaning towards ``previous`` (S, P, 3) [m], the strands drawn the
+        frame before, or None); the simulated strands are drawn as simulated. The pinned root points stay where
+        the skin puts them."""
         points = simulated_points
         if self.interpolator is not None:
             roots, rotations = self.root_frames(poses)
             points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
-        if colliders is not None and colliders.has_meshes and self.interpolator is not None:
-            points = self.laid_outside(points, colliders, radius, xp)[0]
-        return self.layout.unpad(points, xp)
+            if colliders is not None and colliders.has_meshes:
+                points = self.laid_outside(points, colliders, radius, xp, previous)[0]
+        return points
 
-    def laid_outside(self, points, colliders, radius: float, xp):
+    def laid_outside(self, points, colliders, radius: float, xp, previous=None):
         """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
         ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side of an ear,
         cuts through the head between them. Each point is placed along its (blended) segment from the
@@ -121,7 +126,11 @@ class StrandObject:
         after it keep their own directions: turning the rest of the strand with it made a long lever of every
         turn, and a turn that changed from one frame to the next threw the tip (the largest jump after frame 8
         on Suzanne, Cosserat guides, 0.21 → 0.28 m). One test of every point finds the strands to lay; the
-        others are kept exactly as they are. Returns (points (S, P, 3), laid (S,) bool: the strands laid)."""
+        others are kept exactly as they are. ``previous`` (S, P, 3) [m]: where the strands were drawn the frame
+        before (or None): a segment that plunges straight into the skin has no direction of its own to lie along,
+        and one taken from the blend swings round from frame to frame (a child's tip hopped 16 cm a frame with
+        the head at rest); it lies towards where its end was drawn before. Returns (points (S, P, 3), laid (S,)
+        bool: the strands laid)."""
         free = points[:, self.pinned:]
         _, inside = colliders.recover_inside(xp, xp.ascontiguousarray(free.reshape(-1, 3)),
                                              xp.full(free.shape[0] * free.shape[1], float(radius)))
@@ -130,10 +139,11 @@ class StrandObject:
             return points, entering
         rows = xp.nonzero(entering)[0]
         walked = points.copy()
-        walked[rows] = self._walked_strands(points[rows], colliders, radius, xp)
+        walked[rows] = self._walked_strands(points[rows], colliders, radius, xp,
+                                            None if previous is None else previous[rows])
         return walked, entering
 
-    def _walked_strands(self, points, colliders, radius: float, xp):
+    def _walked_strands(self, points, colliders, radius: float, xp, previous=None):
         """``laid_outside`` of strands (S, P, 3) [m] that enter a shell, laid point by point from the root."""
         reach = xp.full(points.shape[0], float(radius))
 
@@ -148,27 +158,31 @@ class StrandObject:
                     break
             return moved, inside
 
+        drawn_before = previous
         placed = [points[:, k] for k in range(self.pinned)]
-        previous = placed[-1]
+        start = placed[-1]
         heading = _unit(xp, placed[-1] - placed[-2]) if self.pinned > 1 else _unit(xp, points[:, 1] - points[:, 0])
         for k in range(self.pinned, points.shape[1]):
-            candidate = points[:, k] + (previous - points[:, k - 1])    # exact where nothing before it moved
+            candidate = points[:, k] + (start - points[:, k - 1])    # exact where nothing before it moved
             moved, inside = out_of_shells(candidate)
             if bool(inside.any()):
                 rows = xp.nonzero(inside)[0]          # the output is drawn once a frame: index the few inside
                 candidate = candidate.copy()
-                candidate[rows] = self._way_out(colliders, previous[rows], candidate[rows], moved[rows], reach[rows],
-                                                xp, heading[rows])
+                hint = None if drawn_before is None else drawn_before[rows, k]
+                exit_point = _entry_exit(colliders, start[rows], candidate[rows], moved[rows], reach[rows], xp)
+                candidate[rows] = self._way_out(colliders, start[rows], candidate[rows], exit_point, reach[rows],
+                                                xp, heading[rows], hint)
             placed.append(candidate)
-            heading = _unit(xp, candidate - previous)
-            previous = candidate
+            heading = _unit(xp, candidate - start)
+            start = candidate
         return xp.stack(placed, axis=1)
 
-    def _way_out(self, colliders, start, own_end, out_end, reach, xp, heading=None):
+    def _way_out(self, colliders, start, own_end, out_end, reach, xp, heading=None, hint=None):
         """(r, 3) [m]: where segments from ``start`` (r, 3) that end inside a shell at ``own_end`` (r, 3), which
         came out of the shells at ``out_end`` (r, 3), end instead: at their own length, turned about their start
         onto the tangent planes of the nearest exits (``_lifted_out``, leaning along ``heading`` (r, 3), the unit
-        direction of the segment before, as deep as the end is); where those leave the end inside, turned from
+        direction of the segment before, as deep as the end is, or towards ``hint`` (r, 3) [m], where the end was
+        drawn the frame before); where those leave the end inside, turned from
         their own direction towards the point where they came out by the least of OUTWARD_TURNS that ends outside,
         else (a fold of the skin between: the ear's root) onto the way out of the shell at the exit (own end ->
         exit point) by the least of EXIT_TURNS, else along the nearest way out (``_nearest_way_out``); where nothing
@@ -178,7 +192,7 @@ class StrandObject:
         length = xp.sqrt(xp.sum((own_end - start) ** 2, axis=-1))[:, None]
         _, out_inside = colliders.recover_inside(xp, xp.ascontiguousarray(out_end), reach)
         exit_way = _unit(xp, out_end - own_end)
-        lifted, open_rows = _lifted_out(colliders, start, own_end, out_end, length, reach, xp, heading)
+        lifted, open_rows = _lifted_out(colliders, start, own_end, out_end, length, reach, xp, heading, hint)
         choice = xp.where(open_rows[:, None], xp.where(out_inside[:, None], start, out_end), lifted)
         directions = [own + turn * (out - own) for turn in OUTWARD_TURNS]
         directions += [own + turn * (exit_way - own) for turn in EXIT_TURNS]
@@ -263,7 +277,7 @@ def _first_outside(colliders, start, length, reach, directions, choice, open_row
     return choice, open_rows
 
 
-def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=None):
+def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=None, hint=None):
     """Segments from ``start`` (r, 3) whose ``end`` (r, 3) lies inside a shell, whose nearest way out leads to
     ``exit_point`` (r, 3) (``reach`` (r,) [m] outside the skin), turned about their start: the end moved to the
     nearest point of the circle where the segment's sphere (radius ``length`` (r, 1) [m]) meets the plane facing
@@ -276,6 +290,8 @@ def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=No
     inside)."""
     open_rows = xp.ones(start.shape[0], dtype=bool)
     toward = end
+    if hint is not None:
+        heading = _unit(xp, hint - end)
     if heading is not None:
         toward = end + xp.sqrt(xp.sum((exit_point - end) ** 2, axis=-1))[:, None] * heading
     for _ in range(LIFT_ROUNDS):
@@ -296,6 +312,17 @@ def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=No
         if not bool(open_rows.any()):
             break
     return end, open_rows
+
+
+def _entry_exit(colliders, start, end, nearest_exit, reach, xp):
+    """(r, 3) [m]: the way out of the shells for segments from ``start`` (r, 3), outside, to ``end`` (r, 3), inside:
+    ``reach`` (r,) [m] in front of the skin where the segment entered it (the mesh's two-sided contact query of a
+    point moving start → end against the colliders at rest), else (no face crossed: the end entered through a gap in
+    an open mesh) ``nearest_exit`` (r, 3). The nearest exit of a point under the skin jumps from one face to another
+    where two are about as near (in a fold, beside an ear); where the segment entered moves with it."""
+    entered, contacts = colliders.project(xp, xp.ascontiguousarray(end), reach, xp.zeros(end.shape[0]),
+                                          xp.ascontiguousarray(start), interval=(1.0, 1.0), lists="laying")
+    return xp.where(contacts.mask[:, None], entered, nearest_exit)
 
 
 def _unit(xp, vectors):
