@@ -173,7 +173,7 @@ class ImplicitEulerSolver:
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(self.dof_strand)
         self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
-        self._bits = xp.asarray([1, 2, 4, 8, 16], dtype=xp.int64)     # _read_flags' place values
+        self._bits = xp.asarray([1, 2, 4, 8, 16, 32], dtype=xp.int64)     # _read_flags' place values
         self._kernel_search = None      # KernelLineSearch, made at the first line search that runs in the kernel
 
     @property
@@ -262,8 +262,9 @@ class ImplicitEulerSolver:
         that finds no decrease is not accepted and gets α = 0; both keep their velocities.  path:
         (LengthPreservingPath, strands (S,) bool it bends) or None (straight).  least_full_fraction: if fewer than
         this fraction of the searched strands accept the full step while they are at least SUBSET_FRACTION of all
-        strands, the search returns None (the caller refactors the matrix; one read).  settled: (S,) bool strands
-        not searched (accepted with α = 0)."""
+        strands, the caller refactors the matrix and searches again.  settled: (S,) bool strands not searched
+        (accepted with α = 0).  Returns (the search's result, that refresh as a 0-d device bool, or None without a
+        least_full_fraction): the caller reads it with the iteration's other flags."""
         xp, model = self.xp, self.model
         direction = -factor.solve(gradient)
         direction[problem.fixed_dofs] = 0.0
@@ -284,15 +285,16 @@ class ImplicitEulerSolver:
             self._kernel_search = KernelLineSearch(xp, model)
         alpha, accepted, accepted_v = self._kernel_search.search(problem, self.settings, v, direction, target,
                                                                  current, slope, searching, path)
+        refresh = None
         if least_full_fraction is not None:
             searched_strands = searching.sum()
             full = (searching & accepted & (alpha == 1.0)).sum()
-            if bool((searched_strands >= SUBSET_FRACTION * model.n_strands)
-                    & (full < least_full_fraction * searched_strands)):
-                return None
+            refresh = (searched_strands >= SUBSET_FRACTION * model.n_strands) \
+                & (full < least_full_fraction * searched_strands)
         if not self._device_resident and not bool(xp.any(alpha > 0.0)):
-            return alpha, slope, direction, point, accepted, accepted_v     # nothing moved (a free read on the CPU)
-        return alpha, slope, direction, problem.evaluate(accepted_v), accepted, accepted_v
+            # nothing moved (a free read on the CPU)
+            return (alpha, slope, direction, point, accepted, accepted_v), refresh
+        return (alpha, slope, direction, problem.evaluate(accepted_v), accepted, accepted_v), refresh
 
     @property
     def _detection_tolerance(self) -> float:
@@ -333,26 +335,35 @@ class ImplicitEulerSolver:
         kept = KeptBendTwistBand()
         for iteration in range(self.settings.max_iterations):
             fresh = self._refresh_matrix(problem, it, iteration, stats, impulses, kept)
-            searched, pushed = self._global_step(problem, it, fresh, stats, impulses, kept, path)
-            alpha, slope, _, it.point, accepted, v_new = searched
-            moved = alpha > 0.0
-            # strands without an Armijo decrease keep their velocities this iteration (an ascent step is never
-            # taken); they move again once the impulses or the (refreshed) matrix change (counted on the device)
-            refused = ~accepted.all()
-            stats.line_search_fallbacks = stats.line_search_fallbacks + refused
+            searched, pushed, refresh, again = self._global_step(problem, it, fresh, stats, impulses, kept, path)
+            while True:
+                alpha, slope, _, it.point, accepted, v_new = searched
+                moved = alpha > 0.0
+                # seed eq. 4.3's mean |Δv| on the vertex velocities (twist rates are slaved to the shape, not m/s)
+                change = self.xp.abs(v_new - it.v)[self.model.position_dofs]
+                mean_dv = self.xp.mean(change)
+                # strands without an Armijo decrease keep their velocities this iteration (an ascent step is never
+                # taken); they move again once the impulses or the (refreshed) matrix change
+                refused = ~accepted.all()
+                # one read for the matrix's staleness (a refused or shortened step, or full steps that decreased g
+                # more than the matrix predicted), whether anything moved, the free motion's convergence to the
+                # tolerance and to the contact detection's tolerance, and whether most strands refused the full
+                # step of a matrix refactored in an earlier iteration (then it is refactored now and the search
+                # repeated, and the flags are read again)
+                flags = [refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
+                         mean_dv < self.settings.tolerance, mean_dv < self._detection_tolerance]
+                cheap = self._cheap_refresh(impulses)
+                if not it.stale and not cheap:
+                    flags.append(self._decreased_beyond_prediction(problem, it, searched, v_new))
+                read = self._read_flags(*flags, *([] if refresh is None else [refresh]))
+                if refresh is not None and read.pop():
+                    searched, refresh = again(), None
+                    continue
+                break
+            stats.line_search_fallbacks = stats.line_search_fallbacks + refused   # counted on the device
             it.moving = moved | ~accepted | pushed
-            # seed eq. 4.3's mean |Δv| on the vertex velocities (twist rates are slaved to the shape, not in m/s)
-            change = self.xp.abs(v_new - it.v)[self.model.position_dofs]
-            stats.mean_dv = self.xp.mean(change)
-            # one read for the matrix's staleness (a refused or shortened step, or full steps that decreased g
-            # more than the matrix predicted), whether anything moved, and the free motion's convergence to the
-            # tolerance and to the contact detection's tolerance
-            flags = [refused | self.xp.any((alpha < 1.0) & moved), self.xp.any(moved),
-                     stats.mean_dv < self.settings.tolerance, stats.mean_dv < self._detection_tolerance]
-            cheap = self._cheap_refresh(impulses)
-            if not it.stale and not cheap:
-                flags.append(self._decreased_beyond_prediction(problem, it, searched, v_new))
-            shortened, any_moved, converged, detectable, *decreased = self._read_flags(*flags)
+            stats.mean_dv = mean_dv
+            shortened, any_moved, converged, detectable, *decreased = read
             it.stale = it.stale or shortened
             if not any_moved and (impulses is None or it.contact_round is not None):
                 stats.iterations = iteration + 1
@@ -387,8 +398,10 @@ class ImplicitEulerSolver:
     def _global_step(self, problem: "_StepProblem", it: "_Iterate", fresh: bool, stats: StepStats, impulses,
                      kept: KeptBendTwistBand, path):
         """The line-searched (quasi-)Newton step of every strand with the current impulses: (the line search's
-        result (``_line_search``), pushed (S,) bool: the strands the impulses act on). Sets it.target and
-        it.current (the objective per strand at the iterate)."""
+        result (``_line_search``), pushed (S,) bool: the strands the impulses act on, the early refresh's flag
+        (a 0-d device bool, or None where it is not asked), and a function of no arguments that refactors the
+        matrix at the iterate and returns the search repeated on it, for when that flag reads true). Sets
+        it.target and it.current (the objective per strand at the iterate)."""
         xp, model, settings = self.xp, self.model, self.settings
         target, gradient, current = problem.descent(it)
         # strands pushed by contact impulses search along the straight line (seed Algorithm 2) unless the
@@ -402,19 +415,27 @@ class ImplicitEulerSolver:
         # (when refreshes are on at all; the seed's never-refreshed variant keeps its matrix)
         early = FULL_STEP_FRACTION if settings.refresh_interval > 0 and not fresh else None
         skipped = None if it.settled is None else it.settled & ~pushed
-        searched = self._line_search(problem, it.factor, gradient, it.v, target, current, it.point, bent, early,
-                                     skipped)
-        if searched is None:
+        start = it.point
+        searched, refresh = self._line_search(problem, it.factor, gradient, it.v, target, current, start, bent,
+                                              early, skipped)
+        it.target, it.current = target, current
+
+        def again():
+            # most strands refused the full step of a matrix refactored in an earlier iteration: refactor at the
+            # iterate, solve the impulses again on it, and search again from the same start
+            nonlocal target, gradient, current
             stats.early_refreshes += 1
-            it.factor, resolved = self._refactor(problem, it.point[2], stats, it.factor, it.moving, impulses, kept)
+            it.factor, resolved = self._refactor(problem, start[2], stats, it.factor, it.moving, impulses, kept)
             if resolved is not None:
                 it.impulse = resolved
                 target, gradient, current = problem.descent(it)
             it.stale = False
-            searched = self._line_search(problem, it.factor, gradient, it.v, target, current, it.point, bent,
-                                         settled=skipped)
-        it.target, it.current = target, current
-        return searched, pushed
+            searched_again, _ = self._line_search(problem, it.factor, gradient, it.v, target, current, start, bent,
+                                                  settled=skipped)
+            it.target, it.current = target, current
+            return searched_again
+
+        return searched, pushed, refresh, again
 
     def _judge_step(self, it: "_Iterate", iteration: int, stats: StepStats, searched, change,
                     refresh_due: bool) -> None:
