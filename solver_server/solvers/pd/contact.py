@@ -200,6 +200,19 @@ class ContactPoints:
         """(n,) bool: the movable particles carrying any point of ``point_mask`` (n_c,) bool."""
         return self._scatter(point_mask.astype(self.xp.float64)) > 0
 
+    def candidate_planes(self):
+        """The contact planes of the substep's candidate query (``candidates``: mesh colliders) in
+        ``contact_planes``' form, or None when it gave none. The strain limit after the iterations keeps points
+        above these instead of querying the meshes again at every round: a candidate's plane is the tangent plane
+        at the contact offset of the surface near it this substep (its points move less than the query's margin
+        during the substep), and a point above its plane is not moved by it."""
+        if self._planes is None:
+            return None
+        xp = self.xp
+        candidates, point, normal = self._planes[:3]
+        particle = self.particle_of_point[candidates]
+        return xp.ascontiguousarray(particle, dtype=xp.int32), point, normal
+
     def contact_planes(self, colliders: ColliderSet, q, q_start, band: float):
         """Contact planes of the points within (1 + band) × their contact offset of a collider at q (n, 3):
         (particle (n_c,) int32, -1 for points that are not a particle of their own; point (n_c, 3) [m] on the

@@ -379,7 +379,7 @@ class PDSolver:
             if self.strain_limit is not None:
                 tick = time.perf_counter()
                 global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
-                planes = self.contact.contact_planes(colliders, q, q_start, CONTACT_BAND) if has_colliders else None
+                planes = self._limit_planes(colliders, q, q_start) if has_colliders else None
                 q, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
                     xp, q, global_step, planes)
                 timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
@@ -409,7 +409,7 @@ class PDSolver:
         contact = self.contact
         settled = q
         global_step = self._strain_limit_solve if self.settings["strain_limit_global"] else None
-        planes = contact.contact_planes(colliders, q, q_start, CONTACT_BAND)
+        planes = self._limit_planes(colliders, q, q_start)
         limited, timings["strain_limit_rounds"], timings["strain_limit_left"] = self.strain_limit.apply(
             xp, q, global_step, planes)
         already = None                                    # crossings left by the contact rounds (tested once needed)
@@ -430,6 +430,12 @@ class PDSolver:
                     return candidate
             share = xp.where(crossing, 0.0 if round_index >= REVERT_ROUNDS - 1 else 0.5 * share, share)
         return settled
+
+    def _limit_planes(self, colliders: ColliderSet, q, q_start):
+        """The contact planes the strain limit keeps points above: those of the substep's candidate query where
+        it made them (mesh colliders with contact forces), else a query at q (n, 3) [m] within CONTACT_BAND."""
+        planes = self.contact.candidate_planes()
+        return planes if planes is not None else self.contact.contact_planes(colliders, q, q_start, CONTACT_BAND)
 
     def _crossing_particles(self, colliders: ColliderSet, q, q_start):
         """(n,) bool: particles of surface edges that crossed a collider's edge, and of cloth/surface pairs
