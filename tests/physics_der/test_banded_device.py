@@ -13,7 +13,7 @@ from solver_server.solvers.der.banded import (BandedCholesky, NotPositiveDefinit
                                               constrain_band, strand_blocks_of_model)
 from solver_server.solvers.der.energy import Configuration, elastic_gradient_hessian
 from solver_server.solvers.der.model import build_model
-from solver_server.emulated_device import emulated_cuda_backend, substep_guard
+from solver_server.emulated_device import PortabilityError, emulated_cuda_backend, refusing_synchronizations, substep_guard
 
 from .helpers import HAIR
 
@@ -242,3 +242,26 @@ def test_too_many_strand_entries_for_dense_blocks_use_band_columns(monkeypatch):
     assert not blocks.fits_dense
     factor = BandedCholesky(np, band, blocks)
     assert _relative(factor.lower_factor, scipy.linalg.cholesky_banded(band, lower=True)) < 1e-10
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_a_deferred_check_reads_nothing_and_keeps_the_test_for_later(monkeypatch, dense):
+    """On a device a matrix positive definite by construction (DER's Gauss–Newton matrix) is factored without
+    reading the positive-definiteness test back (under the complete guard, which refuses any read); the test is
+    kept as a device bool, read with the substep's other flags: true for a sound matrix, false where a NaN entry
+    spoils a strand's block (no exception inside the substep). Checked at once, the same factorization reads."""
+    if not dense:
+        monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
+    rng = np.random.default_rng(8)
+    band, _ = _strand_band(rng, LENGTHS)
+    spoiled = band.copy()
+    spoiled[0, 70] = np.nan
+    backend = emulated_cuda_backend()
+    blocks = StrandBlocks(backend.xp, np.cumsum(LENGTHS), P + 1)
+    factors = []
+    with substep_guard("a deferred factorization"), refusing_synchronizations():
+        for matrix in (band, spoiled):
+            factors.append(BandedCholesky(backend.xp, backend.from_host(matrix), blocks, deferred_check=True))
+        with pytest.raises(PortabilityError):
+            BandedCholesky(backend.xp, backend.from_host(band), blocks)
+    assert [bool(backend.to_host(factor.valid)) for factor in factors] == [True, False]

@@ -168,11 +168,46 @@ def test_the_guard_refuses_every_download_route():
     assert np.array_equal(array.get(), np.arange(3.0))                   # outside a substep: allowed
 
 
+def test_a_der_matrix_that_does_not_factor_fails_the_job_at_its_substep_on_the_device_as_on_the_cpu(monkeypatch):
+    """On a device the Gauss–Newton system matrix is factored without reading its positive-definiteness test (it
+    is positive definite by construction); the group's finite check after the substep reads the kept test with
+    the direction flag, so a matrix spoiled by non-finite values fails the job at that substep and names the
+    hair, as the CPU's error does."""
+    from solver_server.solvers.der.banded import BandedCholesky
+
+    factor = BandedCholesky.__init__
+    calls = {"count": 0}
+
+    def spoiled(self, xp, band, *args, **kwargs):
+        calls["count"] += 1
+        factor(self, xp, band * float("nan") if calls["count"] > 6 else band, *args, **kwargs)
+
+    monkeypatch.setattr(BandedCholesky, "__init__", spoiled)
+    failed_at = []
+    for backend in (get_backend("cpu"), emulated_cuda_backend()):
+        calls["count"] = 0
+        failed_at.append(_der_failure(backend)[0])
+    assert failed_at[0] == failed_at[1]
+
+
+def _der_failure(backend):
+    """(the frame a SimulationError naming 'Hair' reports, the last frame made) of the DER scenario on ``backend``,
+    run until it fails."""
+    from solver_server.sim.errors import SimulationError
+
+    scene, _ = SCENARIOS["der"]()
+    simulation = Simulation(scene, backend)
+    simulation.initial_frame()
+    with pytest.raises(SimulationError, match="'Hair'") as failure:
+        for _ in range(simulation.frame_start + 1, simulation.frame_end + 1):
+            simulation.advance(None)
+    return failure.value.frame, simulation.frame
+
+
 def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_as_on_the_cpu(monkeypatch):
     """On a device the DER line search does not read whether its Newton direction is finite (it never takes a
     non-finite one: no strand accepts a NaN objective); the group's finite check after the substep reads the
     flag, so the job fails at that substep and names the hair, as the CPU's immediate error does."""
-    from solver_server.sim.errors import SimulationError
     from solver_server.solvers.der.banded import BandedCholesky
 
     solve = BandedCholesky.solve
@@ -188,10 +223,5 @@ def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_a
     monkeypatch.setattr(BandedCholesky, "solve", poisoned)
     for backend in (get_backend("cpu"), emulated_cuda_backend()):
         calls["count"] = 0
-        scene, _ = SCENARIOS["der"]()
-        simulation = Simulation(scene, backend)
-        simulation.initial_frame()
-        with pytest.raises(SimulationError, match="'Hair'") as failure:
-            for frame in range(simulation.frame_start + 1, simulation.frame_end + 1):
-                simulation.advance(None)
-        assert failure.value.frame == simulation.frame + 1
+        failed, made = _der_failure(backend)
+        assert failed == made + 1

@@ -151,8 +151,10 @@ def strand_blocks_of_model(xp, to_host, model, width: int = 11) -> StrandBlocks:
     return StrandBlocks(xp, 4 * offsets[1:] - np.arange(offsets.shape[0] - 1) - 1, width)
 
 
-def _factor_in_xp(xp, band, blocks: StrandBlocks):
-    """Padded lower factor (p+1, p + n): column j of L is stored at j + p (p zero columns in front)."""
+def _factor_in_xp(xp, band, blocks: StrandBlocks, deferred: bool = False):
+    """(padded lower factor (p+1, p + n): column j of L is stored at j + p (p zero columns in front), whether every
+    pivot was positive as a 0-d device bool with ``deferred``, else None after raising NotPositiveDefinite where one
+    was not)."""
     width, n = band.shape
     p = width - 1
     factor = xp.zeros((width, n + p), dtype=band.dtype)
@@ -169,14 +171,19 @@ def _factor_in_xp(xp, band, blocks: StrandBlocks):
         column = column / pivot
         column[0] = pivot
         factor[:, columns + p] = column * blocks.inside[:, columns]
-    if not bool(xp.all(factor[0, p:] > 0.0)):
+    valid = xp.all(factor[0, p:] > 0.0)
+    if deferred:
+        return factor, valid
+    if not bool(valid):
         first = int(xp.nonzero(~(factor[0, p:] > 0.0))[0][0])
         raise NotPositiveDefinite(f"band matrix not positive definite: non-positive pivot in column {first} of {n}")
-    return factor
+    return factor, None
 
 
-def _dense_inverse(xp, band, blocks: StrandBlocks):
-    """Inverse (S, L, L) of every strand block of the band matrix (p+1, n) (padding rows: identity)."""
+def _dense_inverse(xp, band, blocks: StrandBlocks, deferred: bool = False):
+    """(inverse (S, L, L) of every strand block of the band matrix (p+1, n) (padding rows: identity), whether every
+    block's Cholesky factor was sound as a 0-d device bool with ``deferred``, else None after raising
+    NotPositiveDefinite where one was not)."""
     count, size = blocks.segment_ends.shape[0], blocks.longest
     dense = xp.zeros(count * size * size, dtype=band.dtype)
     values = band.reshape(-1)[blocks.band_entry]
@@ -191,11 +198,14 @@ def _dense_inverse(xp, band, blocks: StrandBlocks):
     pivots = xp.diagonal(lower, axis1=1, axis2=2)
     miss = xp.max(xp.abs(lower @ xp.swapaxes(lower, 1, 2) - dense), axis=(1, 2))
     good = xp.all(pivots > 0.0, axis=1) & (miss <= CHOLESKY_RESIDUAL * xp.max(xp.abs(dense), axis=(1, 2)))
-    if not bool(xp.all(good)):
+    valid = None
+    if deferred:
+        valid = xp.all(good)
+    elif not bool(xp.all(good)):
         first = int(xp.argmin(good.astype(xp.int64)))
         raise NotPositiveDefinite(f"band matrix not positive definite: strand block {first} of {count}")
     lower_inverse = xp.linalg.inv(lower)
-    return xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse
+    return xp.swapaxes(lower_inverse, 1, 2) @ lower_inverse, valid
 
 
 def _dense_solve(xp, inverse, blocks: StrandBlocks, rhs):
@@ -242,20 +252,24 @@ def _solve_in_xp(xp, padded_factor, blocks: StrandBlocks, rhs):
 class BandedCholesky:
     """Cholesky factor of a symmetric positive definite band matrix in lower storage (p+1, n), whose
     diagonal blocks `blocks` (StrandBlocks) are independent.  LAPACK on the host for numpy arrays, the
-    xp path otherwise (uses_xp_path)."""
+    xp path otherwise (uses_xp_path).  A matrix that is not positive definite raises NotPositiveDefinite; on
+    the xp path with ``deferred_check`` the test is not read back but kept as ``valid`` (a 0-d device bool) for
+    the caller to read later with its other flags (a matrix positive definite by construction, where reading
+    the test would stall a device for nothing)."""
 
-    def __init__(self, xp, band, blocks: StrandBlocks, to_host=None, from_host=None):
+    def __init__(self, xp, band, blocks: StrandBlocks, to_host=None, from_host=None, deferred_check: bool = False):
         self.xp = xp
         self.blocks = blocks
         self.on_xp_path = uses_xp_path(xp)
         if band.shape != (blocks.width, blocks.n):
             raise ValueError(f"band shape {band.shape} does not match the strand blocks ({blocks.width}, {blocks.n})")
         self._inverse = self._padded = None
+        self.valid = None
         if self.on_xp_path:
             if blocks.fits_dense:
-                self._inverse = _dense_inverse(xp, band, blocks)
+                self._inverse, self.valid = _dense_inverse(xp, band, blocks, deferred_check)
             else:
-                self._padded = _factor_in_xp(xp, band, blocks)
+                self._padded, self.valid = _factor_in_xp(xp, band, blocks, deferred_check)
             return
         self._to_host = to_host or (lambda array: array)
         self._from_host = from_host or (lambda array: array)

@@ -407,12 +407,15 @@ class DerHairGroup:
 
     def first_non_finite(self) -> str | None:
         """The first object whose positions are not finite, or (on a device, where the substep reads nothing back)
-        whose solver met a non-finite Newton direction during the substep; None when all is well."""
+        whose solver met a non-finite Newton direction or a system matrix that did not factor during the substep
+        (one read for both); None when all is well."""
         xp = self.backend.xp
         for object_id, (shared, index) in zip(self.ids, self.places):
             integrator = shared.solver.integrator
             finite, integrator.directions_finite = integrator.directions_finite, None
-            if finite is not None and not bool(finite):
+            valid, integrator.factors_valid = integrator.factors_valid, None
+            sound = finite if valid is None else valid if finite is None else finite & valid
+            if sound is not None and not bool(sound):
                 return object_id
             if not bool(xp.all(xp.isfinite(shared.object_positions(index)))):
                 return object_id

@@ -173,6 +173,7 @@ class ImplicitEulerSolver:
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(self.dof_strand)
         self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
+        self.factors_valid = None         # on a device: 0-d bool, every deferred factorization sound since then
         self._bits = xp.asarray([1, 2, 4, 8, 16, 32], dtype=xp.int64)     # _read_flags' place values
         self._kernel_search = None      # KernelLineSearch, made at the first line search that runs in the kernel
 
@@ -224,7 +225,15 @@ class ImplicitEulerSolver:
             constrain_band(xp, band, fixed_dofs)
             try:
                 if subset is None:
-                    factor = BandedCholesky(xp, band, self.blocks, self._to_host, self._from_host)
+                    # a Gauss–Newton matrix (Σ w ∇s∇sᵀ plus the mass) is positive definite by construction: on a
+                    # device its test is read with the group's finite check after the substep, where a matrix
+                    # made of non-finite or absurd values fails the job as the CPU's error does
+                    deferred = self._device_resident and gauss_newton and not project
+                    factor = BandedCholesky(xp, band, self.blocks, self._to_host, self._from_host,
+                                            deferred_check=deferred)
+                    if factor.valid is not None:
+                        self.factors_valid = factor.valid if self.factors_valid is None \
+                            else self.factors_valid & factor.valid
                 else:
                     factor = previous.refactored(band, self._to_host(strands))
                     stats.partial_factorizations += 1
