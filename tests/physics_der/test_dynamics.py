@@ -165,6 +165,13 @@ def test_edge_directors_are_checked():
         solver.step(state, out, DerControl(edge_directors=np.zeros((2, 3))), None, 1e-3)
     with pytest.raises(ValueError, match="fixed edge 0 .* along the edge"):
         solver.step(state, out, DerControl(edge_directors=np.array([[1.0, 0.0, 0.0]])), None, 1e-3)
+    # the same test on the host, before the directors go to a device (the step then reads nothing for it)
+    targets = solver.vertex_targets(None, state)
+    with pytest.raises(ValueError, match="fixed edge 0 .* along the edge"):
+        solver.check_edge_directors(np.array([[1.0, 0.0, 0.0]]), targets)
+    with pytest.raises(ValueError, match="fixed edge 0 .* along the edge"):
+        solver.check_edge_directors(np.array([[np.nan, 1.0, 0.0]]), targets)
+    solver.check_edge_directors(np.array([[1.0, 1e-3, 0.0]]), targets)     # a part across the edge: fine
     _, loose, _ = make(points, [0, 6], HAIR, fixed_vertices=[0], fixed_edges=[0])
     with pytest.raises(ValueError, match="edge 0 has a free vertex"):
         loose.step(state, out, DerControl(edge_directors=np.array([[0.0, 1.0, 0.0]])), None, 1e-3)

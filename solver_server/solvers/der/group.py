@@ -256,9 +256,12 @@ class _SharedSolver:
         self.solver.contact.set_colliders(colliders)
         targets = [hair.targets(inputs.poses) for hair in self.objects]
         soft_targets = np.concatenate([soft for _, soft, _ in targets])
-        control = DerControl(vertex_targets=from_host(np.concatenate([fixed for fixed, _, _ in targets])),
+        vertex_targets = np.concatenate([fixed for fixed, _, _ in targets])
+        directors = np.concatenate([turned for _, _, turned in targets])
+        self.solver.check_edge_directors(directors, vertex_targets)     # on the host: the step reads nothing for it
+        control = DerControl(vertex_targets=from_host(vertex_targets),
                              soft_targets=from_host(soft_targets) if soft_targets.size else None,
-                             edge_directors=from_host(np.concatenate([turned for _, _, turned in targets])))
+                             edge_directors=from_host(directors), edge_directors_checked=True)
         started_inside = None if self.started else self._inside_colliders()
         self.started = True
         out = self.state.copy()

@@ -10,6 +10,8 @@ own axis turns the curls at its crown too).
 
 from __future__ import annotations
 
+import numpy as np
+
 from .contact import ContactSolver
 from .frames import normalize_rows, row_lengths, shortest_turn, time_parallel_reference
 from .jet import cross3
@@ -56,6 +58,9 @@ class DerSolver:
         fixed_edge_vertex = model.edge_vertex[self.fixed_edges]
         self.fixed_edge_slots = xp.stack((slot_of_vertex[fixed_edge_vertex], slot_of_vertex[fixed_edge_vertex + 1]),
                                          axis=1).reshape(-1, 2)
+        self._to_host = backend.to_host
+        self._host_fixed_edge_slots = np.asarray(backend.to_host(self.fixed_edge_slots))
+        self._host_fixed_edges = np.asarray(backend.to_host(self.fixed_edges))
         loose = xp.nonzero(xp.any(self.fixed_edge_slots < 0, axis=1))[0]
         # the first fixed edge with a free vertex (edge_directors cannot set its twist), or None
         self.loose_fixed_edge = int(self.fixed_edges[loose[0]]) if loose.shape[0] else None
@@ -103,12 +108,35 @@ class DerSolver:
                                     tangents)
         v = cross3(xp, tangents, u)
         along_u, along_v = xp.sum(directors * u, axis=1), xp.sum(directors * v, axis=1)
-        degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * row_lengths(xp, directors))
-        if bool(xp.any(degenerate)):
-            edge = int(self.fixed_edges[xp.nonzero(degenerate)[0][0]])
-            raise ValueError(f"edge_directors of fixed edge {edge} is zero, non-finite or along the edge: it names "
-                             "no twist angle")
+        if not control.edge_directors_checked:
+            degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * row_lengths(xp, directors))
+            if bool(xp.any(degenerate)):
+                self._name_degenerate_director(degenerate)
         return shortest_turn(xp, xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]) / dt
+
+    def check_edge_directors(self, directors: np.ndarray, targets: np.ndarray) -> None:
+        """On the host, before they go to the device: ValueError where a fixed edge's director ``directors`` (K, 3)
+        has no part perpendicular to the edge's end-of-step tangent (from the fixed vertices' targets ``targets``
+        (F, 3) [m]): the test ``fixed_twist_velocity`` makes, so that a step given
+        ``DerControl.edge_directors_checked`` need not read it back from the device."""
+        if directors.shape[0] == 0 or self.loose_fixed_edge is not None:
+            return
+        slots = self._host_fixed_edge_slots
+        edge = targets[slots[:, 1]] - targets[slots[:, 0]]
+        tangent = edge / np.linalg.norm(edge, axis=1, keepdims=True)
+        across = directors - np.sum(directors * tangent, axis=1, keepdims=True) * tangent
+        degenerate = ~(np.linalg.norm(across, axis=1) > 1e-6 * np.linalg.norm(directors, axis=1))
+        if degenerate.any():
+            self._name_degenerate_director(degenerate, self._host_fixed_edges)
+
+    def _name_degenerate_director(self, degenerate, fixed_edges=None) -> None:
+        """ValueError naming the first fixed edge marked in ``degenerate`` (K,) bool, a host or device array, with
+        ``fixed_edges`` (K,) (default: the solver's own)."""
+        fixed_edges = self._host_fixed_edges if fixed_edges is None else fixed_edges
+        marked = degenerate if isinstance(degenerate, np.ndarray) else self._to_host(degenerate)
+        edge = int(fixed_edges[int(np.argmax(np.asarray(marked)))])
+        raise ValueError(f"edge_directors of fixed edge {edge} is zero, non-finite or along the edge: it names "
+                         "no twist angle")
 
     def step(self, state_in: DerState, state_out: DerState, control: DerControl | None, contacts, dt: float,
              gravity=(0.0, 0.0, -9.81), acceleration=None, drag=None) -> dict:

@@ -81,3 +81,6 @@ class DerControl:
     # part perpendicular to the edge counts); None: the fixed twist angles keep their values.  Needs both
     # vertices of every fixed edge fixed (clamped roots are)
     edge_directors: Any = None
+    # the caller checked the edge_directors on the host (DerSolver.check_edge_directors): the step does not read the
+    # same test back from the device
+    edge_directors_checked: bool = False
