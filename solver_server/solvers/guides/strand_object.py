@@ -285,8 +285,10 @@ def _lifted_out(colliders, start, end, exit_point, length, reach, xp, heading=No
     inside, LIFT_ROUNDS times at most. The first round takes the point nearest the end moved along ``heading``
     (r, 3) unit (the strand's direction before the segment, or None) by the end's depth: a segment that plunges
     into the skin has its end close to the circle's axis, where the nearest point swings round the circle with the
-    least change, and it then lies along the skin the way the strand was going. An end right behind its start along
-    the way out (no nearest point on the circle) stays. Returns (the ends (r, 3), (r,) bool: the rows still
+    least change, and it then lies along the skin the way the strand was going. With a ``hint`` (r, 3) [m] (where the
+    end was drawn the frame before) the end is moved towards the hint instead, by the same depth: a plunging segment
+    then lies on the side it was drawn on, and one barely inside still moves barely. An end right behind its start
+    along the way out (no nearest point on the circle) stays. Returns (the ends (r, 3), (r,) bool: the rows still
     inside)."""
     open_rows = xp.ones(start.shape[0], dtype=bool)
     toward = end
