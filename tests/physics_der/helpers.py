@@ -65,3 +65,11 @@ def clamped_rod_in_wind(material, count, length, direction=(0.0, 0.0, -1.0), str
 
 
 HAIR = DerMaterial(radius=1e-4, young_modulus=3e9, shear_modulus=1e9, density=1300.0)
+
+
+def dof_strand(model):
+    """(n_dofs,) int64: the strand of every DOF of a DER model (its vertices' 3 and its edges' 1)."""
+    owner = np.zeros(model.n_dofs, dtype=np.int64)
+    owner[model.position_dofs] = model.vertex_strand[:, None]
+    owner[model.edge_dof] = model.edge_strand
+    return owner

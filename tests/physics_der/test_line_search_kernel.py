@@ -15,7 +15,7 @@ from solver_server.solvers.der.settings import NewtonSettings
 from solver_server.solvers.der.solver import clamped_root_vertices
 from solver_server.solvers.der.state import rest_state
 
-from .helpers import BACKEND, GRAVITY
+from .helpers import BACKEND, GRAVITY, dof_strand
 
 MATERIAL = DerMaterial(radius=2e-4, young_modulus=1e9, shear_modulus=4e8, density=1300.0, damping=0.5)
 
@@ -39,18 +39,16 @@ def _reference(problem, settings, v, direction, target, current, slope, searchin
     start_edges = None if path is None else path[0].edges_at(v)
     open_rows = searching.copy()
     model = problem.model
-    dof_strand = np.zeros(model.n_dofs, dtype=np.int64)
-    dof_strand[model.position_dofs] = model.vertex_strand[:, None]
-    dof_strand[model.edge_dof] = model.edge_strand
+    owner = dof_strand(model)
     for _ in range(settings.max_backtracks):
         if not open_rows.any():
             break
-        trial_v = v + alpha[dof_strand] * direction
+        trial_v = v + alpha[owner] * direction
         if path is not None:
             trial_v = path[0].bend(trial_v, start_edges, path[1] & open_rows)
         potential = problem.evaluate(trial_v)[0]
         ok = open_rows & (problem.objective(trial_v, target, potential) <= current + settings.armijo * alpha * slope)
-        accepted_v = np.where(ok[dof_strand], trial_v, accepted_v)
+        accepted_v = np.where(ok[owner], trial_v, accepted_v)
         accepted |= ok
         open_rows &= ~ok
         alpha = np.where(open_rows, alpha * settings.backtrack, alpha)
@@ -87,7 +85,7 @@ def _search_case(soft_pins: bool, bend: bool, scale: float, pins_in_direction: b
     direction = -scale * factor.solve(gradient)
     direction[fixed] = 0.0
     current = problem.objective(v, target, point[0])
-    slope = np.bincount(integrator.dof_strand, weights=gradient * direction, minlength=model.n_strands)
+    slope = np.bincount(dof_strand(model), weights=gradient * direction, minlength=model.n_strands)
     searching = slope < 0.0
     searching[2] = False                                       # a strand not searched
     path = (LengthPreservingPath(np, model, state.positions, h, fixed), np.array([True, False, True, True])) \

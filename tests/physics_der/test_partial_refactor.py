@@ -8,7 +8,7 @@ from solver_server.solvers.der.energy import elastic_gradient_hessian
 from solver_server.solvers.der.model import DerMaterial, build_model, element_subset
 from solver_server.solvers.der.state import rest_state, transported_configuration
 
-from .helpers import straight
+from .helpers import dof_strand, straight
 
 MATERIAL = DerMaterial(radius=5e-5, young_modulus=3e9, shear_modulus=1e9, density=1300.0, damping=0.5)
 
@@ -25,13 +25,6 @@ def _bent_strands(seed=1):
     return model, config
 
 
-def _dof_strand(model):
-    owner = np.zeros(model.n_dofs, dtype=np.int64)
-    owner[model.position_dofs] = model.vertex_strand[:, None]
-    owner[model.edge_dof] = model.edge_strand
-    return owner
-
-
 @pytest.mark.parametrize("gauss_newton", [True, False])
 def test_subset_assembly_gives_the_selected_strands_blocks_exactly(gauss_newton):
     model, config = _bent_strands()
@@ -39,7 +32,7 @@ def test_subset_assembly_gives_the_selected_strands_blocks_exactly(gauss_newton)
     _, full = elastic_gradient_hessian(np, model, config, gauss_newton=gauss_newton)
     _, part = elastic_gradient_hessian(np, model, config, gauss_newton=gauss_newton,
                                        subset=element_subset(np, model, selected))
-    columns = selected[_dof_strand(model)]
+    columns = selected[dof_strand(model)]
     np.testing.assert_array_equal(part[:, columns], full[:, columns])
     assert not part[:, ~columns].any()
 
@@ -60,7 +53,7 @@ def test_refactored_blocks_match_a_full_factorization_and_others_are_kept():
     selected = np.array([True, False, False, True, False, True])
     partial = old.refactored(system(moved), selected)
     fresh = BandedCholesky(np, system(moved), blocks)
-    columns = selected[_dof_strand(model)]
+    columns = selected[dof_strand(model)]
     np.testing.assert_allclose(partial.lower_factor[:, columns], fresh.lower_factor[:, columns], rtol=1e-12)
     np.testing.assert_array_equal(partial.lower_factor[:, ~columns], old.lower_factor[:, ~columns])
     assert not np.array_equal(old.lower_factor[:, columns], partial.lower_factor[:, columns])

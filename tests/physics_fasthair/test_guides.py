@@ -279,7 +279,7 @@ def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
     np.testing.assert_array_equal(laid[1, :3], into[:3])
     assert laid[1, 3, 0] < 0.0                                              # outside the wall at x = 0
     np.testing.assert_allclose(np.linalg.norm(laid[1, 3] - laid[1, 2]), np.linalg.norm(into[3] - into[2]), rtol=1e-9)
-    np.testing.assert_array_equal(hair.output(given, None, np, colliders, 1e-4), given.reshape(-1, 3))  # drawn as given
+    np.testing.assert_array_equal(hair.drawn(given, None, np, colliders, 1e-4), given)   # drawn as given
 
 
 def test_a_segment_plunging_straight_into_the_skin_lies_the_way_it_was_drawn_before():

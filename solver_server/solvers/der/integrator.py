@@ -163,15 +163,11 @@ class ImplicitEulerSolver:
         self._from_host = from_host
         self.model = model
         self.settings = settings
-        dof_strand = xp.zeros(model.n_dofs, dtype=xp.int64)
-        dof_strand[model.position_dofs] = model.vertex_strand[:, None]
-        dof_strand[model.edge_dof] = model.edge_strand
-        self.dof_strand = dof_strand
         # a strand's DOFs are contiguous, from 4 × its first vertex − its index (3 per vertex, 1 per edge)
         self.dof_offsets = int32_view(xp, 4 * model.strand_offsets - xp.arange(model.n_strands + 1))
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
-        self.device = warp_device_of(self.dof_strand)
+        self.device = warp_device_of(model.strand_offsets)
         self.directions_finite = None     # on a device: 0-d bool, every Newton direction finite since the last read
         self.factors_valid = None         # on a device: 0-d bool, every deferred factorization sound since then
         self._bits = xp.asarray([1, 2, 4, 8, 16, 32], dtype=xp.int64)     # _read_flags' place values

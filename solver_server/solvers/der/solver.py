@@ -109,9 +109,9 @@ class DerSolver:
         v = cross3(xp, tangents, u)
         along_u, along_v = xp.sum(directors * u, axis=1), xp.sum(directors * v, axis=1)
         if not control.edge_directors_checked:
-            degenerate = ~(xp.hypot(along_u, along_v) > 1e-6 * row_lengths(xp, directors))
+            degenerate = _degenerate_directors(xp, directors, tangents)
             if bool(xp.any(degenerate)):
-                self._name_degenerate_director(degenerate)
+                self._name_degenerate_director(self._to_host(degenerate))
         return shortest_turn(xp, xp.arctan2(along_v, along_u) - state.theta[self.fixed_edges]) / dt
 
     def check_edge_directors(self, directors: np.ndarray, targets: np.ndarray) -> None:
@@ -122,19 +122,14 @@ class DerSolver:
         if directors.shape[0] == 0 or self.loose_fixed_edge is not None:
             return
         slots = self._host_fixed_edge_slots
-        edge = targets[slots[:, 1]] - targets[slots[:, 0]]
-        tangent = edge / np.linalg.norm(edge, axis=1, keepdims=True)
-        across = directors - np.sum(directors * tangent, axis=1, keepdims=True) * tangent
-        degenerate = ~(np.linalg.norm(across, axis=1) > 1e-6 * np.linalg.norm(directors, axis=1))
+        tangents = normalize_rows(np, targets[slots[:, 1]] - targets[slots[:, 0]])
+        degenerate = _degenerate_directors(np, directors, tangents)
         if degenerate.any():
-            self._name_degenerate_director(degenerate, self._host_fixed_edges)
+            self._name_degenerate_director(degenerate)
 
-    def _name_degenerate_director(self, degenerate, fixed_edges=None) -> None:
-        """ValueError naming the first fixed edge marked in ``degenerate`` (K,) bool, a host or device array, with
-        ``fixed_edges`` (K,) (default: the solver's own)."""
-        fixed_edges = self._host_fixed_edges if fixed_edges is None else fixed_edges
-        marked = degenerate if isinstance(degenerate, np.ndarray) else self._to_host(degenerate)
-        edge = int(fixed_edges[int(np.argmax(np.asarray(marked)))])
+    def _name_degenerate_director(self, degenerate: np.ndarray) -> None:
+        """ValueError naming the first fixed edge marked in the host bool mask ``degenerate`` (K,)."""
+        edge = int(self._host_fixed_edges[int(np.argmax(degenerate))])
         raise ValueError(f"edge_directors of fixed edge {edge} is zero, non-finite or along the edge: it names "
                          "no twist angle")
 
@@ -163,3 +158,10 @@ class DerSolver:
         for name in DerState.__dataclass_fields__:
             setattr(state_out, name, getattr(new_state, name))
         return stats.as_dict()
+
+
+def _degenerate_directors(xp, directors, tangents):
+    """(K,) bool: the directors (K, 3) with no part perpendicular to their edges' unit tangents (K, 3) (zero,
+    non-finite or along the edge): they name no twist angle."""
+    across = directors - xp.sum(directors * tangents, axis=1, keepdims=True) * tangents
+    return ~(row_lengths(xp, across) > 1e-6 * row_lengths(xp, directors))

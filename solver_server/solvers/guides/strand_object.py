@@ -97,10 +97,6 @@ class StrandObject:
         guides = self.interpolator.assignment.guides
         return {name: factors[guides] for name, factors in padded.items()}
 
-    def output(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0, previous=None):
-        """(N, 3) flat points of every strand: ``drawn`` without its padding."""
-        return self.layout.unpad(self.drawn(simulated_points, poses, xp, colliders, radius, previous), xp)
-
     def drawn(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0, previous=None):
         """(S, P, 3) padded points of every strand from the simulated (G, P, 3) points; children are
         interpolated from the guides at the instant of ``poses``.

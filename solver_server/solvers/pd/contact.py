@@ -99,6 +99,7 @@ class ContactPoints:
         self.force_kernel = True        # see _forces_in_kernels
         self._candidates_int32 = None   # (candidates, their int32 copy) of the current substep
         self._planes = None   # (candidates, plane point, unit normal, surface motion, μ) of the substep (meshes)
+        self._limit_planes = None   # the same planes as (particle int32, plane point, unit normal): contact_planes' form
 
     @property
     def resident(self) -> bool:
@@ -206,12 +207,7 @@ class ContactPoints:
         above these instead of querying the meshes again at every round: a candidate's plane is the tangent plane
         at the contact offset of the surface near it this substep (its points move less than the query's margin
         during the substep), and a point above its plane is not moved by it."""
-        if self._planes is None:
-            return None
-        xp = self.xp
-        candidates, point, normal = self._planes[:3]
-        particle = self.particle_of_point[candidates]
-        return xp.ascontiguousarray(particle, dtype=xp.int32), point, normal
+        return None if self._planes is None else self._limit_planes
 
     def contact_planes(self, colliders: ColliderSet, q, q_start, band: float):
         """Contact planes of the points within (1 + band) × their contact offset of a collider at q (n, 3):
@@ -265,6 +261,8 @@ class ContactPoints:
             self._planes = (candidates, xp.ascontiguousarray(projected[candidates] - margin * normal), normal,
                             xp.ascontiguousarray(contacts.surface_motion[candidates], dtype=xp.float64),
                             xp.ascontiguousarray(contacts.friction[candidates], dtype=xp.float64))
+            self._limit_planes = (xp.ascontiguousarray(self.particle_of_point[candidates], dtype=xp.int32),
+                                  self._planes[1], normal)
         return candidates
 
     def _forces_in_kernels(self, colliders: ColliderSet) -> bool:
