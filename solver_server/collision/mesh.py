@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..kernels import cuda_layout_on, launch, on_device_stream, warp_view
+from ..kernels import QUERY_MIN_ITEMS, cuda_layout_on, launch, launch_split, on_device_stream, warp_view
 from ..sim.errors import SceneError
 from . import mesh_kernels
 from .swept_elements import CandidateList, SweptElements, unique_edges
@@ -282,9 +282,9 @@ class MeshGeometry:
             reach_view = warp_view(reach, wp.float64)
 
             def search(entry):
-                launch(mesh_kernels.point_candidates, n, device=pose.device,
-                       inputs=[entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
-                               reach_view, margin, *entry.lists.views()])
+                launch_split(mesh_kernels.point_candidates, n, pose.device, [],
+                             [entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
+                              reach_view, margin, *entry.lists.views()], min_items=QUERY_MIN_ITEMS)
 
             entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin, (lists, n), None, n, search)
             listed = _listed_inputs(entry, margin)
@@ -318,12 +318,13 @@ class MeshGeometry:
 
         def search(entry):
             views = entry.views
-            launch(mesh_kernels.edges_through_mesh, edge_count, device=pose.device,
-                   inputs=[views["control"], pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
-                           pose.triangles.index_view, start_view, point_edges, views["through"]])
-            launch(mesh_kernels.edge_candidates, edge_count, device=pose.device,
-                   inputs=[views["control"], pose.edges.bvh.id, start_view, views["built"], point_edges, reach_view,
-                           margin, *entry.lists.views()])
+            launch_split(mesh_kernels.edges_through_mesh, edge_count, pose.device, [],
+                         [views["control"], pose.triangles.bvh.id, pose.previous_view, pose.current_view, begin,
+                          pose.triangles.index_view, start_view, point_edges, views["through"]],
+                         min_items=QUERY_MIN_ITEMS)
+            launch_split(mesh_kernels.edge_candidates, edge_count, pose.device, [],
+                         [views["control"], pose.edges.bvh.id, start_view, views["built"], point_edges, reach_view,
+                          margin, *entry.lists.views()], min_items=QUERY_MIN_ITEMS)
 
         entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin,
                                 ("edges", point_edges.ptr, edge_count), begin, edge_count, search)

@@ -18,6 +18,10 @@ from its start x0 to its proposed end x1:
   tests; it keeps its sides with its own CCD).
 * ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` (either orientation), used only
   to recover points that START a job inside a closed shell.
+
+The candidate searches (``point_candidates``, ``edge_candidates``, ``edges_through_mesh``) write only their own
+item's rows: they take the index of their first item (``first``) and are launched with ``kernels.launch_split``,
+over the CPU's cores in contiguous ranges.
 """
 
 from __future__ import annotations
@@ -212,13 +216,14 @@ def paths_sequential(start: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.f
 
 
 @wp.kernel
-def point_candidates(control: wp.array(dtype=wp.int32), bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
-                     built: wp.array(dtype=wp.vec3d), reach: wp.array(dtype=wp.float64), margin: wp.float64,
+def point_candidates(first: int, control: wp.array(dtype=wp.int32), bvh: wp.uint64,
+                     start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                     reach: wp.array(dtype=wp.float64), margin: wp.float64,
                      found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
     """On PATHS_BUILD (control[2]): the triangles whose swept boxes meet point i's box start → built grown by its
     reach and ``margin`` [m], in the tree's order: the first found.shape[1] in found[i], their number (all of them)
     in found_count[i] (a row that overflows is not used: its point queries the tree)."""
-    i = wp.tid()
+    i = first + wp.tid()
     if control[2] != PATHS_BUILD:
         return
     pad = reach[i] + margin
@@ -485,7 +490,7 @@ def _passes_through_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), cur
 
 
 @wp.kernel
-def edges_through_mesh(control: wp.array(dtype=wp.int32), triangle_bvh: wp.uint64,
+def edges_through_mesh(first: int, control: wp.array(dtype=wp.int32), triangle_bvh: wp.uint64,
                        previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                        fraction: wp.float64, mesh_triangles: wp.array(dtype=wp.int32, ndim=2),
                        start: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
@@ -493,7 +498,7 @@ def edges_through_mesh(control: wp.array(dtype=wp.int32), triangle_bvh: wp.uint6
     """Unless the query uses its kept lists (control[2] == PATHS_USE: same starts, same pose): through[e] = 1
     where point edge e at its start already passes through a triangle of the mesh at ``fraction`` of the substep
     (``collider_edge_contacts`` leaves such an edge free), else 0."""
-    e = wp.tid()
+    e = first + wp.tid()
     if control[2] == PATHS_USE:
         return
     through[e] = 0
@@ -503,13 +508,14 @@ def edges_through_mesh(control: wp.array(dtype=wp.int32), triangle_bvh: wp.uint6
 
 
 @wp.kernel
-def edge_candidates(control: wp.array(dtype=wp.int32), bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
-                    built: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
+def edge_candidates(first: int, control: wp.array(dtype=wp.int32), bvh: wp.uint64,
+                    start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+                    point_edges: wp.array(dtype=wp.int32, ndim=2),
                     reach: wp.array(dtype=wp.float64), margin: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
                     found_count: wp.array(dtype=wp.int32)):
     """On PATHS_BUILD: the mesh edges whose swept boxes meet point edge e's box (both points start → built, grown
     by their larger reach and ``margin`` [m]), in the tree's order (as ``point_candidates``)."""
-    e = wp.tid()
+    e = first + wp.tid()
     if control[2] != PATHS_BUILD:
         return
     ia = point_edges[e, 0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..kernels import launch, launch_items, warp_device_of, warp_view
+from ..kernels import QUERY_MIN_ITEMS, launch, launch_items, launch_split, warp_device_of, warp_view
 from ..sim.model import ParticleModel
 from . import surface_kernels
 from .swept_elements import CandidateList, SweptElements, unique_edges
@@ -268,16 +268,16 @@ class SurfaceContact:
         self.edges.refit(start_view, built_view, reach)
         self_contact = warp_view(self.self_contact, wp.int32)
         if self.triangles.bvh is not None:
-            self.point_candidates.fill(lambda found, counts: launch(
-                surface_kernels.point_triangle_candidates, self.count, device=self.device,
-                inputs=[self.triangles.bvh.id, start_view, built_view, self.triangles.index_view,
-                        self.triangles.owner_view, warp_view(self.point_owner, wp.int32), self_contact, reach,
-                        found, counts]))
+            self.point_candidates.fill(lambda found, counts: launch_split(
+                surface_kernels.point_triangle_candidates, self.count, self.device, [],
+                [self.triangles.bvh.id, start_view, built_view, self.triangles.index_view, self.triangles.owner_view,
+                 warp_view(self.point_owner, wp.int32), self_contact, reach, found, counts],
+                min_items=QUERY_MIN_ITEMS))
         if self.edges.bvh is not None:
-            self.edge_candidates.fill(lambda found, counts: launch(
-                surface_kernels.edge_edge_candidates, self.edges.count, device=self.device,
-                inputs=[self.edges.bvh.id, start_view, built_view, self.edges.index_view, self.edges.owner_view,
-                        self_contact, reach, found, counts]))
+            self.edge_candidates.fill(lambda found, counts: launch_split(
+                surface_kernels.edge_edge_candidates, self.edges.count, self.device, [],
+                [self.edges.bvh.id, start_view, built_view, self.edges.index_view, self.edges.owner_view,
+                 self_contact, reach, found, counts], min_items=QUERY_MIN_ITEMS))
         self.candidate_builds += 1
 
     def _pass(self, xp, y, y0, holding=None, hold_ratio: float = 1.0):

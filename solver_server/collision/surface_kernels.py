@@ -7,7 +7,9 @@ function at the start, never a winding normal), weighted by inverse masses, and 
 sums with atomics; the host averages the sums per point. Pairs come from candidate lists: ``wp.Bvh`` AABB
 queries over the boxes of the elements' motion from the substep's start to the positions at the list's
 build, padded by the largest separation and a margin, so the list holds every pair a pass can need while
-no point has moved farther than the margin since the build (then it is built again).
+no point has moved farther than the margin since the build (then it is built again). The searches write only
+their own item's row: they take their first item's index (``first``) and run over the CPU's cores in
+contiguous ranges (``kernels.launch_split``).
 
 Rules for pairs: a point never touches a triangle it is a corner of, edges sharing a point never
 touch, and two elements of one object touch only when that object has self-collision. Against another
@@ -65,7 +67,8 @@ def _add_four(correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int
 
 
 @wp.kernel
-def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+def point_triangle_candidates(first: int, bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
+                              built: wp.array(dtype=wp.vec3d),
                               triangles: wp.array(dtype=wp.int32, ndim=2), triangle_owner: wp.array(dtype=wp.int32),
                               point_owner: wp.array(dtype=wp.int32), self_contact: wp.array(dtype=wp.int32),
                               reach: wp.float64, found: wp.array(dtype=wp.int32, ndim=2),
@@ -75,7 +78,7 @@ def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), b
     ``reach`` [m] (the pad and the margin), less its own triangles and those of objects it does not touch;
     in the tree's order, the first found.shape[1] of them kept in found[i], their number (all of them, so a
     caller sees an overflow) in found_count[i]."""
-    i = wp.tid()
+    i = first + wp.tid()
     query = wp.bvh_query_aabb(bvh, box_lower(start[i], built[i], reach), box_upper(start[i], built[i], reach))
     t = int(0)
     n = int(0)
@@ -88,13 +91,14 @@ def point_triangle_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), b
 
 
 @wp.kernel
-def edge_edge_candidates(bvh: wp.uint64, start: wp.array(dtype=wp.vec3d), built: wp.array(dtype=wp.vec3d),
+def edge_edge_candidates(first: int, bvh: wp.uint64, start: wp.array(dtype=wp.vec3d),
+                         built: wp.array(dtype=wp.vec3d),
                          edges: wp.array(dtype=wp.int32, ndim=2), edge_owner: wp.array(dtype=wp.int32),
                          self_contact: wp.array(dtype=wp.int32), reach: wp.float64,
                          found: wp.array(dtype=wp.int32, ndim=2), found_count: wp.array(dtype=wp.int32)):
     """The edges f > e that edge e may touch while the points stay within the build's margin (as
     ``point_triangle_candidates``): no shared point, objects that touch."""
-    e = wp.tid()
+    e = first + wp.tid()
     ia = edges[e, 0]
     ib = edges[e, 1]
     query = wp.bvh_query_aabb(bvh, swept_edge_lower(start[ia], built[ia], start[ib], built[ib], reach),

@@ -230,6 +230,9 @@ def cuda_layout_on(device: str) -> bool:
 
 
 SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
+# launch_split's min_items for kernels that query a tree per item (~0.3–1 µs each on the CPU): a range of this many
+# runs a few tenths of a millisecond, several times a pool thread's wake-up
+QUERY_MIN_ITEMS = 1024
 
 
 def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_after: list,
@@ -301,16 +304,18 @@ def _thread_pool(threads: int) -> ThreadPoolExecutor:
 
 
 def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_after: list,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, min_items: int = 1) -> None:
     """``kernel`` over ``count`` independent items whose parameter list has an ``int`` ``first`` between
     ``inputs_before`` and ``inputs_after``; thread t of a launch handles item first + t. On CUDA one launch
     (first = 0). On the CPU the items are cut into ``threads`` (default ``cpu_kernel_threads()``) contiguous
     ranges launched at once from a pool of Python threads: Warp's CPU backend runs a launch on one core and
     releases the GIL while it runs. Items must not write each other's data (each range gives the same
-    numbers as one launch). Inside ``cuda_layout`` one launch, as on CUDA."""
+    numbers as one launch). Inside ``cuda_layout`` one launch, as on CUDA. min_items: the fewest items a CPU
+    range gets (a range's wake-up on a pool thread costs ~0.1 ms: short launches stay on one thread)."""
     if count == 0:
         return
-    threads = 1 if cuda_layout_on(device) else min(count, cpu_kernel_threads() if threads is None else threads)
+    wanted = cpu_kernel_threads() if threads is None else threads
+    threads = 1 if cuda_layout_on(device) else min(count // max(min_items, 1), wanted)
     if threads <= 1:
         launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device)
         return
@@ -335,3 +340,4 @@ def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs
     finally:
         for future in futures:
             future.result()
+

@@ -151,3 +151,49 @@ def test_a_list_row_that_overflows_queries_the_tree(monkeypatch, layout):
     assert (entry.lists.counts > 1).sum() > len(start) // 2
     for got, want in zip(listed, _resolved(posed(), start, end, reach)):
         np.testing.assert_array_equal(got, want)
+
+
+
+def test_self_contact_searches_split_over_cpu_threads_give_one_launchs_lists(monkeypatch):
+    """The searches that fill the self-contact lists run over the CPU's cores in contiguous ranges: the lists, and
+    with them the frames, are the ones a single launch gives."""
+    monkeypatch.setattr(self_collision_module, "QUERY_MIN_ITEMS", 16)
+    runs = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("TANGLE_KERNEL_THREADS", threads)
+        frames, simulation = _drape(9)
+        surfaces = simulation.groups[0].solver.self_collision
+        runs.append((frames, surfaces.point_candidates.counts.copy(), surfaces.edge_candidates.counts.copy(),
+                     surfaces.edge_candidates.found.copy()))
+    assert runs[0][2].sum() > 0                                       # self-contact pairs were listed
+    for other in runs[1:]:
+        for got, want in zip(other, runs[0]):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_mesh_searches_split_over_cpu_threads_give_one_launchs_lists(monkeypatch):
+    """The same for a mesh collider's lists of point paths and point edges (and the edges found through it)."""
+    monkeypatch.setattr(mesh_module, "QUERY_MIN_ITEMS", 16)
+    vertices, triangles, start, end = _head_and_paths(seed=3)
+    edges = warp_view(np.ascontiguousarray(np.stack([np.arange(0, 399), np.arange(1, 400)], axis=1), np.int32),
+                      wp.int32)
+    reach = np.full(len(start), 0.004)
+    runs = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("TANGLE_KERNEL_THREADS", threads)
+        geometry = MeshGeometry("Suzanne", vertices, triangles)
+        geometry.set_vertices(vertices + np.array([0.02, 0.0, 0.0]))
+        for _ in range(2):                                             # seen once, then lists built
+            resolved = _resolved(geometry, start, end, reach)
+            correction, count = np.zeros((len(start), 3)), np.zeros(len(start), np.int32)
+            contacts, crossed = np.zeros(3, np.int32), np.zeros(len(start), np.int32)
+            geometry.add_edge_corrections(np, start, end, edges, reach, np.ones(len(start)), correction, count,
+                                          contacts, crossed)
+        lists = [array.copy() for entry in geometry.pose(np)._path_lists.values()
+                 for array in (entry.lists.found, entry.lists.counts, entry.through)]
+        runs.append((*resolved, correction, count, contacts, *lists))
+    assert geometry.pose(np).candidate_builds == 2 and runs[0][-2].sum() > 0
+    for other in runs[1:]:
+        assert len(other) == len(runs[0])
+        for got, want in zip(other, runs[0]):
+            np.testing.assert_array_equal(got, want)
