@@ -102,13 +102,36 @@ def warp_view(array, dtype):
         view_shape = (shape[0],) if itemized else shape
         if array.size == 0:
             return wp.empty(view_shape, dtype=dtype, device=device)
-        view = wp.array(ptr=address, dtype=dtype, shape=view_shape, device=device, copy=False)
-        view._tangle_owner = array   # the view does not own the memory: keep the array alive with it
-        return view
+        return _view_at(address, dtype, view_shape, device, array)
     view = wp.from_dlpack(array)
     if itemized:
         view = wp.array(ptr=view.ptr, dtype=dtype, shape=(shape[0],), device=view.device, copy=False)
     view._tangle_owner = array   # keep the producer alive as long as the view
+    return view
+
+
+_WarpArray = wp.array
+_VIEW_TEMPLATES: dict[tuple, object] = {}
+VIEW_TEMPLATES_KEPT = 4096   # (address, dtype, shape, device) templates kept; the table is cleared when full
+
+
+def _view_at(address: int, dtype, shape: tuple, device: str, owner):
+    """A Warp array of ``dtype`` and ``shape`` over the memory at ``address`` on ``device``, keeping ``owner`` (the
+    array that owns the memory) alive. Building a ``wp.array`` costs ~8 µs of checks, a good part of a launch's
+    host time where a launch takes several views (a contact pass: ~20); the same memory is viewed again and again
+    (state arrays, the outputs of a query, whose allocator hands back the same block), so the view's fields are
+    built once per (address, dtype, shape, device) and every later view is a copy of them with its own owner. A
+    template owns nothing and refers to no array: it describes the memory, whatever array holds it now."""
+    key = (address, dtype, shape, device)
+    template = _VIEW_TEMPLATES.get(key)
+    if template is None:
+        if len(_VIEW_TEMPLATES) >= VIEW_TEMPLATES_KEPT:
+            _VIEW_TEMPLATES.clear()
+        template = wp.array(ptr=address, dtype=dtype, shape=shape, device=device, copy=False)
+        _VIEW_TEMPLATES[key] = template
+    view = _WarpArray.__new__(_WarpArray)
+    view.__dict__.update(template.__dict__)
+    view._tangle_owner = owner   # the view does not own the memory: keep the array alive with it
     return view
 
 

@@ -34,6 +34,26 @@ def test_a_kernel_writes_into_a_device_array_of_the_emulated_cuda_device():
     np.testing.assert_array_equal(xp.asnumpy(array), np.full((5, 3), 2.0))
 
 
+def test_views_of_the_same_memory_share_their_fields_but_each_keeps_its_own_array_alive():
+    """Views are built once per (address, dtype, shape, device) and copied: a second array over the same memory (a
+    numpy view of the first, or a new array the allocator placed where a freed one was) gets a view of it that
+    writes into it, and every view keeps the array it was made from alive."""
+    base = np.arange(12, dtype=np.float64).reshape(4, 3)
+    alias = base.reshape(12).reshape(4, 3)                    # another array object over the same memory
+    first, second = warp_view(base, wp.vec3d), warp_view(alias, wp.vec3d)
+    assert first is not second and first.ptr == second.ptr == base.ctypes.data
+    wp.launch(_double_in_place, dim=4, inputs=[second], device="cpu")
+    np.testing.assert_array_equal(base, 2.0 * np.arange(12).reshape(4, 3))
+    temporary_view = warp_view(np.full((6, 3), 1.5), wp.vec3d)   # its array lives only through the view
+    for _ in range(50):
+        reused = np.full((6, 3), 4.0)                           # the allocator may hand back freed blocks
+        wp.launch(_double_in_place, dim=6, inputs=[warp_view(reused, wp.vec3d)], device="cpu")
+        np.testing.assert_array_equal(reused, 8.0)
+    wp.launch(_double_in_place, dim=6, inputs=[temporary_view], device="cpu")
+    np.testing.assert_array_equal(temporary_view.numpy(), 3.0)
+    assert warp_view(base[:2], wp.vec3d).shape == (2,)          # a shorter array over the same start: its own shape
+
+
 @pytest.mark.parametrize("array", [np.zeros((4, 3), np.float32), np.zeros((4, 2)), np.zeros((3, 4))[:, :3]])
 def test_views_that_would_need_a_conversion_are_refused(array):
     with pytest.raises(ValueError):
