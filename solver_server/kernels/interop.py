@@ -136,8 +136,11 @@ def _view_at(address: int, dtype, shape: tuple, device: str, owner):
 
 
 def int32_view(xp, array):
-    """A Warp int32 view of an integer array of ``xp`` converted to a contiguous int32 copy (index arrays handed to
-    kernels; the copy is the kernel's input, nothing is written back)."""
+    """A Warp int32 view of an integer (or bool) array of ``xp`` for a kernel's input (nothing is written back):
+    the array itself when it already is contiguous int32, else a contiguous int32 copy (on a device each copy is
+    a launch and an allocation)."""
+    if getattr(array, "dtype", None) == np.int32 and array.flags.c_contiguous:
+        return warp_view(array, wp.int32)
     return warp_view(xp.ascontiguousarray(xp.asarray(array).astype(xp.int32)), wp.int32)
 
 

@@ -1,8 +1,8 @@
 """The Discrete Elastic Rods solver's Warp kernels, one module per job: the energy terms (``stretch``,
 ``bend_twist``), the parallel-transport frames (``frame``), the retraction's bend path (``retraction``), the
-line search's per-strand backtracking (``line_search``), continuous collision of rod edges (``ccd``) and the
-contact solve's Delassus operator and sweeps (``contact``)."""
+line search's per-strand backtracking (``line_search``), continuous collision of rod edges (``ccd``), the
+contact solve's Delassus operator and sweeps (``contact``) and the system matrix's kinematic rows (``band``)."""
 
-from . import bend_twist, ccd, contact, frame, line_search, retraction, stretch
+from . import band, bend_twist, ccd, contact, frame, line_search, retraction, stretch
 
-WARP_MODULES = (contact, stretch, bend_twist, frame, retraction, line_search, ccd)
+WARP_MODULES = (contact, stretch, bend_twist, frame, retraction, line_search, ccd, band)
