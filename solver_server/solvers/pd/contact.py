@@ -151,7 +151,8 @@ class ContactPoints:
             q = self.distribute(q, projected - points, contacts.mask)
         return q, total
 
-    def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS, relax=None):
+    def resolve_edges(self, colliders: ColliderSet, q, q_start, rounds: int = EDGE_ROUNDS, relax=None,
+                      confirm: bool = True):
         """Edge–edge contact of the objects' surface edges with mesh colliders (collision.mesh) in rounds, each
         followed by the vertex projection. Rounds repeat while a test pass finds some edge that crossed a
         mesh edge during the substep (a crossing left in place would hold the cloth through a thin part
@@ -166,7 +167,10 @@ class ContactPoints:
         on a ridge (a brow, an ear's rim) the ends of an edge walk apart, up to 90 % over rest in 8 rounds
         on the Suzanne scene. The passes take that back between rounds and never undo a crossing's own
         correction. Should crossings remain after them (a crossing that needs a stretched edge to undo),
-        up to ``rounds`` more rounds run without passes. Returns (q, edge pairs in contact in the last test,
+        up to ``rounds`` more rounds run without passes. confirm False: a round that undid no crossing ends the call
+        without the test of its result, for a caller that calls again later in the substep (that call's first test
+        runs from the substep start, so it finds and undoes whatever this one's relax and projection made cross;
+        the confirming test was one edge pass in three). Returns (q, edge pairs in contact in the last test,
         edges through a mesh: those that had crossed in the last test plus those that already passed
         through at the substep start; both device scalars, for the frame's stats). A round reads one number
         from the device: whether its test found pairs, and whether any had crossed, packed in two bits."""
@@ -186,6 +190,8 @@ class ContactPoints:
             if relax is not None and round_index < rounds:
                 q = relax(q, self.particles_of(crossed_points))
             q, _ = self.project(colliders, q, q_start)
+            if not confirm and not crossed:
+                break
         return q, counts[0], counts[1] + counts[2]
 
     def edges_crossing_colliders(self, colliders: ColliderSet, q, q_start):

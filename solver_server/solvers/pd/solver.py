@@ -385,7 +385,9 @@ class PDSolver:
                 timings["strain_limit_ms"] += (time.perf_counter() - tick) * 1e3
             tick = time.perf_counter()
             if has_colliders:
-                q = self._collider_constraints(colliders, q, q_start, timings)
+                # the self-contact's colliders follow in the last round: only a last call confirms its result
+                followed = round_index < FINAL_ROUNDS - 1 or self.self_collision is not None
+                q = self._collider_constraints(colliders, q, q_start, timings, confirm=not followed)
             if self.self_collision is not None and round_index == FINAL_ROUNDS - 1:
                 q, contact_count, surface_push = self._self_contact(colliders, q, q_start, contact_count, timings)
             timings["collision_ms"] += (time.perf_counter() - tick) * 1e3
@@ -484,14 +486,15 @@ class PDSolver:
             timings["self_contacts_left_objects"] = surfaces.left_objects
         return q, contact_count, push
 
-    def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict):
+    def _collider_constraints(self, colliders: ColliderSet, q, q_start, timings: dict, confirm: bool = True):
         """Collider vertices by CCD, then surface edges against mesh edges (each round followed by the cloth
         strain-limit passes and the vertex projection: ContactPoints.resolve_edges); records the edge pairs
-        in contact and those still crossed when the rounds ran out (``collider_edges_left``). Returns q."""
+        in contact and those still crossed when the rounds ran out (``collider_edges_left``). confirm: False where
+        another call of this substep follows (``ContactPoints.resolve_edges``). Returns q."""
         q, _ = self.contact.project(colliders, q, q_start)
         relax = self._limit_passes if self.strain_limit is not None else None
         q, timings["collider_edge_contacts"], timings["collider_edges_left"] = self.contact.resolve_edges(
-            colliders, q, q_start, relax=relax)
+            colliders, q, q_start, relax=relax, confirm=confirm)
         return q
 
     def _limit_passes(self, q, frozen):
