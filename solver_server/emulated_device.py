@@ -365,9 +365,10 @@ class _UfuncProxy:
         return method
 
 
-def _call(function, name, args, kwargs, *, allow_host, index_positions=()):
+def _call(function, name, args, kwargs, *, allow_host, index_positions=(), counted: bool = True):
     where = f"xp.{name}"
-    _operation()
+    if counted:
+        _operation()
     raw_args = [(_index(a) if i in index_positions else _unwrap(a, allow_host=allow_host, where=where))
                 for i, a in enumerate(args)]
     raw_kwargs = {k: _unwrap(v, allow_host=allow_host, where=where) for k, v in kwargs.items()}
@@ -376,6 +377,9 @@ def _call(function, name, args, kwargs, *, allow_host, index_positions=()):
 
 
 UPLOADS = frozenset({"asarray", "array", "asanyarray"})
+# conversions that hand back their device-array argument itself when it already has the asked dtype and layout:
+# CuPy launches and allocates nothing then, so only a call that made a new array counts as an operation
+PASS_THROUGH = frozenset({"asarray", "ascontiguousarray"})
 
 
 def _check_repeat(args, kwargs):
@@ -420,6 +424,12 @@ class DeviceNamespace:
                     _synchronize()
                 if allow_host and args and not isinstance(args[0], DeviceArray):
                     _upload()
+                if name in PASS_THROUGH and not self._prefix and args and isinstance(args[0], DeviceArray):
+                    result = _call(attribute, name, args, kwargs, allow_host=allow_host, counted=False)
+                    if isinstance(result, DeviceArray) and result._data is args[0]._data:
+                        return args[0]            # CuPy hands back the argument itself
+                    _operation()
+                    return result
                 return _call(attribute, self._prefix + name, args, kwargs, allow_host=allow_host)
             return function
         return attribute

@@ -218,3 +218,20 @@ def test_collider_edge_rounds_and_self_contact_passes_read_the_device_once_each(
     assert seen["edge_calls"] and sum(rounds for _, rounds in seen["edge_calls"]) > 0
     assert all(reads_in_call == rounds for reads_in_call, rounds in seen["edge_calls"])
     assert seen["pass_reads"] and set(seen["pass_reads"]) == {1}
+
+
+def test_a_conversion_that_changes_nothing_hands_back_its_argument_and_counts_no_operation(backend):
+    """As CuPy: ``asarray`` / ``ascontiguousarray`` of a device array that already has the dtype and layout return
+    it (no launch, no allocation: not an operation); a conversion that copies is one."""
+    from solver_server.emulated_device import OPERATIONS, substep_guard
+
+    xp = backend.xp
+    values = xp.arange(6.0).reshape(2, 3)
+    where = "conversion test"
+    with substep_guard(where):
+        same = [xp.ascontiguousarray(values), xp.asarray(values), xp.ascontiguousarray(values, dtype=xp.float64)]
+        unchanged = OPERATIONS.pop(where, 0)
+        converted = [xp.ascontiguousarray(values, dtype=xp.float32), xp.ascontiguousarray(values.T)]
+        copies = OPERATIONS.pop(where, 0)
+    assert all(array is values for array in same) and unchanged == 0
+    assert all(array is not values for array in converted) and copies == 2
