@@ -8,9 +8,9 @@ A solver's own kernels live beside it (``collision/mesh_kernels.py``, ``solvers/
 """
 
 from .interop import (QUERY_MIN_ITEMS, capture, cpu_kernel_threads, cuda_layout, cuda_layout_on, device_loops,
-                      int32_view, kernel_cache_dir, launch, launch_items, launch_split,
+                      float64_view, int32_view, kernel_cache_dir, launch, launch_items, launch_split,
                       on_device_stream, recorded_items, repeat_while, replay, warp_device_of, warp_view)
 
 __all__ = ["QUERY_MIN_ITEMS", "capture", "cpu_kernel_threads", "cuda_layout", "cuda_layout_on", "device_loops",
-           "int32_view", "kernel_cache_dir", "launch", "launch_items", "launch_split",
+           "float64_view", "int32_view", "kernel_cache_dir", "launch", "launch_items", "launch_split",
            "on_device_stream", "recorded_items", "repeat_while", "replay", "warp_device_of", "warp_view"]

@@ -135,6 +135,14 @@ def _view_at(address: int, dtype, shape: tuple, device: str, owner):
     return view
 
 
+def float64_view(xp, array, dtype=wp.float64):
+    """A Warp view of ``dtype`` (float64 items: ``wp.float64``, ``wp.vec3d`` …) of a float array of ``xp`` for a
+    kernel's input: the array itself when it already is contiguous float64, else a contiguous float64 copy."""
+    if getattr(array, "dtype", None) == np.float64 and array.flags.c_contiguous:
+        return warp_view(array, dtype)
+    return warp_view(xp.ascontiguousarray(array, dtype=xp.float64), dtype)
+
+
 def int32_view(xp, array):
     """A Warp int32 view of an integer (or bool) array of ``xp`` for a kernel's input (nothing is written back):
     the array itself when it already is contiguous int32, else a contiguous int32 copy (on a device each copy is

@@ -20,8 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...kernels import cuda_layout_on, int32_view, warp_device_of
+import warp as wp
+
+from ...kernels import cuda_layout_on, float64_view, int32_view, launch, warp_device_of, warp_view
 from ...kernels.segments import segment_sums
+from .kernels import objective as objective_kernels
 from .banded import BandedCholesky, NotPositiveDefinite, constrain_band, strand_blocks_of_model
 from .energy import elastic_gradient_hessian, strand_energy_and_gradient
 from .frames import normalize_rows
@@ -550,6 +553,7 @@ class _StepProblem:
     v_t: Any
     free_velocity: Any
     damping: Any
+    _damping_per_dof: Any = None
 
     @classmethod
     def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
@@ -577,19 +581,36 @@ class _StepProblem:
             energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
         return energy, elastic_gradient, config
 
+    def _damping_view(self):
+        """The damping h c as a (n_dofs,) float64 Warp view (made once per step)."""
+        if self._damping_per_dof is None:
+            self._damping_per_dof = self.xp.empty(self.model.n_dofs, dtype=self.xp.float64)
+            self._damping_per_dof[...] = self.damping        # a scalar, or the (n_dofs,) damping with air drag
+        return warp_view(self._damping_per_dof, wp.float64)
+
     def objective(self, v, target, potential_per_strand):
         """g(v) per strand (S,): the strands are independent given the impulses, so each gets its own
-        line search (one buckling strand does not shorten every other strand's step)."""
-        difference = v - target
-        kinetic = 0.5 * self.model.mass * (difference * difference + self.damping * v * v)
-        return segment_sums(self.xp, kinetic, self.dof_offsets) + potential_per_strand
+        line search (one buckling strand does not shorten every other strand's step). One launch
+        (``kernels.objective.strand_objective``)."""
+        xp = self.xp
+        objective = xp.empty(self.model.n_strands, dtype=xp.float64)
+        launch(objective_kernels.strand_objective, self.model.n_strands, inputs=[
+            self.dof_offsets, warp_view(self.model.mass, wp.float64), self._damping_view(),
+            float64_view(xp, v), float64_view(xp, target), float64_view(xp, potential_per_strand),
+            warp_view(objective, wp.float64)], device=warp_device_of(objective))
+        return objective
 
     def descent(self, it: "_Iterate"):
-        """(target velocity, ∇g, g per strand) at the iterate's v with its impulses."""
+        """(target velocity, ∇g, g per strand) at the iterate's v with its impulses (the target and the gradient
+        in one launch: ``kernels.objective.descent_terms``)."""
         xp, mass = self.xp, self.model.mass
         v, elastic, elastic_gradient = it.v, it.point[0], it.point[1]
-        target = self.free_velocity + it.impulse / mass
-        gradient = mass * (v - target) + self.damping * mass * v + self.h * elastic_gradient
+        target = xp.empty(self.model.n_dofs, dtype=xp.float64)
+        gradient = xp.empty(self.model.n_dofs, dtype=xp.float64)
+        launch(objective_kernels.descent_terms, self.model.n_dofs, inputs=[
+            warp_view(mass, wp.float64), float64_view(xp, self.free_velocity), float64_view(xp, it.impulse),
+            self._damping_view(), float64_view(xp, v), float64_view(xp, elastic_gradient), float(self.h),
+            warp_view(target, wp.float64), warp_view(gradient, wp.float64)], device=warp_device_of(target))
         if self.soft_pins is not None:
             pulled = self.soft_pins.dofs.ravel()
             offset = (self.q_t + self.h * v)[pulled] - self.soft_pins.targets.ravel()
