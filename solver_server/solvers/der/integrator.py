@@ -175,6 +175,7 @@ class ImplicitEulerSolver:
         self.factors_valid = None         # on a device: 0-d bool, every deferred factorization sound since then
         self._bits = xp.asarray([1, 2, 4, 8, 16, 32], dtype=xp.int64)     # _read_flags' place values
         self._kernel_search = None      # KernelLineSearch, made at the first line search that runs in the kernel
+        self._no_strands = int32_view(xp, xp.zeros(model.n_strands, dtype=xp.int32))   # no strand settled
 
     @property
     def _device_resident(self) -> bool:
@@ -274,21 +275,27 @@ class ImplicitEulerSolver:
         (accepted with α = 0).  Returns (the search's result, that refresh as a 0-d device bool, or None without a
         least_full_fraction): the caller reads it with the iteration's other flags."""
         xp, model = self.xp, self.model
-        direction = -factor.solve(gradient)
-        direction[problem.fixed_dofs] = 0.0
-        finite = xp.all(xp.isfinite(direction))
+        # the direction with its kinematic entries 0, each strand's slope ∇gᵀd, and which strands search (an
+        # expected decrease below the objective's round-off cannot pass Armijo: such a strand has converged, keeps
+        # its velocities (α = 0) and is not searched, which saves 10 system-wide backtracks), in one launch
+        direction = xp.empty(model.n_dofs, dtype=xp.float64)
+        slope = xp.empty(model.n_strands, dtype=xp.float64)
+        searching = xp.empty(model.n_strands, dtype=xp.int32)
+        non_finite = xp.zeros(1, dtype=xp.int32)
+        launch(objective_kernels.search_directions, model.n_strands, inputs=[
+            self.dof_offsets, problem.fixed_view(), float64_view(xp, factor.solve(gradient)),
+            float64_view(xp, gradient), float64_view(xp, current),
+            self._no_strands if settled is None else int32_view(xp, settled), warp_view(direction, wp.float64),
+            warp_view(slope, wp.float64), warp_view(searching, wp.int32), warp_view(non_finite, wp.int32)],
+            device=warp_device_of(direction))
+        searching = searching > 0
+        finite = non_finite[0] == 0
         if self._device_resident:
             # read after the substep with the group's finite check: a non-finite direction is never taken (no
             # strand accepts a NaN objective), and the job fails at that substep as on the CPU
             self.directions_finite = finite if self.directions_finite is None else self.directions_finite & finite
         elif not bool(finite):
             raise FloatingPointError("non-finite Newton direction in the DER solver")
-        slope = segment_sums(xp, gradient * direction, self.dof_offsets)
-        # an expected decrease below the objective's round-off cannot pass Armijo: such a strand has
-        # converged, keeps its velocities (α = 0) and is not searched (saves 10 system-wide backtracks)
-        searching = (slope < 0.0) & (-slope > 1e-12 * xp.abs(current))
-        if settled is not None:
-            searching &= ~settled
         if self._kernel_search is None:
             self._kernel_search = KernelLineSearch(xp, model)
         alpha, accepted, accepted_v = self._kernel_search.search(problem, self.settings, v, direction, target,
@@ -554,6 +561,7 @@ class _StepProblem:
     free_velocity: Any
     damping: Any
     _damping_per_dof: Any = None
+    _fixed_indicator: Any = None
 
     @classmethod
     def of(cls, solver: "ImplicitEulerSolver", state: DerState, h: float, gravity, fixed_dofs, soft_pins,
@@ -580,6 +588,13 @@ class _StepProblem:
             pin_strands = model.vertex_strand[self.soft_pins.vertices]
             energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
         return energy, elastic_gradient, config
+
+    def fixed_view(self):
+        """(n_dofs,) int32 Warp view: 1 at the kinematic DOFs (made once per step)."""
+        if self._fixed_indicator is None:
+            self._fixed_indicator = self.xp.zeros(self.model.n_dofs, dtype=self.xp.int32)
+            self._fixed_indicator[self.fixed_dofs] = 1
+        return warp_view(self._fixed_indicator, wp.int32)
 
     def _damping_view(self):
         """The damping h c as a (n_dofs,) float64 Warp view (made once per step)."""

@@ -36,3 +36,29 @@ def strand_objective(offsets: wp.array(dtype=wp.int32), mass: wp.array(dtype=wp.
         difference = v[k] - target[k]
         total += wp.float64(0.5) * mass[k] * (difference * difference + damping[k] * v[k] * v[k])
     objective[s] = total + potential[s]
+
+
+@wp.kernel
+def search_directions(offsets: wp.array(dtype=wp.int32), fixed: wp.array(dtype=wp.int32),
+                      solved: wp.array(dtype=wp.float64), gradient: wp.array(dtype=wp.float64),
+                      current: wp.array(dtype=wp.float64), settled: wp.array(dtype=wp.int32),
+                      direction: wp.array(dtype=wp.float64), slope: wp.array(dtype=wp.float64),
+                      searching: wp.array(dtype=wp.int32), non_finite: wp.array(dtype=wp.int32)):
+    """Per strand s: the Newton direction d = −A⁻¹∇g (``solved`` = A⁻¹∇g) with the kinematic DOFs' entries 0, the
+    slope ∇gᵀd of the strand (added in order from zero), and whether its line search runs: a descent direction
+    whose expected decrease is above the objective's round-off (1e-12 |g_s|), on a strand not ``settled``;
+    non_finite[0] counts the non-finite entries of d."""
+    s = wp.tid()
+    total = wp.float64(0.0)
+    for k in range(offsets[s], offsets[s + 1]):
+        d = -solved[k]
+        if fixed[k] != 0:
+            d = wp.float64(0.0)
+        direction[k] = d
+        if wp.isnan(d) or wp.isinf(d):
+            wp.atomic_add(non_finite, 0, 1)
+        total += gradient[k] * d
+    slope[s] = total
+    searching[s] = 0
+    if total < wp.float64(0.0) and -total > wp.float64(1e-12) * wp.abs(current[s]) and settled[s] == 0:
+        searching[s] = 1
