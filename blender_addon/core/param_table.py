@@ -30,10 +30,11 @@ class ParamSpec:
         return f"{self.description} [{self.unit}]" if self.unit else self.description
 
 
-_SIMULATED_COMMON: tuple[ParamSpec, ...] = (
+_SIMULATED_BEFORE_DAMPING: tuple[ParamSpec, ...] = (
     ParamSpec("friction", 0.3, "μ", "Coulomb friction coefficient against colliders", 0.0, 10.0, paintable=True),
     ParamSpec("thickness", 0.002, "m", "Contact offset kept from collider surfaces", 0.0, 1.0),
-    ParamSpec("damping", 0.1, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
+)
+_SIMULATED_AFTER_DAMPING: tuple[ParamSpec, ...] = (
     ParamSpec("pin_stiffness", 1.0e4, "N/m",
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
     ParamSpec("unpin_frame", 0, "frame", "Frame from which the pinned vertices let go and the object falls "
@@ -42,6 +43,14 @@ _SIMULATED_COMMON: tuple[ParamSpec, ...] = (
               "(a cut in the animation, a pose snapped into place) is pulled in at this speed, slower motion is "
               "followed exactly; 0 follows at once", 0.0, 1.0e4),
 )
+
+
+def _simulated_common(damping: float) -> tuple[ParamSpec, ...]:
+    """The parameters of cloth and soft bodies; ``damping`` [1/s]: the role's default (the server's)."""
+    return _SIMULATED_BEFORE_DAMPING + (
+        ParamSpec("damping", damping, "1/s", "Velocity drag rate (air resistance)", 0.0, 1000.0),
+    ) + _SIMULATED_AFTER_DAMPING
+
 
 def _wind(applied: str) -> tuple[ParamSpec, ...]:
     """The wind parameters (set from the scene's Wind and Turbulence fields with Scene Wind, core.wind)."""
@@ -53,7 +62,7 @@ def _wind(applied: str) -> tuple[ParamSpec, ...]:
     )
 
 
-CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
+CLOTH_PARAMS: tuple[ParamSpec, ...] = _simulated_common(1.0) + (
     ParamSpec("density", 0.2, "kg/m²", "Mass per unit area of the cloth", 1e-6, 1.0e4, paintable=True),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "Resistance to stretching (membrane Young's modulus × thickness)",
               1e-6, 1.0e9, paintable=True),
@@ -72,7 +81,7 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
     *_wind("along the cloth's face normals, so a sheet edge-on to it feels none"),
 )
 
-SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _SIMULATED_COMMON + (
+SOFTBODY_PARAMS: tuple[ParamSpec, ...] = _simulated_common(0.1) + (
     ParamSpec("density", 1000.0, "kg/m³", "Mass per unit volume (water 1000, rubber 1100, gelatin 1050)",
               1.0, 1.0e5, paintable=True),
     ParamSpec("young_modulus", 1.0e5, "Pa", "Stiffness of the material (Young's modulus E): jelly 1e3–1e4, "

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 CLOTH_PRESETS: dict[str, dict[str, object]] = {
     "Silk": {"density": 0.06, "stretch_stiffness": 800.0, "shear_stiffness": 40.0, "bend_stiffness": 1.0e-6,
-             "friction": 0.2, "damping": 0.1},
+             "friction": 0.2, "damping": 1.0},
     "Cotton": {"density": 0.15, "stretch_stiffness": 2000.0, "shear_stiffness": 200.0, "bend_stiffness": 1.0e-5,
-               "friction": 0.4, "damping": 0.1},
+               "friction": 0.4, "damping": 1.0},
     "Denim": {"density": 0.4, "stretch_stiffness": 8000.0, "shear_stiffness": 1000.0, "bend_stiffness": 1.0e-4,
-              "friction": 0.5, "damping": 0.2},
+              "friction": 0.5, "damping": 2.0},
     "Leather": {"density": 0.9, "stretch_stiffness": 20000.0, "shear_stiffness": 5000.0, "bend_stiffness": 1.0e-3,
-                "friction": 0.6, "damping": 0.3},
+                "friction": 0.6, "damping": 3.0},
     "Rubber": {"density": 0.8, "stretch_stiffness": 1500.0, "shear_stiffness": 500.0, "bend_stiffness": 2.0e-4,
-               "friction": 0.9, "damping": 0.2},
+               "friction": 0.9, "damping": 2.0},
 }
 
 SOFTBODY_PRESETS: dict[str, dict[str, object]] = {

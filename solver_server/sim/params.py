@@ -44,12 +44,14 @@ class ParamSpec:
     paintable: bool = False     # an object's ``maps`` may scale it per point (sim/maps.py)
 
 
-def _common_simulated() -> tuple[ParamSpec, ...]:
+def _common_simulated(damping: float) -> tuple[ParamSpec, ...]:
+    """The parameters of every simulated PD role; ``damping`` [1/s]: the role's default velocity drag rate."""
     return (
         ParamSpec("friction", 0.3, "", "Coulomb friction coefficient μ against colliders", low=0.0, high=10.0,
                   paintable=True),
         ParamSpec("thickness", 0.002, "m", "contact offset kept from collider surfaces", low=0.0, high=1.0),
-        ParamSpec("damping", 0.1, "1/s", "velocity drag rate: v ← v / (1 + damping·h) per substep", low=0.0, high=1000.0),
+        ParamSpec("damping", damping, "1/s", "velocity drag rate: v ← v / (1 + damping·h) per substep", low=0.0,
+                  high=1000.0),
         ParamSpec("pin_stiffness", 1.0e4, "N/m",
                   "stiffness of a pin with vertex weight w < 1 (ω = w·pin_stiffness); weight 1 is an exact pin",
                   low=0.0, high=1.0e12, low_open=True),
@@ -71,7 +73,9 @@ def _wind(applied: str) -> tuple[ParamSpec, ...]:
     )
 
 
-CLOTH = _common_simulated() + (
+# cloth: 1 /s, about what air takes from a sheet swinging at walking speed (a cotton sheet broadside at 1 m/s
+# loses a few per second; Blender's cloth defaults to an air viscosity of 1), so free edges calm within a second
+CLOTH = _common_simulated(1.0) + (
     ParamSpec("density", 0.2, "kg/m²", "areal density (mass per unit area)", low=0.0, high=1.0e4, low_open=True,
               paintable=True),
     ParamSpec("stretch_stiffness", 1000.0, "N/m", "membrane Young's modulus × thickness (edge springs)",
@@ -90,7 +94,7 @@ CLOTH = _common_simulated() + (
     *_wind("along the faces' normals"),
 )
 
-SOFTBODY = _common_simulated() + (
+SOFTBODY = _common_simulated(0.1) + (
     # at least air's: a body lighter than air and stiffer than steel is ill-conditioned beyond any substep count
     # (``tests/physics/test_parameter_extremes``: a 1 g/m³ diamond-stiff block flung out of a 1 m contact offset)
     ParamSpec("density", 1000.0, "kg/m³", "volumetric density", low=1.0, high=1.0e5, paintable=True),

@@ -88,11 +88,13 @@ def test_a_flag_on_its_mast_is_blown_downwind_and_lifted():
     vertices = vertices + [0.0, 0.0, 1.0]
     mast = index[0, :]                                 # the x = 0 column, all heights
     params = {"wind_direction": [1.0, 0.3, 0.0], "wind_strength": 12.0, "wind_amplitude": 4.0, "wind_period": 0.4}
-    calm, windy = (run(Simulation(scene([cloth_object(vertices, triangles, pins=mast, params=p)], frame_end=37),
-                                  get_backend("cpu")))[-1][1]["Cloth"] for p in ({}, params))
+    calm, windy = (np.array([frame[1]["Cloth"] for frame in run(Simulation(
+        scene([cloth_object(vertices, triangles, pins=mast, params=p)], frame_end=37), get_backend("cpu")))])
+        for p in ({}, params))
     assert np.all(np.isfinite(windy))
     free = np.setdiff1d(np.arange(len(vertices)), mast)
-    # without wind the free edge hangs below the mast; with it, the flag swings out along the wind
-    assert windy[free, 1].mean() > calm[free, 1].mean() + 0.05
-    assert windy[free, 2].mean() > calm[free, 2].mean() + 0.02
-    np.testing.assert_allclose(windy[mast], vertices[mast], atol=1e-6)
+    # without wind the free edge hangs below the mast; with it, the flag swings out along the wind and flutters
+    # about it (so the figures are means over frames 13-37, not one phase of the flutter)
+    assert windy[12:, free, 1].mean() > calm[12:, free, 1].mean() + 0.03
+    assert windy[12:, free, 2].mean() > calm[12:, free, 2].mean() + 0.01
+    np.testing.assert_allclose(windy[-1, mast], vertices[mast], atol=1e-6)

@@ -107,7 +107,8 @@ def test_pin_stiffening_removes_the_point_pin_peak():
     (17 % at the pin); stiffening the edges within 8 hops of the pins by 8/d removes the peak."""
     worst = {}
     for rings in (0, 8):
-        sim, vertices, triangles, _ = _hanging(params={"stretch_stiffness": 300.0},
+        # light damping (0.1 /s): the peak includes the swing of the cloth falling onto its pins
+        sim, vertices, triangles, _ = _hanging(params={"stretch_stiffness": 300.0, "damping": 0.1},
                                                solver={"pd": {"pin_stiffening_rings": rings,
                                                               "strain_limit_iterations": 0}})
         worst[rings] = _worst_edge_ratio(sim, vertices, triangles)
