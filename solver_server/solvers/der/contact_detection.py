@@ -100,14 +100,15 @@ class ContactDetector:
     def _movable_edge_pairs(self, x0, x1):
         """The broad phase's edge pairs (``_candidate_pairs`` of the motion x0 → x1) that have a free vertex:
         (ea, eb, their first vertices va, vb, contact distances r_a + r_b + thickness [m]), or None."""
-        model, settings = self.model, self.solver.settings
+        xp, model, settings = self.xp, self.model, self.solver.settings
         candidates = self._candidate_pairs(x0, x1)
         if candidates is None or candidates[0].shape[0] == 0:
             return None
         ea, eb = candidates
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
         movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
-        ea, eb, va, vb = ea[movable], eb[movable], va[movable], vb[movable]
+        kept = xp.nonzero(movable)[0]       # one read of the count, then integer indexing (a mask per array reads each)
+        ea, eb, va, vb = ea[kept], eb[kept], va[kept], vb[kept]
         return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
 
     def _without_kinematic(self, found):
@@ -133,6 +134,7 @@ class ContactDetector:
         hit = closest[:, 3] < limit
         if not bool(hit.any()):
             return None
+        hit = xp.nonzero(hit)[0]
         tau = closest[hit, 0]
         ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
         points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
@@ -151,8 +153,7 @@ class ContactDetector:
             degenerate = xp.linalg.norm(normal, axis=1) < 1e-12
             normal[degenerate] = xp.asarray([0.0, 0.0, 1.0])
         normal = normalize(xp, normal)
-        flip = rows_dot(xp, start_a - start_b, normal) < 0.0
-        normal[flip] *= -1.0
+        normal = xp.where((rows_dot(xp, start_a - start_b, normal) < 0.0)[:, None], -normal, normal)
         keys = ea * model.n_edges + eb
         closest = self._edge_contacts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
         far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
@@ -350,6 +351,7 @@ class ContactDetector:
         short = closest[:, 3] < limit
         if not bool(short.any()):
             return None
+        short = xp.nonzero(short)[0]
         ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]
         s, t = closest[short, 1], closest[short, 2]
         end_a = x1[va] + s[:, None] * (x1[va + 1] - x1[va])
