@@ -1,5 +1,5 @@
-"""Sums over contiguous segments of an array: per-strand sums, the strands' vertices, edges and degrees of freedom
-lying in contiguous ranges.
+"""Sums and scans over contiguous segments of an array: per-strand sums, the strands' vertices, edges and degrees of
+freedom lying in contiguous ranges.
 
 One thread per segment adds its values in order from zero: the numbers numpy's ``bincount`` gives for sorted keys
 (it adds in input order too), with no atomics, and, unlike CuPy's ``bincount``, no host synchronization (CuPy reads
@@ -33,3 +33,37 @@ def segment_sums(xp, values, offsets):
     launch(sum_segments, count, inputs=[offsets, warp_view(values, wp.float64), warp_view(sums, wp.float64)],
            device=warp_device_of(values))
     return sums
+
+
+@wp.kernel
+def nearest_marked_in_segments(offsets: wp.array(dtype=wp.int32), marked: wp.array(dtype=wp.int32),
+                               before: wp.array(dtype=wp.int64), after: wp.array(dtype=wp.int64)):
+    """For segment s = the thread, every index k in it: the largest marked index ≤ k in the segment (−1 if none) and
+    the smallest marked index ≥ k in it (the array's length if none)."""
+    segment = wp.tid()
+    first = offsets[segment]
+    end = offsets[segment + 1]
+    last = wp.int64(-1)
+    for k in range(first, end):
+        if marked[k] != 0:
+            last = wp.int64(k)
+        before[k] = last
+    following = wp.int64(marked.shape[0])
+    for step in range(end - first):
+        k = end - 1 - step
+        if marked[k] != 0:
+            following = wp.int64(k)
+        after[k] = following
+
+
+def nearest_marked(xp, marked, offsets):
+    """(before, after) (n,) int64: for every index of the bool array ``marked`` (n,), the nearest marked index at
+    or before it and at or after it within its segment of ``offsets`` (a Warp int32 view of S + 1 indices from 0 to
+    n), −1 and n where its segment has none; one launch, no host read."""
+    n = marked.shape[0]
+    before = xp.empty(n, dtype=xp.int64)
+    after = xp.empty(n, dtype=xp.int64)
+    launch(nearest_marked_in_segments, offsets.shape[0] - 1,
+           inputs=[offsets, warp_view(xp.ascontiguousarray(marked.astype(xp.int32)), wp.int32),
+                   warp_view(before, wp.int64), warp_view(after, wp.int64)], device=warp_device_of(before))
+    return before, after

@@ -1,5 +1,5 @@
-"""Per-segment sums in a kernel (kernels/segments.py) and the DER contact impulses' scatter onto vertices: the numbers
-numpy's bincount gives, bit for bit, on the CPU."""
+"""Per-segment sums and nearest-marked scans in kernels (kernels/segments.py) and the DER contact impulses' scatter onto
+vertices: the numbers numpy's bincount gives, bit for bit, on the CPU."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import warp as wp
 
 from solver_server.kernels import int32_view, launch, warp_view
-from solver_server.kernels.segments import segment_sums
+from solver_server.kernels.segments import nearest_marked, segment_sums
 from solver_server.solvers.der.kernels import contact as contact_kernels
 
 
@@ -23,6 +23,29 @@ def test_segment_sums_equal_bincount_of_sorted_keys_bit_for_bit():
     sums = segment_sums(np, values, int32_view(np, offsets))
     np.testing.assert_array_equal(sums, np.bincount(keys, weights=values, minlength=len(sizes)))
     assert sums[0] == 0.0 and sums[299] == 0.0
+
+
+def test_nearest_marked_index_within_each_segment():
+    """Segments of 0 to 12 indices, about a third marked: at every index the nearest marked index at or before it and
+    at or after it inside its own segment, −1 and n where the segment has none (a marked index of a neighbouring
+    segment never counts)."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(0, 13, size=200)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    n = int(offsets[-1])
+    marked = rng.random(n) < 0.3
+    before, after = nearest_marked(np, marked, int32_view(np, offsets))
+    expected_before, expected_after = np.full(n, -1), np.full(n, n)
+    for first, end in zip(offsets[:-1], offsets[1:]):
+        for k in range(first, end):
+            inside = np.flatnonzero(marked[first:end]) + first
+            if (inside <= k).any():
+                expected_before[k] = inside[inside <= k].max()
+            if (inside >= k).any():
+                expected_after[k] = inside[inside >= k].min()
+    np.testing.assert_array_equal(before, expected_before)
+    np.testing.assert_array_equal(after, expected_after)
+    assert before.dtype == np.int64 and (before == -1).any() and (after == n).any() and (before >= 0).any()
 
 
 def test_contact_impulses_reach_the_vertices_as_the_slot_bincount_sums():

@@ -21,11 +21,13 @@ from typing import Any
 import warp as wp
 
 from ...kernels import cuda_layout_on, launch_items, warp_device_of, warp_view
+from ...kernels.segments import nearest_marked
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .contact_set import ContactSet, normalize, rows_dot
 from .frames import cross3, row_lengths
 from .geometry import overlap_far_end, segment_closest_points
 from .kernels import ccd as ccd_kernels
+from .model import index_view
 
 # smallest summed |barycentric weight| of free vertices for a pair contact to be solved (see _detect_edges)
 KINEMATIC_CONTACT_WEIGHT = 1e-3
@@ -322,7 +324,9 @@ class ContactDetector:
         arc = xp.cumsum(step)
         arc = arc - arc[first]                               # rest arc length from the strand's first vertex
         kinematic_before, kinematic_after = self.kinematic.nearest
-        outside_before, outside_after = _nearest_marked(xp, ~inside)
+        # nearest within the strand: −1 / N where the strand has none, as far out as a neighbour strand's index in
+        # every comparison below (each is taken only where the kinematic vertex lies in the vertex's own strand)
+        outside_before, outside_after = nearest_marked(xp, ~inside, index_view(model, "strand_offsets"))
         reach = contact_distance
         unreachable = xp.zeros(n, dtype=bool)
         for kinematic, valid, run in (
@@ -474,7 +478,8 @@ class ContactDetector:
 @dataclass
 class KinematicVertices:
     """A step's kinematic vertices: dof_fixed (n_dofs,) and vertex_fixed (N,) bool, their indices (K,), and for every
-    vertex the nearest kinematic vertex at or before it and at or after it (``_nearest_marked``)."""
+    vertex the nearest kinematic vertex at or before it and at or after it in its strand (−1 / N where there is none:
+    ``kernels.segments.nearest_marked``)."""
     dof_fixed: Any
     vertex_fixed: Any
     indices: Any
@@ -485,19 +490,5 @@ class KinematicVertices:
         dof_fixed = xp.zeros(model.n_dofs, dtype=bool)
         dof_fixed[fixed_dofs] = True
         vertex_fixed = dof_fixed[model.position_dofs[:, 0]]
-        return cls(dof_fixed, vertex_fixed, xp.nonzero(vertex_fixed)[0], _nearest_marked(xp, vertex_fixed))
-
-
-def _nearest_marked(xp, marked):
-    """For every index i of the bool array ``marked`` (N,): the largest marked index ≤ i (−1 if none) and the
-    smallest marked index ≥ i (N if none), with cumulative counts (device arrays only, no host copy)."""
-    n = marked.shape[0]
-    positions = xp.nonzero(marked)[0]
-    count = positions.shape[0]
-    upto = xp.cumsum(marked.astype(xp.int64))           # marked indices ≤ i
-    if count == 0:
-        return xp.full(n, -1, dtype=xp.int64), xp.full(n, n, dtype=xp.int64)
-    before = xp.where(upto > 0, positions[xp.maximum(upto - 1, 0)], -1)
-    following = upto - marked.astype(xp.int64)           # marked indices < i: the next one ≥ i is number `following`
-    after = xp.where(following < count, positions[xp.minimum(following, count - 1)], n)
-    return before, after
+        return cls(dof_fixed, vertex_fixed, xp.nonzero(vertex_fixed)[0],
+                   nearest_marked(xp, vertex_fixed, index_view(model, "strand_offsets")))
