@@ -225,3 +225,33 @@ def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_a
         calls["count"] = 0
         failed, made = _der_failure(backend)
         assert failed == made + 1
+
+
+def test_der_edge_pair_filters_read_the_device_once_each(monkeypatch):
+    """The strand-contact filters select their pairs with one read of the device each (a ``nonzero``, then integer
+    indexing of every array), not one boolean mask per array, each of which would read it: inside the movable-pair
+    filter, beyond the broad phase's own reads, one synchronization per call."""
+    from solver_server.solvers.der import contact_detection
+
+    filter_reads, broad_phase_reads = [], []
+
+    def total():
+        return sum(SYNCS.values())
+
+    def counted(function, reads):
+        def wrapper(*args, **kwargs):
+            before = total()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                reads.append(total() - before)
+        return wrapper
+
+    monkeypatch.setattr(contact_detection.ContactDetector, "_movable_edge_pairs",
+                        counted(contact_detection.ContactDetector._movable_edge_pairs, filter_reads))
+    monkeypatch.setattr(contact_detection.ContactDetector, "_candidate_pairs",
+                        counted(contact_detection.ContactDetector._candidate_pairs, broad_phase_reads))
+    SYNCS.clear()
+    _guarded_frames("der_strand_contact", emulated_cuda_backend())
+    own = [whole - inner for whole, inner in zip(filter_reads, broad_phase_reads)]
+    assert own and max(own) == 1, own
