@@ -374,4 +374,3 @@ def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs
     finally:
         for future in futures:
             future.result()
-
