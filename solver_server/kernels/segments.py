@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from .interop import launch, warp_device_of, warp_view
+from .interop import int32_view, launch, warp_device_of, warp_view
 
 
 @wp.kernel
@@ -67,3 +67,19 @@ def nearest_marked(xp, marked, offsets):
            inputs=[offsets, warp_view(xp.ascontiguousarray(marked.astype(xp.int32)), wp.int32),
                    warp_view(before, wp.int64), warp_view(after, wp.int64)], device=warp_device_of(before))
     return before, after
+
+
+@wp.kernel
+def count_values(values: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32)):
+    """counts[v] += 1 for the value v of every item (integer atomics: the same counts in any order)."""
+    wp.atomic_add(counts, values[wp.tid()], 1)
+
+
+def histogram(xp, values, size: int):
+    """(size,) int64: how many of the integers ``values`` (m,), each in [0, size), equal each index; numpy's
+    ``bincount(values, minlength=size)``, without CuPy's two reads back of the smallest and largest value."""
+    counts = xp.zeros(size, dtype=xp.int32)
+    if values.shape[0]:
+        launch(count_values, values.shape[0], inputs=[int32_view(xp, values), warp_view(counts, wp.int32)],
+               device=warp_device_of(counts))
+    return counts.astype(xp.int64)

@@ -7,7 +7,7 @@ import numpy as np
 import warp as wp
 
 from solver_server.kernels import int32_view, launch, warp_view
-from solver_server.kernels.segments import nearest_marked, segment_sums
+from solver_server.kernels.segments import histogram, nearest_marked, segment_sums
 from solver_server.solvers.der.kernels import contact as contact_kernels
 
 
@@ -46,6 +46,15 @@ def test_nearest_marked_index_within_each_segment():
     np.testing.assert_array_equal(before, expected_before)
     np.testing.assert_array_equal(after, expected_after)
     assert before.dtype == np.int64 and (before == -1).any() and (after == n).any() and (before >= 0).any()
+
+
+def test_histogram_equals_bincount_with_its_length():
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 37, size=2000)
+    counts = histogram(np, values, 40)
+    np.testing.assert_array_equal(counts, np.bincount(values, minlength=40))
+    assert counts.dtype == np.int64 and counts[37:].sum() == 0
+    np.testing.assert_array_equal(histogram(np, np.zeros(0, np.int64), 3), np.zeros(3))
 
 
 def test_contact_impulses_reach_the_vertices_as_the_slot_bincount_sums():

@@ -398,3 +398,31 @@ def test_the_colouring_kernel_equals_the_rounds_of_independent_sets(max_colours)
             assert np.all(colour[first] != colour[second])
         checked += dealt == 0
     assert checked or max_colours < 24
+
+
+@pytest.mark.parametrize("sequential", [True, False])
+def test_an_operator_on_a_new_factor_reuses_its_contact_sets_structure(monkeypatch, sequential):
+    """A contact round refactors the matrix and builds the operator again on the same contact set: built with the
+    first operator's structure (pairs, frames, colouring, sweep layout), it equals an operator built afresh on the
+    new factor, in its blocks and in a solve, and shares the structure's arrays."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", sequential)
+    model, factor, _, dof_fixed = _system(seed=1)
+    _, other_factor, _, _ = _system(seed=4)
+    generator = np.random.default_rng(9)
+    vertices, weights = _contacts(model, generator, pairs=20)
+    normal = _normals(vertices.shape[0])
+    first = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal)
+    reused = DelassusOperator(np, model, other_factor, vertices, weights, dof_fixed, normal, structure=first.structure)
+    fresh = DelassusOperator(np, model, other_factor, vertices, weights, dof_fixed, normal)
+    assert reused.structure is first.structure and reused.pair_first is first.pair_first
+    assert not np.allclose(reused.blocks, first.blocks)
+    np.testing.assert_array_equal(reused.blocks, fresh.blocks)
+    np.testing.assert_array_equal(reused.diagonal, fresh.diagonal)
+    n = vertices.shape[0]
+    relative = generator.normal(size=(n, 3))
+    target = generator.uniform(0.0, 0.1, size=n)
+    mu = np.full(n, 0.3)
+    solves = [operator.gauss_seidel(relative, np.zeros((n, 3)), target, mu, 40, np.full(n, 1e-9))
+              for operator in (reused, fresh)]
+    for got, want in zip(solves[0], solves[1]):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -79,8 +79,9 @@ start gap = its distance); vertices starting inside are left to the end-of-step 
         walking &= tau < 1.0
         if not bool(walking.any()):
             break
-    hit = touched | walking             # still walking after the last step: close to the surface, keep it
-    if not bool(hit.any()):
+    # still walking after the last step: close to the surface, keep it; one read, the count of hits
+    hit = xp.nonzero(touched | walking)[0]
+    if hit.shape[0] == 0:
         return _empty(xp)
     index, start, path, tau = index[hit], start[hit], path[hit], xp.minimum(tau[hit], 1.0)
     point = start + tau[:, None] * path
@@ -127,8 +128,8 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
         closest, _ = closest_points_on_triangles(q, a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0), xp=xp)
         touching = valid & (xp.linalg.norm(q - closest, axis=1) <= r)
         first = xp.where(touching & (tau < first), tau, first)
-    hit = xp.isfinite(first)
-    if not bool(hit.any()):
+    hit = xp.nonzero(xp.isfinite(first))[0]     # one read: the count of hits
+    if hit.shape[0] == 0:
         return _empty(xp)
     tri_hit, vertex_hit, tau = tri[hit], vertex[hit], first[hit]
     keep = _least_per_owner(xp, tau, vertex_hit)                                  # each vertex's earliest touch

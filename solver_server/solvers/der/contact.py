@@ -176,6 +176,7 @@ class StepContacts:
         self.n_collider_contacts = 0
         self._factor = None
         self._operator = None          # DelassusOperator of the contact set and the factor (Gauss–Seidel)
+        self._structure = None         # its DelassusStructure: of the contact set alone, kept over refactors
         self._last_problem = None      # (relative velocities, start, W_nn) of the last contact-space solve
         self.sweeps = 0                # Gauss–Seidel sweeps of the last local solve
         self.relinearized = False      # the set was written again at the end positions (relinearize)
@@ -189,6 +190,7 @@ class StepContacts:
         """Make ``contacts`` the step's set: the operators built on the old one are dropped."""
         self.set = contacts
         self._operator = None
+        self._structure = None
         self.response.set_contacts(contacts)
         self.n_edge_contacts = int(contacts.kind_edge.sum())
         self.n_collider_contacts = contacts.count - self.n_edge_contacts
@@ -366,11 +368,13 @@ class StepContacts:
         return self.generalized_impulse(self.impulse)
 
     def _delassus_operator(self) -> DelassusOperator:
-        """The contact set's Delassus operator on the current factor (built once per factor and contact set)."""
+        """The contact set's Delassus operator on the current factor (built once per factor and contact set; what
+        it takes from the set alone, once per set)."""
         if self._operator is None:
             self._operator = DelassusOperator(self.xp, self.model, self._factor, self.set.vertices,
                                               self.set.weights, self.dof_fixed, self.set.normal,
-                                              self.solver.settings.gauss_seidel_colours)
+                                              self.solver.settings.gauss_seidel_colours, self._structure)
+            self._structure = self._operator.structure
         return self._operator
 
     def _solve_contact_space(self, relative, start):

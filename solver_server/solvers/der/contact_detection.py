@@ -134,9 +134,9 @@ class ContactDetector:
         limit = (1.0 + settings.proximity) * contact_distance
         closest = self._closest_in_step(x0, x1, va, vb, limit)
         hit = closest[:, 3] < limit
-        if not bool(hit.any()):
+        hit = xp.nonzero(hit)[0]            # one read: the hits' count (none: no contact)
+        if hit.shape[0] == 0:
             return None
-        hit = xp.nonzero(hit)[0]
         tau = closest[hit, 0]
         ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
         points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
@@ -207,7 +207,8 @@ class ContactDetector:
         nearest = xp.minimum(xp.linalg.norm(start_a - start_b, axis=1), xp.linalg.norm(end_a - end_b, axis=1))
         wanted = (sine_squared < PARALLEL_SINE ** 2) & (xp.abs(s_far - s) >= 0.25) \
             & (nearest < (1.0 + settings.proximity) * contact_distance)
-        if not bool(wanted.any()):
+        wanted = xp.nonzero(wanted)[0]      # one read: the count (none: no far-end contact)
+        if wanted.shape[0] == 0:
             return None
         separation = (start_a - start_b)[wanted]
         # apart at the start: the normal of the far end's own points; touching there: the pair's normal
@@ -281,10 +282,9 @@ class ContactDetector:
         solid comes out by at most recovery_speed · h in this step."""
         xp = self.xp
         distance, normal = collider.signed_distance(xp, x1)
-        hit = (distance < reach) & movable
-        if not bool(hit.any()):
+        index = xp.nonzero((distance < reach) & movable)[0]     # one read: the hits' count (none: no contact)
+        if index.shape[0] == 0:
             return None
-        index = xp.nonzero(hit)[0]
         normal = normalize(xp, normal[index])
         surface_velocity = collider.velocity(xp, x1[index], self.h)
         relative_now = rows_dot(xp, velocity[index] - surface_velocity, normal)
@@ -353,9 +353,9 @@ class ContactDetector:
         limit = contact_distance - settings.end_penetration_tolerance * radius_scale
         closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
         short = closest[:, 3] < limit
-        if not bool(short.any()):
+        short = xp.nonzero(short)[0]        # one read: the short pairs' count (none: no contact)
+        if short.shape[0] == 0:
             return None
-        short = xp.nonzero(short)[0]
         ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]
         s, t = closest[short, 1], closest[short, 2]
         end_a = x1[va] + s[:, None] * (x1[va + 1] - x1[va])
@@ -439,8 +439,8 @@ class ContactDetector:
                       warp_view(first_vertex, wp.int32), warp_view(xp.ascontiguousarray(limit), wp.float64),
                       pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view],
                      [warp_view(nearest_edge, wp.int32), warp_view(closest, wp.vec4d)], split=True)
-        hit = nearest_edge >= 0
-        if not bool(hit.any()):
+        hit = xp.nonzero(nearest_edge >= 0)[0]     # one read: the hits' count (none: no contact)
+        if hit.shape[0] == 0:
             return None
         edge, mesh_edge, closest = candidate[hit], nearest_edge[hit], closest[hit]
         contact_distance = contact_distance[hit]

@@ -32,6 +32,7 @@ import warp as wp
 from ...backend import repeat_each
 from ...kernels import (capture, cuda_layout_on, device_loops, int32_view, launch, launch_split, repeat_while, replay,
                         warp_device_of, warp_view)
+from ...kernels.segments import histogram
 from .kernels import contact as contact_kernels
 
 # on the CPU the sweeps run contact after contact in one Warp launch (contact_kernels.sequential_sweeps, no
@@ -41,6 +42,46 @@ SEQUENTIAL_ON_CPU = True
 # None: the colour sweeps of a solve are one captured graph in CUDA's layout (on the emulated device Warp's recorded
 # replay on the CPU), launched one by one on the plain CPU; a bool forces it
 COLOUR_SWEEP_GRAPH = None
+
+
+class DelassusStructure:
+    """What a DelassusOperator takes from its contact set alone, not from the factor: the vertex slots in use and
+    their strands, the coupled pairs by column, every contact's own pair, the contact frames, the colouring and its
+    sweep order (and the colour sweeps' layout once made). A contact round refactors the matrix and builds the
+    operator again on the same set: this part is built once per set (its data-sized selections and launch bounds
+    are most of an operator's reads of the device)."""
+
+    def __init__(self, xp, model, vertices, weights, normal, max_colours: int):
+        n = self.n = vertices.shape[0]
+        self.contact, slot = xp.nonzero(weights != 0.0)
+        self.vertex = vertices[self.contact, slot]
+        self.strand = model.vertex_strand[self.vertex]
+        # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
+        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, self.contact, self.strand)
+        self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
+        # the column layout as the kernels read it (the sweeps and every W v)
+        self.column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
+        self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2
+        # every contact's own pair (c, c), found by its key in the pairs' order (columns, then rows: no mask, so
+        # no data-sized output)
+        self.own_pair = xp.searchsorted(self.pair_second * n + self.pair_first, xp.arange(n) * (n + 1))
+        # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); CUDA colour by colour
+        self.sequential = bool(SEQUENTIAL_ON_CPU and n and not cuda_layout_on(warp_device_of(self.frames)))
+        self.sweep_layout = None
+        if self.sequential:
+            self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
+            # sweep order = contact order
+            self.order = self.rank = xp.arange(n)
+            return
+        # (the pair set is symmetric: columns first, which are ascending; a contact's own pair among its
+        # neighbours never beats it)
+        self.colour = _greedy_colouring(xp, n, self.pair_second, self.pair_first, max_colours)
+        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, self.contact, self.strand)
+        self.colours = int(self.colour.max()) + 1 if n else 0
+        # the sweeps work in colour order, where every colour's contacts are a contiguous range
+        self.order = xp.argsort(self.colour, kind="stable")                        # colour order -> contact
+        self.rank = xp.empty(n, dtype=xp.int64)                                     # contact -> colour order
+        self.rank[self.order] = xp.arange(n)
 
 
 class DelassusOperator:
@@ -54,39 +95,27 @@ class DelassusOperator:
     in every contact's frame (normal, two tangents): there the local step is a scalar normal update, a 2 × 2
     friction solve and a clamp to the Coulomb disc."""
 
-    def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal, max_colours: int = 24):
+    def __init__(self, xp, model, factor, vertices, weights, dof_fixed, normal, max_colours: int = 24,
+                 structure: "DelassusStructure | None" = None):
         """factor: BandedCholesky of A; vertices (n, 4) int, weights (n, 4) [-] (zero: unused slot);
         dof_fixed (n_dofs,) bool: kinematic DOFs, which do not respond; normal (n, 3): unit contact normals;
-        max_colours: at most this many colours (sequential steps per sweep), see _greedy_colouring."""
+        max_colours: at most this many colours (sequential steps per sweep), see _greedy_colouring; structure:
+        the contact set's DelassusStructure from an operator of the same set on an earlier factor (reused: only
+        the blocks depend on the factor), or None."""
         self.xp = xp
-        n = vertices.shape[0]
-        self.n = n
-        contact, slot = xp.nonzero(weights != 0.0)
-        vertex = vertices[contact, slot]
-        strand = model.vertex_strand[vertex]
-        inverse_blocks = _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed)
-        # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
-        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
-        self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
-        # the column layout as the kernels read it (the sweeps and every W v)
-        self._column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
-        self.frames = _contact_frames(xp, normal)                               # (n, 3, 3) columns n, t1, t2
+        if structure is None:
+            structure = DelassusStructure(xp, model, vertices, weights, normal, max_colours)
+        self.structure = structure
+        n = self.n = structure.n
+        self.pair_first, self.pair_second = structure.pair_first, structure.pair_second
+        self.column_start, self._column_views = structure.column_start, structure.column_views
+        self.frames, self.sequential = structure.frames, structure.sequential
+        self.colour, self.colours, self.sharing = structure.colour, structure.colours, structure.sharing
+        inverse_blocks = _strand_inverse_blocks(xp, model, factor, structure.vertex, structure.strand, dof_fixed)
         self.blocks, local_blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights,
                                                  model.vertex_strand, inverse_blocks, self.frames)
-        # every contact's own pair (c, c), found by its key in the pairs' order (columns, then rows: no mask, so
-        # no data-sized output)
-        own_pair = xp.searchsorted(self.pair_second * n + self.pair_first, xp.arange(n) * (n + 1))
-        self.diagonal = self.blocks[own_pair]
-        # the CPU sweeps contact after contact in one kernel (true Gauss–Seidel, no colours); CUDA colour by colour
-        self.sequential = bool(SEQUENTIAL_ON_CPU and n and not cuda_layout_on(warp_device_of(self.blocks)))
-        if self.sequential:
-            self.colour, self.colours, self.sharing = None, 0, xp.ones(n)
-        else:
-            # (the pair set is symmetric: columns first, which are ascending; a contact's own pair among its
-            # neighbours never beats it)
-            self.colour = _greedy_colouring(xp, n, self.pair_second, self.pair_first, max_colours)
-            self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
-        self._prepare_sweeps(local_blocks, own_pair)
+        self.diagonal = self.blocks[structure.own_pair]
+        self._prepare_sweeps(local_blocks, structure.own_pair)
 
     def _prepare_sweeps(self, local_blocks, own_pair):
         """W in the contact frames (local_blocks (P, 3, 3)) in sweep order (_SequentialSweeps or _ColourSweeps),
@@ -98,18 +127,14 @@ class DelassusOperator:
         # the simultaneous steps cannot overshoot together
         own = self.sharing[:, None, None] * local_blocks[own_pair]
         local_step = _local_step_maps(xp, own)                                          # (n, 3, 3)
+        structure = self.structure
+        self.order, self.rank = structure.order, structure.rank
         if self.sequential:
-            # sweep order = contact order
-            self.order = self.rank = xp.arange(n)
             self._sweeps = _SequentialSweeps(xp, self._column_views, local_blocks, local_step)
         else:
-            self.colours = int(self.colour.max()) + 1 if n else 0
-            # the sweeps work in colour order, where every colour's contacts are a contiguous range
-            self.order = xp.argsort(self.colour, kind="stable")                        # colour order -> contact
-            self.rank = xp.empty(n, dtype=xp.int64)                                     # contact -> colour order
-            self.rank[self.order] = xp.arange(n)
             self._sweeps = _ColourSweeps(xp, self.colour, self.colours, self.rank, local_blocks, self.pair_first,
-                                         self.pair_second, local_step[self.order])
+                                         self.pair_second, local_step[self.order], structure.sweep_layout)
+            structure.sweep_layout = self._sweeps.layout
         self._local_blocks = local_blocks
 
     def apply(self, impulses):
@@ -170,6 +195,26 @@ class _SequentialSweeps:
         self.views = [*column_views, warp_view(xp.ascontiguousarray(local_blocks, dtype=xp.float64), wp.mat33d),
                       warp_view(xp.ascontiguousarray(step_maps, dtype=xp.float64), wp.mat33d)]
 
+    @staticmethod
+    def _layout(xp, colour, colours: int, rank, pair_first, pair_second) -> dict:
+        """The blocks grouped by (colour, row) and the launch bounds: what depends on the contact set and its
+        colouring, not on the blocks' values."""
+        n = colour.shape[0]
+        # a block (r, c) belongs to the colour of its column contact c; group the blocks by (colour, row)
+        key = colour[pair_second] * n + rank[pair_first]
+        by_key = xp.argsort(key, kind="stable")
+        key = key[by_key]
+        first = xp.nonzero(xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]]))[0]
+        effect_key = key[first]
+        arrays = {"effect_row": (effect_key % n).astype(xp.int32),
+                  "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
+                  "effect_column": rank[pair_second][by_key].astype(xp.int32)}
+        # the launch bounds on the host (one read-back when the layout is made)
+        counts = xp.concatenate([histogram(xp, colour, colours), histogram(xp, effect_key // n, colours)])
+        counts = np.asarray(counts.tolist(), dtype=np.int64)
+        return {"by_key": by_key, "arrays": arrays, "member_start": [0, *np.cumsum(counts[:colours]).tolist()],
+                "row_start": [0, *np.cumsum(counts[colours:]).tolist()]}
+
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """All sweeps in one launch; lam, u (n, 3) (contact frames) updated in place. Returns (sweeps done,
         largest single contact step's velocity change relative to the tolerance) as 0-d arrays."""
@@ -194,7 +239,30 @@ class _ColourSweeps:
     while-node runs them until the stopping test holds (kernels.capture, repeat_while): on CUDA one replay
     instead of two launches per colour and sweep and a synchronization per sweep."""
 
-    def __init__(self, xp, colour, colours: int, rank, local_blocks, pair_first, pair_second, step_maps):
+    def __init__(self, xp, colour, colours: int, rank, local_blocks, pair_first, pair_second, step_maps,
+                 layout: dict | None = None):
+        """layout: the ``layout`` of sweeps over the same contact set and colouring (reused), or None."""
+        self.xp, self.colours = xp, colours
+        self.device = warp_device_of(local_blocks)
+        if layout is None:
+            layout = self._layout(xp, colour, colours, rank, pair_first, pair_second)
+        self.layout = layout
+        self.member_start, self.row_start = layout["member_start"], layout["row_start"]
+        self.arrays = {**layout["arrays"],
+                       "effect_blocks": xp.ascontiguousarray(local_blocks[layout["by_key"]], dtype=xp.float64),
+                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
+        kinds = {"effect_blocks": wp.mat33d, "step_maps": wp.mat33d}
+        self.views = {name: warp_view(xp.ascontiguousarray(array), kinds.get(name, wp.int32))
+                      for name, array in self.arrays.items()}
+        self.graph = cuda_layout_on(self.device) if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
+        self.graph = self.graph and device_loops(self.device)
+        self._buffers = None       # the solves' buffers (run)
+        self._recorded = None      # (sweeps, the graph or the launching function) of the last solve
+
+    @staticmethod
+    def _layout(xp, colour, colours: int, rank, pair_first, pair_second) -> dict:
+        """The blocks grouped by (colour, row) and the launch bounds: what depends on the contact set and its
+        colouring, not on the blocks' values."""
         n = colour.shape[0]
         # a block (r, c) belongs to the colour of its column contact c; group the blocks by (colour, row)
         key = colour[pair_second] * n + rank[pair_first]
@@ -202,25 +270,14 @@ class _ColourSweeps:
         key = key[by_key]
         first = xp.nonzero(xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]]))[0]
         effect_key = key[first]
-        self.xp, self.colours = xp, colours
-        self.device = warp_device_of(local_blocks)
-        self.arrays = {"effect_row": (effect_key % n).astype(xp.int32),
-                       "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
-                       "effect_column": rank[pair_second][by_key].astype(xp.int32),
-                       "effect_blocks": xp.ascontiguousarray(local_blocks[by_key], dtype=xp.float64),
-                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
-        kinds = {"effect_blocks": wp.mat33d, "step_maps": wp.mat33d}
-        self.views = {name: warp_view(xp.ascontiguousarray(array), kinds.get(name, wp.int32))
-                      for name, array in self.arrays.items()}
-        # the launch bounds on the host (one read-back when the operator is built)
-        counts = xp.concatenate([xp.bincount(colour, minlength=colours), xp.bincount(effect_key // n, minlength=colours)])
+        arrays = {"effect_row": (effect_key % n).astype(xp.int32),
+                  "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
+                  "effect_column": rank[pair_second][by_key].astype(xp.int32)}
+        # the launch bounds on the host (one read-back when the layout is made)
+        counts = xp.concatenate([histogram(xp, colour, colours), histogram(xp, effect_key // n, colours)])
         counts = np.asarray(counts.tolist(), dtype=np.int64)
-        self.member_start = [0, *np.cumsum(counts[:colours]).tolist()]
-        self.row_start = [0, *np.cumsum(counts[colours:]).tolist()]
-        self.graph = cuda_layout_on(self.device) if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
-        self.graph = self.graph and device_loops(self.device)
-        self._buffers = None       # the solves' buffers (run)
-        self._recorded = None      # (sweeps, the graph or the launching function) of the last solve
+        return {"by_key": by_key, "arrays": arrays, "member_start": [0, *np.cumsum(counts[:colours]).tolist()],
+                "row_start": [0, *np.cumsum(counts[colours:]).tolist()]}
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """The sweeps; lam, u (n, 3) (contact frames, sweep order) updated in place. Returns (sweeps done, last
@@ -438,7 +495,7 @@ def _greedy_colouring(xp, n, first, second, max_colours: int):
     colour = xp.full(n, -1, dtype=xp.int64)
     if n == 0:
         return colour
-    degree = xp.bincount(first, minlength=n)
+    degree = histogram(xp, first, n)
     priority = xp.ascontiguousarray(degree.astype(xp.float64) * (n + 1) + (n - xp.arange(n)))
     row_start = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(degree)]).astype(xp.int32)
     inputs = [warp_view(row_start, wp.int32), int32_view(xp, second), warp_view(priority, wp.float64),
