@@ -15,7 +15,9 @@ Scenes (steady state: one frame run first and not counted, then ``--frames`` fra
   layout with longer strands);
 - the seed hairball, DER 1 000 strands × 10 points (``benchmarks.gpu``);
 - Cosserat, 100 strands × 1 000 segments hanging in free air (seed 002's guide step, ``benchmarks.fast_hair``);
-- particle hair, 1 000 strands × 20 points falling onto the head they are rooted on (the hairball's layout).
+- particle hair, 1 000 strands × 20 points falling onto the head they are rooted on (the hairball's layout);
+- DER hair on Blender's Suzanne, a triangle-mesh collider (``tests.physics.character_scenes.hair_on_suzanne``,
+  the head held still: strands standing out of the scalp falling onto it), the path of an artist's hair on a head.
 
 Per substep (one ``group.step``): Warp launches (``wp.launch``, recorded launches and graph replays), other array
 operations (``xp`` calls, operators, indexing), synchronizations, uploads, and the wall time split into time
@@ -40,6 +42,7 @@ from benchmarks.gpu import cloth_scene, hairball_scene
 from benchmarks.pd_softbody import blob_scene
 from solver_server import emulated_device as emulated
 from solver_server.simulation import Simulation
+from tests.physics.character_scenes import hair_on_suzanne
 
 HEAD = {"id": "Head", "kind": "collider", "shape": {"type": "sphere", "center": [0.0, 0.0, 0.0], "radius": 0.1},
         "params": {"friction": 0.3}}
@@ -69,7 +72,16 @@ def scenes(small: bool) -> dict:
                                                 "cosserat_max_step": 3e-3}, head=False),
         "particles": lambda frames: _hair_scene(
             hairball(1000 // scale, 20, 0.1, 0.12)[0].reshape(1000 // scale, 20, 3), "particles", 1, frames),
+        "der_on_mesh": lambda frames: _still_head_hair(frames + 2),
     }
+
+
+def _still_head_hair(frames: int) -> dict:
+    """``hair_on_suzanne`` with the head and the roots held still (the counts need no drive)."""
+    scene = hair_on_suzanne(frames=frames)[0]
+    for spec in scene["objects"]:
+        spec["animated"] = False
+    return scene
 
 
 class WarpCalls:
