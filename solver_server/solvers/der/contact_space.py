@@ -26,6 +26,9 @@ model missed (nonlinear elasticity, contacts found later) and the loop repeats.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import warp as wp
 
@@ -56,6 +59,7 @@ class DelassusStructure:
         self.contact, slot = xp.nonzero(weights != 0.0)
         self.vertex = vertices[self.contact, slot]
         self.strand = model.vertex_strand[self.vertex]
+        self.touched = _TouchedVertices.of(xp, model, self.vertex)
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
         self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, self.contact, self.strand)
         self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
@@ -111,7 +115,7 @@ class DelassusOperator:
         self.column_start, self._column_views = structure.column_start, structure.column_views
         self.frames, self.sequential = structure.frames, structure.sequential
         self.colour, self.colours, self.sharing = structure.colour, structure.colours, structure.sharing
-        inverse_blocks = _strand_inverse_blocks(xp, model, factor, structure.vertex, structure.strand, dof_fixed)
+        inverse_blocks = _strand_inverse_blocks(xp, model, factor, structure.touched, dof_fixed)
         self.blocks, local_blocks = _pair_blocks(xp, self.pair_first, self.pair_second, vertices, weights,
                                                  model.vertex_strand, inverse_blocks, self.frames)
         self.diagonal = self.blocks[structure.own_pair]
@@ -438,17 +442,35 @@ def _unit_columns(xp, size: int, rows, rank, width: int):
     return rhs
 
 
-def _strand_inverse_blocks(xp, model, factor, vertex, strand, dof_fixed) -> _StrandInverseBlocks:
+@dataclass
+class _TouchedVertices:
+    """The vertices a contact set touches (t,), ascending, their strands (t,), their rank among their strand's
+    touched vertices (t,), the widest strand's 3 × count (a host int) and their DOFs (t, 3): the layout of
+    _strand_inverse_blocks' solves, which depends on the set alone."""
+    touched: Any
+    strand: Any
+    rank: Any
+    width: int
+    dofs: Any
+
+    @classmethod
+    def of(cls, xp, model, vertex) -> "_TouchedVertices":
+        """vertex (m,): the vertex of every weighted slot of the contacts."""
+        touched = xp.unique(vertex)
+        touched_strand = model.vertex_strand[touched]
+        rank = xp.arange(touched.shape[0]) - xp.searchsorted(touched_strand, touched_strand, side="left")
+        return cls(touched, touched_strand, rank, 3 * (int(rank.max()) + 1),
+                   model.vertex_dof[touched][:, None] + xp.arange(3))
+
+
+def _strand_inverse_blocks(xp, model, factor, vertices: _TouchedVertices, dof_fixed) -> _StrandInverseBlocks:
     """Entries of A⁻¹ among the touched vertices of each strand from multi-RHS solves with `factor`:
     right-hand side column 3k + a of a strand is the unit vector of coordinate a of its k-th touched vertex
     (all strands side by side, as A is block diagonal), on the xp path all strands with the largest width at
     once.  On the LAPACK path a kernel takes the touched strands' columns of L⁻¹ and their inner products
     (_inverse_blocks_from_factor)."""
-    touched = xp.unique(vertex)
-    touched_strand = model.vertex_strand[touched]
-    rank = xp.arange(touched.shape[0]) - xp.searchsorted(touched_strand, touched_strand, side="left")
-    width = 3 * (int(rank.max()) + 1)
-    dofs = model.vertex_dof[touched][:, None] + xp.arange(3)                        # (t, 3) global DOFs
+    touched, touched_strand, rank, width, dofs = (vertices.touched, vertices.strand, vertices.rank, vertices.width,
+                                                  vertices.dofs)
     if factor.on_xp_path:
         block_rows = factor.solve(_unit_columns(xp, model.n_dofs, dofs, rank, width))[dofs]    # (t, 3, R)
     else:   # xp is numpy here: the columns of L⁻¹ of the touched DOFs and their inner products, in a kernel
