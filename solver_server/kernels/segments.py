@@ -64,7 +64,7 @@ def nearest_marked(xp, marked, offsets):
     before = xp.empty(n, dtype=xp.int64)
     after = xp.empty(n, dtype=xp.int64)
     launch(nearest_marked_in_segments, offsets.shape[0] - 1,
-           inputs=[offsets, warp_view(xp.ascontiguousarray(marked.astype(xp.int32)), wp.int32),
+           inputs=[offsets, int32_view(xp, marked),
                    warp_view(before, wp.int64), warp_view(after, wp.int64)], device=warp_device_of(before))
     return before, after
 

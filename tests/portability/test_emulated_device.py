@@ -174,25 +174,15 @@ def test_collider_edge_rounds_and_self_contact_passes_read_the_device_once_each(
     portability scenario, over four frames."""
     from solver_server.collision.colliders import ColliderSet
     from solver_server.collision.self_collision import SurfaceContact
-    from solver_server.emulated_device import SYNCS
     from solver_server.simulation import Simulation
     from solver_server.solvers.pd.contact import ContactPoints
     from tests.portability.scenarios import SCENARIOS
+    from tests.portability.sync_reads import counting_reads as counting
 
     scene, _ = SCENARIOS["pd_cloth_cholesky"]()
     simulation = Simulation(scene, emulated_cuda_backend())
     simulation.initial_frame()
-    reads = lambda: sum(SYNCS.values())    # noqa: E731
     seen = {"rounds": 0, "edge_calls": [], "pass_reads": []}
-
-    def counting(function, record):
-        def wrapper(*args, **kwargs):
-            before = reads()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                record(reads() - before)
-        return wrapper
 
     def one_round(*args, **kwargs):
         seen["rounds"] += 1

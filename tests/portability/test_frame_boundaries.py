@@ -17,6 +17,7 @@ from solver_server.emulated_device import (HOST_TO_DEVICE, SYNCS, PortabilityErr
                                           refusing_synchronizations, substep_guard)
 from solver_server.simulation import Simulation
 from tests.portability.scenarios import SCENARIOS
+from tests.portability.sync_reads import counting_reads
 
 
 def _guarded_frames(name, backend):
@@ -234,23 +235,10 @@ def test_der_edge_pair_filters_read_the_device_once_each(monkeypatch):
     from solver_server.solvers.der import contact_detection
 
     filter_reads, broad_phase_reads = [], []
-
-    def total():
-        return sum(SYNCS.values())
-
-    def counted(function, reads):
-        def wrapper(*args, **kwargs):
-            before = total()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                reads.append(total() - before)
-        return wrapper
-
     monkeypatch.setattr(contact_detection.ContactDetector, "_movable_edge_pairs",
-                        counted(contact_detection.ContactDetector._movable_edge_pairs, filter_reads))
+                        counting_reads(contact_detection.ContactDetector._movable_edge_pairs, filter_reads.append))
     monkeypatch.setattr(contact_detection.ContactDetector, "_candidate_pairs",
-                        counted(contact_detection.ContactDetector._candidate_pairs, broad_phase_reads))
+                        counting_reads(contact_detection.ContactDetector._candidate_pairs, broad_phase_reads.append))
     SYNCS.clear()
     _guarded_frames("der_strand_contact", emulated_cuda_backend())
     own = [whole - inner for whole, inner in zip(filter_reads, broad_phase_reads)]

@@ -133,8 +133,7 @@ class ContactDetector:
         # times; a pair the prefilter drops gets an infinite distance
         limit = (1.0 + settings.proximity) * contact_distance
         closest = self._closest_in_step(x0, x1, va, vb, limit)
-        hit = closest[:, 3] < limit
-        hit = xp.nonzero(hit)[0]            # one read: the hits' count (none: no contact)
+        hit = xp.nonzero(closest[:, 3] < limit)[0]     # one read: the hits' count (none: no contact)
         if hit.shape[0] == 0:
             return None
         tau = closest[hit, 0]
@@ -352,8 +351,7 @@ class ContactDetector:
         radius_scale = xp.minimum(model.edge_radius[ea], model.edge_radius[eb])
         limit = contact_distance - settings.end_penetration_tolerance * radius_scale
         closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
-        short = closest[:, 3] < limit
-        short = xp.nonzero(short)[0]        # one read: the short pairs' count (none: no contact)
+        short = xp.nonzero(closest[:, 3] < limit)[0]   # one read: the short pairs' count (none: no contact)
         if short.shape[0] == 0:
             return None
         ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]

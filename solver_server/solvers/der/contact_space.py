@@ -48,20 +48,20 @@ COLOUR_SWEEP_GRAPH = None
 
 
 class DelassusStructure:
-    """What a DelassusOperator takes from its contact set alone, not from the factor: the vertex slots in use and
-    their strands, the coupled pairs by column, every contact's own pair, the contact frames, the colouring and its
+    """What a DelassusOperator takes from its contact set alone, not from the factor: the touched vertices' layout
+    of the inverse-block solves, the coupled pairs by column, every contact's own pair, the contact frames, the colouring and its
     sweep order (and the colour sweeps' layout once made). A contact round refactors the matrix and builds the
     operator again on the same set: this part is built once per set (its data-sized selections and launch bounds
     are most of an operator's reads of the device)."""
 
     def __init__(self, xp, model, vertices, weights, normal, max_colours: int):
         n = self.n = vertices.shape[0]
-        self.contact, slot = xp.nonzero(weights != 0.0)
-        self.vertex = vertices[self.contact, slot]
-        self.strand = model.vertex_strand[self.vertex]
-        self.touched = _TouchedVertices.of(xp, model, self.vertex)
+        contact, slot = xp.nonzero(weights != 0.0)
+        vertex = vertices[contact, slot]
+        strand = model.vertex_strand[vertex]
+        self.touched = _TouchedVertices.of(xp, model, vertex)
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
-        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, self.contact, self.strand)
+        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
         self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
         # the column layout as the kernels read it (the sweeps and every W v)
         self.column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
@@ -80,7 +80,7 @@ class DelassusStructure:
         # (the pair set is symmetric: columns first, which are ascending; a contact's own pair among its
         # neighbours never beats it)
         self.colour = _greedy_colouring(xp, n, self.pair_second, self.pair_first, max_colours)
-        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, self.contact, self.strand)
+        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
         self.colours = int(self.colour.max()) + 1 if n else 0
         # the sweeps work in colour order, where every colour's contacts are a contiguous range
         self.order = xp.argsort(self.colour, kind="stable")                        # colour order -> contact
@@ -110,7 +110,7 @@ class DelassusOperator:
         if structure is None:
             structure = DelassusStructure(xp, model, vertices, weights, normal, max_colours)
         self.structure = structure
-        n = self.n = structure.n
+        self.n = structure.n
         self.pair_first, self.pair_second = structure.pair_first, structure.pair_second
         self.column_start, self._column_views = structure.column_start, structure.column_views
         self.frames, self.sequential = structure.frames, structure.sequential
@@ -125,7 +125,7 @@ class DelassusOperator:
         """W in the contact frames (local_blocks (P, 3, 3)) in sweep order (_SequentialSweeps or _ColourSweeps),
         and the pieces of every contact's own block (own_pair (n,): its place among the pairs) the local step
         needs."""
-        xp, n = self.xp, self.n
+        xp = self.xp
         # a contact updated at once with others of its colour on a common strand steps with its own block
         # times their number (W ≤ Σ_s m_s W_s for the strands' parts W_s of a positive semi-definite W), so
         # the simultaneous steps cannot overshoot together
@@ -198,26 +198,6 @@ class _SequentialSweeps:
         self.xp = xp
         self.views = [*column_views, warp_view(xp.ascontiguousarray(local_blocks, dtype=xp.float64), wp.mat33d),
                       warp_view(xp.ascontiguousarray(step_maps, dtype=xp.float64), wp.mat33d)]
-
-    @staticmethod
-    def _layout(xp, colour, colours: int, rank, pair_first, pair_second) -> dict:
-        """The blocks grouped by (colour, row) and the launch bounds: what depends on the contact set and its
-        colouring, not on the blocks' values."""
-        n = colour.shape[0]
-        # a block (r, c) belongs to the colour of its column contact c; group the blocks by (colour, row)
-        key = colour[pair_second] * n + rank[pair_first]
-        by_key = xp.argsort(key, kind="stable")
-        key = key[by_key]
-        first = xp.nonzero(xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]]))[0]
-        effect_key = key[first]
-        arrays = {"effect_row": (effect_key % n).astype(xp.int32),
-                  "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
-                  "effect_column": rank[pair_second][by_key].astype(xp.int32)}
-        # the launch bounds on the host (one read-back when the layout is made)
-        counts = xp.concatenate([histogram(xp, colour, colours), histogram(xp, effect_key // n, colours)])
-        counts = np.asarray(counts.tolist(), dtype=np.int64)
-        return {"by_key": by_key, "arrays": arrays, "member_start": [0, *np.cumsum(counts[:colours]).tolist()],
-                "row_start": [0, *np.cumsum(counts[colours:]).tolist()]}
 
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """All sweeps in one launch; lam, u (n, 3) (contact frames) updated in place. Returns (sweeps done,
