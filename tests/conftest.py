@@ -68,3 +68,15 @@ def solver_wheelhouse():
         return download()
     except RuntimeError as error:
         pytest.skip(f"no wheels for a clean solver environment (offline?): {error}")
+
+
+@pytest.fixture
+def discarded_environments(tmp_path):
+    """``tmp_path`` for a test that builds Python environments in it (about 650 MB each): after the test, passed
+    or failed, every folder holding a ``pyvenv.cfg`` under it is deleted, so that a failed test keeps its logs
+    and scene files but not its environments, and a run's tests do not fill a small disk."""
+    yield tmp_path
+    import shutil  # noqa: PLC0415
+
+    for marker in sorted(tmp_path.rglob("pyvenv.cfg")):
+        shutil.rmtree(marker.parent, ignore_errors=True)

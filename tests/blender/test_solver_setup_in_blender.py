@@ -8,7 +8,8 @@ import numpy as np
 
 
 def test_setup_local_solver_from_wheels_then_bake_on_the_local_connection(run_scenario, extension_zip,
-                                                                          solver_wheelhouse, tmp_path):
+                                                                          solver_wheelhouse, discarded_environments):
+    tmp_path = discarded_environments
     empty = tmp_path / "empty_wheels"
     empty.mkdir()
     result = run_scenario("setup_and_bake", script="setup_scenarios.py", zip=str(extension_zip),
@@ -29,12 +30,14 @@ def test_setup_local_solver_from_wheels_then_bake_on_the_local_connection(run_sc
     assert result["fall"] > 0.01 and result["baked_status"].startswith("Baked"), result["baked_status"]
 
 
-def test_the_artists_day_from_the_installed_zip(run_scenario, extension_zip, solver_wheelhouse, tmp_path):
+def test_the_artists_day_from_the_installed_zip(run_scenario, extension_zip, solver_wheelhouse,
+                                                discarded_environments):
     """Set up the local solver from the preferences (local wheels, no network); bake cloth,
     hair and a soft body with painted maps; cancel, save, reopen with no server, resume; re-bake from a
     frame; save and reopen; Bake again brings the local server back. Every status line is checked."""
     import re
 
+    tmp_path = discarded_environments
     frames, cancel_after, rebake_from = 10, 4, 7
     result = run_scenario("artist_day", script="setup_scenarios.py", zip=str(extension_zip),
                           wheels=str(solver_wheelhouse), frames=frames, cancel_after=cancel_after,

@@ -21,7 +21,8 @@ def _clean_environment() -> dict:
     return environment
 
 
-def test_tangle_solver_installs_from_pip_into_a_clean_venv_and_serves(tmp_path, solver_wheelhouse):
+def test_tangle_solver_installs_from_pip_into_a_clean_venv_and_serves(discarded_environments, solver_wheelhouse):
+    tmp_path = discarded_environments
     environment = _clean_environment()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=environment)
