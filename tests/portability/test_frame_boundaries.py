@@ -243,3 +243,24 @@ def test_der_edge_pair_filters_read_the_device_once_each(monkeypatch):
     _guarded_frames("der_strand_contact", emulated_cuda_backend())
     own = [whole - inner for whole, inner in zip(filter_reads, broad_phase_reads)]
     assert own and max(own) == 1, own
+
+
+def test_der_mesh_failsafe_and_contact_figures_read_nothing_on_the_device(monkeypatch):
+    """On the device the failsafe after DER's contact loop runs its masked corrections whether or not anything
+    crossed, counts on the device and hands back a moved-anything flag, and the step's contact figures stay device
+    scalars until the frame's stats: no read in either, beyond the failsafe's choice of the edges it tests where
+    some vertices are unreachable (one per mesh collider)."""
+    from solver_server.solvers.der import contact, contact_failsafe
+
+    failsafe_reads, edge_view_reads, figure_reads = [], [], []
+    monkeypatch.setattr(contact_failsafe.MeshFailsafe, "keep_outside",
+                        counting_reads(contact_failsafe.MeshFailsafe.keep_outside, failsafe_reads.append))
+    monkeypatch.setattr(contact_failsafe.MeshFailsafe, "_edge_view",
+                        counting_reads(contact_failsafe.MeshFailsafe._edge_view, edge_view_reads.append))
+    monkeypatch.setattr(contact.StepContacts, "statistics",
+                        counting_reads(contact.StepContacts.statistics, figure_reads.append))
+    frames = _guarded_frames("colliders_der", emulated_cuda_backend())
+    assert failsafe_reads and figure_reads
+    assert [whole - edges for whole, edges in zip(failsafe_reads, edge_view_reads)] == [0] * len(failsafe_reads)
+    assert max(edge_view_reads) <= 1 and max(figure_reads) == 0
+    assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0

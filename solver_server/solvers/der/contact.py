@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ...kernels import int32_view, launch, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, int32_view, launch, warp_device_of, warp_view
 from ...kernels.pairs import ChainSpherePairs
 from .colliders import adapt_collider
 from .contact_detection import ContactDetector, KinematicVertices
@@ -210,7 +210,7 @@ class StepContacts:
 
     def keep_outside(self, positions, velocities):
         """The failsafe after the contact loop (``MeshFailsafe.keep_outside``): (positions, velocities) with no
-        free vertex or edge through a mesh collider, or None when nothing crossed."""
+        free vertex or edge through a mesh collider, with whether anything moved, or None (see there)."""
         return self.failsafe.keep_outside(positions, velocities, self.detector.unreachable_of)
 
     def relative_velocity(self, velocity):
@@ -406,21 +406,29 @@ class StepContacts:
         return generalized
 
     def statistics(self) -> dict:
+        """The step's contact figures. On the device (CUDA's layout) the data-dependent ones stay 0-d device arrays,
+        read with the frame's stats (``simulation._frame_totals``); on the CPU they are host numbers."""
         xp = self.xp
         n = self.set.count
-        stats = {"contacts": int(n), "edge_contacts": self.n_edge_contacts,
+        resident = cuda_layout_on(warp_device_of(self.set.normal))
+        stats = {"contacts": n, "edge_contacts": self.n_edge_contacts,
                  "collider_contacts": self.n_collider_contacts, "active_contacts": 0, "active_edge_contacts": 0,
-                 "mean_impulse": 0.0, "fischer_burmeister": 0.0, "contact_sweeps": int(self.sweeps),
+                 "mean_impulse": 0.0, "fischer_burmeister": 0.0,
+                 "contact_sweeps": self.sweeps if resident else int(self.sweeps),
                  "unreachable_contacts": sum(self.detector.unreachable_by_collider.values()),
                  "failsafe_vertices": self.failsafe.vertices_moved, "failsafe_edges": self.failsafe.edges_crossed}
         if n == 0 or self.last_velocity is None:
             return stats
         residual = self.fischer_burmeister(self.last_velocity)
-        active = xp.linalg.norm(self.applied, axis=1) > 0.0
-        stats["active_contacts"] = int(active.sum())
-        stats["active_edge_contacts"] = int((active & self.set.kind_edge).sum())
-        stats["mean_impulse"] = float(xp.linalg.norm(self.applied[active], axis=1).mean()) if bool(active.any()) else 0.0
-        stats["fischer_burmeister"] = float(residual.mean())
+        magnitude = xp.linalg.norm(self.applied, axis=1)
+        active = magnitude > 0.0
+        active_count = active.sum()
+        figures = {"active_contacts": active_count, "active_edge_contacts": (active & self.set.kind_edge).sum(),
+                   "mean_impulse": xp.where(active, magnitude, 0.0).sum() / xp.maximum(active_count, 1),
+                   "fischer_burmeister": residual.mean()}
+        if not resident:
+            figures = {name: (int if name.startswith("active") else float)(value) for name, value in figures.items()}
+        stats.update(figures)
         return stats
 
     def fischer_burmeister(self, velocity):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warp as wp
 
 from ...collision.mesh import CREASE_PASSES
-from ...kernels import warp_view
+from ...kernels import cuda_layout_on, warp_device_of, warp_view
 from .contact_set import rows_dot
 
 
@@ -35,8 +35,9 @@ class MeshFailsafe:
         the step): a vertex whose path x_t → x crosses a triangle goes back in front of it, and an edge that
         crossed a mesh edge is moved back to its side (both with the contact distance less the tolerance),
         then the vertices are tested once more. A moved vertex keeps its velocity less the part that drove
-        it into the surface. Returns (positions, velocities), or None when nothing crossed; the counts go to
-        ``vertices_moved`` and ``edges_crossed``. unreachable_of {collider index: (N,) bool}: the vertices left
+        it into the surface. Returns (positions, velocities, whether any vertex moved), or None when nothing crossed;
+        the counts go to ``vertices_moved`` and ``edges_crossed``. On the device (CUDA's layout) the state is
+        always returned, with the flag a 0-d device boolean, and the counts are device scalars: no read. unreachable_of {collider index: (N,) bool}: the vertices left
         out of that collider's contacts (``ContactDetector.unreachable_of``), left out here too."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         meshes = [(number, collider) for number, collider in enumerate(self.solver.colliders)
@@ -48,10 +49,11 @@ class MeshFailsafe:
         end = xp.ascontiguousarray(positions, dtype=xp.float64)
         velocities = xp.array(velocities, dtype=xp.float64)
         radius = self.solver.vertex_radius
+        resident = cuda_layout_on(warp_device_of(end))
         for number, collider in meshes:
             geometry = collider.mesh_geometry()
-            unreachable = unreachable_of.get(number, xp.zeros(model.n_vertices, dtype=bool))
-            free = ~self.vertex_fixed & ~unreachable
+            unreachable = unreachable_of.get(number)
+            free = ~self.vertex_fixed if unreachable is None else ~self.vertex_fixed & ~unreachable
             edges = self._edge_view(unreachable)
             reach = xp.ascontiguousarray((1.0 - settings.end_penetration_tolerance) * radius + collider.thickness
                                          + self.solver.vertex_thickness())
@@ -64,24 +66,31 @@ class MeshFailsafe:
             geometry.add_edge_corrections(xp, start, end, edges, reach, xp.where(free, 1.0, 0.0), correction, count,
                                           contacts, crossed_point)
             edge_crossed = (crossed_point > 0) & free
-            self.edges_crossed += int(contacts[1])
-            if bool(edge_crossed.any()):
+            self.edges_crossed = self.edges_crossed + (contacts[1] if resident else int(contacts[1]))
+            # on the device the second test runs every time, gated by whether any edge crossed (no read)
+            any_edge = edge_crossed.any() if resident else bool(edge_crossed.any())
+            if resident or any_edge:
                 shifted = end + correction / xp.maximum(count, 1)[:, None]
                 end = xp.ascontiguousarray(xp.where(edge_crossed[:, None], shifted, end))
-                end, crossed = self._vertices_back(geometry, start, end, velocities, free, reach)
+                end, crossed = self._vertices_back(geometry, start, end, velocities, free & any_edge, reach)
                 moved |= crossed | edge_crossed
+        if resident:
+            # the device counts and always hands back the (possibly unchanged) state with whether anything moved
+            self.vertices_moved = self.vertices_moved + moved.sum()
+            return end, velocities, moved.any()
         count = int(moved.sum())
         self.vertices_moved += count
-        return (end, velocities) if count else None
+        return (end, velocities, True) if count else None
 
     def _vertices_back(self, geometry, start, end, velocities, free, reach):
         """``free`` (N,) vertices whose path start → end (N, 3) [m] crosses the mesh moved back ``reach`` (N,) [m]
         in front of the crossed triangle on their starting side; the inward part of their velocities
-        (relative to the surface) is removed in place. Returns (end positions, crossed (N,) bool)."""
+        (relative to the surface) is removed in place. Returns (end positions, crossed (N,) bool). On the device
+        the masked updates run whether or not any vertex crossed (they change nothing then): no read."""
         xp = self.xp
         resolved, _, normal, motion, crossed = geometry.resolve(xp, start, end, reach, passes=CREASE_PASSES)
         crossed = (crossed > 0) & free
-        if not bool(crossed.any()):
+        if not cuda_layout_on(warp_device_of(end)) and not bool(crossed.any()):
             return end, crossed
         relative = velocities - motion / self.h
         inward = xp.minimum(rows_dot(xp, relative, normal), 0.0)
@@ -90,8 +99,8 @@ class MeshFailsafe:
 
     def _edge_view(self, excluded):
         """Warp int32 (E, 2) view of the rods' edges (their two vertex indices) without those with an
-        ``excluded`` (N,) vertex."""
+        ``excluded`` (N,) vertex (None: none excluded)."""
         edges = self.solver.edge_vertices
-        if bool(excluded.any()):
+        if excluded is not None and bool(excluded.any()):
             self._kept_edges = edges = self.xp.ascontiguousarray(edges[~(excluded[edges[:, 0]] | excluded[edges[:, 1]])])
         return warp_view(edges, wp.int32)

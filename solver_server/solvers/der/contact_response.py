@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...backend import repeat_each
+from ...kernels import cuda_layout_on, warp_device_of
 from .banded import band_of_inverse
 from .contact_set import ContactSet, normalize
 
@@ -181,22 +182,28 @@ class LocalResponse:
         # point contacts (a vertex, or a point of a rod edge, against a collider): K = Σ w²/m δ over its free slots
         point = ~self.contacts.kind_edge
         compliance = xp.where(fixed[:, :2], 0.0, self.contacts.weights[:, :2] ** 2 / mass[:, :2]).sum(axis=1)
-        total[point] = eye * compliance[point][:, None, None]
-        if bool(self.contacts.kind_edge.any()):
-            for side in (0, 2):  # rod A uses slots 0-1, rod B slots 2-3
-                e = xp.nonzero(self.contacts.kind_edge)[0]
-                first, second = self.contacts.vertices[e, side], self.contacts.vertices[e, side + 1]
-                alpha = xp.abs(self.contacts.weights[e, side + 1])
-                rod_mass = 0.5 * (mass[e, side] + mass[e, side + 1])
-                tangent = normalize(xp, end_positions[second] - end_positions[first])
-                lateral = eye - tangent[:, :, None] * tangent[:, None, :]
-                fixed_first, fixed_second = fixed[e, side], fixed[e, side + 1]
-                free = eye / rod_mass[:, None, None] + (12.0 * (alpha - 0.5) ** 2 / rod_mass)[:, None, None] * lateral
-                arm = xp.where(fixed_first, alpha, 1.0 - alpha)
-                pivot = (3.0 * arm * arm / rod_mass)[:, None, None] * lateral
-                k = xp.where((fixed_first | fixed_second)[:, None, None], pivot, free)
-                k = xp.where((fixed_first & fixed_second)[:, None, None], 0.0, k)
-                total[e] += k
+        total = xp.where(point[:, None, None], eye * compliance[:, None, None], total)
+        edge = self.contacts.kind_edge
+        if cuda_layout_on(warp_device_of(total)):
+            # on the device every row is computed and the edge rows kept: no read of which rows they are
+            rows, on_edge = slice(None), edge[:, None, None]
+        else:
+            if not bool(edge.any()):
+                return total
+            rows, on_edge = xp.nonzero(edge)[0], True
+        for side in (0, 2):  # rod A uses slots 0-1, rod B slots 2-3
+            first, second = self.contacts.vertices[rows, side], self.contacts.vertices[rows, side + 1]
+            alpha = xp.abs(self.contacts.weights[rows, side + 1])
+            rod_mass = 0.5 * (mass[rows, side] + mass[rows, side + 1])
+            tangent = normalize(xp, end_positions[second] - end_positions[first])
+            lateral = eye - tangent[:, :, None] * tangent[:, None, :]
+            fixed_first, fixed_second = fixed[rows, side], fixed[rows, side + 1]
+            free = eye / rod_mass[:, None, None] + (12.0 * (alpha - 0.5) ** 2 / rod_mass)[:, None, None] * lateral
+            arm = xp.where(fixed_first, alpha, 1.0 - alpha)
+            pivot = (3.0 * arm * arm / rod_mass)[:, None, None] * lateral
+            k = xp.where((fixed_first | fixed_second)[:, None, None], pivot, free)
+            k = xp.where((fixed_first & fixed_second)[:, None, None], 0.0, k)
+            total[rows] = xp.where(on_edge, total[rows] + k, total[rows])
         return total
 
     def _contact_counts(self, active_mask):

@@ -359,7 +359,8 @@ class DerHairGroup:
             totals["iterations"] = max(totals["iterations"], stats["iterations"])
             totals["contacts"] += stats.get("contacts", 0)
             totals["mean_dv"] = self.backend.xp.maximum(totals["mean_dv"], stats["mean_dv"])   # on the device
-            totals["fischer_burmeister"] = max(totals["fischer_burmeister"], stats.get("fischer_burmeister", 0.0))
+            totals["fischer_burmeister"] = self.backend.xp.maximum(totals["fischer_burmeister"],
+                                                                   stats.get("fischer_burmeister", 0.0))
             for name in ("unreachable_contacts", "failsafe_vertices", "failsafe_edges"):
                 totals[name] += stats.get(name, 0)
             started_inside += stats.get("started_inside", 0)

@@ -533,9 +533,14 @@ class ImplicitEulerSolver:
         velocities = model.gather_positions(it.v)
         held = None if impulses is None else impulses.keep_outside(positions, velocities)
         if held is not None:
-            # the colliders' last word moved some vertices: frames transported to where they are now
-            positions, velocities = held
-            config = transported_configuration(xp, model, problem.state, positions, model.gather_theta(q))
+            # the colliders' last word moved some vertices: frames transported to where they are now (on the
+            # device, chosen by its flag: the transport runs every step and the frames stay when nothing moved)
+            positions, velocities, moved = held
+            transported = transported_configuration(xp, model, problem.state, positions, model.gather_theta(q))
+            if self._device_resident:
+                transported.reference_u = xp.where(moved, transported.reference_u, config.reference_u)
+                transported.reference_twist = xp.where(moved, transported.reference_twist, config.reference_twist)
+            config = transported
         return DerState(
             positions=positions, velocities=velocities, theta=model.gather_theta(q),
             theta_velocity=model.gather_theta(it.v),
