@@ -71,8 +71,8 @@ CLOTH_PARAMS: tuple[ParamSpec, ...] = _simulated_common(1.0) + (
     ParamSpec("bend_stiffness", 0.0, "N·m", "Resistance to bending (bending rigidity); 0 disables", 0.0, 1.0e3,
               paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "ratio",
-              "Hard cap on stretch: no edge gets longer than max × its rest length (2 % tolerance), however hard "
-              "it is pulled. Between min and max (min ≤ 1 ≤ max) an edge stretches or shrinks freely; beyond them "
+              "Hard cap on stretch: no edge gets longer than max × its rest length (a cloth whose max is 1 gets "
+              "2 % of room), however hard it is pulled. Between min and max (min ≤ 1 ≤ max) an edge stretches or shrinks freely; beyond them "
               "Stretch Stiffness pulls it back (min below 1 lets the cloth crumple freely)", 1e-3, 10.0),
     ParamSpec("self_collision", False, "", "Collide the cloth with itself"),
     ParamSpec("air_drag", 0.0, "ratio", "Drag of still air on the cloth as on a flat plate moving along its normal "

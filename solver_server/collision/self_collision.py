@@ -43,9 +43,11 @@ SETTLED_ERROR = 0.05
 
 
 class SurfaceContact:
-    """points: a ContactPoints map (its ``xp`` is the device of every array here); iterations: passes per substep."""
+    """points: a ContactPoints map (its ``xp`` is the device of every array here); iterations: passes per substep;
+    gravity (3,) [m/s²]: its direction tells a body resting on a taut cloth (which the cloth holds up) from a
+    taut cloth lying over a body (which it does not push down: ``surface_kernels.pair_inverse_mass``)."""
 
-    def __init__(self, model: ParticleModel, points, iterations: int = 2):
+    def __init__(self, model: ParticleModel, points, iterations: int = 2, gravity=(0.0, 0.0, -9.81)):
         xp = points.xp
         triangles, owner, self_contact = [], [], []
         point_owner = np.zeros(points.count, np.int32)
@@ -76,6 +78,9 @@ class SurfaceContact:
         self.thickness = xp.ascontiguousarray(points.thickness, dtype=xp.float64)
         self.largest_thickness = float(points.thickness.max()) if points.count else 0.0
         self.iterations = iterations
+        gravity = np.asarray(gravity, dtype=np.float64)
+        strength = float(np.linalg.norm(gravity))
+        self.down = wp.vec3d(*(gravity / strength if strength > 0.0 else np.zeros(3)))
         self.count = points.count
         self.device = warp_device_of(self.point_owner)
         self.left = 0      # pairs the last pass of the latest resolve found passed through each other
@@ -98,7 +103,7 @@ class SurfaceContact:
         return len(model.slots) > 1 or any(
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
-    def resolve(self, xp, positions, start, held=None, relax=None, hold_ratio: float = 1.0):
+    def resolve(self, xp, positions, start, held=None, relax=None, hold_ratio: float = 0.0):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
         on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts corrected in
         the worst pass); ``self.left`` holds the pairs the last pass still found passed through each other
@@ -107,7 +112,8 @@ class SurfaceContact:
 
         held: optional function of the particle positions giving the (n,) bool particles that hold against
         other objects (a taut cloth under a heavy body), asked before every pass; in contact with another
-        object such a point moves at most ``hold_ratio`` × as readily as the other side (0: not at all).
+        object that weighs on it such a point moves at most ``hold_ratio`` × as readily as the other side (0, the
+        default: not at all; ``surface_kernels.pair_inverse_mass``).
         relax: optional function of the particle positions run before every pass but the first (the cloth
         strain limit: a cloth that a heavy body stretched is pulled back, then holds it), so the last word is
         the contact's."""
@@ -296,7 +302,7 @@ class SurfaceContact:
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         holds = warp_view(self.no_holding if holding is None else holding, wp.int32)
         masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), float(hold_ratio),
-                  SETTLED_ERROR]
+                  self.down, SETTLED_ERROR]
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                inputs=[start_view, current_view, self.triangles.index_view, *masses,
                        *self.point_candidates.views(), *outputs])

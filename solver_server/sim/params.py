@@ -86,7 +86,7 @@ CLOTH = _common_simulated(1.0) + (
               low=0.0, high=1.0e3, paintable=True),
     ParamSpec("strain_limits", (1.0, 1.0), "",
               "[σmin, σmax]: edge/triangle stretch ratios that cost no energy (1 ≤ σmax, 0 < σmin ≤ 1); no "
-              "edge gets longer than σmax + solver.pd.strain_limit_slack (a hard cap)",
+              "edge gets longer than max(σmax, 1 + solver.pd.strain_limit_slack) (a hard cap)",
               type="range2", low=0.0, high=10.0, low_open=True),
     ParamSpec("self_collision", False, "", "vertex–triangle self collision", type="bool"),
     ParamSpec("air_drag", 0.0, "", "drag of still air on the faces moving along their normals, as on a flat plate "

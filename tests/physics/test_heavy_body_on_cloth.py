@@ -48,8 +48,8 @@ def test_a_heavy_block_rests_on_a_pinned_cloth_without_tearing_it():
         lowest = min(lowest, float(block[:, 2].min() - cloth[:, 2].min()))
         crossed = max(crossed, int(stats.get("self_contacts_left", 0)))
     # before the cloth held against other objects, edges stretched 12-15x and the block fell 1.5 m with the cloth
-    # wrapped round it like a sock
-    assert worst < 1.25, worst
+    # wrapped round it like a sock; while a taut cloth held only in the last contact pass, 1.124 here
+    assert worst < 1.11, worst
     assert crossed == 0                                   # block and cloth never pass through each other
     assert lowest > 0.0, lowest                           # the block stays above the cloth's lowest point
     assert block[:, 2].min() > 0.2                        # and hangs in it, well above the ground

@@ -198,7 +198,7 @@ def _pulled_strip(pull: float):
 
 
 def test_a_frame_says_which_cloth_its_pins_stretched_past_the_limit():
-    """Pins dragged 25 % apart stretch the strip beyond its hard limit (1.1 + the slack) whatever the limit does:
+    """Pins dragged 25 % apart stretch the strip beyond its hard limit (its σmax, 1.1) whatever the limit does:
     the frame stats count the edges beyond it by more than 2 % of their length, name the object and give the worst
     stretch; 5 % apart stays within the limit and reports nothing."""
     stretched = _pulled_strip(0.1)[-1]
@@ -206,3 +206,16 @@ def test_a_frame_says_which_cloth_its_pins_stretched_past_the_limit():
     assert stretched["stretch_beyond_limit_objects"] == ["Strip"]
     assert stretched["stretch_worst"] > 1.1 + 0.02 + 0.02
     assert all("stretch_beyond_limit" not in stats for stats in _pulled_strip(0.02))
+
+
+@pytest.mark.parametrize("limits, hard", [((1.0, 1.1), 1.1), ((1.0, 1.0), 1.02), ((0.9, 1.01), 1.02)])
+def test_the_hard_limit_is_the_artists_sigma_max_or_the_slack_for_an_inextensible_cloth(limits, hard):
+    """Limits (1, 1.1) stop cloth edges at 1.1 × their rest length (not 1.1 + the slack); a cloth that may not
+    stretch (σmax 1) or hardly (1.01) gets the slack (0.02) as room to move."""
+    vertices, triangles, _ = grid(4, 4, size=0.3, height=1.0)
+    cloth = cloth_object(vertices, triangles, params={"strain_limits": list(limits)})
+    solver = Simulation(scene([cloth], frame_end=2), BACKEND).groups[0].solver
+    edges = np.asarray(solver.strain_limit.edges)
+    rest = np.linalg.norm(vertices[edges[:, 0]] - vertices[edges[:, 1]], axis=1)
+    np.testing.assert_allclose(np.asarray(solver.strain_limit.max_length) / rest, hard, rtol=1e-12)
+

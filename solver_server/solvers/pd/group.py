@@ -52,7 +52,8 @@ class PDGroup:
                 self.solver.global_solver = self.solver.cholesky
         if SurfaceContact.wanted(self.model):
             self.solver.self_collision = SurfaceContact(self.model, self.solver.contact,
-                                                        iterations=self.settings["self_collision_iterations"])
+                                                        iterations=self.settings["self_collision_iterations"],
+                                                        gravity=scene.gravity)
         self._pin_rest = self.model.rest[self.model.pin_indices]
         self._pin_local = self.model.pin_indices - np.array([self.model.slots[s].start for s in self.model.pin_slot],
                                                             dtype=np.int64)

@@ -17,7 +17,7 @@ DEFAULTS = {
     "self_collision_iterations": 6,
     "contact_forces": True,    # collider contact (and friction) as forces inside the iterations
     "strain_limit_iterations": 16,   # Jacobi passes of the hard cloth edge limit per call; 0 disables it
-    "strain_limit_slack": 0.02,      # hard limit: no cloth edge longer than (σmax + slack) × rest length
+    "strain_limit_slack": 0.02,      # hard limit: no cloth edge longer than max(σmax, 1 + slack) × rest length
     "strain_limit_global": True,     # each round of limit passes starts with a solve through the PD factor
     "pin_stiffening_rings": 8,       # cloth edges within this many hops of an exact pin are stiffened (0/1: off)
 }

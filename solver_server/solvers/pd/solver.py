@@ -272,7 +272,8 @@ class PDSolver:
             return None
         inverse_mass = 1.0 / model.mass
         inverse_mass[self.hard_indices] = 0.0
-        max_length = (edges.limits[:, 1] + settings["strain_limit_slack"]) * edges.rest_length
+        # the artist's σmax is the hard limit; an inextensible cloth (σmax 1) gets the slack as room to move
+        max_length = np.maximum(edges.limits[:, 1], 1.0 + settings["strain_limit_slack"]) * edges.rest_length
         per_round = min(passes, STRAIN_LIMIT_PASSES_PER_ROUND)
         return EdgeStrainLimit(backend, edges.edges, max_length, inverse_mass,
                                rounds=-(-passes // per_round), passes_per_round=per_round,
@@ -479,7 +480,7 @@ class PDSolver:
             # the limit once more, then the contact with taut cloth holding fully: a heavy body stays on the
             # cloth at its limit instead of pressing it further
             before = self.strain_limit.sweep(xp, q)
-            q, self_contacts = surfaces.resolve(xp, before, q_start, held, None, hold_ratio=0.0)
+            q, self_contacts = surfaces.resolve(xp, before, q_start, held, None)
             push = push + (q - before)
         timings["self_contacts_left"] = surfaces.left
         if surfaces.left and surfaces.left_objects:

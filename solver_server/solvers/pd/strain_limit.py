@@ -2,8 +2,8 @@
 
 The PD edge constraint is an energy term: with a handful of local/global iterations an edge under a
 concentrated load (a point pin carrying half a cloth, a fast impact on a collider) overshoots σmax by
-tens of per cent. This pass shortens every edge longer than ``(σmax + slack) · r`` back to that length
-(Provot 1995, in the position-based form of Müller et al. 2007) with mass-weighted Jacobi passes in Warp
+tens of per cent. This pass shortens every edge longer than the hard limit ``max(σmax, 1 + slack) · r`` back to
+that length (Provot 1995, in the position-based form of Müller et al. 2007) with mass-weighted Jacobi passes in Warp
 kernels (``kernels.limit``): all too-long edges are corrected at once, a particle's correction is the sum
 of its edges' corrections divided by their number (constraint averaging keeps the iteration stable; an
 over-relaxation factor is available, default 1: 1.5 gave larger settled jumps on the Suzanne scenes,
@@ -35,6 +35,9 @@ from .kernels import limit_sweep as sweep_kernels
 from .incidence import incidence
 
 FAULT_RATIO = 100.0   # an edge this many times its hard limit is a numerical fault, left to the fault check
+# an edge within this fraction of its energy-free length σmax·rest counts as taut: the limit's passes leave an edge at
+# its limit a rounding below it, and a cloth point that is not held there is pushed past the limit by the next contact
+TAUT_MARGIN = 0.005
 
 
 class EdgeStrainLimit:
@@ -179,10 +182,11 @@ class EdgeStrainLimit:
 
     def taut_particles(self, xp, positions):
         """(n,) bool: the particles of taut edges at ``positions`` (n, 3) [m]: longer than their energy-free
-        length σmax·rest (a cloth holding a weight); such particles hold against other objects."""
+        length σmax·rest less TAUT_MARGIN of it (a cloth holding a weight); such particles hold against other
+        objects."""
         edges = self.edges
         vector = positions[edges[:, 1]] - positions[edges[:, 0]]
-        taut = xp.sqrt((vector * vector).sum(axis=1)) > self.free_length
+        taut = xp.sqrt((vector * vector).sum(axis=1)) > (1.0 - TAUT_MARGIN) * self.free_length
         held = xp.zeros(positions.shape[0], dtype=bool)
         held[edges[taut].ravel()] = True
         return held
