@@ -5,7 +5,7 @@ the same prefilter): crossing, parallel, resting and far pairs."""
 import numpy as np
 import warp as wp
 
-from solver_server.kernels import launch_items, warp_view
+from solver_server.kernels import launch_items, launch_split, warp_view
 from solver_server.solvers.der.kernels import ccd as ccd_kernels
 from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
 
@@ -65,3 +65,56 @@ def test_the_kernel_equals_the_array_form():
     unique = ~dropped & (np.abs(closest[:, 0] - expected[:, 0]) < 1e-9)
     assert unique.sum() > 0.9 * (~dropped).sum()
     np.testing.assert_allclose(closest[unique, 1:3], expected[unique, 1:3], rtol=0.0, atol=1e-9)
+
+
+def _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, reach):
+    """The earliest touching coplanarity time per pair (inf: none) and the start height, as collider_ccd computed
+    them with arrays before the kernel (geometry.coplanarity_times and mesh.closest_points_on_triangles)."""
+    from solver_server.collision.mesh import closest_points_on_triangles
+    from solver_server.solvers.der.frames import cross3
+
+    corners0, corners1 = previous[triangles], current[triangles]
+    a0, b0, c0 = corners0[tri, 0], corners0[tri, 1], corners0[tri, 2]
+    a1, b1, c1 = corners1[tri, 0], corners1[tri, 1], corners1[tri, 2]
+    q0, q1, r = p0[vertex], p1[vertex], reach[vertex]
+    height = ((q0 - a0) * cross3(np, b0 - a0, c0 - a0)).sum(axis=1)
+    times = coplanarity_times(np, q0, a0, b0, c0, q1 - q0, a1 - a0, b1 - b0, c1 - c0)
+    first = np.full(len(tri), np.inf)
+    for column in range(3):
+        tau = times[:, column]
+        valid = (height != 0.0) & ~np.isnan(tau)
+        t = np.where(valid, tau, 0.0)[:, None]
+        q = q0 + t * (q1 - q0)
+        closest, _ = closest_points_on_triangles(q, a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0))
+        touching = valid & (np.linalg.norm(q - closest, axis=1) <= r)
+        first = np.where(touching & (tau < first), tau, first)
+    return first, height
+
+
+def test_the_vertex_triangle_kernel_equals_the_array_form():
+    """Vertex paths against moving triangles (collider_ccd.swept_mesh_hits): crossing, grazing, resting and far
+    pairs give the array form's earliest touching time (within rounding) and the same hits."""
+    rng = np.random.default_rng(5)
+    triangle_count, vertex_count = 400, 600
+    previous = rng.uniform(-0.05, 0.05, size=(3 * triangle_count, 3))
+    current = previous + rng.normal(scale=0.003, size=previous.shape)
+    triangles = np.arange(3 * triangle_count, dtype=np.int32).reshape(-1, 3)
+    p0 = rng.uniform(-0.05, 0.05, size=(vertex_count, 3))
+    p1 = p0 + rng.normal(scale=0.03, size=p0.shape)
+    p1[::7] = p0[::7]                                            # resting vertices
+    reach = np.full(vertex_count, 2e-3)
+    tri = rng.integers(0, triangle_count, size=20000).astype(np.int32)
+    vertex = rng.integers(0, vertex_count, size=20000).astype(np.int32)
+    touch = np.empty(len(tri))
+    height = np.empty(len(tri))
+    launch_split(ccd_kernels.vertex_triangle_first_touch, len(tri), "cpu", [],
+                 [warp_view(tri, wp.int32), warp_view(vertex, wp.int32), warp_view(triangles, wp.int32),
+                  warp_view(previous, wp.vec3d), warp_view(current, wp.vec3d), warp_view(p0, wp.vec3d),
+                  warp_view(p1, wp.vec3d), warp_view(reach, wp.float64), warp_view(touch, wp.float64),
+                  warp_view(height, wp.float64)])
+    expected, expected_height = _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, reach)
+    np.testing.assert_allclose(height, expected_height, rtol=1e-12, atol=1e-18)
+    hits = np.isfinite(expected)
+    assert hits.sum() > 200 and (~hits).sum() > 1000
+    np.testing.assert_array_equal(np.isfinite(touch), hits)
+    np.testing.assert_allclose(touch[hits], expected[hits], rtol=0.0, atol=1e-12)

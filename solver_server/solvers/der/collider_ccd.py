@@ -12,7 +12,7 @@ the step gets a contact at the FIRST touching point, so a fast strand cannot pas
 * Triangle meshes (moving and deforming: previous and current vertices of the substep): vertex–triangle
   CCD, broad phase by the backend's spatial query over the swept bounding spheres of vertex paths and
   triangles, narrow phase at the times where the vertex and the moving triangle are coplanar (cubic of
-  seed eq. 4.1 with one segment shrunk to the vertex: `coplanarity_times`), a hit where the vertex lies
+  seed eq. 4.1 with one segment shrunk to the vertex: `kernels.ccd.vertex_triangle_first_touch`), a hit where the vertex lies
   within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
   the side the vertex started on (never read from the winding).
 
@@ -26,10 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import warp as wp
+
 from ...backend import points_near
 from ...collision.mesh import closest_points_on_triangles
+from ...kernels import float64_view, int32_view, launch_split, warp_device_of, warp_view
 from .frames import cross3
-from .geometry import coplanarity_times
+from .kernels import ccd as ccd_kernels
 
 ADVANCEMENT_STEPS = 48   # conservative-advancement iterations (a path still walking after them counts as a hit)
 EDGE_NORMAL_FRACTION = 1e-3   # a touch this far (× the reach) from the mesh is a rim touch: mesh-to-vertex normal
@@ -111,23 +114,14 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     tri, vertex = tri[overlap], vertex[overlap]
     if tri.shape[0] == 0:
         return _empty(xp)
-    a0, b0, c0 = corners0[tri, 0], corners0[tri, 1], corners0[tri, 2]
-    a1, b1, c1 = corners1[tri, 0], corners1[tri, 1], corners1[tri, 2]
-    q0, q1, r = p0[vertex], p1[vertex], reach_v[vertex]
-    # two-sided: a crossing from either side; the side is the one the vertex starts on
-    front0 = cross3(xp, b0 - a0, c0 - a0)
-    start_height = _rows_dot(xp, q0 - a0, front0)
-    clear = start_height != 0.0
-    times = coplanarity_times(xp, q0, a0, b0, c0, q1 - q0, a1 - a0, b1 - b0, c1 - c0)
-    first = xp.full(tri.shape[0], xp.inf)
-    for column in range(times.shape[1]):   # the up to 3 coplanarity times, earliest touching one wins
-        tau = times[:, column]
-        valid = clear & ~xp.isnan(tau)
-        t = xp.where(valid, tau, 0.0)[:, None]
-        q = q0 + t * (q1 - q0)
-        closest, _ = closest_points_on_triangles(q, a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0), xp=xp)
-        touching = valid & (xp.linalg.norm(q - closest, axis=1) <= r)
-        first = xp.where(touching & (tau < first), tau, first)
+    # two-sided: a crossing from either side; the side is the one the vertex starts on (one launch, a pair a thread)
+    first = xp.empty(tri.shape[0], dtype=xp.float64)
+    start_height = xp.empty(tri.shape[0], dtype=xp.float64)
+    launch_split(ccd_kernels.vertex_triangle_first_touch, tri.shape[0], warp_device_of(first), [],
+                 [int32_view(xp, tri), int32_view(xp, vertex), int32_view(xp, triangles),
+                  float64_view(xp, previous, wp.vec3d), float64_view(xp, current, wp.vec3d),
+                  float64_view(xp, p0, wp.vec3d), float64_view(xp, p1, wp.vec3d), float64_view(xp, reach_v),
+                  warp_view(first, wp.float64), warp_view(start_height, wp.float64)])
     hit = xp.nonzero(xp.isfinite(first))[0]     # one read: the count of hits
     if hit.shape[0] == 0:
         return _empty(xp)

@@ -1,5 +1,6 @@
-"""Warp kernels of the DER edge–edge narrow phase: strand–strand pairs (contact_detection._detect_edges) and rod edges
-against a mesh collider's edges (contact_detection._mesh_edge_contacts).
+"""Warp kernels of the DER narrow phase: strand–strand edge pairs (contact_detection._detect_edges), rod edges
+against a mesh collider's edges (contact_detection._mesh_edge_contacts), and vertex paths against a mesh's
+triangles (collider_ccd.swept_mesh_hits: ``vertex_triangle_first_touch``, at the end of this module).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
 the conservative prefilter (the start distance minus the largest relative endpoint motion must come within
@@ -15,7 +16,7 @@ from __future__ import annotations
 import warp as wp
 
 from ....kernels.bounds import box_lower, box_upper
-from ....kernels.geometry import segment_closest_parameters_near_parallel
+from ....kernels.geometry import blend, closest_barycentric, segment_closest_parameters_near_parallel
 
 wp.set_module_options({"enable_backward": False})
 
@@ -171,3 +172,57 @@ def mesh_edges_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
                 best_edge = e
         nearest_edge[k] = best_edge
         closest[k] = best
+
+
+@wp.kernel
+def vertex_triangle_first_touch(first: int, pair_triangle: wp.array(dtype=wp.int32),
+                                pair_vertex: wp.array(dtype=wp.int32), triangles: wp.array(dtype=wp.int32, ndim=2),
+                                previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                                p0: wp.array(dtype=wp.vec3d), p1: wp.array(dtype=wp.vec3d),
+                                reach: wp.array(dtype=wp.float64), touch: wp.array(dtype=wp.float64),
+                                start_height: wp.array(dtype=wp.float64)):
+    """For candidate pair k = first + tid (triangle pair_triangle[k] moving previous → current, the vertex path
+    pair_vertex[k] from p0 to p1 over the step): the vertex's height over the triangle's plane at the start,
+    (x_t − a)·((b − a) × (c − a)) (0: in the plane, no hit), and the earliest of the times τ ∈ [0, 1] where vertex
+    and triangle are coplanar (the cubic of seed eq. 4.1 with one segment shrunk to the vertex: split at its
+    critical points, each monotone piece with a sign change bisected BISECTION_STEPS times) at which the vertex
+    lies within reach [m] of the triangle, +inf without one. The arithmetic is ``geometry.coplanarity_times`` and
+    ``mesh.closest_points_on_triangles`` term by term."""
+    k = first + wp.tid()
+    t = pair_triangle[k]
+    v = pair_vertex[k]
+    a0 = previous[triangles[t, 0]]
+    b0 = previous[triangles[t, 1]]
+    c0 = previous[triangles[t, 2]]
+    a1 = current[triangles[t, 0]]
+    b1 = current[triangles[t, 1]]
+    c1 = current[triangles[t, 2]]
+    q0 = p0[v]
+    q1 = p1[v]
+    height = wp.dot(q0 - a0, wp.cross(b0 - a0, c0 - a0))
+    start_height[k] = height
+    best = wp.float64(wp.inf)
+    if height != wp.float64(0.0):
+        motion = q1 - q0
+        e1 = a0 - q0
+        e2 = b0 - q0
+        e3 = c0 - q0
+        m1 = (a1 - a0) - motion
+        m2 = (b1 - b0) - motion
+        m3 = (c1 - c0) - motion
+        critical = critical_times(e1, e2, e3, m1, m2, m3)
+        times = wp.vec3d(root_between(wp.float64(0.0), critical[0], e1, e2, e3, m1, m2, m3),
+                         root_between(critical[0], critical[1], e1, e2, e3, m1, m2, m3),
+                         root_between(critical[1], wp.float64(1.0), e1, e2, e3, m1, m2, m3))
+        for piece in range(3):
+            tau = times[piece]
+            if tau >= wp.float64(0.0):
+                q = q0 + tau * motion
+                at = a0 + tau * (a1 - a0)
+                bt = b0 + tau * (b1 - b0)
+                ct = c0 + tau * (c1 - c0)
+                closest = blend(closest_barycentric(q, at, bt, ct), at, bt, ct)
+                if wp.length(q - closest) <= reach[v] and tau < best:
+                    best = tau
+    touch[k] = best
+
