@@ -91,30 +91,44 @@ def _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, r
     return first, height
 
 
-def test_the_vertex_triangle_kernel_equals_the_array_form():
-    """Vertex paths against moving triangles (collider_ccd.swept_mesh_hits): crossing, grazing, resting and far
-    pairs give the array form's earliest touching time (within rounding) and the same hits."""
+def test_the_vertex_mesh_kernel_finds_the_array_forms_earliest_touch():
+    """Vertex paths against a moving soup of triangles (collider_ccd.swept_mesh_hits, one kernel over the mesh's
+    tree): each vertex's earliest touch equals the least over every triangle of the array form's earliest touching
+    time (within rounding), crossing, grazing, resting and far paths alike, and its start height has that
+    triangle's sign."""
+    from solver_server.collision.mesh import MeshGeometry
+
     rng = np.random.default_rng(5)
-    triangle_count, vertex_count = 400, 600
+    triangle_count, vertex_count = 300, 2000
     previous = rng.uniform(-0.05, 0.05, size=(3 * triangle_count, 3))
     current = previous + rng.normal(scale=0.003, size=previous.shape)
     triangles = np.arange(3 * triangle_count, dtype=np.int32).reshape(-1, 3)
-    p0 = rng.uniform(-0.05, 0.05, size=(vertex_count, 3))
-    p1 = p0 + rng.normal(scale=0.03, size=p0.shape)
-    p1[::7] = p0[::7]                                            # resting vertices
+    geometry = MeshGeometry("Soup", previous, triangles)
+    geometry.set_vertices(current)
+    pose = geometry.pose(np)
+    x0 = rng.uniform(-0.05, 0.05, size=(vertex_count, 3))
+    x1 = x0 + rng.normal(scale=0.02, size=x0.shape)
+    x1[::7] = x0[::7]                                            # resting vertices
     reach = np.full(vertex_count, 2e-3)
-    tri = rng.integers(0, triangle_count, size=20000).astype(np.int32)
-    vertex = rng.integers(0, vertex_count, size=20000).astype(np.int32)
-    touch = np.empty(len(tri))
-    height = np.empty(len(tri))
-    launch_split(ccd_kernels.vertex_triangle_first_touch, len(tri), "cpu", [],
-                 [warp_view(tri, wp.int32), warp_view(vertex, wp.int32), warp_view(triangles, wp.int32),
-                  warp_view(previous, wp.vec3d), warp_view(current, wp.vec3d), warp_view(p0, wp.vec3d),
-                  warp_view(p1, wp.vec3d), warp_view(reach, wp.float64), warp_view(touch, wp.float64),
-                  warp_view(height, wp.float64)])
-    expected, expected_height = _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, reach)
-    np.testing.assert_allclose(height, expected_height, rtol=1e-12, atol=1e-18)
+    movable = np.ones(vertex_count, np.int32)
+    movable[::11] = 0
+    touch, touched = np.empty(vertex_count), np.empty(vertex_count, np.int32)
+    height, nearest, gap = np.empty(vertex_count), np.empty((vertex_count, 3)), np.empty(vertex_count)
+    launch_split(ccd_kernels.vertex_mesh_first_touch, vertex_count, "cpu", [],
+                 [pose.triangles.bvh.id, pose.triangles.index_view, pose.previous_view, pose.current_view,
+                  warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(movable, wp.int32),
+                  warp_view(reach, wp.float64), warp_view(touch, wp.float64), warp_view(touched, wp.int32),
+                  warp_view(height, wp.float64), warp_view(nearest, wp.vec3d), warp_view(gap, wp.float64)])
+    tri = np.repeat(np.arange(triangle_count, dtype=np.int32), vertex_count)
+    vertex = np.tile(np.arange(vertex_count, dtype=np.int32), triangle_count)
+    first, first_height = _first_touch_array_form(previous, current, np.asarray(geometry.triangles), tri, vertex,
+                                                  x0, x1, reach)
+    first = np.where(movable[vertex] > 0, first, np.inf).reshape(triangle_count, vertex_count)
+    expected = first.min(axis=0)
     hits = np.isfinite(expected)
-    assert hits.sum() > 200 and (~hits).sum() > 1000
-    np.testing.assert_array_equal(np.isfinite(touch), hits)
+    assert hits.sum() > 200 and (~hits).sum() > 500
+    np.testing.assert_array_equal(touched >= 0, hits)
     np.testing.assert_allclose(touch[hits], expected[hits], rtol=0.0, atol=1e-12)
+    chosen = first_height.reshape(triangle_count, vertex_count)[touched[hits], np.nonzero(hits)[0]]
+    np.testing.assert_array_equal(np.sign(height[hits]), np.sign(chosen))
+    assert np.all(gap[hits] <= reach[hits] * (1 + 1e-9))     # the nearest point at the touch is within reach

@@ -20,6 +20,15 @@ from solver_server.solvers.der.settings import NewtonSettings
 from .helpers import HAIR, make, run, straight
 
 DT = 1e-3
+
+
+def _moving_mesh(previous, current, triangles=((0, 1, 2),)):
+    """A MeshGeometry posed to move from ``previous`` to ``current`` vertices (V, 3) [m] over the step."""
+    from solver_server.collision.mesh import MeshGeometry
+
+    geometry = MeshGeometry("Mesh", np.asarray(previous, float), np.asarray(triangles))
+    geometry.set_vertices(np.asarray(current, float))
+    return geometry
 SPEED = 30.0            # m/s, downwards
 THICK = 4e-3            # m, box thickness
 TOP = 0.0               # m, height of the box's top face
@@ -131,15 +140,14 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     previous = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0]])
     current = previous + [0.0, 0.0, 0.02]
     x0, x1 = np.array([[0.0, 0.0, 0.01]]), np.array([[0.0, 0.0, -0.01]])
-    hits = swept_mesh_hits(np, previous, current, np.array([[0, 1, 2]]), x0, x1, np.ones(1, bool),
-                           np.full(1, 1e-5), DT)
+    hits = swept_mesh_hits(np, _moving_mesh(previous, current), x0, x1, np.ones(1, bool), np.full(1, 1e-5), DT)
     assert list(hits.vertex) == [0]
     assert np.allclose(hits.normal, [[0.0, 0.0, 1.0]])
     assert np.isclose(hits.start_gap[0], 0.01)
     assert np.allclose(hits.surface_velocity, [[0.0, 0.0, 20.0]])
     # starting behind the triangle (its back side): the surface is two-sided, so the crossing from
     # behind is a hit too, with the normal facing the side the vertex started on
-    behind = swept_mesh_hits(np, previous, current, np.array([[0, 1, 2]]), -x1 * 0 - [[0.0, 0.0, 0.01]],
+    behind = swept_mesh_hits(np, _moving_mesh(previous, current), -x1 * 0 - [[0.0, 0.0, 0.01]],
                              np.array([[0.0, 0.0, 0.03]]), np.ones(1, bool), np.full(1, 1e-5), DT)
     assert list(behind.vertex) == [0]
     assert np.allclose(behind.normal, [[0.0, 0.0, -1.0]])
@@ -153,12 +161,11 @@ def test_mesh_ccd_touch_beside_a_rim_takes_the_rim_to_vertex_normal():
     Suzanne's brow (tests/physics/test_character_hair.py)."""
     triangle = np.array([[-1.0, -1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 1.0, 0.0]])     # its edge x = 0 along y
     x0, x1 = np.array([[0.002, 0.0, 0.003]]), np.array([[0.002, 0.0, -0.003]])
-    hits = swept_mesh_hits(np, triangle, triangle, np.array([[0, 1, 2]]), x0, x1, np.ones(1, bool),
-                           np.full(1, 0.004), DT)
+    hits = swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0, x1, np.ones(1, bool), np.full(1, 0.004), DT)
     assert list(hits.vertex) == [0]
     assert np.allclose(hits.normal, [[1.0, 0.0, 0.0]])
     assert np.isclose(hits.start_gap[0], 0.002)
     # through the face itself, the crossing keeps the face normal on the side the vertex came from
-    through = swept_mesh_hits(np, triangle, triangle, np.array([[0, 1, 2]]), x0 - [0.01, 0.0, 0.0],
+    through = swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0 - [0.01, 0.0, 0.0],
                               x1 - [0.01, 0.0, 0.0], np.ones(1, bool), np.full(1, 0.004), DT)
     assert np.allclose(through.normal, [[0.0, 0.0, 1.0]])

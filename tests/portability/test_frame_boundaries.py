@@ -138,17 +138,6 @@ def test_a_contact_count_read_on_the_host_is_counted(monkeypatch):
     assert _steady_syncs("ParticleHairGroup", "colliders_particles")
 
 
-def test_the_host_kdtree_broad_phase_fails_the_guard(monkeypatch):
-    """Mutation check: the pre-grid broad phase (k-d tree on downloaded points, still selectable with
-    TANGLE_BROAD_PHASE=kdtree) copies to the host inside the substep, and the guarded run fails. (DER's
-    vertex–mesh collider CCD still uses the xp broad phase; DER strand–strand contact and the Cosserat
-    interaction use the Warp hash grid of kernels.pairs; PD contact runs in Warp kernels over wp.Bvh.)"""
-    monkeypatch.setattr(backend_module, "BROAD_PHASE", "kdtree")
-    _guarded_frames("colliders_der", get_backend("cpu"))                  # numpy: no device, runs
-    with pytest.raises(PortabilityError, match="inside a substep"):
-        _guarded_frames("colliders_der", emulated_cuda_backend())
-
-
 def test_the_guard_refuses_every_download_route():
     backend = emulated_cuda_backend()
     array = backend.from_host(np.arange(3.0))

@@ -28,7 +28,6 @@ from typing import Any
 
 import warp as wp
 
-from ...backend import points_near
 from ...collision.mesh import closest_points_on_triangles
 from ...kernels import float64_view, int32_view, launch_split, warp_device_of, warp_view
 from .frames import cross3
@@ -94,47 +93,39 @@ start gap = its distance); vertices starting inside are left to the end-of-step 
                         surface_velocity=collider.velocity(xp, surface, dt))
 
 
-def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt: float) -> ColliderHits:
-    """First hits of the paths x0 → x1 (n, 3) of `movable` vertices against a triangle mesh moving linearly
-    from `previous` to `current` vertices (V, 3) [m] over the step; triangles (F, 3); reach (n,) [m]."""
-    index = xp.nonzero(movable)[0]
-    if index.shape[0] == 0 or triangles.shape[0] == 0:
+def swept_mesh_hits(xp, geometry, x0, x1, movable, reach, dt: float) -> ColliderHits:
+    """First hits of the paths x0 → x1 (n, 3) of `movable` vertices against a triangle mesh (a
+    collision.mesh.MeshGeometry posed for the step: its triangles moving linearly from the previous to the current
+    vertices); reach (n,) [m]. The search is one kernel, a vertex a thread (``kernels.ccd.vertex_mesh_first_touch``:
+    the mesh's tree of swept triangle boxes, the coplanarity times, the nearest point at the touch); one read, the
+    count of hits."""
+    pose = geometry.pose(xp)
+    count = x0.shape[0]
+    if count == 0 or pose.triangles.bvh is None:
         return _empty(xp)
-    p0, p1, reach_v = x0[index], x1[index], reach[index]
-    path_centre = 0.5 * (p0 + p1)
-    path_radius = 0.5 * xp.linalg.norm(p1 - p0, axis=1) + reach_v
-    corners0, corners1 = previous[triangles], current[triangles]                 # (F, 3, 3)
-    both = xp.concatenate((corners0, corners1), axis=1)                          # (F, 6, 3)
-    triangle_centre = both.mean(axis=1)
-    triangle_radius = xp.linalg.norm(both - triangle_centre[:, None, :], axis=2).max(axis=1)
-    bound = float(triangle_radius.max() + path_radius.max())
-    tri, vertex = points_near(xp, triangle_centre, path_centre, bound)
-    overlap = xp.linalg.norm(triangle_centre[tri] - path_centre[vertex], axis=1) \
-        <= triangle_radius[tri] + path_radius[vertex]
-    tri, vertex = tri[overlap], vertex[overlap]
-    if tri.shape[0] == 0:
-        return _empty(xp)
-    # two-sided: a crossing from either side; the side is the one the vertex starts on (one launch, a pair a thread)
-    first = xp.empty(tri.shape[0], dtype=xp.float64)
-    start_height = xp.empty(tri.shape[0], dtype=xp.float64)
-    launch_split(ccd_kernels.vertex_triangle_first_touch, tri.shape[0], warp_device_of(first), [],
-                 [int32_view(xp, tri), int32_view(xp, vertex), int32_view(xp, triangles),
-                  float64_view(xp, previous, wp.vec3d), float64_view(xp, current, wp.vec3d),
-                  float64_view(xp, p0, wp.vec3d), float64_view(xp, p1, wp.vec3d), float64_view(xp, reach_v),
-                  warp_view(first, wp.float64), warp_view(start_height, wp.float64)])
-    hit = xp.nonzero(xp.isfinite(first))[0]     # one read: the count of hits
+    touch = xp.empty(count, dtype=xp.float64)
+    touched = xp.empty(count, dtype=xp.int32)
+    start_height = xp.empty(count, dtype=xp.float64)
+    nearest = xp.empty((count, 3), dtype=xp.float64)
+    gap = xp.empty(count, dtype=xp.float64)
+    launch_split(ccd_kernels.vertex_mesh_first_touch, count, warp_device_of(touch), [],
+                 [pose.triangles.bvh.id, pose.triangles.index_view, pose.previous_view, pose.current_view,
+                  float64_view(xp, x0, wp.vec3d), float64_view(xp, x1, wp.vec3d), int32_view(xp, movable),
+                  float64_view(xp, reach), warp_view(touch, wp.float64), warp_view(touched, wp.int32),
+                  warp_view(start_height, wp.float64), warp_view(nearest, wp.vec3d), warp_view(gap, wp.float64)])
+    hit = xp.nonzero(touched >= 0)[0]     # one read: the count of hits
     if hit.shape[0] == 0:
         return _empty(xp)
-    tri_hit, vertex_hit, tau = tri[hit], vertex[hit], first[hit]
-    keep = _least_per_owner(xp, tau, vertex_hit)                                  # each vertex's earliest touch
-    tri_hit, vertex_hit, t = tri_hit[keep], vertex_hit[keep], tau[keep][:, None]
-    side = xp.where(start_height[hit][keep] > 0.0, 1.0, -1.0)[:, None]
-    a0, b0, c0 = corners0[tri_hit, 0], corners0[tri_hit, 1], corners0[tri_hit, 2]
-    a1, b1, c1 = corners1[tri_hit, 0], corners1[tri_hit, 1], corners1[tri_hit, 2]
+    corners = pose.triangles.indices[touched[hit]]
+    t = touch[hit][:, None]
+    side = xp.where(start_height[hit] > 0.0, 1.0, -1.0)[:, None]
+    a0, b0, c0 = (pose.previous[corners[:, k]] for k in range(3))
+    a1, b1, c1 = (pose.current[corners[:, k]] for k in range(3))
     at, bt, ct = a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0)
     normal = cross3(xp, bt - at, ct - at)
     normal = side * normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
-    q = p0[vertex_hit] + t * (p1[vertex_hit] - p0[vertex_hit])
+    p0, p1 = x0[hit], x1[hit]
+    q = p0 + t * (p1 - p0)
     _, bary = closest_points_on_triangles(q, at, bt, ct, xp=xp)
     # A vertex that passes beside the mesh's rim (its nearest mesh point then is on an edge or a corner, not
     # inside a face) crosses only the plane's extension beyond the touched triangle: the side of that plane
@@ -144,40 +135,10 @@ def swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, reach, dt
     # nearest point is taken over all the vertex's candidate triangles, so a vertex crossing a flat region
     # next to the touched triangle's edge (a quad's diagonal) lies on the neighbour's face and keeps the face
     # normal (EDGE_NORMAL_FRACTION of the reach: nearer than that to the mesh is a crossing of it).
-    nearest, gap = _nearest_at_touch(xp, index.shape[0], vertex_hit, t[:, 0], tri, vertex, corners0, corners1, p0,
-                                     p1)
-    offset = q - nearest
-    on_rim = (gap > EDGE_NORMAL_FRACTION * reach_v[vertex_hit])[:, None]
-    normal = xp.where(on_rim, offset / xp.maximum(gap, 1e-300)[:, None], normal)
+    offset = q - nearest[hit]
+    on_rim = (gap[hit] > EDGE_NORMAL_FRACTION * reach[hit])[:, None]
+    normal = xp.where(on_rim, offset / xp.maximum(gap[hit], 1e-300)[:, None], normal)
     surface_start = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
     surface_end = bary[:, :1] * a1 + bary[:, 1:2] * b1 + bary[:, 2:] * c1
-    return ColliderHits(vertex=index[vertex_hit], normal=normal,
-                        start_gap=_rows_dot(xp, p0[vertex_hit] - surface_start, normal),
+    return ColliderHits(vertex=hit, normal=normal, start_gap=_rows_dot(xp, p0 - surface_start, normal),
                         surface_velocity=(surface_end - surface_start) / dt)
-
-
-def _nearest_at_touch(xp, count, vertex_hit, touch_time, tri, vertex, corners0, corners1, p0, p1):
-    """For the vertices ``vertex_hit`` (k,) touching at ``touch_time`` (k,) (fractions of the step): the nearest
-    point (k, 3) of their candidate triangles (the broad-phase pairs ``tri``, ``vertex``) at that time, and
-    its distance (k,) [m]. count: the number of vertices that ``vertex`` indexes."""
-    time_of = xp.full(count, xp.nan)
-    time_of[vertex_hit] = touch_time
-    pair = xp.nonzero(~xp.isnan(time_of[vertex]))[0]
-    t = time_of[vertex[pair]][:, None]
-    owner, corners = vertex[pair], [corners0[tri[pair], k] + t * (corners1[tri[pair], k] - corners0[tri[pair], k])
-                                    for k in range(3)]
-    q = p0[owner] + t * (p1[owner] - p0[owner])
-    closest, _ = closest_points_on_triangles(q, *corners, xp=xp)
-    distance = xp.linalg.norm(q - closest, axis=1)
-    first = _least_per_owner(xp, distance, owner)
-    nearest = xp.zeros((count, 3))
-    gap = xp.zeros(count)
-    nearest[owner[first]] = closest[first]
-    gap[owner[first]] = distance[first]
-    return nearest[vertex_hit], gap[vertex_hit]
-
-
-def _least_per_owner(xp, key, owner):
-    """Indices of the row with the least ``key`` of each ``owner`` (both (m,)), one per owner, by owner."""
-    order = xp.lexsort(xp.stack((key, owner)))
-    return order[xp.concatenate((xp.ones(1, dtype=bool), owner[order][1:] != owner[order][:-1]))]

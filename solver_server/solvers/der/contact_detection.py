@@ -255,8 +255,7 @@ class ContactDetector:
             if mesh is None:
                 hits = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
             else:
-                previous, current, triangles = (xp.asarray(array) for array in mesh)
-                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable, band, self.h)
+                hits = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable, band, self.h)
             movable = movable.copy()
             movable[hits.vertex] = False
             # keep the end position contact_distance in front of the plane touched first
@@ -393,8 +392,7 @@ class ContactDetector:
                 # the exact CCD (collider_ccd) on the vertices whose path the mesh's own kernel finds crossing it
                 # or ending within reach: the few near the surface, not every vertex of every strand
                 near = collider.path_reaches_mesh(xp, x0, x1, reach)
-                previous, current, triangles = (xp.asarray(array) for array in mesh)
-                hits = swept_mesh_hits(xp, previous, current, triangles, x0, x1, movable & near, reach, self.h)
+                hits = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable & near, reach, self.h)
                 index, normal, surface_velocity = hits.vertex, hits.normal, hits.surface_velocity
                 target = (contact_distance[index] - hits.start_gap) / self.h
             found.append(self._collider_contacts(collider, index, normal, target, surface_velocity, radius,

@@ -1,6 +1,6 @@
 """Warp kernels of the DER narrow phase: strand–strand edge pairs (contact_detection._detect_edges), rod edges
 against a mesh collider's edges (contact_detection._mesh_edge_contacts), and vertex paths against a mesh's
-triangles (collider_ccd.swept_mesh_hits: ``vertex_triangle_first_touch``, at the end of this module).
+triangles (collider_ccd.swept_mesh_hits: ``vertex_mesh_first_touch``, at the end of this module).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
 the conservative prefilter (the start distance minus the largest relative endpoint motion must come within
@@ -174,33 +174,17 @@ def mesh_edges_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=
         closest[k] = best
 
 
-@wp.kernel
-def vertex_triangle_first_touch(first: int, pair_triangle: wp.array(dtype=wp.int32),
-                                pair_vertex: wp.array(dtype=wp.int32), triangles: wp.array(dtype=wp.int32, ndim=2),
-                                previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                                p0: wp.array(dtype=wp.vec3d), p1: wp.array(dtype=wp.vec3d),
-                                reach: wp.array(dtype=wp.float64), touch: wp.array(dtype=wp.float64),
-                                start_height: wp.array(dtype=wp.float64)):
-    """For candidate pair k = first + tid (triangle pair_triangle[k] moving previous → current, the vertex path
-    pair_vertex[k] from p0 to p1 over the step): the vertex's height over the triangle's plane at the start,
-    (x_t − a)·((b − a) × (c − a)) (0: in the plane, no hit), and the earliest of the times τ ∈ [0, 1] where vertex
-    and triangle are coplanar (the cubic of seed eq. 4.1 with one segment shrunk to the vertex: split at its
-    critical points, each monotone piece with a sign change bisected BISECTION_STEPS times) at which the vertex
-    lies within reach [m] of the triangle, +inf without one. The arithmetic is ``geometry.coplanarity_times`` and
-    ``mesh.closest_points_on_triangles`` term by term."""
-    k = first + wp.tid()
-    t = pair_triangle[k]
-    v = pair_vertex[k]
-    a0 = previous[triangles[t, 0]]
-    b0 = previous[triangles[t, 1]]
-    c0 = previous[triangles[t, 2]]
-    a1 = current[triangles[t, 0]]
-    b1 = current[triangles[t, 1]]
-    c1 = current[triangles[t, 2]]
-    q0 = p0[v]
-    q1 = p1[v]
+@wp.func
+def first_touch_of(q0: wp.vec3d, q1: wp.vec3d, reach: wp.float64, a0: wp.vec3d, b0: wp.vec3d, c0: wp.vec3d,
+                   a1: wp.vec3d, b1: wp.vec3d, c1: wp.vec3d) -> wp.vec2d:
+    """(τ, h) for a vertex moving q0 → q1 and a triangle moving (a0, b0, c0) → (a1, b1, c1) over the step: h, the
+    vertex's height over the triangle's plane at the start, (q0 − a0)·((b0 − a0) × (c0 − a0)) (0: in the plane, no
+    hit), and τ, the earliest of the times in [0, 1] where vertex and triangle are coplanar (the cubic of seed
+    eq. 4.1 with one segment shrunk to the vertex: split at its critical points, each monotone piece with a sign
+    change bisected BISECTION_STEPS times) at which the vertex lies within ``reach`` [m] of the triangle, +inf
+    without one. The arithmetic is ``geometry.coplanarity_times`` and ``mesh.closest_points_on_triangles`` term by
+    term."""
     height = wp.dot(q0 - a0, wp.cross(b0 - a0, c0 - a0))
-    start_height[k] = height
     best = wp.float64(wp.inf)
     if height != wp.float64(0.0):
         motion = q1 - q0
@@ -222,7 +206,69 @@ def vertex_triangle_first_touch(first: int, pair_triangle: wp.array(dtype=wp.int
                 bt = b0 + tau * (b1 - b0)
                 ct = c0 + tau * (c1 - c0)
                 closest = blend(closest_barycentric(q, at, bt, ct), at, bt, ct)
-                if wp.length(q - closest) <= reach[v] and tau < best:
+                if wp.length(q - closest) <= reach and tau < best:
                     best = tau
-    touch[k] = best
+    return wp.vec2d(best, height)
 
+
+@wp.kernel
+def vertex_mesh_first_touch(first: int, bvh: wp.uint64, triangles: wp.array(dtype=wp.int32, ndim=2),
+                            previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
+                            x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
+                            movable: wp.array(dtype=wp.int32), reach: wp.array(dtype=wp.float64),
+                            touch: wp.array(dtype=wp.float64), touched: wp.array(dtype=wp.int32),
+                            start_height: wp.array(dtype=wp.float64), nearest: wp.array(dtype=wp.vec3d),
+                            gap: wp.array(dtype=wp.float64)):
+    """Vertex i = first + tid (when movable) moving x0 → x1 against a triangle mesh moving previous → current over
+    the step, its triangles' swept boxes in ``bvh``: the earliest touch (``first_touch_of``) over the triangles
+    whose boxes meet the path's box grown by reach[i] (ties: the lower triangle index), as its time ``touch``
+    (+inf: none), triangle ``touched`` (−1) and the vertex's start height over it; and at that time the nearest
+    point of those triangles to the vertex and its distance ``gap`` (ties: the lower index)."""
+    i = first + wp.tid()
+    touch[i] = wp.float64(wp.inf)
+    touched[i] = -1
+    if movable[i] == 0:
+        return
+    q0 = x0[i]
+    q1 = x1[i]
+    r = reach[i]
+    lower = box_lower(q0, q1, r)
+    upper = box_upper(q0, q1, r)
+    best = wp.float64(wp.inf)
+    best_triangle = int(-1)
+    best_height = wp.float64(0.0)
+    query = wp.bvh_query_aabb(bvh, lower, upper)
+    t = int(0)
+    while wp.bvh_query_next(query, t):
+        found = first_touch_of(q0, q1, r, previous[triangles[t, 0]], previous[triangles[t, 1]],
+                               previous[triangles[t, 2]], current[triangles[t, 0]], current[triangles[t, 1]],
+                               current[triangles[t, 2]])
+        if found[0] < best or (found[0] == best and found[0] < wp.float64(wp.inf) and t < best_triangle):
+            best = found[0]
+            best_triangle = t
+            best_height = found[1]
+    touch[i] = best
+    touched[i] = best_triangle
+    start_height[i] = best_height
+    if best_triangle < 0:
+        return
+    q = q0 + best * (q1 - q0)
+    least = wp.float64(wp.inf)
+    least_triangle = int(-1)
+    closest_point = q
+    near = wp.bvh_query_aabb(bvh, lower, upper)
+    while wp.bvh_query_next(near, t):
+        a0 = previous[triangles[t, 0]]
+        b0 = previous[triangles[t, 1]]
+        c0 = previous[triangles[t, 2]]
+        at = a0 + best * (current[triangles[t, 0]] - a0)
+        bt = b0 + best * (current[triangles[t, 1]] - b0)
+        ct = c0 + best * (current[triangles[t, 2]] - c0)
+        point = blend(closest_barycentric(q, at, bt, ct), at, bt, ct)
+        distance = wp.length(q - point)
+        if distance < least or (distance == least and t < least_triangle):
+            least = distance
+            least_triangle = t
+            closest_point = point
+    nearest[i] = closest_point
+    gap[i] = least
