@@ -313,25 +313,37 @@ class ContactDetector:
         n = model.n_vertices
         depth_of = xp.zeros(n)
         depth_of[fixed_index] = depth
-        inside = collider.depth_inside(xp, x0) > 0.0
         strand = model.vertex_strand
         first = model.strand_offsets[strand]                 # (N,) first vertex of each vertex's strand
         end = model.strand_offsets[strand + 1]               # (N,) one past its last vertex
+        kinematic_before, kinematic_after = self.kinematic.nearest
+        sides = []
+        for kinematic, valid in ((kinematic_before, kinematic_before >= first), (kinematic_after, kinematic_after < end)):
+            nearest = xp.where(valid, kinematic, 0)
+            sides.append((nearest, valid & (depth_of[nearest] > 0.0)))
+        resident = cuda_layout_on(warp_device_of(depth))
+        pressed = (sides[0][1] | sides[1][1]) & ~fixed       # free vertices whose nearest kinematic vertex is sunk
+        if not resident and not bool(pressed.any()):
+            return none             # a sunk kinematic vertex with no free vertex beside it (a root on the skin)
+        if resident:
+            inside = collider.depth_inside(xp, x0) > 0.0
+        else:
+            # the inside test (a winding number a point) only on the strands it can matter for
+            tested = xp.zeros(model.n_strands, dtype=bool)
+            tested[strand[pressed]] = True
+            rows = xp.nonzero(tested[strand])[0]
+            inside = xp.zeros(n, dtype=bool)
+            inside[rows] = collider.depth_inside(xp, x0[rows]) > 0.0
         step = xp.zeros(n)
         step[model.edge_vertex + 1] = model.rest_edge_length
         arc = xp.cumsum(step)
         arc = arc - arc[first]                               # rest arc length from the strand's first vertex
-        kinematic_before, kinematic_after = self.kinematic.nearest
         # nearest within the strand: −1 / N where the strand has none, as far out as a neighbour strand's index in
         # every comparison below (each is taken only where the kinematic vertex lies in the vertex's own strand)
         outside_before, outside_after = nearest_marked(xp, ~inside, index_view(model, "strand_offsets"))
         reach = contact_distance
         unreachable = xp.zeros(n, dtype=bool)
-        for kinematic, valid, run in (
-                (kinematic_before, kinematic_before >= first, outside_before < kinematic_before),
-                (kinematic_after, kinematic_after < end, outside_after > kinematic_after)):
-            nearest = xp.where(valid, kinematic, 0)
-            sunk = valid & (depth_of[nearest] > 0.0)
+        for (nearest, sunk), run in zip(sides, (outside_before < kinematic_before, outside_after > kinematic_after)):
             unreachable = unreachable | (sunk & ((xp.abs(arc - arc[nearest]) < depth_of[nearest] + reach) | run))
         unreachable = unreachable & ~fixed
         self.unreachable_by_collider[number] = unreachable.sum()      # a device scalar, read with the frame's stats
