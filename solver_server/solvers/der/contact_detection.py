@@ -303,7 +303,8 @@ class ContactDetector:
         number: the collider's index; x0, x1: (N, 3) [m] positions at the start and the predicted end of the
         step."""
         xp, model = self.xp, self.model
-        fixed, fixed_index = self.kinematic.vertex_fixed, self.kinematic.indices
+        # only the kinematic vertices nearest to a free vertex can leave one unreachable: their depths alone
+        fixed, fixed_index = self.kinematic.vertex_fixed, self.kinematic.beside_free
         none = xp.zeros(model.n_vertices, dtype=bool)
         if fixed_index.shape[0] == 0:
             return none
@@ -485,18 +486,25 @@ class ContactDetector:
 
 @dataclass
 class KinematicVertices:
-    """A step's kinematic vertices: dof_fixed (n_dofs,) and vertex_fixed (N,) bool, their indices (K,), and for every
+    """A step's kinematic vertices: dof_fixed (n_dofs,) and vertex_fixed (N,) bool, their indices (K,), for every
     vertex the nearest kinematic vertex at or before it and at or after it in its strand (−1 / N where there is none:
-    ``kernels.segments.nearest_marked``)."""
+    ``kernels.segments.nearest_marked``), and ``beside_free`` (A,): the kinematic vertices that are the nearest one
+    of some free vertex (a strand's clamped root edge: its second vertex, not the root)."""
     dof_fixed: Any
     vertex_fixed: Any
     indices: Any
     nearest: tuple
+    beside_free: Any
 
     @classmethod
     def of(cls, xp, model, fixed_dofs) -> "KinematicVertices":
         dof_fixed = xp.zeros(model.n_dofs, dtype=bool)
         dof_fixed[fixed_dofs] = True
         vertex_fixed = dof_fixed[model.position_dofs[:, 0]]
-        return cls(dof_fixed, vertex_fixed, xp.nonzero(vertex_fixed)[0],
-                   nearest_marked(xp, vertex_fixed, index_view(model, "strand_offsets")))
+        nearest = nearest_marked(xp, vertex_fixed, index_view(model, "strand_offsets"))
+        strand = model.vertex_strand
+        first, end = model.strand_offsets[strand], model.strand_offsets[strand + 1]
+        beside = xp.zeros(vertex_fixed.shape[0], dtype=bool)
+        for kinematic, valid in ((nearest[0], nearest[0] >= first), (nearest[1], nearest[1] < end)):
+            beside[kinematic[valid & ~vertex_fixed]] = True
+        return cls(dof_fixed, vertex_fixed, xp.nonzero(vertex_fixed)[0], nearest, xp.nonzero(beside)[0])
