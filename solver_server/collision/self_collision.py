@@ -103,7 +103,7 @@ class SurfaceContact:
         return len(model.slots) > 1 or any(
             slot.kind == "cloth" and model.params[i].get("self_collision") for i, slot in enumerate(model.slots))
 
-    def resolve(self, xp, positions, start, held=None, relax=None, hold_ratio: float = 0.0):
+    def resolve(self, xp, positions, start, held=None, relax=None):
         """Separate surfaces: positions, start (n, 3) [m] particle positions now and at the substep start,
         on ``xp``'s device. Returns (positions, number of vertex–triangle and edge–edge contacts corrected in
         the worst pass); ``self.left`` holds the pairs the last pass still found passed through each other
@@ -112,8 +112,7 @@ class SurfaceContact:
 
         held: optional function of the particle positions giving the (n,) bool particles that hold against
         other objects (a taut cloth under a heavy body), asked before every pass; in contact with another
-        object that weighs on it such a point moves at most ``hold_ratio`` × as readily as the other side (0, the
-        default: not at all; ``surface_kernels.pair_inverse_mass``).
+        object that weighs on it such a point does not move (``surface_kernels.pair_inverse_mass``).
         relax: optional function of the particle positions run before every pass but the first (the cloth
         strain limit: a cloth that a heavy body stretched is pulled back, then holds it), so the last word is
         the contact's."""
@@ -127,7 +126,7 @@ class SurfaceContact:
             if iteration > 0 and relax is not None:
                 positions = relax(positions)
             y = xp.ascontiguousarray(self.points.points(positions), dtype=xp.float64)
-            delta, touched, count, unsettled = self._pass(xp, y, y0, self._holding(xp, held, positions), hold_ratio)
+            delta, touched, count, unsettled = self._pass(xp, y, y0, self._holding(xp, held, positions))
             total = max(total, count)
             self.left = self._crossed
             if count == 0:
@@ -286,11 +285,11 @@ class SurfaceContact:
                  self_contact, reach, found, counts], min_items=QUERY_MIN_ITEMS))
         self.candidate_builds += 1
 
-    def _pass(self, xp, y, y0, holding=None, hold_ratio: float = 1.0):
+    def _pass(self, xp, y, y0, holding=None):
         """One Jacobi pass: (correction (n_c, 3) [m], touched (n_c,) bool, number of contacts, the number of those
         that had crossed or were corrected by more than SETTLED_ERROR of their separation as a device scalar).
-        holding: (n_c,) int32, 1 at the points that hold against other objects (None: none), moving at most
-        ``hold_ratio`` × as readily as the other object's point."""
+        holding: (n_c,) int32, 1 at the points that hold against other objects (None: none): against an object
+        that weighs on them they do not move (``surface_kernels.pair_inverse_mass``)."""
         n = y.shape[0]
         self._candidates(xp, y, y0)
         start_view, current_view = warp_view(y0, wp.vec3d), warp_view(y, wp.vec3d)
@@ -301,8 +300,7 @@ class SurfaceContact:
                    warp_view(self.crossed_pairs, wp.int32)]
         thickness, inverse_mass = warp_view(self.thickness, wp.float64), warp_view(self.inverse_mass, wp.float64)
         holds = warp_view(self.no_holding if holding is None else holding, wp.int32)
-        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), float(hold_ratio),
-                  self.down, SETTLED_ERROR]
+        masses = [thickness, inverse_mass, holds, warp_view(self.point_owner, wp.int32), self.down, SETTLED_ERROR]
         launch(surface_kernels.point_triangle_contacts, n, device=self.device,
                inputs=[start_view, current_view, self.triangles.index_view, *masses,
                        *self.point_candidates.views(), *outputs])

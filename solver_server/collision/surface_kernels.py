@@ -13,8 +13,8 @@ contiguous ranges (``kernels.launch_split``).
 
 Rules for pairs: a point never touches a triangle it is a corner of, edges sharing a point never
 touch, and two elements of one object touch only when that object has self-collision. Against another
-object a point may hold (``holds``: a taut cloth under a heavy body): it then moves at most as readily as
-the other side's point times a ratio (``pair_inverse_mass``).
+object a point may hold (``holds``: a taut cloth under a heavy body): it then does not move, and the other side
+takes the whole correction (``pair_inverse_mass``).
 """
 
 from __future__ import annotations
@@ -118,17 +118,17 @@ def edge_edge_candidates(first: int, bvh: wp.uint64, start: wp.array(dtype=wp.ve
 
 @wp.func
 def pair_inverse_mass(point: int, other_side: int, point_owner: wp.array(dtype=wp.int32),
-                      inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                      hold_ratio: wp.float64, move: wp.vec3d, down: wp.vec3d):
+                      inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32), move: wp.vec3d,
+                      down: wp.vec3d):
     """The inverse mass a contact gives ``point`` when its other side has point ``other_side`` and the contact
     moves ``point`` along ``move``: against another object that weighs on it (the move has a part along ``down``,
     the unit direction of gravity; every move where there is no gravity), a point that holds (a taut cloth
-    under a heavy body) moves at most ``hold_ratio`` × as readily as the other side, so the body takes its share
-    of the correction (all of it at 0) instead of the light cloth taking all of it; else its own. A taut cloth
-    lying over a body that rests on the ground does not hold: it is lifted, not the body pushed down."""
+    under a heavy body) does not move, so the body takes the whole correction instead of the light cloth taking
+    all of it; else its own. A taut cloth lying over a body that rests on the ground does not hold: it is lifted,
+    not the body pushed down."""
     if holds[point] != 0 and point_owner[point] != point_owner[other_side] \
             and (wp.dot(move, down) > wp.float64(0.0) or wp.length(down) == wp.float64(0.0)):
-        return wp.min(inverse_mass[point], hold_ratio * inverse_mass[other_side])
+        return wp.float64(0.0)
     return inverse_mass[point]
 
 
@@ -136,7 +136,7 @@ def pair_inverse_mass(point: int, other_side: int, point_owner: wp.array(dtype=w
 def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                             triangles: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                             inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                            point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64, down: wp.vec3d,
+                            point_owner: wp.array(dtype=wp.int32), down: wp.vec3d,
                             settled: wp.float64,
                             found: wp.array(dtype=wp.int32, ndim=2),
                             found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
@@ -181,10 +181,10 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
         if not crossed and distance > wp.float64(1e-12):
             direction = gap / distance
             error = separation - distance
-        w_point = pair_inverse_mass(i, ia, point_owner, inverse_mass, holds, hold_ratio, direction, down)
-        w_a = pair_inverse_mass(ia, i, point_owner, inverse_mass, holds, hold_ratio, -direction, down)
-        w_b = pair_inverse_mass(ib, i, point_owner, inverse_mass, holds, hold_ratio, -direction, down)
-        w_c = pair_inverse_mass(ic, i, point_owner, inverse_mass, holds, hold_ratio, -direction, down)
+        w_point = pair_inverse_mass(i, ia, point_owner, inverse_mass, holds, direction, down)
+        w_a = pair_inverse_mass(ia, i, point_owner, inverse_mass, holds, -direction, down)
+        w_b = pair_inverse_mass(ib, i, point_owner, inverse_mass, holds, -direction, down)
+        w_c = pair_inverse_mass(ic, i, point_owner, inverse_mass, holds, -direction, down)
         denominator = w_point + weights[0] * weights[0] * w_a + weights[1] * weights[1] * w_b \
             + weights[2] * weights[2] * w_c
         if denominator <= wp.float64(0.0):
@@ -211,7 +211,7 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
 def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
                        edges: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                        inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
-                       point_owner: wp.array(dtype=wp.int32), hold_ratio: wp.float64, down: wp.vec3d,
+                       point_owner: wp.array(dtype=wp.int32), down: wp.vec3d,
                        settled: wp.float64,
                        found: wp.array(dtype=wp.int32, ndim=2),
                        found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
@@ -244,12 +244,10 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         error = contact.error
         s = contact.s
         u = contact.u
-        w_a = (wp.float64(1.0) - s) * pair_inverse_mass(ia, ic, point_owner, inverse_mass, holds, hold_ratio,
-                                                        direction, down)
-        w_b = s * pair_inverse_mass(ib, ic, point_owner, inverse_mass, holds, hold_ratio, direction, down)
-        w_c = (wp.float64(1.0) - u) * pair_inverse_mass(ic, ia, point_owner, inverse_mass, holds, hold_ratio,
-                                                        -direction, down)
-        w_d = u * pair_inverse_mass(id, ia, point_owner, inverse_mass, holds, hold_ratio, -direction, down)
+        w_a = (wp.float64(1.0) - s) * pair_inverse_mass(ia, ic, point_owner, inverse_mass, holds, direction, down)
+        w_b = s * pair_inverse_mass(ib, ic, point_owner, inverse_mass, holds, direction, down)
+        w_c = (wp.float64(1.0) - u) * pair_inverse_mass(ic, ia, point_owner, inverse_mass, holds, -direction, down)
+        w_d = u * pair_inverse_mass(id, ia, point_owner, inverse_mass, holds, -direction, down)
         denominator = (wp.float64(1.0) - s) * w_a + s * w_b + (wp.float64(1.0) - u) * w_c + u * w_d
         if denominator <= wp.float64(0.0):
             # both sides hold: the contact moves them by their own masses
