@@ -60,6 +60,8 @@ from .state import CosseratControl, CosseratState
 # on the turning Suzanne: 3 rounds leave up to 8 nodes a fraction of a millimetre under the skin, 8 rounds 3,
 # 16 rounds 2 at a third more time per frame)
 TURN_OUT_ROUNDS = 8
+CLAMPED_NODES = 2
+"""The nodes of the clamped root segment: they follow the root frame."""
 MAX_TURN_PER_STEP = 0.1
 """rad: the largest turn of any segment in one step (the velocity-product terms are explicit)."""
 MAX_REFINEMENT = 32
@@ -122,7 +124,7 @@ class CosseratSolver:
         node_mass = np.zeros(rest.shape[:2])
         node_mass[:, 1:] += 0.5 * segment_mass
         node_mass[:, :-1] += 0.5 * segment_mass
-        node_mass[:, :2] = 0.0                       # nodes of the clamped root segment
+        node_mass[:, :CLAMPED_NODES] = 0.0           # nodes of the clamped root segment
         self.node_mass = xp.asarray(node_mass)
         half_segment = 0.5 * np.where(segment_valid, lengths, 0.0)
         node_length = np.zeros(rest.shape[:2])
@@ -359,8 +361,13 @@ class CosseratSolver:
         xp = self.xp
         end = self._kinematics(state, with_nodes=True)
         self._collider_forces(state, end["positions"], end["velocities"], colliders, None, dt, (anchored / dt, 1.0))
-        state.collider_anchor, recovered = colliders.recover_inside(state.collider_anchor, self.settings.radius, xp)
-        recovered_count = xp.count_nonzero(recovered & (self.node_mass > 0.0))
+        # only the free nodes: the root lies on the skin, reads as inside about half the time and would search for a
+        # way out of the head at every substep, and the clamped nodes' anchors steer nothing
+        anchor = state.collider_anchor
+        free, recovered = colliders.recover_inside(xp.ascontiguousarray(anchor[:, CLAMPED_NODES:]),
+                                                   self.settings.radius, xp)
+        state.collider_anchor = xp.concatenate((anchor[:, :CLAMPED_NODES], free), axis=1)
+        recovered_count = xp.count_nonzero(recovered & (self.node_mass[:, CLAMPED_NODES:] > 0.0))
         for _ in range(TURN_OUT_ROUNDS):
             if not self._turn_out(state, end["positions"]):
                 break
