@@ -265,7 +265,8 @@ class ColliderSet:
 
     def inside(self, xp, points):
         """(n,) bool: points (n, 3) [m] inside some collider's solid: below a plane or inside a primitive (signed
-        distance), or inside a closed mesh shell (generalized winding number, either orientation)."""
+        distance), or inside a closed mesh shell (generalized winding number, every shell wound outward: flipped
+        shells count)."""
         inside = xp.zeros(points.shape[0], dtype=bool)
         for collider in self.colliders:
             if collider.is_mesh:

@@ -11,7 +11,8 @@ surface with a thickness on both sides:
 * :meth:`MeshGeometry.signed_distance` (DER hair's end-of-step tests, which run their own CCD):
   the unsigned distance, never negative, with the direction from the surface to the point;
 * :meth:`MeshGeometry.recover_inside`: points that START a job inside a closed shell (generalized
-  winding number of either orientation) are moved out to the nearest surface, and counted.
+  winding number, every shell wound outward by ``outward_shells``) are moved out to the nearest surface, and
+  counted.
 
 Queries traverse a ``wp.Bvh`` over each triangle's box swept over the substep (both poses), refitted
 once per pose, in Warp kernels on the points' device; the vertices stay float64 (the BVH boxes are
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 import warp as wp
 
 from ..kernels import QUERY_MIN_ITEMS, cuda_layout_on, launch, launch_split, on_device_stream, warp_view
@@ -40,6 +43,30 @@ CANDIDATE_MARGIN = 0.25
 # the lists are built again when more than this fraction of the paths ends beyond the margin
 CANDIDATE_REBUILD_FRACTION = 0.1
 CANDIDATE_KEYS_KEPT = 6   # kinds of query (named point paths of one count, one set of point edges) whose lists a pose keeps
+
+
+def outward_shells(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """``triangles`` (F, 3) of a mesh with vertices (N, 3) [m], every shell (triangles connected through shared
+    vertices) wound so that its signed volume about its own centre is positive: the generalized winding number
+    is then about +1 inside each closed shell whatever the artist's normals, and one query with the threshold
+    0.5 finds points inside any shell, flipped ones too (a shell wound inward would read −1). Where shells of
+    opposite windings overlap (an ear through a head) the two count together instead of cancelling.
+    Returns (F, 3) int32."""
+    triangles = np.asarray(triangles, np.int64)
+    count = len(vertices)
+    rows = triangles.ravel()
+    cols = np.roll(triangles, -1, axis=1).ravel()
+    adjacency = scipy.sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(count, count))
+    shells, label = scipy.sparse.csgraph.connected_components(adjacency, directed=False)
+    shell = label[triangles[:, 0]]
+    corners = np.asarray(vertices, float)[triangles]                                        # (F, 3, 3)
+    centroids = corners.mean(axis=1)
+    centre = np.stack([np.bincount(shell, centroids[:, axis], minlength=shells) for axis in range(3)], axis=1) \
+        / np.maximum(np.bincount(shell, minlength=shells), 1)[:, None]                      # (shells, 3): the mean
+    relative = corners - centre[shell][:, None, :]
+    volume = np.einsum("fi,fi->f", relative[:, 0], np.cross(relative[:, 1], relative[:, 2])) / 6.0
+    inward = np.bincount(shell, volume, minlength=shells) < 0.0
+    return np.ascontiguousarray(np.where(inward[shell][:, None], triangles[:, ::-1], triangles), dtype=np.int32)
 
 
 def _ratio(xp, numerator, denominator):
@@ -129,7 +156,7 @@ class _DevicePose:
         self.host_current = None
         self.host_previous = None
         self.version = 0                 # counts pose changes: caches of the current pose compare it
-        self._winding = None             # (version, arrays kept alive, the two wp.Mesh) of winding_meshes
+        self._winding = None             # (version, arrays kept alive, the wp.Mesh) of winding_mesh
         self._path_lists: dict[tuple, _PathLists] = {}   # the latest CANDIDATE_KEYS_KEPT kinds of query, oldest first
         self.builds = xp.zeros(1, dtype=xp.int32)          # candidate list builds, counted on the device
         self._builds_view = warp_view(self.builds, wp.int32)
@@ -198,18 +225,17 @@ class _DevicePose:
             search(entry)     # on the CPU the mode is in host memory: a query using its lists launches no search
         return entry
 
-    def winding_meshes(self, wound_triangles: np.ndarray) -> list:
-        """Two ``wp.Mesh`` with winding-number support of the current pose, the artist's winding and its
-        reverse (flipped shells count as closed too), built once per pose and reused until it changes."""
+    def winding_mesh(self, outward_triangles: np.ndarray):
+        """A ``wp.Mesh`` with winding-number support of the current pose and ``outward_triangles`` (F, 3)
+        (``outward_shells``), built once per pose and reused until it changes."""
         if self._winding is None or self._winding[0] != self.version:
             xp = self.xp
             vertices32 = xp.ascontiguousarray(self.current, dtype=xp.float32)
-            indices = [xp.asarray(np.ascontiguousarray(wound_triangles).reshape(-1)),
-                       xp.asarray(np.ascontiguousarray(wound_triangles[:, ::-1]).reshape(-1))]
+            indices = xp.asarray(np.ascontiguousarray(outward_triangles, dtype=np.int32).reshape(-1))
             with on_device_stream(self.device):
-                meshes = [wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(order, wp.int32),
-                                  support_winding_number=True) for order in indices]
-            self._winding = (self.version, (vertices32, indices), meshes)
+                mesh = wp.Mesh(warp_view(vertices32, wp.vec3f), warp_view(indices, wp.int32),
+                               support_winding_number=True)
+            self._winding = (self.version, (vertices32, indices), mesh)
         return self._winding[2]
 
 
@@ -226,7 +252,9 @@ class MeshGeometry:
         # corners in ascending index order: no contact computation depends on the winding, and with one
         # canonical order a mesh and its flipped copy give bit-identical results (sign flips are exact)
         self.triangles = np.sort(np.asarray(triangles, np.int64), axis=1)
-        self.wound_triangles = np.ascontiguousarray(triangles, np.int32)   # the artist's winding: winding numbers only
+        # the winding numbers' triangles: every shell wound outward, whatever the artist's winding
+        self.outward_triangles = outward_shells(np.asarray(vertices, float),
+                                                np.asarray(triangles, np.int64))
         self.rest_vertices = np.asarray(vertices, float)
         edges = self.rest_vertices[self.triangles] - self.rest_vertices[np.roll(self.triangles, 1, axis=1)]
         self.margin = float(np.linalg.norm(edges, axis=2).mean())
@@ -365,29 +393,29 @@ class MeshGeometry:
 
     def recover_inside(self, xp, points, reach):
         """Points (n, 3) that lie inside a closed shell of the CURRENT pose (generalized winding number
-        > 0.5 with either orientation, so flipped shells count) moved to ``reach`` (n,) [m] outside the
+        > 0.5 with every shell wound outward, so flipped shells count) moved to ``reach`` (n,) [m] outside the
         nearest surface (where shells overlap, the nearest surface beyond which the point is outside every
         shell: ``mesh_kernels.out_of_closed_shells``). Returns (points, recovered (n,) bool). Where a point's
         side matters within a job it comes from CCD; this is for the start of a job, a teleport, DER roots sunk
         in a collider and Cosserat anchors held inside.
-        The winding meshes are built once per pose (``_DevicePose.winding_meshes``)."""
+        The winding mesh is built once per pose (``_DevicePose.winding_mesh``)."""
         n = points.shape[0]
         pose = self.pose(xp)
         if n == 0:
             return points, xp.zeros(0, dtype=bool)
-        meshes = pose.winding_meshes(self.wound_triangles)
+        mesh = pose.winding_mesh(self.outward_triangles)
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         inside = xp.empty(n, dtype=xp.int32)
         surface = xp.empty((n, 3), dtype=xp.float64)
         launch(mesh_kernels.inside_closed_shell, n, device=pose.device,
-                  inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), float(np.finfo(np.float32).max),
+                  inputs=[mesh.id, warp_view(points, wp.vec3d), float(np.finfo(np.float32).max),
                           warp_view(inside, wp.int32), warp_view(surface, wp.vec3d)])
         # out of the shell: through its nearest surface point, `reach` beyond it, or where shells overlap along
         # the shortest ray out of all of them
         moved = xp.empty((n, 3), dtype=xp.float64)
         reach = xp.zeros(n, dtype=xp.float64) + xp.asarray(reach, dtype=xp.float64)    # (n,), writable
         launch(mesh_kernels.out_of_closed_shells, n, device=pose.device,
-               inputs=[meshes[0].id, meshes[1].id, warp_view(points, wp.vec3d), warp_view(inside, wp.int32),
+               inputs=[mesh.id, warp_view(points, wp.vec3d), warp_view(inside, wp.int32),
                        warp_view(surface, wp.vec3d), warp_view(reach, wp.float64), float(np.finfo(np.float32).max),
                        warp_view(moved, wp.vec3d)])
         return moved, inside > 0

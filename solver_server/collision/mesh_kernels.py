@@ -16,8 +16,9 @@ from its start x0 to its proposed end x1:
 * ``closest_on_mesh``: unsigned closest point within a reach: distance ≥ 0 and the unit direction
   from the surface to the point, so either side of any triangle is "outside" (DER hair's end-of-step
   tests; it keeps its sides with its own CCD).
-* ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` (either orientation), used only
-  to recover points that START a job inside a closed shell.
+* ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` built with every shell wound outward
+  (``mesh.outward_shells``: an artist's flipped shell counts as closed too), used only to recover points that
+  START a job inside a closed shell, or that a CCD carried into one.
 
 The candidate searches (``point_candidates``, ``edge_candidates``, ``edges_through_mesh``) write only their own
 item's rows: they take the index of their first item (``first``) and are launched with ``kernels.launch_split``,
@@ -369,23 +370,20 @@ def closest_on_mesh(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current:
 
 
 @wp.func
-def _winds_inside(query: wp.MeshQueryPoint, reverse: wp.MeshQueryPoint) -> bool:
-    """Whether the winding-number queries of a point against the mesh (``query``) and its reverse winding
-    (``reverse``) put it inside a closed shell of either orientation."""
-    return (query.result and query.sign < 0.0) or (reverse.result and reverse.sign < 0.0)
+def _winds_inside(query: wp.MeshQueryPoint) -> bool:
+    """Whether a point's winding-number query against a mesh whose shells are wound outward puts it inside one."""
+    return query.result and query.sign < 0.0
 
 
 @wp.kernel
-def inside_closed_shell(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dtype=wp.vec3d),
-                        max_distance: wp.float32, inside: wp.array(dtype=wp.int32),
-                        surface: wp.array(dtype=wp.vec3d)):
-    """inside[i] = 1 where the generalized winding number of the mesh (with either orientation) around
-    point i exceeds 0.5; surface[i]: the closest surface point (float32 BVH, then exact in float64)."""
+def inside_closed_shell(mesh: wp.uint64, points: wp.array(dtype=wp.vec3d), max_distance: wp.float32,
+                        inside: wp.array(dtype=wp.int32), surface: wp.array(dtype=wp.vec3d)):
+    """inside[i] = 1 where the generalized winding number of the mesh (its shells wound outward) around point i
+    exceeds 0.5; surface[i]: the closest surface point (float32 BVH, then exact in float64)."""
     i = wp.tid()
     p = wp.vec3f(wp.float32(points[i][0]), wp.float32(points[i][1]), wp.float32(points[i][2]))
     query = wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5)
-    reverse = wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5)
-    inside[i] = int(_winds_inside(query, reverse))
+    inside[i] = int(_winds_inside(query))
     if query.result:
         closest = wp.mesh_eval_position(mesh, query.face, query.u, query.v)
         surface[i] = wp.vec3d(wp.float64(closest[0]), wp.float64(closest[1]), wp.float64(closest[2]))
@@ -398,13 +396,12 @@ EXIT_HITS = 8
 
 
 @wp.func
-def _outside_every_shell(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, max_distance: wp.float32) -> bool:
-    return not _winds_inside(wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5),
-                             wp.mesh_query_point_sign_winding_number(flipped, p, max_distance, 2.0, 0.5))
+def _outside_every_shell(mesh: wp.uint64, p: wp.vec3f, max_distance: wp.float32) -> bool:
+    return not _winds_inside(wp.mesh_query_point_sign_winding_number(mesh, p, max_distance, 2.0, 0.5))
 
 
 @wp.func
-def _exit_along(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, direction: wp.vec3f, max_distance: wp.float32,
+def _exit_along(mesh: wp.uint64, p: wp.vec3f, direction: wp.vec3f, max_distance: wp.float32,
                 beyond: wp.float32) -> wp.float32:
     """Distance from p along the unit ``direction`` to the first point ``beyond`` past a surface that lies outside
     every shell (at most EXIT_HITS surfaces crossed), or −1."""
@@ -414,13 +411,13 @@ def _exit_along(mesh: wp.uint64, flipped: wp.uint64, p: wp.vec3f, direction: wp.
         if not hit.result:
             return wp.float32(-1.0)
         travelled = travelled + hit.t + beyond
-        if _outside_every_shell(mesh, flipped, p + travelled * direction, max_distance):
+        if _outside_every_shell(mesh, p + travelled * direction, max_distance):
             return travelled
     return wp.float32(-1.0)
 
 
 @wp.kernel
-def out_of_closed_shells(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(dtype=wp.vec3d),
+def out_of_closed_shells(mesh: wp.uint64, points: wp.array(dtype=wp.vec3d),
                          inside: wp.array(dtype=wp.int32), surface: wp.array(dtype=wp.vec3d),
                          reach: wp.array(dtype=wp.float64), max_distance: wp.float32,
                          moved: wp.array(dtype=wp.vec3d)):
@@ -441,7 +438,7 @@ def out_of_closed_shells(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(d
         toward = through / length
     nearest = surface[i] + reach[i] * toward
     p = wp.vec3f(wp.float32(point[0]), wp.float32(point[1]), wp.float32(point[2]))
-    if _outside_every_shell(mesh, flipped, wp.vec3f(wp.float32(nearest[0]), wp.float32(nearest[1]),
+    if _outside_every_shell(mesh, wp.vec3f(wp.float32(nearest[0]), wp.float32(nearest[1]),
                                                     wp.float32(nearest[2])), max_distance):
         moved[i] = nearest
         return
@@ -462,7 +459,7 @@ def out_of_closed_shells(mesh: wp.uint64, flipped: wp.uint64, points: wp.array(d
             direction = wp.vec3f(0.0, 0.0, 0.0)
             direction[first] = wp.float32(0.70710678)
             direction[second] = wp.float32(0.70710678 * (1.0 - 2.0 * float((k - 8) % 2)))
-        distance = _exit_along(mesh, flipped, p, direction, max_distance, beyond)
+        distance = _exit_along(mesh, p, direction, max_distance, beyond)
         if distance >= wp.float32(0.0) and (best < wp.float32(0.0) or distance < best):
             best = distance
             best_direction = direction

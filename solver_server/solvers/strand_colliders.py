@@ -237,9 +237,10 @@ class SceneColliders:
         return (flat + xp.where(touched[:, None], correction, 0.0)).reshape(shape), counts[0]
 
     def recover_inside(self, points, reach, xp=np):
-        """Points (..., 3) [m] inside a closed mesh shell (generalized winding number, either orientation) moved
-        ``reach`` [m] (scalar) beyond its nearest surface (``collision.ColliderSet.recover_inside``), for points
-        whose side a mesh's CCD kept wrongly (carried in where the head's shells overlap, or started inside).
+        """Points (..., 3) [m] inside a closed mesh shell (generalized winding number, every shell wound outward:
+        flipped shells count) moved ``reach`` [m] (scalar) beyond its nearest surface
+        (``collision.ColliderSet.recover_inside``), for points whose side a mesh's CCD kept wrongly (carried in
+        where the head's shells overlap, or started inside).
         Returns (points, recovered (...) bool)."""
         shape = points.shape
         flat = xp.ascontiguousarray(points.reshape(-1, 3))

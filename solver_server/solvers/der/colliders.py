@@ -82,7 +82,7 @@ class _MovingColliderView(ColliderView):
 
     def depth_inside(self, xp, points):
         """A mesh's distances are unsigned (its side comes from CCD): inside means inside a closed shell by
-        the generalized winding number (either orientation), the depth is the distance to its surface."""
+        the generalized winding number (every shell wound outward), the depth is the distance to its surface."""
         collider = self.source.collider
         if not getattr(collider, "is_mesh", False):
             return super().depth_inside(xp, points)
