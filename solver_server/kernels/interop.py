@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -264,6 +265,11 @@ def cuda_layout_on(device: str) -> bool:
 
 
 SPLIT_MIN_ITEMS = 4096   # a CPU launch_items(split=True) is cut over threads from this many items per thread
+# the least work [s] a CPU range must carry to be worth a pool thread (a wake-up and a join cost ~0.05–0.1 ms; on a
+# 2-vCPU box whose vCPUs share a core, short kernels ran 1.2–4× slower cut in two than on one thread)
+SPLIT_RANGE_SECONDS = 2e-4
+SPLIT_SAMPLES = 3        # one-thread launches timed per kernel before its work per item is trusted
+LAUNCH_SECONDS = 5e-5    # a CPU launch's own host time (argument packing, dispatch), taken off a timing's work
 # launch_split's min_items for kernels that query a tree per item (~0.3–1 µs each on the CPU): a range of this many
 # runs a few tenths of a millisecond, several times a pool thread's wake-up
 QUERY_MIN_ITEMS = 1024
@@ -288,9 +294,10 @@ def launch_items(kernel, count: int, device: str, inputs_before: list, inputs_af
     if per_item:
         launch(kernel, count, inputs=_per_item_inputs(inputs_before, inputs_after), device=device)
         return
-    threads = min(cpu_kernel_threads(), count // SPLIT_MIN_ITEMS) if split else 1
+    threads = _worth_splitting(kernel, count, min(cpu_kernel_threads(), count // SPLIT_MIN_ITEMS)) if split else 1
     if threads <= 1:
-        launch(kernel, 1, inputs=[*inputs_before, 0, count, *inputs_after], device=device)
+        _timed(kernel, count, split, lambda: launch(kernel, 1, inputs=[*inputs_before, 0, count, *inputs_after],
+                                                    device=device))
         return
     _launch_ranges(kernel, count, threads, device,
                    lambda low, high: (1, [*inputs_before, low, high - low, *inputs_after]))
@@ -321,8 +328,9 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def cpu_kernel_threads() -> int:
-    """How many CPU threads ``launch_split`` and ``launch_items(split=True)`` use: ``$TANGLE_KERNEL_THREADS``
-    when set, else the cores this process may run on."""
+    """How many CPU threads ``launch_split`` and ``launch_items(split=True)`` use at most: ``$TANGLE_KERNEL_THREADS``
+    when set (then every launch with enough items is cut into that many), else the cores this process may run on
+    (then a launch is cut only into ranges worth a thread: ``_worth_splitting``)."""
     configured = os.environ.get("TANGLE_KERNEL_THREADS")
     if configured:
         return max(1, int(configured))
@@ -349,12 +357,42 @@ def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_af
     if count == 0:
         return
     wanted = cpu_kernel_threads() if threads is None else threads
-    threads = 1 if cuda_layout_on(device) else min(count // max(min_items, 1), wanted)
+    layout = cuda_layout_on(device)
+    threads = 1 if layout else _worth_splitting(kernel, count, min(count // max(min_items, 1), wanted))
     if threads <= 1:
-        launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device)
+        _timed(kernel, count, not layout,
+               lambda: launch(kernel, count, inputs=[*inputs_before, 0, *inputs_after], device=device))
         return
     _launch_ranges(kernel, count, threads, device,
                    lambda low, high: (high - low, [*inputs_before, low, *inputs_after]))
+
+
+_item_seconds: dict[str, list[float]] = {}   # per kernel: one-thread launches' wall time per item [s], ≤ SPLIT_SAMPLES
+
+
+def _worth_splitting(kernel, count: int, threads: int) -> int:
+    """How many CPU ranges a launch of ``count`` items cut into at most ``threads`` is worth: as many as carry
+    SPLIT_RANGE_SECONDS of work each, by the kernel's fastest timed one-thread launch per item; 1 until it has
+    SPLIT_SAMPLES of those; ``threads`` itself where ``$TANGLE_KERNEL_THREADS`` sets the count. Ranges give the
+    numbers one launch gives, so this changes only the time."""
+    if threads <= 1 or os.environ.get("TANGLE_KERNEL_THREADS"):
+        return threads                      # a configured thread count cuts every launch (tests compare the cuts)
+    samples = _item_seconds.get(kernel.key)
+    if samples is None or len(samples) < SPLIT_SAMPLES:
+        return 1
+    return max(1, min(threads, int(min(samples) * count / SPLIT_RANGE_SECONDS)))
+
+
+def _timed(kernel, count: int, splittable: bool, run) -> None:
+    """``run()``, a one-thread CPU launch of ``kernel`` over ``count`` items, timed for ``_worth_splitting`` while
+    the kernel has fewer than SPLIT_SAMPLES timings (``splittable``: a launch that could have been cut)."""
+    samples = _item_seconds.setdefault(kernel.key, []) if splittable else None
+    if samples is None or len(samples) >= SPLIT_SAMPLES:
+        run()
+        return
+    started = time.perf_counter()
+    run()
+    samples.append(max(time.perf_counter() - started - LAUNCH_SECONDS, 0.0) / count)
 
 
 def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs) -> None:
