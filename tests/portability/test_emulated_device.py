@@ -91,6 +91,7 @@ def test_simulation_runs_each_substep_guarded_and_in_cuda_launch_layouts(monkeyp
         return original(kernel, dim, *args, **kwargs)
 
     monkeypatch.setattr(wp, "launch", recorded)
+    monkeypatch.setenv("TANGLE_KERNEL_THREADS", "2")      # the CPU layout cuts every launch in two (not by its work)
     for device, cuda_layout in (("cpu", False), ("cuda-emulated", True)):
         launched.clear()
         scene, _ = SCENARIOS["particles"]()
