@@ -147,7 +147,7 @@ class ColliderSet:
                         self.teleported.append(collider.id)
 
     def project(self, xp, points, thickness, friction, start=None, interval=(0.0, 1.0),
-                passes: int = CONTACT_PASSES, lists: str = "points") -> tuple[object, Contacts]:
+                passes: int = CONTACT_PASSES, lists: str | None = "points") -> tuple[object, Contacts]:
         """Push ``points`` (n, 3) out of every collider.
 
         thickness: (n,) [m] per-point contact offset; friction: (n,) per-point μ; start: (n, 3) [m] the
@@ -157,7 +157,7 @@ class ColliderSet:
         interval: the part (begin, end) of the substep over which the points moved start → points (mesh
         colliders; fractions, see ``MeshGeometry.resolve``); primitives are taken at the current pose. passes:
         a mesh's CCD and proximity passes per point at most (``MeshGeometry.resolve``). lists: the name of the
-        candidate lists a mesh keeps for the query (``MeshGeometry.resolve``).
+        candidate lists a mesh keeps for the query, None for none (``MeshGeometry.resolve``).
         Returns (projected points (n, 3), Contacts). Rows are updated with masks (``xp.where``), not
         with ``nonzero`` index lists, so on a GPU a collider costs no device -> host synchronization.
         """

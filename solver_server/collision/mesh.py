@@ -158,6 +158,7 @@ class _DevicePose:
         self.version = 0                 # counts pose changes: caches of the current pose compare it
         self._winding = None             # (version, arrays kept alive, the wp.Mesh) of winding_mesh
         self._path_lists: dict[tuple, _PathLists] = {}   # the latest CANDIDATE_KEYS_KEPT kinds of query, oldest first
+        self._unlisted: dict[int, _PathLists] = {}       # per path count, the lists of queries that keep none
         self.builds = xp.zeros(1, dtype=xp.int32)          # candidate list builds, counted on the device
         self._builds_view = warp_view(self.builds, wp.int32)
         self._refit()
@@ -225,6 +226,14 @@ class _DevicePose:
             search(entry)     # on the CPU the mode is in host memory: a query using its lists launches no search
         return entry
 
+    def unlisted(self, xp, paths: int) -> _PathLists:
+        """Lists for ``paths`` paths that are never built (every path lies beyond their margin, so every pass of a
+        query asks the tree): a query without lists, and without the record-build-use bookkeeping."""
+        entry = self._unlisted.get(paths)
+        if entry is None:
+            entry = self._unlisted[paths] = _PathLists(xp, paths, paths)
+        return entry
+
     def winding_mesh(self, outward_triangles: np.ndarray):
         """A ``wp.Mesh`` with winding-number support of the current pose and ``outward_triangles`` (F, 3)
         (``outward_shells``), built once per pose and reused until it changes."""
@@ -287,7 +296,8 @@ class MeshGeometry:
         passes: CCD and proximity passes per point at most (each tests the path to where the last one put it).
         lists: the name of the candidate lists the query keeps and reuses (``_DevicePose.path_lists``): queries
         of one substep with different reaches name different lists, so that each keeps its own instead of
-        discarding the other's at every call.
+        discarding the other's at every call; None: no lists, every pass queries the tree (for a solver whose
+        paths come at most twice from one start: lists built at the second query are never used again).
 
         Returns (resolved (n, 3), push (n,) [m] normal correction, normal (n, 3) unit towards the
         point's side, motion (n, 3) [m] of the touched surface material over the whole substep, crossed (n,)
@@ -314,7 +324,8 @@ class MeshGeometry:
                              [entry.views["control"], pose.triangles.bvh.id, start_view, entry.views["built"],
                               reach_view, margin, *entry.lists.views()], min_items=QUERY_MIN_ITEMS)
 
-            entry = pose.path_lists(xp, start_view, proposed_view, reach_view, margin, (lists, n), None, n, search)
+            entry = pose.unlisted(xp, n) if lists is None else \
+                pose.path_lists(xp, start_view, proposed_view, reach_view, margin, (lists, n), None, n, search)
             listed = _listed_inputs(entry, margin)
             launch(mesh_kernels.resolve_mesh_contacts, n, device=pose.device,
                    inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,

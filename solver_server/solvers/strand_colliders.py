@@ -278,14 +278,15 @@ class SceneColliders:
         moves over ``interval``, the part of the substep the step covers) and apply Coulomb friction to their
         velocities; returns (positions, velocities, contacts (0-d device array), normals (..., 3): the unit contact
         normal of the points pushed, zero elsewhere). No host read: a point without contact keeps its velocity
-        through the same arithmetic."""
+        through the same arithmetic. Mesh colliders keep no candidate lists for it: a particle step queries its
+        paths from one start twice, and lists built at the second query were never used again."""
         shape = positions.shape
         flat = positions.reshape(-1, 3)
         count = flat.shape[0]
         projected, contacts = self.scene_set.project(
             xp, flat, xp.full(count, float(radius)), xp.full(count, self.friction),
             None if start is None else start.reshape(-1, 3), interval,
-            CREASE_PASSES)
+            CREASE_PASSES, lists=None)
         flat_velocities = velocities.reshape(-1, 3)
         normal = contacts.normal
         normal_speed = xp.sum(flat_velocities * normal, axis=-1)

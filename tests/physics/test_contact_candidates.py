@@ -96,6 +96,22 @@ def test_mesh_contact_lists_match_a_fresh_query_also_beyond_the_margin(layout):
     assert fresh[4].sum() > 0 and fresh[1].max() > 0               # the paths cross and touch the head
 
 
+def test_a_mesh_query_without_lists_matches_one_with_them_and_builds_none(layout):
+    vertices, triangles, start, end = _head_and_paths(seed=1)
+    reach = np.full(len(start), 0.004)
+    geometry = MeshGeometry("Suzanne", vertices, triangles)
+    geometry.set_vertices(vertices + np.array([0.02, 0.0, 0.0]))
+    unlisted = [[np.asarray(array) for array in geometry.resolve(np, start, end, reach, lists=None)]
+                for _ in range(3)]
+    assert geometry.pose(np).candidate_builds == 0
+    listed = [_resolved(geometry, start, end, reach) for _ in range(3)]
+    assert geometry.pose(np).candidate_builds == 1
+    for got, want in zip(unlisted + listed[1:], [listed[0]] * 5):
+        for got_array, want_array in zip(got, want):
+            np.testing.assert_array_equal(got_array, want_array)
+    assert listed[0][4].sum() > 0
+
+
 @pytest.mark.parametrize("shift", [0.0, 3.0])
 def test_mesh_edge_contact_lists_match_a_fresh_query(shift, layout):
     vertices, triangles, start, end = _head_and_paths(seed=1)
