@@ -261,10 +261,9 @@ class MeshGeometry:
         # corners in ascending index order: no contact computation depends on the winding, and with one
         # canonical order a mesh and its flipped copy give bit-identical results (sign flips are exact)
         self.triangles = np.sort(np.asarray(triangles, np.int64), axis=1)
-        # the winding numbers' triangles: every shell wound outward, whatever the artist's winding
-        self.outward_triangles = outward_shells(np.asarray(vertices, float),
-                                                np.asarray(triangles, np.int64))
         self.rest_vertices = np.asarray(vertices, float)
+        # the winding numbers' triangles: every shell wound outward, whatever the artist's winding
+        self.outward_triangles = outward_shells(self.rest_vertices, triangles)
         edges = self.rest_vertices[self.triangles] - self.rest_vertices[np.roll(self.triangles, 1, axis=1)]
         self.margin = float(np.linalg.norm(edges, axis=2).mean())
         self._device = None             # _DevicePose on the device of the latest query

@@ -367,7 +367,8 @@ def launch_split(kernel, count: int, device: str, inputs_before: list, inputs_af
                    lambda low, high: (high - low, [*inputs_before, low, *inputs_after]))
 
 
-_item_seconds: dict[str, list[float]] = {}   # per kernel: one-thread launches' wall time per item [s], ≤ SPLIT_SAMPLES
+# per kernel: its one-thread launches' wall time per item [s], at most SPLIT_SAMPLES of them
+_item_seconds: dict[str, list[float]] = {}
 
 
 def _worth_splitting(kernel, count: int, threads: int) -> int:

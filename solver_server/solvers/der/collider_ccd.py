@@ -10,10 +10,10 @@ the step gets a contact at the FIRST touching point, so a fast strand cannot pas
   the relative path is walked by conservative advancement, τ ← τ + (d(p(τ)) − reach)/|p(1) − p(0)|: a step
   never passes the surface, and the walk stops within `reach` of it.
 * Triangle meshes (moving and deforming: previous and current vertices of the substep): vertex–triangle
-  CCD, broad phase by the backend's spatial query over the swept bounding spheres of vertex paths and
-  triangles, narrow phase at the times where the vertex and the moving triangle are coplanar (cubic of
-  seed eq. 4.1 with one segment shrunk to the vertex: `kernels.ccd.vertex_triangle_first_touch`), a hit where the vertex lies
-  within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
+  CCD in one kernel, a vertex a thread (`kernels.ccd.vertex_mesh_first_touch`): the mesh's tree of swept
+  triangle boxes as the broad phase, then the times where the vertex and the moving triangle are coplanar
+  (cubic of seed eq. 4.1 with one segment shrunk to the vertex: `kernels.ccd.first_touch_of`), a hit where the
+  vertex lies within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
   the side the vertex started on (never read from the winding).
 
 A hit is returned as a contact plane: unit normal n (towards the vertex's starting side), the signed gap of the

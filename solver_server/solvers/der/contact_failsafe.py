@@ -35,10 +35,11 @@ class MeshFailsafe:
         the step): a vertex whose path x_t → x crosses a triangle goes back in front of it, and an edge that
         crossed a mesh edge is moved back to its side (both with the contact distance less the tolerance),
         then the vertices are tested once more. A moved vertex keeps its velocity less the part that drove
-        it into the surface. Returns (positions, velocities, whether any vertex moved), or None when nothing crossed;
-        the counts go to ``vertices_moved`` and ``edges_crossed``. On the device (CUDA's layout) the state is
-        always returned, with the flag a 0-d device boolean, and the counts are device scalars: no read. unreachable_of {collider index: (N,) bool}: the vertices left
-        out of that collider's contacts (``ContactDetector.unreachable_of``), left out here too."""
+        it into the surface. Returns (positions, velocities, whether any vertex moved), or None when nothing
+        crossed; the counts go to ``vertices_moved`` and ``edges_crossed``. On the device (CUDA's layout) the state
+        is always returned, with the flag a 0-d device boolean, and the counts are device scalars: no read.
+        unreachable_of {collider index: (N,) bool}: the vertices left out of that collider's contacts
+        (``ContactDetector.unreachable_of``), left out here too."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         meshes = [(number, collider) for number, collider in enumerate(self.solver.colliders)
                   if collider.mesh_geometry() is not None]
