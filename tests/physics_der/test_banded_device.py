@@ -1,8 +1,6 @@
-"""The xp path of the DER band Cholesky (der/banded.py) against LAPACK, on numpy and on the strict
-CuPy-like backend: factor, solve and band of the inverse of random SPD strand-band matrices, with both
-xp algorithms (band columns; dense strand blocks)."""
-
-import types
+"""The kernel path of the DER band Cholesky (der/banded.py, ``kernels.cholesky``) against LAPACK and dense
+linear algebra, on numpy and on the strict CuPy-like backend: factor, solve and band of the inverse of random SPD
+strand-band matrices; entries coupling two strands ignored; failures reported, deferred where asked."""
 
 import numpy as np
 import pytest
@@ -39,24 +37,28 @@ def _strand_band(rng, lengths, p=P):
 
 
 @pytest.fixture
-def xp_path(monkeypatch):
-    """The xp path's band-column algorithm on numpy."""
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
-
-
-@pytest.fixture
-def dense_path(monkeypatch):
-    """The xp path's dense strand-block algorithm on numpy."""
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+def kernel_path(monkeypatch):
+    """The kernel path on numpy."""
+    monkeypatch.setattr(banded, "FORCE_KERNEL_PATH", True)
 
 
 def _relative(actual, expected):
     return np.abs(actual - expected).max() / np.abs(expected).max()
 
 
+def _inside(lengths, p=P):
+    """(p+1, n) bool: band entries inside a strand block (row j + d in column j's strand)."""
+    ends = np.repeat(np.cumsum(lengths), lengths)
+    n = sum(lengths)
+    return np.arange(n)[None, :] + np.arange(p + 1)[:, None] < ends[None, :]
+
+
+def _band_of(dense, p=P):
+    return np.stack([np.concatenate((np.diag(dense, -d), np.zeros(d))) for d in range(p + 1)])
+
+
 @pytest.mark.parametrize("fixed", [False, True])
-def test_xp_path_equals_lapack_on_numpy(xp_path, fixed):
+def test_kernel_path_equals_lapack_on_numpy(kernel_path, fixed):
     rng = np.random.default_rng(3)
     band, _ = _strand_band(rng, LENGTHS)
     if fixed:       # kinematic DOFs, among them a strand's first and last DOF
@@ -64,33 +66,47 @@ def test_xp_path_equals_lapack_on_numpy(xp_path, fixed):
     blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
     reference = scipy.linalg.cholesky_banded(band, lower=True)
     factor = BandedCholesky(np, band, blocks)
-    assert factor.on_xp_path
-    assert _relative(factor.lower_factor, reference) < 1e-10
+    assert factor.on_kernel_path
+    assert _relative(factor.lower_factor, reference) < 1e-12
     rhs = rng.standard_normal((band.shape[1], 3))
     expected = scipy.linalg.cho_solve_banded((reference, True), rhs)
-    assert _relative(factor.solve(rhs), expected) < 1e-10
-    assert _relative(factor.solve(rhs[:, 0]), expected[:, 0]) < 1e-10
-    lapack_inverse = band_of_inverse(np, reference, np.cumsum(LENGTHS))
-    assert _relative(band_of_inverse(np, factor.lower_factor, blocks), lapack_inverse) < 1e-10
+    assert _relative(factor.solve(rhs), expected) < 1e-12
+    assert _relative(factor.solve(rhs[:, 0]), expected[:, 0]) < 1e-12
 
 
-def test_band_of_inverse_equals_the_dense_inverse_and_coupling_entries_vanish(xp_path):
+def test_band_of_inverse_equals_the_dense_inverse_and_coupling_entries_vanish(kernel_path):
     rng = np.random.default_rng(4)
     band, dense = _strand_band(rng, LENGTHS)
     blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
-    inverse = np.linalg.inv(dense)
-    expected = np.stack([np.concatenate((np.diag(inverse, -d), np.zeros(d))) for d in range(P + 1)])
+    expected = _band_of(np.linalg.inv(dense))
     factor = BandedCholesky(np, band, blocks)
-    assert _relative(band_of_inverse(np, factor.lower_factor, blocks), expected) < 1e-10
+    assert _relative(factor.inverse_band(), expected) < 1e-10
+    # the same from LAPACK's factor (the contact response's path on numpy)
+    assert _relative(band_of_inverse(np, scipy.linalg.cholesky_banded(band, lower=True), np.cumsum(LENGTHS)),
+                     expected) < 1e-10
     ends = np.cumsum(LENGTHS)
-    crossing = ~blocks.inside.astype(bool)
+    crossing = ~_inside(LENGTHS)
     assert crossing.sum() > 0 and np.all(factor.lower_factor[crossing] == 0.0)
+    assert np.all(factor.inverse_band()[crossing] == 0.0)
     assert np.all(np.isin(ends[:-1] - 1, np.nonzero(crossing[1])[0]))
 
 
-def test_a_strand_entry_changes_only_that_strands_factor_columns(xp_path):
-    """Perturbing one strand's block changes only that strand's columns of the factor (left-looking: from the
-    perturbed column on)."""
+def test_band_of_inverse_of_selected_blocks_is_zero_elsewhere():
+    rng = np.random.default_rng(15)
+    band, dense = _strand_band(rng, LENGTHS)
+    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
+    factor = BandedCholesky(np, band, blocks)                     # LAPACK
+    selected = np.array([False, True, False, False, True, False, True])
+    inverse = factor.inverse_band(selected=selected)
+    strand_of_column = np.repeat(np.arange(len(LENGTHS)), LENGTHS)
+    chosen = selected[strand_of_column]
+    assert _relative(inverse[:, chosen], _band_of(np.linalg.inv(dense))[:, chosen]) < 1e-10
+    assert np.all(inverse[:, ~chosen] == 0.0)
+
+
+def test_a_strand_entry_changes_only_that_strands_factor_columns(kernel_path):
+    """Perturbing one strand's block changes only that strand's columns of the factor, from the perturbed column
+    on."""
     rng = np.random.default_rng(5)
     band, _ = _strand_band(rng, LENGTHS)
     blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
@@ -101,14 +117,17 @@ def test_a_strand_entry_changes_only_that_strands_factor_columns(xp_path):
     assert changed.min() == 40 and changed.max() == 45
 
 
-def test_entries_coupling_two_strands_are_ignored_by_the_xp_path(xp_path):
-    """The xp path factors the strand blocks: a band entry reaching into the next strand is treated as 0."""
+def test_entries_coupling_two_strands_are_ignored_by_the_kernel_path(kernel_path):
+    """The kernel path factors the strand blocks: a band entry reaching into the next strand is treated as 0."""
     rng = np.random.default_rng(9)
-    band, _ = _strand_band(rng, LENGTHS)
+    band, dense = _strand_band(rng, LENGTHS)
     blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
     reference = scipy.linalg.cholesky_banded(band, lower=True)
-    band[1:, :][~blocks.inside[1:].astype(bool)] = 0.3       # coupling entries (and the unused band tail)
-    assert _relative(BandedCholesky(np, band, blocks).lower_factor, reference) < 1e-10
+    rhs = rng.standard_normal(band.shape[1])
+    band[1:, :][~_inside(LENGTHS)[1:]] = 0.3                 # coupling entries (and the unused band tail)
+    factor = BandedCholesky(np, band, blocks)
+    assert _relative(factor.lower_factor, reference) < 1e-12
+    assert _relative(factor.solve(rhs), np.linalg.solve(dense, rhs)) < 1e-10
 
 
 def test_not_positive_definite_is_reported_on_every_path(monkeypatch):
@@ -118,38 +137,38 @@ def test_not_positive_definite_is_reported_on_every_path(monkeypatch):
     blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
     with pytest.raises(NotPositiveDefinite):
         BandedCholesky(np, band, blocks)                   # LAPACK
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    with pytest.raises(NotPositiveDefinite, match="not positive definite"):
-        BandedCholesky(np, band, StrandBlocks(np, np.cumsum(LENGTHS), P + 1))           # dense blocks
-    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
-    with pytest.raises(NotPositiveDefinite, match="column 70"):
-        BandedCholesky(np, band, StrandBlocks(np, np.cumsum(LENGTHS), P + 1))           # band columns
+    monkeypatch.setattr(banded, "FORCE_KERNEL_PATH", True)
+    with pytest.raises(NotPositiveDefinite, match="strand block 3 of 7"):
+        BandedCholesky(np, band, blocks)
+    band[0, 70] = np.nan
+    with pytest.raises(NotPositiveDefinite, match="strand block 3 of 7"):
+        BandedCholesky(np, band, blocks)
 
 
-@pytest.mark.parametrize("dense", [True, False])
-def test_strict_device_backend_factors_and_solves_without_a_download(monkeypatch, dense):
-    if not dense:
-        monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
+def test_strict_device_backend_factors_and_solves_without_a_download():
     rng = np.random.default_rng(7)
-    band, _ = _strand_band(rng, LENGTHS)
+    band, dense = _strand_band(rng, LENGTHS)
     constrain_band(np, band, np.array([0, 5, 39]))
     backend = emulated_cuda_backend()
     xp = backend.xp
     blocks = StrandBlocks(xp, np.cumsum(LENGTHS), P + 1)
-    rhs = rng.standard_normal(band.shape[1])
+    rhs = rng.standard_normal((band.shape[1], 4))
     reference = scipy.linalg.cholesky_banded(band, lower=True)
     device_band, device_rhs = backend.from_host(band), backend.from_host(rhs)
-    with substep_guard("a banded solve"):
-        factor = BandedCholesky(xp, device_band, blocks)
+    with substep_guard("a banded solve"), refusing_synchronizations():
+        factor = BandedCholesky(xp, device_band, blocks, deferred_check=True)
         solution = factor.solve(device_rhs)
+        column = factor.solve(device_rhs[:, 2])
         inverse = factor.inverse_band()
-    assert factor.on_xp_path and blocks.fits_dense == dense
-    assert _relative(backend.to_host(solution), scipy.linalg.cho_solve_banded((reference, True), rhs)) < 1e-10
+    assert factor.on_kernel_path
+    expected = scipy.linalg.cho_solve_banded((reference, True), rhs)
+    assert _relative(backend.to_host(solution), expected) < 1e-12
+    assert _relative(backend.to_host(column), expected[:, 2]) < 1e-12
     assert _relative(backend.to_host(inverse), band_of_inverse(np, reference, np.cumsum(LENGTHS))) < 1e-10
 
 
 def test_der_hessian_band_vanishes_at_the_model_strand_ends():
-    """The blocks the xp path treats as independent are really uncoupled in the DER system matrix."""
+    """The blocks the kernel path treats as independent are really uncoupled in the DER system matrix."""
     rng = np.random.default_rng(8)
     counts = [5, 9, 3, 12]
     points = np.concatenate([np.cumsum(rng.uniform(0.5, 1.0, (count, 3)) * 0.01, axis=0) + index
@@ -160,9 +179,9 @@ def test_der_hessian_band_vanishes_at_the_model_strand_ends():
     bent = points + rng.normal(scale=1e-3, size=points.shape)
     config = Configuration(bent, rng.normal(size=model.n_edges), model.rest_u, np.zeros(model.bend_vertex.shape[0]))
     _, band = elastic_gradient_hessian(np, model, config, with_hessian=True, project=False, gauss_newton=False)
-    crossing = ~blocks.inside.astype(bool)
-    assert np.abs(band[blocks.inside.astype(bool)]).max() > 0.0
-    assert np.all(band[crossing] == 0.0)
+    inside = _inside(np.diff(np.concatenate(([0], blocks.segment_ends))))
+    assert np.abs(band[inside]).max() > 0.0
+    assert np.all(band[~inside] == 0.0)
 
 
 def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
@@ -182,76 +201,11 @@ def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
     assert np.array_equal(backend.to_host(device_band)[used], expected[used])
 
 
-@pytest.mark.parametrize("fixed", [False, True])
-def test_dense_strand_blocks_solve_like_lapack(dense_path, fixed):
-    rng = np.random.default_rng(11)
-    band, dense = _strand_band(rng, LENGTHS)
-    if fixed:
-        constrain_band(np, band, np.array([0, 1, 2, 38, 50, 60, 61, 100]))
-    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
-    factor = BandedCholesky(np, band, blocks)
-    assert factor.on_xp_path and blocks.fits_dense
-    reference = scipy.linalg.cholesky_banded(band, lower=True)
-    rhs = rng.standard_normal((band.shape[1], 4))
-    expected = scipy.linalg.cho_solve_banded((reference, True), rhs)
-    assert _relative(factor.solve(rhs), expected) < 1e-10
-    assert _relative(factor.solve(rhs[:, 1]), expected[:, 1]) < 1e-10
-    assert _relative(factor.inverse_band(), band_of_inverse(np, reference, np.cumsum(LENGTHS))) < 1e-10
-    with pytest.raises(ValueError, match="keeps A"):
-        factor.lower_factor
-
-
-def test_dense_strand_blocks_ignore_entries_coupling_two_strands(dense_path):
-    rng = np.random.default_rng(12)
-    band, dense = _strand_band(rng, LENGTHS)
-    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
-    rhs = rng.standard_normal(band.shape[1])
-    expected = np.linalg.solve(dense, rhs)
-    band[1:, :][~blocks.inside[1:].astype(bool)] = 0.3       # coupling entries (and the unused band tail)
-    factor = BandedCholesky(np, band, blocks)
-    assert _relative(factor.solve(rhs), expected) < 1e-10
-    crossing = ~blocks.inside.astype(bool)
-    assert np.all(factor.inverse_band()[crossing] == 0.0)
-
-
-def test_a_cholesky_that_does_not_raise_is_still_caught(dense_path):
-    """CuPy's batched Cholesky returns a wrong factor instead of raising on an indefinite block: the residual
-    check names the block (here a numpy stand-in that factors an indefinite block as A + 100 I without
-    complaint)."""
-    rng = np.random.default_rng(13)
-    band, _ = _strand_band(rng, LENGTHS)
-    band[0, 70] = -1.0                                       # fourth strand (DOFs 69 .. 107) indefinite
-    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
-
-    def quiet_cholesky(matrices):
-        indefinite = np.linalg.eigvalsh(matrices).min(axis=1) <= 0.0
-        return np.linalg.cholesky(matrices + 100.0 * np.eye(blocks.longest) * indefinite[:, None, None])
-
-    quiet = types.SimpleNamespace(**{name: getattr(np, name) for name in dir(np) if not name.startswith("__")})
-    quiet.linalg = types.SimpleNamespace(cholesky=quiet_cholesky, inv=np.linalg.inv)
-    with pytest.raises(NotPositiveDefinite, match="strand block 3 of 7"):
-        BandedCholesky(quiet, band, blocks)
-
-
-def test_too_many_strand_entries_for_dense_blocks_use_band_columns(monkeypatch):
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
-    monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", len(LENGTHS) * 39 * 39 - 1)
-    rng = np.random.default_rng(14)
-    band, _ = _strand_band(rng, LENGTHS)
-    blocks = StrandBlocks(np, np.cumsum(LENGTHS), P + 1)
-    assert not blocks.fits_dense
-    factor = BandedCholesky(np, band, blocks)
-    assert _relative(factor.lower_factor, scipy.linalg.cholesky_banded(band, lower=True)) < 1e-10
-
-
-@pytest.mark.parametrize("dense", [True, False])
-def test_a_deferred_check_reads_nothing_and_keeps_the_test_for_later(monkeypatch, dense):
+def test_a_deferred_check_reads_nothing_and_keeps_the_test_for_later():
     """On a device a matrix positive definite by construction (DER's Gauss–Newton matrix) is factored without
     reading the positive-definiteness test back (under the complete guard, which refuses any read); the test is
     kept as a device bool, read with the substep's other flags: true for a sound matrix, false where a NaN entry
     spoils a strand's block (no exception inside the substep). Checked at once, the same factorization reads."""
-    if not dense:
-        monkeypatch.setattr(banded, "DENSE_BLOCK_ENTRIES", 0)
     rng = np.random.default_rng(8)
     band, _ = _strand_band(rng, LENGTHS)
     spoiled = band.copy()

@@ -110,11 +110,11 @@ def _dense_delassus(model, dense, dof_fixed, vertices, weights):
     return jacobian @ inverse @ jacobian.T
 
 
-@pytest.mark.parametrize("xp_path", [False, True])
-def test_operator_equals_the_dense_delassus_matrix(monkeypatch, xp_path):
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", xp_path)
+@pytest.mark.parametrize("kernel_path", [False, True])
+def test_operator_equals_the_dense_delassus_matrix(monkeypatch, kernel_path):
+    monkeypatch.setattr(banded, "FORCE_KERNEL_PATH", kernel_path)
     model, factor, dense, dof_fixed = _system()
-    assert factor.on_xp_path == xp_path
+    assert factor.on_kernel_path == kernel_path
     generator = np.random.default_rng(5)
     vertices, weights = _contacts(model, generator)
     operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, _normals(vertices.shape[0]))
@@ -217,7 +217,7 @@ def test_operator_and_sweeps_run_on_the_strict_device_backend(monkeypatch, kerne
     """Device arrays only, no device -> host copy inside the substep (CuPy-like strict backend): the
     same W and the same Gauss–Seidel impulses as on numpy, with the CPU kernel's sequential sweeps and with the
     colour sweeps (capped so that colours are shared)."""
-    monkeypatch.setattr(banded, "FORCE_XP_PATH", True)
+    monkeypatch.setattr(banded, "FORCE_KERNEL_PATH", True)
     monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", kernel)
     model, factor, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(6, 9, 5)
     n = vertices.shape[0]

@@ -212,10 +212,10 @@ def run_frames(name, backend):
 
 def use_device_algorithms_on_cpu(set_attribute=setattr) -> None:
     """The CPU reference of the device tests takes the device's algorithms where the CPU has its own: DER's band
-    Cholesky through the xp path (LAPACK sums in another order, 1e-15 relative, which contact iterations stopped at
-    N_max amplify to centimetres in der_animated_roots; LAPACK against the xp path is compared directly in
+    Cholesky through the kernel path (LAPACK sums in another order, 1e-15 relative, which contact iterations stopped at
+    N_max amplify to centimetres in der_animated_roots; LAPACK against the kernel path is compared directly in
     tests/physics_der/test_banded_device.py), and DER's contact sweeps colour after colour as CUDA and the emulated
     device run them (the CPU's sequential Gauss-Seidel is another local solver, the same solution only once
     converged). set_attribute: setattr, or a test's monkeypatch.setattr (undone after the test)."""
-    set_attribute(banded, "FORCE_XP_PATH", True)
+    set_attribute(banded, "FORCE_KERNEL_PATH", True)
     set_attribute(contact_space, "SEQUENTIAL_ON_CPU", False)

@@ -14,7 +14,6 @@ import numpy as np
 
 from ...backend import repeat_each
 from ...kernels import cuda_layout_on, warp_device_of
-from .banded import band_of_inverse
 from .contact_set import ContactSet, normalize
 
 
@@ -64,20 +63,16 @@ class LocalResponse:
 
     def _inverse_band_of_touched_strands(self):
         """Band of A⁻¹ (p+1, n_dofs).  A is block diagonal over strands, so each strand's block of A⁻¹ comes
-        from its own factor columns.  On the xp path (device) every strand's block is computed (no
+        from its own factor columns.  On the kernel path (device) every strand's block is computed (no
         data-sized selection, nothing leaves the device); with a LAPACK factor (numpy) only the strands that
         carry a contact (zero elsewhere)."""
         factor = self._factor
-        if factor.on_xp_path:
+        if factor.on_kernel_path:
             return factor.inverse_band()
         model = self.model
         touched = np.zeros(model.n_strands, dtype=bool)
         touched[model.vertex_strand[self.contacts.vertices[self.contacts.weights != 0.0]]] = True
-        columns, ends = factor.blocks.columns_of(touched)
-        lower_factor = factor.lower_factor
-        inverse = np.zeros_like(lower_factor)
-        inverse[:, columns] = band_of_inverse(np, lower_factor[:, columns], ends)
-        return inverse
+        return factor.inverse_band(selected=touched)
 
     def _coupling(self, first, second):
         """Delassus blocks W_{c c'} = J_c A⁻¹ J_{c'}ᵀ (m, 3, 3) for contact index pairs (first, second)."""

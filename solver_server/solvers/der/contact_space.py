@@ -446,12 +446,12 @@ class _TouchedVertices:
 def _strand_inverse_blocks(xp, model, factor, vertices: _TouchedVertices, dof_fixed) -> _StrandInverseBlocks:
     """Entries of A⁻¹ among the touched vertices of each strand from multi-RHS solves with `factor`:
     right-hand side column 3k + a of a strand is the unit vector of coordinate a of its k-th touched vertex
-    (all strands side by side, as A is block diagonal), on the xp path all strands with the largest width at
+    (all strands side by side, as A is block diagonal), on the kernel path all strands with the largest width at
     once.  On the LAPACK path a kernel takes the touched strands' columns of L⁻¹ and their inner products
     (_inverse_blocks_from_factor)."""
     touched, touched_strand, rank, width, dofs = (vertices.touched, vertices.strand, vertices.rank, vertices.width,
                                                   vertices.dofs)
-    if factor.on_xp_path:
+    if factor.on_kernel_path:
         block_rows = factor.solve(_unit_columns(xp, model.n_dofs, dofs, rank, width))[dofs]    # (t, 3, R)
     else:   # xp is numpy here: the columns of L⁻¹ of the touched DOFs and their inner products, in a kernel
         block_rows = _inverse_blocks_from_factor(factor, touched_strand, dofs, width)

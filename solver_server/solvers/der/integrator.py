@@ -198,7 +198,7 @@ class ImplicitEulerSolver:
         band of a Gauss–Newton matrix (assembled here if it has none yet; then only the stretch part is)."""
         xp, model = self.xp, self.model
         subset = None
-        if previous is not None and strands is not None and not previous.on_xp_path \
+        if previous is not None and strands is not None and not previous.on_kernel_path \
                 and int(strands.sum()) < SUBSET_FRACTION * model.n_strands:
             subset = element_subset(xp, model, strands)
         diagonal = (1.0 + damping) * model.mass
