@@ -10,19 +10,24 @@ or a triangle mesh in world space):
 
 * primitives: the depth in the shape's local space times the smallest singular value of ``matrix_world``'s
   linear part (a lower bound of the world depth under non-uniform scale);
-* meshes: inside where the generalized winding number is above one half with either orientation (so flipped
-  and open-but-nearly-closed shells count, as on the server, ``collision/mesh.py``), at the distance to the
-  nearest triangle. The all-pairs work is bounded (``MAX_PAIRS``): beyond it an even subsample of the strands
+* meshes: inside where the generalized winding number of the triangles, every shell wound outward
+  (``protocol.mesh_shells``, the server's convention too), is above one half: flipped and open-but-nearly-closed
+  shells count, and overlapping shells of opposite windings (an ear through a head) add up instead of
+  cancelling; the depth is the distance to the nearest triangle. The all-pairs work is bounded (``MAX_PAIRS``): beyond it an even subsample of the strands
   is tested and the count is scaled (the message then says "about").
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 
 import numpy as np
 
+from .._protocol import PROTOCOL_PACKAGE
 from .validation import Problem
+
+outward_shells = importlib.import_module(f"{PROTOCOL_PACKAGE}.mesh_shells").outward_shells
 
 # point-triangle pairs evaluated per mesh collider at most (~1 s of numpy); more strands are subsampled
 MAX_PAIRS = 20_000_000
@@ -117,7 +122,7 @@ def _mesh_depth(vertices, triangles, points):
     candidates = np.flatnonzero(np.all((points >= low) & (points <= high), axis=1))
     if len(candidates) == 0 or len(triangles) == 0:
         return depth
-    inside = np.abs(winding_numbers(vertices, triangles, points[candidates])) > 0.5
+    inside = winding_numbers(vertices, outward_shells(vertices, triangles), points[candidates]) > 0.5
     candidates = candidates[inside]
     if len(candidates):
         depth[candidates] = distances_to_triangles(vertices, triangles, points[candidates])

@@ -11,8 +11,8 @@ surface with a thickness on both sides:
 * :meth:`MeshGeometry.signed_distance` (DER hair's end-of-step tests, which run their own CCD):
   the unsigned distance, never negative, with the direction from the surface to the point;
 * :meth:`MeshGeometry.recover_inside`: points that START a job inside a closed shell (generalized
-  winding number, every shell wound outward by ``outward_shells``) are moved out to the nearest surface, and
-  counted.
+  winding number, every shell wound outward by ``protocol.mesh_shells.outward_shells``) are moved out to the
+  nearest surface, and counted.
 
 Queries traverse a ``wp.Bvh`` over each triangle's box swept over the substep (both poses), refitted
 once per pose, in Warp kernels on the points' device; the vertices stay float64 (the BVH boxes are
@@ -21,11 +21,10 @@ float32, padded). Arrays cross into the kernels as zero-copy views (``kernels.wa
 
 from __future__ import annotations
 
-
 import numpy as np
-import scipy.sparse
-import scipy.sparse.csgraph
 import warp as wp
+
+from protocol.mesh_shells import outward_shells
 
 from ..kernels import QUERY_MIN_ITEMS, cuda_layout_on, launch, launch_split, on_device_stream, warp_view
 from ..sim.errors import SceneError
@@ -43,30 +42,6 @@ CANDIDATE_MARGIN = 0.25
 # the lists are built again when more than this fraction of the paths ends beyond the margin
 CANDIDATE_REBUILD_FRACTION = 0.1
 CANDIDATE_KEYS_KEPT = 6   # kinds of query (named point paths of one count, one set of point edges) whose lists a pose keeps
-
-
-def outward_shells(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """``triangles`` (F, 3) of a mesh with vertices (N, 3) [m], every shell (triangles connected through shared
-    vertices) wound so that its signed volume about its own centre is positive: the generalized winding number
-    is then about +1 inside each closed shell whatever the artist's normals, and one query with the threshold
-    0.5 finds points inside any shell, flipped ones too (a shell wound inward would read −1). Where shells of
-    opposite windings overlap (an ear through a head) the two count together instead of cancelling.
-    Returns (F, 3) int32."""
-    triangles = np.asarray(triangles, np.int64)
-    count = len(vertices)
-    rows = triangles.ravel()
-    cols = np.roll(triangles, -1, axis=1).ravel()
-    adjacency = scipy.sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(count, count))
-    shells, label = scipy.sparse.csgraph.connected_components(adjacency, directed=False)
-    shell = label[triangles[:, 0]]
-    corners = np.asarray(vertices, float)[triangles]                                        # (F, 3, 3)
-    centroids = corners.mean(axis=1)
-    centre = np.stack([np.bincount(shell, centroids[:, axis], minlength=shells) for axis in range(3)], axis=1) \
-        / np.maximum(np.bincount(shell, minlength=shells), 1)[:, None]                      # (shells, 3): the mean
-    relative = corners - centre[shell][:, None, :]
-    volume = np.einsum("fi,fi->f", relative[:, 0], np.cross(relative[:, 1], relative[:, 2])) / 6.0
-    inward = np.bincount(shell, volume, minlength=shells) < 0.0
-    return np.ascontiguousarray(np.where(inward[shell][:, None], triangles[:, ::-1], triangles), dtype=np.int32)
 
 
 def _ratio(xp, numerator, denominator):

@@ -17,8 +17,8 @@ from its start x0 to its proposed end x1:
   from the surface to the point, so either side of any triangle is "outside" (DER hair's end-of-step
   tests; it keeps its sides with its own CCD).
 * ``inside_closed_shell``: the generalized winding number of ``wp.Mesh`` built with every shell wound outward
-  (``mesh.outward_shells``: an artist's flipped shell counts as closed too), used only to recover points that
-  START a job inside a closed shell, or that a CCD carried into one.
+  (``protocol.mesh_shells.outward_shells``: an artist's flipped shell counts as closed too), used only to recover
+  points that START a job inside a closed shell, or that a CCD carried into one.
 
 The candidate searches (``point_candidates``, ``edge_candidates``, ``edges_through_mesh``) write only their own
 item's rows: they take the index of their first item (``first``) and are launched with ``kernels.launch_split``,

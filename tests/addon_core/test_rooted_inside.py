@@ -1,5 +1,6 @@
 """Hair rooted inside a collider, found before the bake: depths inside primitives and meshes
-(either orientation), the point-triangle distance against the server's closest points, and the warnings."""
+(either orientation, overlapping shells of opposite windings), the point-triangle distance against the server's
+closest points, and the warnings."""
 
 from __future__ import annotations
 
@@ -126,3 +127,18 @@ def test_strands_combed_through_a_collider_are_a_warning_of_their_own(flipped):
     assert started_inside_warnings(_hair(roots[:2], [up, up]), [plane]) == []
     assert started_inside_warnings(_hair(roots[:2], [down, up]), [plane])[0].message.startswith(
         "1 of 2 strands start partly inside collider 'Ground'")
+
+
+def test_roots_inside_overlapping_shells_of_opposite_windings_are_found():
+    """An ear wound inward that runs through a head wound outward: a root inside both reads inside (the two
+    shells add up, as on the server), where the winding numbers of the artist's windings cancel (1 − 1 = 0)."""
+    head_vertices, head_triangles = uv_sphere(16, 32, radius=RADIUS)
+    ear_vertices, ear_triangles = uv_sphere(8, 16, radius=0.05, center=(0.09, 0.0, 0.0))
+    vertices = np.concatenate([head_vertices, ear_vertices])
+    triangles = np.concatenate([head_triangles, ear_triangles[:, ::-1] + len(head_vertices)])
+    root = np.array([[0.08, 0.0, 0.0]])                                  # 2 cm inside the head, inside the ear
+    assert abs(winding_numbers(vertices, triangles, root)[0]) < 0.5      # the artist's windings cancel
+    collider = {"id": "Head", "kind": "collider", "vertices": vertices, "triangles": triangles}
+    assert depth_inside(collider, root)[0] > 0.005
+    warnings = rooted_inside_warnings(_hair(root, [np.array([1.0, 0.0, 0.0])]), [collider])
+    assert len(warnings) == 1 and "1 of 1 strands are rooted inside collider 'Head'" in warnings[0].message

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from solver_server.collision.mesh import CREASE_PASSES, MeshGeometry, outward_shells
+from protocol.mesh_shells import outward_shells
+from solver_server.collision.mesh import CREASE_PASSES, MeshGeometry
 
 from .contact_metrics import winding_numbers
 from .scenes import uv_sphere
