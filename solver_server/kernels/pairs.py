@@ -2,17 +2,18 @@
 
 Items are spheres (centre (n, 3) [m], radius (n,) [m]) that belong to chains (strands) in an order along
 them. A pair (i, j), i < j, is a candidate when the spheres overlap (|c_i − c_j| ≤ r_i + r_j) and they are
-not neighbours along one chain (same chain and at most ``along`` apart in order). Items may also carry
-axis-aligned boxes (lower, upper (n, 3) [m]); a candidate's boxes then overlap too: the DER broad phase gives
-each swept edge the box of its four end positions, which for long thin edges drops most of the pairs their
-bounding spheres admit (a dense hairball step: 515 000 sphere pairs, ~4 000 contacts). Neighbours along a strand
+not neighbours along one chain (same chain and at most ``along`` apart in order). ``is_candidate`` can also ask
+for overlapping axis-aligned boxes: DER's edge-contact kernels (``solvers/der/kernels/ccd.py``, which query the
+grid of ``ChainSpherePairs.grid`` themselves) give each swept edge the box of its four end positions, which for
+long thin edges drops most of the pairs their bounding spheres admit (a dense hairball step: 515 000 sphere
+pairs, ~4 000 contacts). Neighbours along a strand
 are often most of what lies within reach (a 5 mm reach over 0.5 mm segments holds ~20 of them per segment),
 so they are skipped inside the grid query instead of being listed and masked out afterwards.
 
 Two passes over the items: count each item's candidates, then fill them at the counts' exclusive prefix
 sums, each item's partners sorted, so the list is ordered by (i, j) like a sorted k-d tree result and the
-same on every device and thread split. Used by the Cosserat strand interaction and the DER strand–strand
-contact broad phase.
+same on every device and thread split. Used by the Cosserat strand interaction; the DER strand–strand contacts
+query the same grid.
 
 ``pairs`` reads the number of pairs back to size its output. ``pairs_into`` fills a buffer allocated once, with
 the count kept on the device: both passes skip their work when a device flag says the list is kept, the fill
@@ -112,16 +113,16 @@ class ChainSpherePairs:
         self._grid = None
         self._always_flag = None
 
-    def pairs(self, centres, radii, largest_radius: float, along: int, boxes=None):
+    def pairs(self, centres, radii, largest_radius: float, along: int):
         """(c, 2) int64 candidate pairs sorted by (i, j) (see the module docstring). centres (n, 3), radii
         (n,) float64 arrays of ``xp``; largest_radius: radii.max() [m] (the caller usually knows it; passing
-        it saves a read-back); along: chain neighbours this close in order are never paired; boxes: None or
-        (lower, upper) (n, 3) arrays [m], whose overlap a pair needs too. One read-back: the number of pairs."""
+        it saves a read-back); along: chain neighbours this close in order are never paired. One read-back: the
+        number of pairs."""
         xp = self.xp
         count = centres.shape[0]
         if count == 0:
             return xp.zeros((0, 2), dtype=xp.int64)
-        shared, device = self._query(centres, radii, largest_radius, along, boxes)
+        shared, device = self._query(centres, radii, largest_radius, along)
         active = self._always(device)
         counts = xp.zeros(count, dtype=xp.int32)
         launch_split(count_candidates, count, device, [], [*shared, active, warp_view(counts, wp.int32)])
@@ -140,7 +141,7 @@ class ChainSpherePairs:
         nothing was built). Reads nothing back. centres (n, 3), radii (n,) float64 arrays of ``xp`` (n > 0)."""
         xp = self.xp
         count = centres.shape[0]
-        shared, device = self._query(centres, radii, largest_radius, along, None)
+        shared, device = self._query(centres, radii, largest_radius, along)
         flag = warp_view(rebuild, wp.int32)
         counts = xp.zeros(count, dtype=xp.int32)
         launch_split(count_candidates, count, device, [], [*shared, flag, warp_view(counts, wp.int32)])
@@ -150,24 +151,27 @@ class ChainSpherePairs:
                                                             warp_view(buffer, wp.int32)])
         return ends[-1]
 
-    def _query(self, centres, radii, largest_radius: float, along: int, boxes):
-        """The grid built over ``centres`` and the kernels' shared arguments: (arguments, device)."""
+    def grid(self, centres, largest_radius: float):
+        """The hash grid built over ``centres`` (n, 3) float64 (a contiguous array of ``xp``) for queries of radius at
+        most 2 × ``largest_radius`` [m], and the items' chain and order views: (grid id, chain_of view, order_of
+        view), for kernels that query it themselves (DER's edge contacts)."""
+        device = warp_device_of(centres)
+        with on_device_stream(device):
+            if self._grid is None:
+                self._grid = wp.HashGrid(GRID_CELLS, GRID_CELLS, GRID_CELLS, device=device, dtype=wp.float64)
+            self._grid.build(warp_view(centres, wp.vec3d), CELL_PER_REACH * 2.0 * max(float(largest_radius), 1e-12))
+        return self._grid.id, self._chain_view, self._order_view
+
+    def _query(self, centres, radii, largest_radius: float, along: int):
+        """The grid built over ``centres`` and the kernels' shared arguments (no boxes): (arguments, device)."""
         xp = self.xp
         centres = xp.ascontiguousarray(centres, dtype=xp.float64)
         radii = xp.ascontiguousarray(radii, dtype=xp.float64)
         device = warp_device_of(centres)
-        centre_view = warp_view(centres, wp.vec3d)
-        with on_device_stream(device):
-            if self._grid is None:
-                self._grid = wp.HashGrid(GRID_CELLS, GRID_CELLS, GRID_CELLS, device=device, dtype=wp.float64)
-            self._grid.build(centre_view, CELL_PER_REACH * 2.0 * max(float(largest_radius), 1e-12))
-        if boxes is None:
-            no_box = warp_view(xp.zeros((1, 3)), wp.vec3d)
-            box_views = [no_box, no_box, 0]
-        else:
-            box_views = [warp_view(xp.ascontiguousarray(bound, dtype=xp.float64), wp.vec3d) for bound in boxes] + [1]
-        shared = [self._grid.id, centre_view, warp_view(radii, wp.float64), float(largest_radius), self._chain_view,
-                  self._order_view, int(along), *box_views]
+        grid, chain_view, order_view = self.grid(centres, largest_radius)
+        no_box = warp_view(xp.zeros((1, 3)), wp.vec3d)
+        shared = [grid, warp_view(centres, wp.vec3d), warp_view(radii, wp.float64), float(largest_radius),
+                  chain_view, order_view, int(along), no_box, no_box, 0]
         return shared, device
 
     def _always(self, device):

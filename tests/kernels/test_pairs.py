@@ -56,19 +56,3 @@ def test_no_items_and_no_pairs():
     assert finder.pairs(np.zeros((0, 3)), np.zeros(0), 0.0, 1).shape == (0, 2)
     far = ChainSpherePairs(np.arange(3), np.zeros(3, np.int64), np)
     assert far.pairs(np.eye(3), np.full(3, 0.1), 0.1, 0).shape == (0, 2)
-
-
-def test_boxes_keep_only_the_sphere_pairs_whose_boxes_overlap():
-    """With boxes (lower, upper) a pair needs overlapping spheres and overlapping boxes; the boxes here are
-    thin slabs along random axes so that many sphere pairs fail them."""
-    centres, radii, chain, order = _chains()
-    rng = np.random.default_rng(7)
-    half = rng.uniform(0.0, 1.0, size=centres.shape) * radii[:, None]
-    half[np.arange(len(radii)), rng.integers(0, 3, len(radii))] *= 0.05
-    lower, upper = centres - half, centres + half
-    spheres = _expected(centres, radii, chain, order, 9)
-    i, j = spheres[:, 0], spheres[:, 1]
-    boxed = np.all((lower[i] <= upper[j]) & (lower[j] <= upper[i]), axis=1)
-    assert 100 < boxed.sum() < 0.8 * len(spheres)
-    found = ChainSpherePairs(chain, order, np).pairs(centres, radii, float(radii.max()), 9, boxes=(lower, upper))
-    np.testing.assert_array_equal(found, spheres[boxed])

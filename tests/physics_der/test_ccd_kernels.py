@@ -1,13 +1,37 @@
-"""The DER strand–strand narrow phase in one Warp kernel (der/kernels/ccd.py) against the array formulas it
-replaced (geometry.coplanarity_times and segment_closest_points at τ = 0, 1 and the coplanarity times, with
-the same prefilter): crossing, parallel, resting and far pairs."""
+"""The DER strand–strand narrow phase in Warp (der/kernels/ccd.py) against the array formulas it replaced
+(geometry.coplanarity_times and segment_closest_points at τ = 0, 1 and the coplanarity times, with the same
+prefilter): crossing, parallel, resting and far pairs; the edge pairs the detection lists (broad phase, kinematic
+pairs skipped and narrow phase in one kernel pair) against every pair tested by brute force."""
 
 import numpy as np
+import pytest
 import warp as wp
 
 from solver_server.kernels import launch_items, launch_split, warp_view
-from solver_server.solvers.der.kernels import ccd as ccd_kernels
+from solver_server.solvers.der.contact import ContactSolver
+from solver_server.solvers.der.contact_detection import ContactDetector, KinematicVertices
 from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
+from solver_server.solvers.der.kernels import ccd as ccd_kernels
+from solver_server.solvers.der.model import build_model
+from solver_server.solvers.der.settings import ContactSettings
+
+from .helpers import HAIR
+
+
+@wp.kernel
+def _closest_of_pairs(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d), first_a: wp.array(dtype=wp.int32),
+                      first_b: wp.array(dtype=wp.int32), limit: wp.array(dtype=wp.float64),
+                      closest: wp.array(dtype=wp.vec4d)):
+    """``ccd_kernels.pair_closest_in_step`` of the edges from first_a[k], first_b[k], a thread per pair."""
+    k = wp.tid()
+    va = first_a[k]
+    vb = first_b[k]
+    p0 = x0[va]
+    p1 = x0[va + 1]
+    p2 = x0[vb]
+    p3 = x0[vb + 1]
+    closest[k] = ccd_kernels.pair_closest_in_step(p0, p1, p2, p3, x1[va] - p0, x1[va + 1] - p1, x1[vb] - p2,
+                                                  x1[vb + 1] - p3, limit[k])
 
 
 def _array_form(x0, x1, va, vb, limit):
@@ -51,9 +75,9 @@ def test_the_kernel_equals_the_array_form():
     limit = np.full(pairs, 2e-3)
     limit[::5] = 1e-9                                  # most of these drop out in the prefilter
     closest = np.empty((pairs, 4))
-    launch_items(ccd_kernels.edge_pairs_closest_in_step, pairs, "cpu",
-                 [warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(va, wp.int32), warp_view(vb, wp.int32),
-                  warp_view(limit, wp.float64)], [warp_view(closest, wp.vec4d)], split=True)
+    wp.launch(_closest_of_pairs, pairs, inputs=[warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(va, wp.int32),
+                                                warp_view(vb, wp.int32), warp_view(limit, wp.float64),
+                                                warp_view(closest, wp.vec4d)], device="cpu")
     expected = _array_form(x0, x1, va, vb, limit)
     dropped = np.isinf(expected[:, 3])
     assert 100 < dropped.sum() < pairs - 1000
@@ -65,6 +89,53 @@ def test_the_kernel_equals_the_array_form():
     unique = ~dropped & (np.abs(closest[:, 0] - expected[:, 0]) < 1e-9)
     assert unique.sum() > 0.9 * (~dropped).sum()
     np.testing.assert_allclose(closest[unique, 1:3], expected[unique, 1:3], rtol=0.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("end_check", [False, True])
+def test_listed_edge_pairs_are_every_pair_within_its_limit_in_order(end_check):
+    """A tangle of 60 short strands, some vertices kinematic: the pairs the detection lists are exactly the pairs
+    with no shared vertex and a free vertex whose narrow phase (the array form) comes within the limit, in (ea, eb)
+    order, with the array form's distances."""
+    rng = np.random.default_rng(4)
+    strands, per_strand = 60, 6
+    roots = rng.uniform(-0.01, 0.01, size=(strands, 1, 3))
+    steps = rng.normal(scale=0.003, size=(strands, per_strand, 3))
+    steps[:, 0] = 0.0
+    x0 = (roots + np.cumsum(steps, axis=1)).reshape(-1, 3)
+    offsets = np.arange(strands + 1) * per_strand
+    model = build_model(np, x0, offsets, HAIR)
+    x1 = x0 + rng.normal(scale=0.002, size=x0.shape)
+    if end_check:
+        x0 = x1
+    settings = ContactSettings(thickness=2e-3, proximity=0.5)
+    solver = ContactSolver(np, model, [], settings)
+    fixed_vertices = np.concatenate([offsets[:-1], offsets[:-1] + 1, offsets[20:40]])   # roots; strands 20..39 whole
+    fixed_vertices = np.unique(np.concatenate([fixed_vertices, *[np.arange(offsets[s], offsets[s + 1])
+                                                                 for s in range(20, 30)]]))
+    fixed_dofs = (model.vertex_dof[fixed_vertices][:, None] + np.arange(3)).ravel()
+    detector = ContactDetector(solver, x0, KinematicVertices.of(np, model, fixed_dofs), 1.0 / 96)
+    ea, eb, va, vb, contact_distance, closest = detector._edge_pair_hits(x0, x1, end_check=end_check)
+
+    every_a, every_b = np.triu_indices(model.n_edges, 1)
+    first_a, first_b = model.edge_vertex[every_a], model.edge_vertex[every_b]
+    fixed = np.zeros(model.n_vertices, bool)
+    fixed[fixed_vertices] = True
+    kept = (np.abs(first_a - first_b) > 1) & ~(fixed[first_a] & fixed[first_a + 1] & fixed[first_b] & fixed[first_b + 1])
+    every_a, every_b, first_a, first_b = every_a[kept], every_b[kept], first_a[kept], first_b[kept]
+    distance = model.edge_radius[every_a] + model.edge_radius[every_b] + settings.thickness
+    limit = (1.0 + settings.proximity) * distance
+    if end_check:
+        limit = distance - settings.end_penetration_tolerance * np.minimum(model.edge_radius[every_a],
+                                                                          model.edge_radius[every_b])
+    expected = _array_form(x0, x1, first_a, first_b, limit)
+    hit = expected[:, 3] < limit
+    assert 50 < hit.sum() < len(hit) // 2
+    np.testing.assert_array_equal(ea, every_a[hit])
+    np.testing.assert_array_equal(eb, every_b[hit])
+    np.testing.assert_array_equal(va, first_a[hit])
+    np.testing.assert_array_equal(vb, first_b[hit])
+    np.testing.assert_array_equal(contact_distance, distance[hit])
+    np.testing.assert_allclose(closest[:, 3], expected[hit, 3], rtol=0.0, atol=1e-12)
 
 
 def _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, reach):

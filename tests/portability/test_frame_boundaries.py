@@ -217,21 +217,19 @@ def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_a
         assert failed == made + 1
 
 
-def test_der_edge_pair_filters_read_the_device_once_each(monkeypatch):
-    """The strand-contact filters select their pairs with one read of the device each (a ``nonzero``, then integer
-    indexing of every array), not one boolean mask per array, each of which would read it: inside the movable-pair
-    filter, beyond the broad phase's own reads, one synchronization per call."""
+def test_der_edge_pairs_are_listed_with_two_reads_of_the_device(monkeypatch):
+    """The strand-contact pairs are found, filtered (a free vertex) and narrow-phase tested inside the broad phase's
+    kernels, and listed with two reads of the device a call: the largest swept radius (the hash grid's cell size)
+    and the number of hits; no count of candidates, no mask of movable pairs, no mask of hits."""
     from solver_server.solvers.der import contact_detection
 
-    filter_reads, broad_phase_reads = [], []
-    monkeypatch.setattr(contact_detection.ContactDetector, "_movable_edge_pairs",
-                        counting_reads(contact_detection.ContactDetector._movable_edge_pairs, filter_reads.append))
-    monkeypatch.setattr(contact_detection.ContactDetector, "_candidate_pairs",
-                        counting_reads(contact_detection.ContactDetector._candidate_pairs, broad_phase_reads.append))
+    listing_reads = []
+    monkeypatch.setattr(contact_detection.ContactDetector, "_edge_pair_hits",
+                        counting_reads(contact_detection.ContactDetector._edge_pair_hits, listing_reads.append))
     SYNCS.clear()
-    _guarded_frames("der_strand_contact", emulated_cuda_backend())
-    own = [whole - inner for whole, inner in zip(filter_reads, broad_phase_reads)]
-    assert own and max(own) == 1, own
+    frames = _guarded_frames("der_strand_contact", emulated_cuda_backend())
+    assert listing_reads and set(listing_reads) == {2}, listing_reads
+    assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0
 
 
 def test_der_mesh_failsafe_and_contact_figures_read_nothing_on_the_device(monkeypatch):

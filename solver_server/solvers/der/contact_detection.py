@@ -1,9 +1,10 @@
 """Contact detection of one DER time step (seed 000 §3, Algorithm 2's collision detection): which pairs of rod
 edges and which vertices and edges against colliders take part in the step's contact problem.
 
-* Edge–edge contacts between rod edges that do not share a vertex: broad phase kernels.pairs (a Warp hash grid
-  over the edges' swept bounding spheres and boxes), narrow phase kernels.ccd (coplanarity times of seed
-  eq. 4.1 plus the end points of the step, segment distance below r_a + r_b + thickness).
+* Edge–edge contacts between rod edges that do not share a vertex and have a free vertex: the broad phase's hash
+  grid (kernels.pairs) over the edges' swept bounding spheres and boxes, queried by kernels that run the narrow
+  phase on each candidate (kernels.ccd: coplanarity times of seed eq. 4.1 plus the end points of the step, segment
+  distance below r_a + r_b + thickness) and list the hits.
 * Vertex–collider contacts: CCD along each vertex's path (collider_ccd.py), and the colliders' signed
   distances at the predicted end positions for vertices that touch nothing on the way.
 * Rod edges against a mesh collider's edges (kernels.ccd over the mesh's edge BVH).
@@ -20,7 +21,7 @@ from typing import Any
 
 import warp as wp
 
-from ...kernels import cuda_layout_on, launch_items, warp_device_of, warp_view
+from ...kernels import cuda_layout_on, int32_view, launch, launch_items, launch_split, warp_device_of, warp_view
 from ...kernels.segments import nearest_marked
 from .collider_ccd import swept_distance_hits, swept_mesh_hits
 from .contact_set import ContactSet, normalize, rows_dot
@@ -78,40 +79,51 @@ class ContactDetector:
         found = ContactSet.concatenate(self.xp, parts)
         return None if found is None else self.solver.per_object_contacts(found, self.h)
 
-    def _candidate_pairs(self, x0, x1):
-        """Edge pairs whose swept bounding spheres and boxes overlap, no shared vertex (kernels.pairs, sorted by
-        (i, j))."""
-        xp, model, settings = self.xp, self.model, self.solver.settings
-        ev = model.edge_vertex
-        a0, a1, b0, b1 = x0[ev], x0[ev + 1], x1[ev], x1[ev + 1]
-        centre = 0.25 * (a0 + a1 + b0 + b1)
-        reach = (0.5 * xp.maximum(row_lengths(xp, a1 - a0), row_lengths(xp, b1 - b0))
-                 + 0.5 * xp.maximum(row_lengths(xp, b0 - a0), row_lengths(xp, b1 - a1))
-                 + model.edge_radius + 0.5 * settings.thickness)
-        # overlapping spheres and boxes of edges whose first vertices are more than 1 apart (no shared vertex):
-        # the box of an edge's four end positions holds every point of the edge during the step; grown by the
-        # edge's share of the largest distance the narrow phase accepts ((1 + proximity) × contact distance)
-        margin = ((1.0 + settings.proximity) * (model.edge_radius + 0.5 * settings.thickness))[:, None]
-        lower = xp.minimum(xp.minimum(a0, a1), xp.minimum(b0, b1)) - margin
-        upper = xp.maximum(xp.maximum(a0, a1), xp.maximum(b0, b1)) + margin
-        pairs = self.solver.edge_pairs.pairs(centre, reach, float(reach.max()), along=1, boxes=(lower, upper))
-        if pairs.shape[0] == 0:
-            return None
-        return pairs[:, 0], pairs[:, 1]
+    def _edge_pair_hits(self, x0, x1, end_check: bool = False):
+        """The edge pairs (no shared vertex, not all four vertices kinematic) that come within their limit while the
+        points move x0 → x1 (N, 3) [m]: (1 + proximity) × the contact distance r_a + r_b + thickness on the path, or
+        with ``end_check`` the contact distance less end_penetration_tolerance × the smaller radius (at rest at x1:
+        pass x0 = x1). Returns (ea, eb (n,) int64, their first vertices va, vb, contact distances (n,) [m],
+        closest (n, 4): (τ, s, t, distance) of each pair's nearest approach), sorted by (ea, eb), or None.
 
-    def _movable_edge_pairs(self, x0, x1):
-        """The broad phase's edge pairs (``_candidate_pairs`` of the motion x0 → x1) that have a free vertex:
-        (ea, eb, their first vertices va, vb, contact distances r_a + r_b + thickness [m]), or None."""
+        One launch gives every edge its swept sphere and box (``kernels.ccd.swept_edge_bounds``); the broad phase's
+        hash grid is built over the spheres (one read: the largest radius, its cell size); the hits are counted
+        and then written at the counts' prefix sums by kernels that query the grid, skip kinematic pairs and run
+        the narrow phase (``count_edge_hits``, ``fill_edge_hits``: one read, their number)."""
         xp, model, settings = self.xp, self.model, self.solver.settings
-        candidates = self._candidate_pairs(x0, x1)
-        if candidates is None or candidates[0].shape[0] == 0:
+        n_edges = model.n_edges
+        if n_edges == 0:
             return None
-        ea, eb = candidates
+        device = warp_device_of(x1)
+        points = [warp_view(xp.ascontiguousarray(x, dtype=xp.float64), wp.vec3d) for x in (x0, x1)]
+        edge_vertex = index_view(model, "edge_vertex")
+        edge_radius = warp_view(xp.ascontiguousarray(model.edge_radius, dtype=xp.float64), wp.float64)
+        reach_scale = 1.0 + settings.proximity
+        centre, lower, upper = (xp.empty((n_edges, 3)) for _ in range(3))
+        radius = xp.empty(n_edges)
+        launch(ccd_kernels.swept_edge_bounds, n_edges, device=device, inputs=[
+            *points, edge_vertex, edge_radius, float(settings.thickness), reach_scale, warp_view(centre, wp.vec3d),
+            warp_view(radius, wp.float64), warp_view(lower, wp.vec3d), warp_view(upper, wp.vec3d)])
+        largest = float(radius.max())
+        grid, chain_of, order_of = self.solver.edge_pairs.grid(centre, largest)
+        shared = [grid, warp_view(centre, wp.vec3d), warp_view(radius, wp.float64), largest, chain_of, order_of,
+                  warp_view(lower, wp.vec3d), warp_view(upper, wp.vec3d), *points, edge_vertex, edge_radius,
+                  int32_view(xp, self.vertex_fixed), float(settings.thickness), reach_scale,
+                  float(settings.end_penetration_tolerance), int(end_check)]
+        counts = xp.empty(n_edges, dtype=xp.int32)
+        launch_split(ccd_kernels.count_edge_hits, n_edges, device, [], [*shared, warp_view(counts, wp.int32)])
+        ends = xp.cumsum(counts, dtype=xp.int32)
+        total = int(ends[-1])               # one read: the hits' count (none: no contact)
+        if total == 0:
+            return None
+        pairs = xp.empty((total, 2), dtype=xp.int32)
+        closest = xp.empty((total, 4), dtype=xp.float64)
+        launch_split(ccd_kernels.fill_edge_hits, n_edges, device, [], [
+            *shared, warp_view(xp.ascontiguousarray(ends - counts), wp.int32), warp_view(pairs, wp.int32),
+            warp_view(closest, wp.vec4d)])
+        ea, eb = pairs[:, 0].astype(xp.int64), pairs[:, 1].astype(xp.int64)
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
-        movable = ~(self.vertex_fixed[va] & self.vertex_fixed[va + 1] & self.vertex_fixed[vb] & self.vertex_fixed[vb + 1])
-        kept = xp.nonzero(movable)[0]       # one read of the count, then integer indexing (a mask per array reads each)
-        ea, eb, va, vb = ea[kept], eb[kept], va[kept], vb[kept]
-        return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness
+        return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness, closest
 
     def _without_kinematic(self, found):
         """The ContactSet ``found`` without the contacts carried (almost) only by kinematic vertices, e.g.
@@ -122,22 +134,16 @@ class ContactDetector:
         return found if bool(movable.all()) else found.subset(movable)
 
     def _detect_edges(self, x0, x1):
-        xp, model, settings = self.xp, self.model, self.solver.settings
-        pairs = self._movable_edge_pairs(x0, x1)
-        if pairs is None:
+        xp, model = self.xp, self.model
+        # the narrow phase (kernels.ccd) inside the broad phase's query: the prefilter (the segments' distance
+        # shrinks by at most the largest relative motion of an endpoint of A against one of B, so strands moving
+        # together are not tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1
+        # and those times
+        hits = self._edge_pair_hits(x0, x1)
+        if hits is None:
             return None
-        ea, eb, va, vb, contact_distance = pairs
-        # the narrow phase in one kernel (kernels.ccd): the prefilter (the segments' distance shrinks by at most
-        # the largest relative motion of an endpoint of A against one of B, so strands moving together are not
-        # tested further), the coplanarity times (seed eq. 4.1) and the closest points at τ = 0, 1 and those
-        # times; a pair the prefilter drops gets an infinite distance
-        limit = (1.0 + settings.proximity) * contact_distance
-        closest = self._closest_in_step(x0, x1, va, vb, limit)
-        hit = xp.nonzero(closest[:, 3] < limit)[0]     # one read: the hits' count (none: no contact)
-        if hit.shape[0] == 0:
-            return None
-        tau = closest[hit, 0]
-        ea, eb, va, vb, contact_distance = ea[hit], eb[hit], va[hit], vb[hit], contact_distance[hit]
+        ea, eb, va, vb, contact_distance, closest = hits
+        tau = closest[:, 0]
         points0 = [x0[va], x0[va + 1], x0[vb], x0[vb + 1]]
         motion = [x1[va] - points0[0], x1[va + 1] - points0[1], x1[vb] - points0[2], x1[vb + 1] - points0[3]]
         # contact point and normal from the closest points at the START of the step, where the strands are
@@ -159,21 +165,6 @@ class ContactDetector:
         closest = self._edge_contacts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
         far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
         return self._without_kinematic(ContactSet.concatenate(xp, [closest, far]))
-
-    def _closest_in_step(self, x0, x1, va, vb, limit):
-        """(n, 4) (τ, s, t, distance) of each edge pair's (first vertices va, vb (n,)) smallest closest-point
-        distance while the points move x0 → x1 (N, 3) [m], +inf distance where it stays above ``limit`` (n,) [m]
-        (``kernels.ccd.edge_pairs_closest_in_step``, one launch)."""
-        xp = self.xp
-        closest = xp.empty((va.shape[0], 4), dtype=xp.float64)
-        launch_items(ccd_kernels.edge_pairs_closest_in_step, va.shape[0], warp_device_of(closest),
-                     [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
-                      warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
-                      warp_view(xp.ascontiguousarray(va, dtype=xp.int32), wp.int32),
-                      warp_view(xp.ascontiguousarray(vb, dtype=xp.int32), wp.int32),
-                      warp_view(xp.ascontiguousarray(limit, dtype=xp.float64), wp.float64)],
-                     [warp_view(closest, wp.vec4d)], split=True)
-        return closest
 
     def _edge_contacts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
         """The ContactSet of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
@@ -354,20 +345,13 @@ class ContactDetector:
         """Edge–edge contacts of the pairs closer at the end positions x1 (N, 3) [m] than their contact
         distance less the tolerance (``relinearize``): the ContactSet, or None."""
         xp, model, settings = self.xp, self.model, self.solver.settings
-        if not settings.self_collision or model.n_edges == 0:
+        if not settings.self_collision:
             return None
-        pairs = self._movable_edge_pairs(x1, x1)
-        if pairs is None:
+        short = self._edge_pair_hits(x1, x1, end_check=True)       # at rest at the end positions
+        if short is None:
             return None
-        ea, eb, va, vb, contact_distance = pairs
-        radius_scale = xp.minimum(model.edge_radius[ea], model.edge_radius[eb])
-        limit = contact_distance - settings.end_penetration_tolerance * radius_scale
-        closest = self._closest_in_step(x1, x1, va, vb, limit)       # at rest at the end positions
-        short = xp.nonzero(closest[:, 3] < limit)[0]   # one read: the short pairs' count (none: no contact)
-        if short.shape[0] == 0:
-            return None
-        ea, eb, va, vb, contact_distance = ea[short], eb[short], va[short], vb[short], contact_distance[short]
-        s, t = closest[short, 1], closest[short, 2]
+        ea, eb, va, vb, contact_distance, closest = short
+        s, t = closest[:, 1], closest[:, 2]
         end_a = x1[va] + s[:, None] * (x1[va + 1] - x1[va])
         end_b = x1[vb] + t[:, None] * (x1[vb + 1] - x1[vb])
         separation = (x0[va] + s[:, None] * (x0[va + 1] - x0[va])) - (x0[vb] + t[:, None] * (x0[vb + 1] - x0[vb]))

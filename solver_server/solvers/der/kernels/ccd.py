@@ -1,6 +1,13 @@
-"""Warp kernels of the DER narrow phase: strand–strand edge pairs (contact_detection._detect_edges), rod edges
+"""Warp kernels of the DER narrow phase: strand–strand edge pairs (contact_detection._edge_pair_hits), rod edges
 against a mesh collider's edges (contact_detection._mesh_edge_contacts), and vertex paths against a mesh's
 triangles (collider_ccd.swept_mesh_hits: ``vertex_mesh_first_touch``, at the end of this module).
+
+Strand–strand pairs are found, tested and listed in one pass pair: ``swept_edge_bounds`` gives every edge its
+swept bounding sphere and box, then ``count_edge_hits`` and ``fill_edge_hits`` query the broad phase's hash grid
+(``kernels.pairs``: overlapping spheres and boxes, no shared vertex), skip pairs whose four vertices are all
+kinematic, and run the narrow phase below on the rest: the first counts each edge's hits, the second writes them
+at the counts' prefix sums, each edge's partners ascending, so the hits come in the (i, j) order of the sorted
+candidate list they were once filtered from (one read of the device: their number).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
 the conservative prefilter (the start distance minus the largest relative endpoint motion must come within
@@ -16,6 +23,7 @@ from __future__ import annotations
 import warp as wp
 
 from ....kernels.bounds import box_lower, box_upper
+from ....kernels.pairs import is_candidate
 from ....kernels.geometry import blend, closest_barycentric, segment_closest_parameters_near_parallel
 
 wp.set_module_options({"enable_backward": False})
@@ -119,23 +127,109 @@ def pair_closest_in_step(p0: wp.vec3d, p1: wp.vec3d, p2: wp.vec3d, p3: wp.vec3d,
 
 
 @wp.kernel
-def edge_pairs_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
-                               first_a: wp.array(dtype=wp.int32), first_b: wp.array(dtype=wp.int32),
-                               reach_limit: wp.array(dtype=wp.float64), first: int, chunk: int,
-                               closest: wp.array(dtype=wp.vec4d)):
-    """closest[k] = (τ, s, t, distance) of pair k's smallest closest-point distance over the step, for pairs
-    [first + t·chunk, first + (t + 1)·chunk); first_a, first_b: the edges' first vertices; reach_limit:
-    (1 + proximity) × the pair's contact distance [m]. Pairs the prefilter drops: (0, 0, 0, +inf)."""
-    start = first + wp.tid() * chunk
-    for k in range(start, wp.min(start + chunk, first_a.shape[0])):
-        va = first_a[k]
-        vb = first_b[k]
-        p0 = x0[va]
-        p1 = x0[va + 1]
-        p2 = x0[vb]
-        p3 = x0[vb + 1]
-        closest[k] = pair_closest_in_step(p0, p1, p2, p3, x1[va] - p0, x1[va + 1] - p1, x1[vb] - p2, x1[vb + 1] - p3,
-                                          reach_limit[k])
+def swept_edge_bounds(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
+                      edge_radius: wp.array(dtype=wp.float64), thickness: wp.float64, reach_scale: wp.float64,
+                      centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
+                      lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d)):
+    """Edge e's sphere and box over the step x0 → x1 (N, 3) [m]: its centre (the mean of its four end positions)
+    and radius (half the longer of its start and end lengths, half the larger of its endpoints' motions, its
+    radius and half the thickness); the box of the four end positions grown by reach_scale × (radius + half the
+    thickness), the edge's share of the farthest the narrow phase accepts ((1 + proximity) × contact distance)."""
+    e = wp.tid()
+    v = edge_vertex[e]
+    a0 = x0[v]
+    a1 = x0[v + 1]
+    b0 = x1[v]
+    b1 = x1[v + 1]
+    half_thickness = wp.float64(0.5) * thickness
+    centre[e] = wp.float64(0.25) * (a0 + a1 + b0 + b1)
+    radius[e] = (wp.float64(0.5) * wp.max(wp.length(a1 - a0), wp.length(b1 - b0))
+                 + wp.float64(0.5) * wp.max(wp.length(b0 - a0), wp.length(b1 - a1)) + edge_radius[e] + half_thickness)
+    margin = reach_scale * (edge_radius[e] + half_thickness)
+    grow = wp.vec3d(margin, margin, margin)
+    lower[e] = wp.min(wp.min(a0, a1), wp.min(b0, b1)) - grow
+    upper[e] = wp.max(wp.max(a0, a1), wp.max(b0, b1)) + grow
+
+
+@wp.func
+def edge_pair_hit(i: int, j: int, x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
+                  edge_vertex: wp.array(dtype=wp.int32), edge_radius: wp.array(dtype=wp.float64),
+                  vertex_fixed: wp.array(dtype=wp.int32), thickness: wp.float64, reach_scale: wp.float64,
+                  tolerance: wp.float64, end_check: int) -> wp.vec4d:
+    """(τ, s, t, distance) of edges i and j over the step x0 → x1, distance +inf where the pair is no hit: all four
+    vertices kinematic, or never within the limit: reach_scale × the contact distance r_i + r_j + thickness on the
+    path (``end_check`` 0), or the contact distance less tolerance × the smaller radius at rest (``end_check`` 1)."""
+    miss = wp.vec4d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(wp.inf))
+    va = edge_vertex[i]
+    vb = edge_vertex[j]
+    if vertex_fixed[va] != 0 and vertex_fixed[va + 1] != 0 and vertex_fixed[vb] != 0 and vertex_fixed[vb + 1] != 0:
+        return miss
+    contact_distance = edge_radius[i] + edge_radius[j] + thickness
+    limit = reach_scale * contact_distance
+    if end_check != 0:
+        limit = contact_distance - tolerance * wp.min(edge_radius[i], edge_radius[j])
+    p0 = x0[va]
+    p1 = x0[va + 1]
+    p2 = x0[vb]
+    p3 = x0[vb + 1]
+    closest = pair_closest_in_step(p0, p1, p2, p3, x1[va] - p0, x1[va + 1] - p1, x1[vb] - p2, x1[vb + 1] - p3, limit)
+    if closest[3] < limit:
+        return closest
+    return miss
+
+
+@wp.kernel
+def count_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
+                    largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
+                    lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), x0: wp.array(dtype=wp.vec3d),
+                    x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
+                    edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32),
+                    thickness: wp.float64, reach_scale: wp.float64, tolerance: wp.float64, end_check: int,
+                    counts: wp.array(dtype=wp.int32)):
+    """counts[i]: the hits (i, j > i) of edge i (``edge_pair_hit`` over the broad phase's candidates)."""
+    i = wp.tid() + first
+    found = int(0)
+    j = int(0)
+    query = wp.hash_grid_query(grid, centre[i], radius[i] + largest_radius)
+    while wp.hash_grid_query_next(query, j):
+        if is_candidate(i, j, centre, radius, chain_of, order_of, 1, lower, upper, 1):
+            hit = edge_pair_hit(i, j, x0, x1, edge_vertex, edge_radius, vertex_fixed, thickness, reach_scale,
+                                tolerance, end_check)
+            if hit[3] < wp.float64(wp.inf):
+                found += 1
+    counts[i] = found
+
+
+@wp.kernel
+def fill_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
+                   largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
+                   lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), x0: wp.array(dtype=wp.vec3d),
+                   x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
+                   edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32),
+                   thickness: wp.float64, reach_scale: wp.float64, tolerance: wp.float64, end_check: int,
+                   offsets: wp.array(dtype=wp.int32), pairs: wp.array2d(dtype=wp.int32),
+                   closest: wp.array(dtype=wp.vec4d)):
+    """pairs[offsets[i] + k] = (i, j_k) and closest[...] its (τ, s, t, distance) for edge i's hits, j_k ascending
+    (insertion sort of the few)."""
+    i = wp.tid() + first
+    begin = offsets[i]
+    slot = begin
+    j = int(0)
+    query = wp.hash_grid_query(grid, centre[i], radius[i] + largest_radius)
+    while wp.hash_grid_query_next(query, j):
+        if is_candidate(i, j, centre, radius, chain_of, order_of, 1, lower, upper, 1):
+            hit = edge_pair_hit(i, j, x0, x1, edge_vertex, edge_radius, vertex_fixed, thickness, reach_scale,
+                                tolerance, end_check)
+            if hit[3] < wp.float64(wp.inf):
+                pairs[slot, 0] = i
+                position = slot
+                while position > begin and pairs[position - 1, 1] > j:
+                    pairs[position, 1] = pairs[position - 1, 1]
+                    closest[position] = closest[position - 1]
+                    position -= 1
+                pairs[position, 1] = j
+                closest[position] = hit
+                slot += 1
 
 
 @wp.kernel
