@@ -232,6 +232,19 @@ def test_der_edge_pairs_are_listed_with_two_reads_of_the_device(monkeypatch):
     assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0
 
 
+def test_der_rod_edges_against_a_mesh_read_the_device_once_a_search(monkeypatch):
+    """Rod edges against a mesh collider's edges: every rod edge is an item of the search (those with no free,
+    reachable vertex skip it), so the only read is the hits' number."""
+    from solver_server.solvers.der import contact_detection
+
+    search_reads = []
+    monkeypatch.setattr(contact_detection.ContactDetector, "_mesh_edge_contacts",
+                        counting_reads(contact_detection.ContactDetector._mesh_edge_contacts, search_reads.append))
+    SYNCS.clear()
+    _guarded_frames("colliders_der", emulated_cuda_backend())
+    assert search_reads and set(search_reads) == {1}, search_reads
+
+
 def test_der_mesh_failsafe_and_contact_figures_read_nothing_on_the_device(monkeypatch):
     """On the device the failsafe after DER's contact loop runs its masked corrections whether or not anything
     crossed, counts on the device and hands back a moved-anything flag, and the step's contact figures stay device

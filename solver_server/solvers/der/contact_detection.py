@@ -413,30 +413,35 @@ class ContactDetector:
         xp, model, settings = self.xp, self.model, self.solver.settings
         geometry = collider.mesh_geometry()
         ev = model.edge_vertex
-        # an edge with a vertex that only its sunk root could bring out is left out, as that vertex is
+        # an edge with a vertex that only its sunk root could bring out is left out, as that vertex is; every rod
+        # edge is an item of the search (no data-sized selection: one read, the hits' number)
         reachable = ~self.unreachable_of[number]
-        candidate = xp.nonzero((movable[ev] | movable[ev + 1]) & reachable[ev] & reachable[ev + 1])[0]
-        if candidate.shape[0] == 0:
-            return None
-        radius = model.edge_radius[candidate]
+        wanted = (movable[ev] | movable[ev + 1]) & reachable[ev] & reachable[ev + 1]
+        radius = model.edge_radius
         contact_distance = radius + collider.thickness + settings.thickness
         limit = xp.maximum(contact_distance - settings.end_penetration_tolerance * radius, 0.0) if end \
             else (1.0 + settings.proximity) * contact_distance
         pose = geometry.pose(xp)
-        first_vertex = xp.ascontiguousarray(ev[candidate], dtype=xp.int32)
-        nearest_edge = xp.empty(candidate.shape[0], dtype=xp.int32)
-        closest = xp.empty((candidate.shape[0], 4), dtype=xp.float64)
-        launch_items(ccd_kernels.mesh_edges_closest_in_step, candidate.shape[0], warp_device_of(closest),
+        count = model.n_edges
+        nearest_edge = xp.empty(count, dtype=xp.int32)
+        closest = xp.empty((count, 4), dtype=xp.float64)
+        launch_items(ccd_kernels.mesh_edges_closest_in_step, count, warp_device_of(closest),
                      [warp_view(xp.ascontiguousarray(x0, dtype=xp.float64), wp.vec3d),
                       warp_view(xp.ascontiguousarray(x1, dtype=xp.float64), wp.vec3d),
-                      warp_view(first_vertex, wp.int32), warp_view(xp.ascontiguousarray(limit), wp.float64),
-                      pose.edges.bvh.id, pose.previous_view, pose.current_view, pose.edges.index_view],
+                      index_view(model, "edge_vertex"), warp_view(xp.ascontiguousarray(limit), wp.float64),
+                      int32_view(xp, wanted), pose.edges.bvh.id, pose.previous_view, pose.current_view,
+                      pose.edges.index_view],
                      [warp_view(nearest_edge, wp.int32), warp_view(closest, wp.vec4d)], split=True)
-        hit = xp.nonzero(nearest_edge >= 0)[0]     # one read: the hits' count (none: no contact)
-        if hit.shape[0] == 0:
+        # hits carried (almost) only by kinematic vertices are left out as _without_kinematic leaves them (the free
+        # vertices' weights |1 − s| and |s|), in the same selection: one read, the hits' count (none: no contact)
+        free = ~self.vertex_fixed
+        along = closest[:, 1]
+        free_weight = xp.abs(1.0 - along) * free[ev] + xp.abs(along) * free[ev + 1]
+        edge = xp.nonzero((nearest_edge >= 0) & (free_weight > KINEMATIC_CONTACT_WEIGHT))[0]
+        if edge.shape[0] == 0:
             return None
-        edge, mesh_edge, closest = candidate[hit], nearest_edge[hit], closest[hit]
-        contact_distance = contact_distance[hit]
+        mesh_edge, closest = nearest_edge[edge], closest[edge]
+        contact_distance = contact_distance[edge]
         tau, s, t = closest[:, 0:1], closest[:, 1], closest[:, 2]
         va = ev[edge]
         corners = pose.edges.indices[mesh_edge]
@@ -461,11 +466,11 @@ class ContactDetector:
         colliders = len(self.solver.colliders)
         keys = model.n_edges * model.n_edges + 2 * colliders * model.n_vertices \
             + (number + (colliders if end else 0)) * model.n_edges + edge
-        return self._without_kinematic(ContactSet(
+        return ContactSet(
             vertices=xp.stack((va, va + 1, va, va), axis=1),
             weights=xp.stack((1.0 - s, s, xp.zeros(n), xp.zeros(n)), axis=1), kind_edge=xp.zeros(n, dtype=bool),
             normal=normal, target_normal=(contact_distance - start_gap) / self.h, surface_velocity=motion_b / self.h,
-            mu=xp.full(n, float(mu)), radius_scale=model.edge_radius[edge], keys=keys))
+            mu=xp.full(n, float(mu)), radius_scale=model.edge_radius[edge], keys=keys)
 
 
 @dataclass

@@ -235,15 +235,21 @@ def fill_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d)
 @wp.kernel
 def mesh_edges_closest_in_step(x0: wp.array(dtype=wp.vec3d), x1: wp.array(dtype=wp.vec3d),
                                first_vertex: wp.array(dtype=wp.int32), reach_limit: wp.array(dtype=wp.float64),
-                               bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
-                               mesh_edges: wp.array(dtype=wp.int32, ndim=2), first: int, chunk: int,
-                               nearest_edge: wp.array(dtype=wp.int32), closest: wp.array(dtype=wp.vec4d)):
+                               wanted: wp.array(dtype=wp.int32), bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d),
+                               current: wp.array(dtype=wp.vec3d), mesh_edges: wp.array(dtype=wp.int32, ndim=2),
+                               first: int, chunk: int, nearest_edge: wp.array(dtype=wp.int32),
+                               closest: wp.array(dtype=wp.vec4d)):
     """For rod edges k in [first + t·chunk, first + (t + 1)·chunk) (first vertices ``first_vertex``, moving
     x0 → x1) against a mesh's edges moving previous → current (their swept boxes in ``bvh``): the mesh edge
     that comes nearest during the step within ``reach_limit[k]`` [m], −1 for none, and (τ, s, t, distance) of
-    that approach (s along the rod edge, t along the mesh edge)."""
+    that approach (s along the rod edge, t along the mesh edge). Rod edges not ``wanted`` (0) get −1 and
+    (0, 0, 0, +inf) without a search."""
     start = first + wp.tid() * chunk
     for k in range(start, wp.min(start + chunk, first_vertex.shape[0])):
+        if wanted[k] == 0:
+            nearest_edge[k] = -1
+            closest[k] = wp.vec4d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(wp.inf))
+            continue
         va = first_vertex[k]
         p0 = x0[va]
         p1 = x0[va + 1]
