@@ -220,16 +220,22 @@ def test_a_non_finite_der_direction_fails_the_job_at_its_substep_on_the_device_a
 def test_der_edge_pairs_are_listed_with_two_reads_of_the_device(monkeypatch):
     """The strand-contact pairs are found, filtered (a free vertex) and narrow-phase tested inside the broad phase's
     kernels, and listed with two reads of the device a call: the largest swept radius (the hash grid's cell size)
-    and the number of hits; no count of candidates, no mask of movable pairs, no mask of hits."""
+    and the number of hits; no count of candidates, no mask of movable pairs, no mask of hits. The contacts made
+    from the hits take one read more."""
     from solver_server.solvers.der import contact_detection
 
-    listing_reads = []
+    listing_reads, detection_reads = [], []
     monkeypatch.setattr(contact_detection.ContactDetector, "_edge_pair_hits",
                         counting_reads(contact_detection.ContactDetector._edge_pair_hits, listing_reads.append))
+    monkeypatch.setattr(contact_detection.ContactDetector, "_detect_edges",
+                        counting_reads(contact_detection.ContactDetector._detect_edges, detection_reads.append))
     SYNCS.clear()
     frames = _guarded_frames("der_strand_contact", emulated_cuda_backend())
     assert listing_reads and set(listing_reads) == {2}, listing_reads
     assert max(stats["contacts"] for _, _, stats in frames[1:]) > 0
+    # with hits, the contacts are made from them with one read more: which of them (and of their far ends) are
+    # kept (no read of which pairs touch, none of which far ends are wanted)
+    assert 3 in detection_reads and set(detection_reads) <= {2, 3}, detection_reads
 
 
 def test_der_rod_edges_against_a_mesh_read_the_device_once_a_search(monkeypatch):

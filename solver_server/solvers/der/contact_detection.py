@@ -125,13 +125,16 @@ class ContactDetector:
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]
         return ea, eb, va, vb, model.edge_radius[ea] + model.edge_radius[eb] + settings.thickness, closest
 
-    def _without_kinematic(self, found):
+    def _without_kinematic(self, found, wanted=None):
         """The ContactSet ``found`` without the contacts carried (almost) only by kinematic vertices, e.g.
         one strand's clamped root edge touching another's clamped second point: their response J A⁻¹ Jᵀ is
-        (nearly) zero."""
-        free_weight = self.xp.sum(self.xp.abs(found.weights) * ~self.vertex_fixed[found.vertices], axis=1)
-        movable = free_weight > KINEMATIC_CONTACT_WEIGHT
-        return found if bool(movable.all()) else found.subset(movable)
+        (nearly) zero; with ``wanted`` (n,) bool, only the rows it marks. None when no row is left. One read of
+        the device: the number kept."""
+        xp = self.xp
+        free_weight = xp.sum(xp.abs(found.weights) * ~self.vertex_fixed[found.vertices], axis=1)
+        kept = free_weight > KINEMATIC_CONTACT_WEIGHT
+        rows = xp.nonzero(kept if wanted is None else kept & wanted)[0]
+        return found.subset(rows) if rows.shape[0] else None
 
     def _detect_edges(self, x0, x1):
         xp, model = self.xp, self.model
@@ -152,19 +155,18 @@ class ContactDetector:
         s, t, distance0 = segment_closest_points(xp, *points0)
         start_a = points0[0] + s[:, None] * (points0[1] - points0[0])
         start_b = points0[2] + t[:, None] * (points0[3] - points0[2])
-        normal = start_a - start_b
-        touching = distance0 < 1e-3 * contact_distance
-        if bool(touching.any()):
-            at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
-            normal[touching] = cross3(xp, at[1] - at[0], at[3] - at[2])[touching]
-            degenerate = xp.linalg.norm(normal, axis=1) < 1e-12
-            normal[degenerate] = xp.asarray([0.0, 0.0, 1.0])
-        normal = normalize(xp, normal)
+        # (every row computed, the touching ones taken: no read of which touch)
+        touching = (distance0 < 1e-3 * contact_distance)[:, None]
+        at = [p0 + tau[:, None] * m for p0, m in zip(points0, motion)]
+        normal = xp.where(touching, cross3(xp, at[1] - at[0], at[3] - at[2]), start_a - start_b)
+        degenerate = touching & (xp.linalg.norm(normal, axis=1) < 1e-12)[:, None]
+        normal = normalize(xp, xp.where(degenerate, xp.asarray([0.0, 0.0, 1.0]), normal))
         normal = xp.where((rows_dot(xp, start_a - start_b, normal) < 0.0)[:, None], -normal, normal)
         keys = ea * model.n_edges + eb
         closest = self._edge_contacts(ea, eb, va, vb, s, t, normal, start_a - start_b, contact_distance, keys)
-        far = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
-        return self._without_kinematic(ContactSet.concatenate(xp, [closest, far]))
+        far, far_wanted = self._far_end_contacts(ea, eb, va, vb, s, normal, points0, motion, contact_distance, keys)
+        wanted = xp.concatenate((xp.ones(ea.shape[0], dtype=bool), far_wanted))
+        return self._without_kinematic(ContactSet.concatenate(xp, [closest, far]), wanted)
 
     def _edge_contacts(self, ea, eb, va, vb, s, t, normal, separation, contact_distance, keys):
         """The ContactSet of edge–edge contacts at parameters s, t (n,) of edges ea, eb (n,) with first
@@ -183,8 +185,9 @@ class ContactDetector:
         """Second contacts of (nearly) parallel edge pairs that lie along each other: the closest points pin
         one end of the stretch where they touch, and nothing stops the other end from closing in when the
         strands turn during the step (at a strand's end no neighbouring edge pair covers it).  A contact at
-        the far end of that stretch (geometry.overlap_far_end), when it is a quarter edge or more away and
-        within reach during the step.  Keys: −(pair key) − 1.  Returns the ContactSet or None."""
+        the far end of that stretch (geometry.overlap_far_end), wanted when it is a quarter edge or more away and
+        within reach during the step.  Keys: −(pair key) − 1.  Returns (the ContactSet of every pair's far end,
+        which of them are wanted (n,) bool): the caller keeps the wanted rows in its one selection."""
         xp, settings = self.xp, self.solver.settings
         axis_a, axis_b = points0[1] - points0[0], points0[3] - points0[2]
         cross = cross3(xp, axis_a, axis_b)
@@ -197,17 +200,13 @@ class ContactDetector:
         nearest = xp.minimum(xp.linalg.norm(start_a - start_b, axis=1), xp.linalg.norm(end_a - end_b, axis=1))
         wanted = (sine_squared < PARALLEL_SINE ** 2) & (xp.abs(s_far - s) >= 0.25) \
             & (nearest < (1.0 + settings.proximity) * contact_distance)
-        wanted = xp.nonzero(wanted)[0]      # one read: the count (none: no far-end contact)
-        if wanted.shape[0] == 0:
-            return None
-        separation = (start_a - start_b)[wanted]
+        separation = start_a - start_b
         # apart at the start: the normal of the far end's own points; touching there: the pair's normal
         length = xp.linalg.norm(separation, axis=1)
-        own = length >= 1e-3 * contact_distance[wanted]
-        far_normal = xp.where(own[:, None], separation / xp.maximum(length, 1e-300)[:, None], normal[wanted])
-        return self._edge_contacts(ea[wanted], eb[wanted], va[wanted], vb[wanted], s_far[wanted],
-                                        t_far[wanted], far_normal, separation, contact_distance[wanted],
-                                        -keys[wanted] - 1)
+        own = length >= 1e-3 * contact_distance
+        far_normal = xp.where(own[:, None], separation / xp.maximum(length, 1e-300)[:, None], normal)
+        return self._edge_contacts(ea, eb, va, vb, s_far, t_far, far_normal, separation, contact_distance,
+                                   -keys - 1), wanted
 
     def _collider_keys(self, number, vertices, end: bool = False):
         """Keys of vertex–collider contacts, after every edge-pair key (edge pairs: e_a · E + e_b, e_a < e_b); those
@@ -356,10 +355,8 @@ class ContactDetector:
         end_b = x1[vb] + t[:, None] * (x1[vb + 1] - x1[vb])
         separation = (x0[va] + s[:, None] * (x0[va + 1] - x0[va])) - (x0[vb] + t[:, None] * (x0[vb + 1] - x0[vb]))
         normal = end_a - end_b
-        degenerate = row_lengths(xp, normal) < 1e-9 * contact_distance
-        if bool(degenerate.any()):
-            normal[degenerate] = cross3(xp, x1[va + 1] - x1[va], x1[vb + 1] - x1[vb])[degenerate]
-        normal = normalize(xp, normal)
+        degenerate = (row_lengths(xp, normal) < 1e-9 * contact_distance)[:, None]
+        normal = normalize(xp, xp.where(degenerate, cross3(xp, x1[va + 1] - x1[va], x1[vb + 1] - x1[vb]), normal))
         normal = xp.where((rows_dot(xp, normal, separation) < 0.0)[:, None], -normal, normal)
         keys = ea * model.n_edges + eb
         return self._without_kinematic(
