@@ -22,6 +22,12 @@ from .helpers import HAIR, make, run, straight
 DT = 1e-3
 
 
+def _first_touches(touches):
+    """(vertices, normals, start gaps, surface velocities) of the touched vertices of a VertexTouches."""
+    vertex = np.flatnonzero(touches.hit)
+    return (vertex, *touches.planes(vertex))
+
+
 def _moving_mesh(previous, current, triangles=((0, 1, 2),)):
     """A MeshGeometry posed to move from ``previous`` to ``current`` vertices (V, 3) [m] over the step."""
     from solver_server.collision.mesh import MeshGeometry
@@ -129,10 +135,10 @@ def test_conservative_advancement_finds_the_first_touch():
     x0 = np.array([[0.0, 0.0, 0.01], [0.05, 0.0, 0.02], [0.0, 0.0, 0.01]])
     x1 = np.array([[0.0, 0.0, -0.02], [0.07, 0.0, -0.03], [0.0, 0.0, 0.005]])   # last: stops short
     reach = np.full(3, 1e-4)
-    hits = swept_distance_hits(np, view, x0, x1, np.ones(3, bool), reach, DT)
-    assert list(hits.vertex) == [0, 1]
-    assert np.allclose(hits.normal, [[0.0, 0.0, 1.0]] * 2)
-    assert np.allclose(hits.start_gap, [0.01, 0.02])
+    vertex, normal, start_gap, _ = _first_touches(swept_distance_hits(np, view, x0, x1, np.ones(3, bool), reach, DT))
+    assert list(vertex) == [0, 1]
+    assert np.allclose(normal, [[0.0, 0.0, 1.0]] * 2)
+    assert np.allclose(start_gap, [0.01, 0.02])
 
 
 def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
@@ -140,18 +146,20 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     previous = np.array([[-1.0, -1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 1.0, 0.0]])
     current = previous + [0.0, 0.0, 0.02]
     x0, x1 = np.array([[0.0, 0.0, 0.01]]), np.array([[0.0, 0.0, -0.01]])
-    hits = swept_mesh_hits(np, _moving_mesh(previous, current), x0, x1, np.ones(1, bool), np.full(1, 1e-5), DT)
-    assert list(hits.vertex) == [0]
-    assert np.allclose(hits.normal, [[0.0, 0.0, 1.0]])
-    assert np.isclose(hits.start_gap[0], 0.01)
-    assert np.allclose(hits.surface_velocity, [[0.0, 0.0, 20.0]])
+    vertex, normal, start_gap, surface_velocity = _first_touches(
+        swept_mesh_hits(np, _moving_mesh(previous, current), x0, x1, np.ones(1, bool), np.full(1, 1e-5), DT))
+    assert list(vertex) == [0]
+    assert np.allclose(normal, [[0.0, 0.0, 1.0]])
+    assert np.isclose(start_gap[0], 0.01)
+    assert np.allclose(surface_velocity, [[0.0, 0.0, 20.0]])
     # starting behind the triangle (its back side): the surface is two-sided, so the crossing from
     # behind is a hit too, with the normal facing the side the vertex started on
-    behind = swept_mesh_hits(np, _moving_mesh(previous, current), -x1 * 0 - [[0.0, 0.0, 0.01]],
-                             np.array([[0.0, 0.0, 0.03]]), np.ones(1, bool), np.full(1, 1e-5), DT)
-    assert list(behind.vertex) == [0]
-    assert np.allclose(behind.normal, [[0.0, 0.0, -1.0]])
-    assert np.isclose(behind.start_gap[0], 0.01)
+    vertex, normal, start_gap, _ = _first_touches(
+        swept_mesh_hits(np, _moving_mesh(previous, current), -x1 * 0 - [[0.0, 0.0, 0.01]],
+                        np.array([[0.0, 0.0, 0.03]]), np.ones(1, bool), np.full(1, 1e-5), DT))
+    assert list(vertex) == [0]
+    assert np.allclose(normal, [[0.0, 0.0, -1.0]])
+    assert np.isclose(start_gap[0], 0.01)
 
 
 def test_mesh_ccd_touch_beside_a_rim_takes_the_rim_to_vertex_normal():
@@ -161,11 +169,12 @@ def test_mesh_ccd_touch_beside_a_rim_takes_the_rim_to_vertex_normal():
     Suzanne's brow (tests/physics/test_character_hair.py)."""
     triangle = np.array([[-1.0, -1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 1.0, 0.0]])     # its edge x = 0 along y
     x0, x1 = np.array([[0.002, 0.0, 0.003]]), np.array([[0.002, 0.0, -0.003]])
-    hits = swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0, x1, np.ones(1, bool), np.full(1, 0.004), DT)
-    assert list(hits.vertex) == [0]
-    assert np.allclose(hits.normal, [[1.0, 0.0, 0.0]])
-    assert np.isclose(hits.start_gap[0], 0.002)
+    vertex, normal, start_gap, _ = _first_touches(
+        swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0, x1, np.ones(1, bool), np.full(1, 0.004), DT))
+    assert list(vertex) == [0]
+    assert np.allclose(normal, [[1.0, 0.0, 0.0]])
+    assert np.isclose(start_gap[0], 0.002)
     # through the face itself, the crossing keeps the face normal on the side the vertex came from
-    through = swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0 - [0.01, 0.0, 0.0],
-                              x1 - [0.01, 0.0, 0.0], np.ones(1, bool), np.full(1, 0.004), DT)
-    assert np.allclose(through.normal, [[0.0, 0.0, 1.0]])
+    _, normal, _, _ = _first_touches(swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0 - [0.01, 0.0, 0.0],
+                                                     x1 - [0.01, 0.0, 0.0], np.ones(1, bool), np.full(1, 0.004), DT))
+    assert np.allclose(normal, [[0.0, 0.0, 1.0]])

@@ -16,13 +16,16 @@ the step gets a contact at the FIRST touching point, so a fast strand cannot pas
   vertex lies within `reach` of the triangle then.  Two-sided: a crossing from either side, the contact normal facing
   the side the vertex started on (never read from the winding).
 
-A hit is returned as a contact plane: unit normal n (towards the vertex's starting side), the signed gap of the
-start point to the plane, and the surface velocity there.  The contact then asks the end position to stay
-`contact distance` in front of the plane: n·(v − v_surface) ≥ (contact distance − start gap)/h.
+A vertex's first touch is returned as a contact plane: unit normal n (towards the vertex's starting side), the
+signed gap of the start point to the plane, and the surface velocity there.  The contact then asks the end
+position to stay `contact distance` in front of the plane: n·(v − v_surface) ≥ (contact distance − start gap)/h.
+The touches come as a mask over all vertices and a function that makes the planes of chosen vertices, so the
+caller selects its contacts (these and others) with one read of the device.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,71 +41,73 @@ EDGE_NORMAL_FRACTION = 1e-3   # a touch this far (× the reach) from the mesh is
 
 
 @dataclass
-class ColliderHits:
-    """First touching points of vertex paths: vertex (m,) indices, normal (m, 3), start_gap (m,) [m] of the
-    start point along the normal, surface_velocity (m, 3) [m/s] of the collider at the touching point."""
-    vertex: Any
-    normal: Any
-    start_gap: Any
-    surface_velocity: Any
+class VertexTouches:
+    """First touching points of the vertex paths, a row per vertex: ``hit`` (N,) bool, and ``planes(rows)`` for
+    vertex indices rows (k,): (normal (k, 3), start_gap (k,) [m] of the start point along the normal,
+    surface_velocity (k, 3) [m/s] of the collider at the touching point). Rows that are no hit give finite planes
+    of no meaning (a caller that selects several kinds of contact at once takes each row's own)."""
+    hit: Any
+    planes: Callable
 
 
 def _rows_dot(xp, a, b):
     return xp.einsum("nc,nc->n", a, b)
 
 
-def _empty(xp) -> ColliderHits:
-    return ColliderHits(xp.zeros(0, dtype=xp.int64), xp.zeros((0, 3)), xp.zeros(0), xp.zeros((0, 3)))
-
-
-def swept_distance_hits(xp, collider, x0, x1, movable, reach, dt: float) -> ColliderHits:
-    """First hits of the paths x0 → x1 (n, 3) of `movable` (n,) vertices against a signed-distance collider.
+def swept_distance_hits(xp, collider, x0, x1, movable, reach, dt: float) -> VertexTouches:
+    """First touches of the paths x0 → x1 (n, 3) of `movable` (n,) vertices against a signed-distance collider.
 
     collider: a colliders.ColliderView (signed_distance, start_in_end_pose, velocity); reach (n,) [m]: the
     distance at which a vertex touches.  A vertex starting within reach touches at τ = 0 (a resting contact,
-start gap = its distance); vertices starting inside are left to the end-of-step test."""
+    start gap = its distance); vertices starting inside are left to the end-of-step test."""
+    count = x0.shape[0]
     start = collider.start_in_end_pose(xp, x0, dt)
     start_distance, _ = collider.signed_distance(xp, start)
     path = x1 - start
     length = xp.linalg.norm(path, axis=1)
     candidate = movable & (start_distance > 0.0) & (start_distance - length < reach)
     index = xp.nonzero(candidate)[0]
-    if index.shape[0] == 0:
-        return _empty(xp)
-    start, path, length, reach = start[index], path[index], length[index], reach[index]
-    tau = xp.zeros(index.shape[0])
-    walking = xp.ones(index.shape[0], dtype=bool)
-    touched = xp.zeros(index.shape[0], dtype=bool)
-    for _ in range(ADVANCEMENT_STEPS):   # vectorized over all walking vertices
-        distance, _ = collider.signed_distance(xp, start + tau[:, None] * path)
-        touched |= walking & (distance <= reach * (1.0 + 1e-3))
-        walking &= ~touched
-        tau = xp.where(walking, tau + (distance - reach) / length, tau)
-        walking &= tau < 1.0
-        if not bool(walking.any()):
-            break
-    # still walking after the last step: close to the surface, keep it; one read, the count of hits
-    hit = xp.nonzero(touched | walking)[0]
-    if hit.shape[0] == 0:
-        return _empty(xp)
-    index, start, path, tau = index[hit], start[hit], path[hit], xp.minimum(tau[hit], 1.0)
-    point = start + tau[:, None] * path
-    distance, normal = collider.signed_distance(xp, point)
-    surface = point - distance[:, None] * normal
-    return ColliderHits(vertex=index, normal=normal, start_gap=_rows_dot(xp, start - surface, normal),
-                        surface_velocity=collider.velocity(xp, surface, dt))
+    hit = xp.zeros(count, dtype=bool)
+    touch = xp.zeros(count)
+    if index.shape[0]:
+        walked_path, walked_length, walked_reach = path[index], length[index], reach[index]
+        walked_start = start[index]
+        tau = xp.zeros(index.shape[0])
+        walking = xp.ones(index.shape[0], dtype=bool)
+        touched = xp.zeros(index.shape[0], dtype=bool)
+        for _ in range(ADVANCEMENT_STEPS):   # vectorized over all walking vertices
+            distance, _ = collider.signed_distance(xp, walked_start + tau[:, None] * walked_path)
+            touched |= walking & (distance <= walked_reach * (1.0 + 1e-3))
+            walking &= ~touched
+            tau = xp.where(walking, tau + (distance - walked_reach) / walked_length, tau)
+            walking &= tau < 1.0
+            if not bool(walking.any()):
+                break
+        # still walking after the last step: close to the surface, keep it
+        hit[index] = touched | walking
+        touch[index] = xp.minimum(tau, 1.0)
+
+    def planes(rows):
+        point = start[rows] + touch[rows][:, None] * path[rows]
+        distance, normal = collider.signed_distance(xp, point)
+        surface = point - distance[:, None] * normal
+        return normal, _rows_dot(xp, start[rows] - surface, normal), collider.velocity(xp, surface, dt)
+
+    return VertexTouches(hit, planes)
 
 
-def swept_mesh_hits(xp, geometry, x0, x1, movable, reach, dt: float) -> ColliderHits:
-    """First hits of the paths x0 → x1 (n, 3) of `movable` vertices against a triangle mesh (a
+def swept_mesh_hits(xp, geometry, x0, x1, movable, reach, dt: float) -> VertexTouches:
+    """First touches of the paths x0 → x1 (n, 3) of `movable` vertices against a triangle mesh (a
     collision.mesh.MeshGeometry posed for the step: its triangles moving linearly from the previous to the current
     vertices); reach (n,) [m]. The search is one kernel, a vertex a thread (``kernels.ccd.vertex_mesh_first_touch``:
-    the mesh's tree of swept triangle boxes, the coplanarity times, the nearest point at the touch); one read, the
-    count of hits."""
+    the mesh's tree of swept triangle boxes, the coplanarity times, the nearest point at the touch); nothing is
+    read back."""
     pose = geometry.pose(xp)
     count = x0.shape[0]
     if count == 0 or pose.triangles.bvh is None:
-        return _empty(xp)
+        return VertexTouches(xp.zeros(count, dtype=bool), lambda rows: (xp.zeros((rows.shape[0], 3)),
+                                                                         xp.zeros(rows.shape[0]),
+                                                                         xp.zeros((rows.shape[0], 3))))
     touch = xp.empty(count, dtype=xp.float64)
     touched = xp.empty(count, dtype=xp.int32)
     start_height = xp.empty(count, dtype=xp.float64)
@@ -113,32 +118,33 @@ def swept_mesh_hits(xp, geometry, x0, x1, movable, reach, dt: float) -> Collider
                   float64_view(xp, x0, wp.vec3d), float64_view(xp, x1, wp.vec3d), int32_view(xp, movable),
                   float64_view(xp, reach), warp_view(touch, wp.float64), warp_view(touched, wp.int32),
                   warp_view(start_height, wp.float64), warp_view(nearest, wp.vec3d), warp_view(gap, wp.float64)])
-    hit = xp.nonzero(touched >= 0)[0]     # one read: the count of hits
-    if hit.shape[0] == 0:
-        return _empty(xp)
-    corners = pose.triangles.indices[touched[hit]]
-    t = touch[hit][:, None]
-    side = xp.where(start_height[hit] > 0.0, 1.0, -1.0)[:, None]
-    a0, b0, c0 = (pose.previous[corners[:, k]] for k in range(3))
-    a1, b1, c1 = (pose.current[corners[:, k]] for k in range(3))
-    at, bt, ct = a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0)
-    normal = cross3(xp, bt - at, ct - at)
-    normal = side * normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
-    p0, p1 = x0[hit], x1[hit]
-    q = p0 + t * (p1 - p0)
-    _, bary = closest_points_on_triangles(q, at, bt, ct, xp=xp)
-    # A vertex that passes beside the mesh's rim (its nearest mesh point then is on an edge or a corner, not
-    # inside a face) crosses only the plane's extension beyond the touched triangle: the side of that plane
-    # it started on says nothing there. Over a ridge (a brow, an ear's rim) a vertex outside the solid starts
-    # on the inner side of the far face's plane, and that side would hold it inside the solid. Its normal is
-    # the direction from the nearest mesh point to the vertex when it touches: the side it is on. The
-    # nearest point is taken over all the vertex's candidate triangles, so a vertex crossing a flat region
-    # next to the touched triangle's edge (a quad's diagonal) lies on the neighbour's face and keeps the face
-    # normal (EDGE_NORMAL_FRACTION of the reach: nearer than that to the mesh is a crossing of it).
-    offset = q - nearest[hit]
-    on_rim = (gap[hit] > EDGE_NORMAL_FRACTION * reach[hit])[:, None]
-    normal = xp.where(on_rim, offset / xp.maximum(gap[hit], 1e-300)[:, None], normal)
-    surface_start = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
-    surface_end = bary[:, :1] * a1 + bary[:, 1:2] * b1 + bary[:, 2:] * c1
-    return ColliderHits(vertex=hit, normal=normal, start_gap=_rows_dot(xp, p0 - surface_start, normal),
-                        surface_velocity=(surface_end - surface_start) / dt)
+    hit = touched >= 0
+
+    def planes(rows):
+        corners = pose.triangles.indices[xp.maximum(touched[rows], 0)]
+        t = xp.where(hit[rows], touch[rows], 0.0)[:, None]
+        side = xp.where(start_height[rows] > 0.0, 1.0, -1.0)[:, None]
+        a0, b0, c0 = (pose.previous[corners[:, k]] for k in range(3))
+        a1, b1, c1 = (pose.current[corners[:, k]] for k in range(3))
+        at, bt, ct = a0 + t * (a1 - a0), b0 + t * (b1 - b0), c0 + t * (c1 - c0)
+        normal = cross3(xp, bt - at, ct - at)
+        normal = side * normal / xp.maximum(xp.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+        p0, p1 = x0[rows], x1[rows]
+        q = p0 + t * (p1 - p0)
+        _, bary = closest_points_on_triangles(q, at, bt, ct, xp=xp)
+        # A vertex that passes beside the mesh's rim (its nearest mesh point then is on an edge or a corner, not
+        # inside a face) crosses only the plane's extension beyond the touched triangle: the side of that plane
+        # it started on says nothing there. Over a ridge (a brow, an ear's rim) a vertex outside the solid starts
+        # on the inner side of the far face's plane, and that side would hold it inside the solid. Its normal is
+        # the direction from the nearest mesh point to the vertex when it touches: the side it is on. The
+        # nearest point is taken over all the vertex's candidate triangles, so a vertex crossing a flat region
+        # next to the touched triangle's edge (a quad's diagonal) lies on the neighbour's face and keeps the face
+        # normal (EDGE_NORMAL_FRACTION of the reach: nearer than that to the mesh is a crossing of it).
+        offset = q - nearest[rows]
+        on_rim = (gap[rows] > EDGE_NORMAL_FRACTION * reach[rows])[:, None]
+        normal = xp.where(on_rim, offset / xp.maximum(gap[rows], 1e-300)[:, None], normal)
+        surface_start = bary[:, :1] * a0 + bary[:, 1:2] * b0 + bary[:, 2:] * c0
+        surface_end = bary[:, :1] * a1 + bary[:, 1:2] * b1 + bary[:, 2:] * c1
+        return normal, _rows_dot(xp, p0 - surface_start, normal), (surface_end - surface_start) / dt
+
+    return VertexTouches(hit, planes)

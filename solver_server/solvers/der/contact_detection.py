@@ -232,7 +232,8 @@ class ContactDetector:
 
     def _detect_collider(self, collider, number, x0, x1, velocity):
         """Vertex contacts with one collider: CCD hits of vertices whose path reaches the collider during the
-        step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1."""
+        step (collider_ccd.py) and, for the other vertices, the end-of-step test at x1; selected together (one
+        read of the device: their number)."""
         xp, settings = self.xp, self.solver.settings
         radius = self.solver.vertex_radius
         contact_distance = radius + collider.thickness + settings.thickness
@@ -241,43 +242,69 @@ class ContactDetector:
         movable = ~self.vertex_fixed & ~self.unreachable_of[number]
         parts = []
         if settings.collider_ccd:
-            mesh = collider.mesh_motion()
-            if mesh is None:
-                hits = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
+            if collider.mesh_motion() is None:
+                touches = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
             else:
-                hits = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable, band, self.h)
-            movable = movable.copy()
-            movable[hits.vertex] = False
+                touches = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable, band, self.h)
+            movable = movable & ~touches.hit
             # keep the end position contact_distance in front of the plane touched first
-            parts.append((hits.vertex, hits.normal, (contact_distance[hits.vertex] - hits.start_gap) / self.h,
-                          hits.surface_velocity))
-        ended = self._end_position_contacts(collider, x1, velocity, movable, band, contact_distance)
-        if ended is not None:
-            parts.append(ended)
-        if not parts:
+            parts.append(self._touch_contacts(touches, contact_distance))
+        parts.append(self._end_position_contacts(collider, x1, velocity, movable, band, contact_distance))
+        selected = self._selected(parts)
+        if selected is None:
             return None
-        index, normal, target, surface_velocity = (xp.concatenate(columns) for columns in zip(*parts))
-        if index.shape[0] == 0:
-            return None
+        index, normal, target, surface_velocity = selected
         return self._collider_contacts(collider, index, normal, target, surface_velocity, radius,
                                              self._collider_keys(number, index))
 
+    def _touch_contacts(self, touches, contact_distance):
+        """(touched (N,) bool, rows → (unit normals, normal target velocities [m/s], surface velocities)) of the
+        first touches ``touches`` (collider_ccd.VertexTouches): the end position kept ``contact_distance`` (N,) [m]
+        in front of the plane touched first."""
+        def contacts(rows):
+            normal, start_gap, surface_velocity = touches.planes(rows)
+            return normal, (contact_distance[rows] - start_gap) / self.h, surface_velocity
+        return touches.hit, contacts
+
+    def _selected(self, parts):
+        """The vertex contacts of ``parts`` [(mask (N,) bool, rows → (normals (k, 3), targets (k,), surface velocities
+        (k, 3)))], part after part, each in vertex order: (vertices (m,), normals, targets, surface velocities), or
+        None. One read of the device (their number): every part's columns are made for every selected row and each
+        row takes its own part's."""
+        xp = self.xp
+        count = parts[0][0].shape[0]
+        rows = xp.nonzero(xp.concatenate([mask for mask, _ in parts]) if len(parts) > 1 else parts[0][0])[0]
+        if rows.shape[0] == 0:
+            return None
+        vertex = rows % count
+        columns = None
+        for number, (_, contacts) in enumerate(parts):
+            made = contacts(vertex)
+            if columns is None:
+                columns = made
+                continue
+            own = rows // count == number
+            columns = tuple(xp.where(own[:, None] if new.ndim == 2 else own, new, old)
+                            for new, old in zip(made, columns))
+        return (vertex, *columns)
+
     def _end_position_contacts(self, collider, x1, velocity, movable, reach, contact_distance):
         """Contacts of the ``movable`` (N,) vertices whose predicted end positions x1 (N, 3) [m] (velocity (N, 3)
-        [m/s]) lie nearer to the collider than ``reach`` (N,) [m]: (vertices (k,), unit normals (k, 3), normal
-        target velocities (k,) [m/s], surface velocities (k, 3) [m/s]), or None. The end-of-step gap is
+        [m/s]) lie nearer to the collider than ``reach`` (N,) [m]: (which vertices (N,) bool, rows → (unit normals
+        (k, 3), normal target velocities (k,) [m/s], surface velocities (k, 3) [m/s])). The end-of-step gap is
         linearized at the predicted position, d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex predicted inside the
         solid comes out by at most recovery_speed · h in this step."""
         xp = self.xp
         distance, normal = collider.signed_distance(xp, x1)
-        index = xp.nonzero((distance < reach) & movable)[0]     # one read: the hits' count (none: no contact)
-        if index.shape[0] == 0:
-            return None
-        normal = normalize(xp, normal[index])
-        surface_velocity = collider.velocity(xp, x1[index], self.h)
-        relative_now = rows_dot(xp, velocity[index] - surface_velocity, normal)
-        depth_limited = xp.maximum(distance[index], -self.solver.settings.recovery_speed * self.h)
-        return index, normal, relative_now + (contact_distance[index] - depth_limited) / self.h, surface_velocity
+
+        def contacts(rows):
+            unit = normalize(xp, normal[rows])
+            surface_velocity = collider.velocity(xp, x1[rows], self.h)
+            relative_now = rows_dot(xp, velocity[rows] - surface_velocity, unit)
+            depth_limited = xp.maximum(distance[rows], -self.solver.settings.recovery_speed * self.h)
+            return unit, relative_now + (contact_distance[rows] - depth_limited) / self.h, surface_velocity
+
+        return (distance < reach) & movable, contacts
 
     def _unreachable(self, collider, number, x0, x1, contact_distance):
         """(N,) bool: free vertices whose collider contact only kinematic points could resolve, left out of
@@ -376,21 +403,19 @@ class ContactDetector:
             movable = ~self.vertex_fixed & ~self.unreachable_of[number]
             mesh = collider.mesh_motion()
             if mesh is None:
-                ended = self._end_position_contacts(collider, x1, (x1 - x0) / self.h, movable, reach,
-                                                    contact_distance)
-                if ended is None:
-                    found.append(None)
-                    continue
-                index, normal, target, surface_velocity = ended
+                part = self._end_position_contacts(collider, x1, (x1 - x0) / self.h, movable, reach, contact_distance)
             else:
                 # the exact CCD (collider_ccd) on the vertices whose path the mesh's own kernel finds crossing it
                 # or ending within reach: the few near the surface, not every vertex of every strand
                 near = collider.path_reaches_mesh(xp, x0, x1, reach)
-                hits = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable & near, reach, self.h)
-                index, normal, surface_velocity = hits.vertex, hits.normal, hits.surface_velocity
-                target = (contact_distance[index] - hits.start_gap) / self.h
-            found.append(self._collider_contacts(collider, index, normal, target, surface_velocity, radius,
-                                                       self._collider_keys(number, index, end=True)))
+                part = self._touch_contacts(
+                    swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable & near, reach, self.h),
+                    contact_distance)
+            selected = self._selected([part])
+            if selected is not None:
+                index, normal, target, surface_velocity = selected
+                found.append(self._collider_contacts(collider, index, normal, target, surface_velocity, radius,
+                                                     self._collider_keys(number, index, end=True)))
             if mesh is not None:
                 found.append(self._mesh_edge_contacts(collider, number, x0, x1, movable, end=True))
         return found

@@ -323,10 +323,15 @@ def vertex_mesh_first_touch(first: int, bvh: wp.uint64, triangles: wp.array(dtyp
     the step, its triangles' swept boxes in ``bvh``: the earliest touch (``first_touch_of``) over the triangles
     whose boxes meet the path's box grown by reach[i] (ties: the lower triangle index), as its time ``touch``
     (+inf: none), triangle ``touched`` (−1) and the vertex's start height over it; and at that time the nearest
-    point of those triangles to the vertex and its distance ``gap`` (ties: the lower index)."""
+    point of those triangles to the vertex and its distance ``gap`` (ties: the lower index). A vertex with no
+    touch gets start height 0, its start as the nearest point and gap 0 (finite values for callers that make
+    planes of every row and keep the touched ones)."""
     i = first + wp.tid()
     touch[i] = wp.float64(wp.inf)
     touched[i] = -1
+    start_height[i] = wp.float64(0.0)
+    nearest[i] = x0[i]
+    gap[i] = wp.float64(0.0)
     if movable[i] == 0:
         return
     q0 = x0[i]
