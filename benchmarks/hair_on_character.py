@@ -1,7 +1,7 @@
 """Hair on a moving character: strands groomed on Blender's Suzanne (exported from real bpy) while the head
 turns 60° and slides 0.3 m over 18 frames and then holds still until frame 48; every Tangle hair model (DER,
-Cosserat, particles; the fast ones also with 40 guides and the rest interpolated), and Blender's own particle
-Hair Dynamics on the same head as the anchor, in the same run.
+Cosserat, particles; each also with 40 guides and the rest interpolated), and Blender's own particle Hair
+Dynamics on the same head as the anchor, in the same run.
 
 Scene (``tests/physics/character_scenes.hair_on_character``): 300 strands of 12 points and 25 cm, radius
 0.1 mm, rooted on the upper half of the head (area-weighted random points, each strand straight out along its
@@ -192,10 +192,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=48)
     parser.add_argument("--strands", type=int, default=300)
-    parser.add_argument("--models", default="der,cosserat,particles,cosserat+guides,particles+guides")
+    parser.add_argument("--models", default="der,cosserat,particles,der+guides,cosserat+guides,particles+guides")
     parser.add_argument("--skip-blender", action="store_true")
     parser.add_argument("--flipped", action="store_true", help="the head's triangles in the reverse winding")
-    parser.add_argument("--render", default=None, help=f"folder for DER (and Blender) images at frames {RENDER_FRAMES}")
+    parser.add_argument("--render", default=None,
+                        help=f"folder for DER, DER on guides (and Blender) images at frames {RENDER_FRAMES}")
     parser.add_argument("--eased", action="store_true",
                         help="the head's turn and slide on a smoothstep (starts and stops at rest) instead of linear")
     args = parser.parse_args(argv)
@@ -225,9 +226,10 @@ def main(argv=None) -> None:
         folder = Path(args.render).resolve()
         folder.mkdir(parents=True, exist_ok=True)
         for frame in RENDER_FRAMES:
-            if "der" in runs and frame <= args.frames:
-                render(folder / f"hair_der_f{frame:02d}.png", runs["der"][frame - 1], 12, head_vertices,
-                       head_triangles, frame, args.eased)
+            for name in ("der", "der+guides"):
+                if name in runs and frame <= args.frames:
+                    render(folder / f"hair_{name.replace('+', '_')}_f{frame:02d}.png", runs[name][frame - 1], 12,
+                           head_vertices, head_triangles, frame, args.eased)
             if blender is not None and frame <= args.frames:
                 render(folder / f"hair_blender_f{frame:02d}.png", blender[frame - 1], 12, head_vertices,
                        head_triangles, frame, args.eased)

@@ -8,11 +8,12 @@ from .core.painted_maps import AT_ZERO_SUFFIX, MAP_SUFFIX, paintable
 from .core.param_table import CLOTH_PARAMS, COLLIDER_PARAMS, HAIR_PARAMS, SOFTBODY_PARAMS
 from .session import active_session, running_local_server
 
-FAST_HAIR_SHARED = ("guide_count", "gravity_scale")
+FAST_HAIR_SHARED = ("gravity_scale",)
 
 
 def _hair_params_for(model: str) -> list[str]:
-    """Hair parameter names shown for ``model``: the common ones (wind included), then the fast models' own."""
+    """Hair parameter names shown for ``model``: the common ones (wind and guides included), then the fast models'
+    own."""
     common = [spec.name for spec in HAIR_PARAMS if spec.name != "model" and spec.name not in FAST_HAIR_SHARED
               and not spec.name.startswith(("particle_", "cosserat_", "interaction_"))]
     if model == "der":

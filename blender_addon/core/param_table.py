@@ -120,8 +120,8 @@ HAIR_PARAMS: tuple[ParamSpec, ...] = (
               "Stiffness of a pin whose vertex weight is below 1 (weight 1 pins exactly)", 1e-6, 1.0e12),
     ParamSpec("collide_with_other_hair", True, "",
               "DER: collide with the strands of the other DER hair objects (off: own strands and colliders only)"),
-    ParamSpec("guide_count", 0, "strands", "Cosserat / Particles: simulate this many guide strands (k-means) "
-              "and interpolate the rest; 0 simulates every strand", 0, 10_000_000),
+    ParamSpec("guide_count", 0, "strands", "Simulate this many guide strands (k-means) and interpolate the rest; "
+              "0 simulates every strand (DER: with clamped roots, not with pins)", 0, 10_000_000),
     ParamSpec("gravity_scale", 1.0, "ratio", "Cosserat / Particles: multiplies the scene gravity", 0.0, 100.0),
     *_wind("every particle of the fast models, across the strand for DER"),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "Particles: neighbour spring stiffness per unit mass (k/m)",

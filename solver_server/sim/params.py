@@ -130,11 +130,11 @@ HAIR = (
     ParamSpec("collide_with_other_hair", True, "",
               "der: collide with the strands of the other DER hair objects (off: own strands and colliders only)",
               type="bool"),
+    ParamSpec("guide_count", 0, "", "simulate this many k-means guide strands, interpolate the rest (0: all; der: "
+              "clamped roots only)", type="int", low=0, high=10**7),
+    *_wind("every hair model: the fast ones on every particle, der across the strand"),
     # Fast strand models (docs/fast_hair.md); ignored by "der".
     ParamSpec("gravity_scale", 1.0, "", "multiplies the scene gravity (particles, cosserat)", low=0.0, high=100.0),
-    *_wind("every hair model: the fast ones on every particle, der across the strand"),
-    ParamSpec("guide_count", 0, "", "simulate this many k-means guide strands, interpolate the rest (0: all)",
-              type="int", low=0, high=10**7),
     ParamSpec("particle_stiffness", 2.0e4, "1/s²", "neighbour spring k/m (particles)", low=0.0, high=1e9,
               low_open=True, paintable=True),
     ParamSpec("particle_bend_stiffness", 1.0e4, "1/s²", "second-neighbour spring k/m (particles)", low=0.0, high=1e9,

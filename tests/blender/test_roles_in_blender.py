@@ -268,7 +268,7 @@ def test_role_panels_draw_only_existing_properties_operators_and_menus(run_scena
     assert {"wind_strength", "use_scene_wind"} <= set(report["hair_der"]["props"])   # DER hair takes wind too
     assert {"wind_strength", "wind_period", "use_scene_wind", "self_collision"} <= set(report["cloth"]["props"])
     assert "use_scene_wind" not in report["softbody"]["props"]
-    assert "guide_count" not in report["hair_der"]["props"]
+    assert "guide_count" in report["hair_der"]["props"] and "gravity_scale" not in report["hair_der"]["props"]
     assert {"cosserat_max_step", "interaction_outer_radius", "guide_count"} <= set(report["hair_cosserat"]["props"])
     assert not any(name.startswith("particle_") for name in report["hair_cosserat"]["props"])
     # painted maps: a vertex group per paintable parameter on meshes, an attribute per parameter the model uses

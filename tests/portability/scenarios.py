@@ -119,10 +119,10 @@ def _turn(angle):
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def animated_hair(model, lift: float = 0.08):
+def animated_hair(model, lift: float = 0.08, guides: bool | None = None):
     """Strands rooted on an animated, deforming scalp mesh (roots follow its driven vertices) next to a
-    sphere that moves into them; fast models simulate 2 guides and interpolate the other strands. lift [rad]: the
-    strands' angle off the scalp (0: lying in its plane)."""
+    sphere that moves into them; with ``guides`` (default: the fast models) 2 guides are simulated and the other
+    strands interpolated. lift [rad]: the strands' angle off the scalp (0: lying in its plane)."""
     scalp = np.array([[0.0, 0.0, 1.0], [0.2, 0.0, 1.0], [0.0, 0.2, 1.0], [0.2, 0.2, 1.0]])
     scalp_triangles = np.array([[0, 1, 2], [1, 3, 2]], np.int32)
     barycentric = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6], [0.4, 0.3, 0.3]])
@@ -136,7 +136,7 @@ def animated_hair(model, lift: float = 0.08):
     along = np.stack([length * np.cos(lift), np.zeros(points), length * np.sin(lift)], axis=1)
     strand_points = (roots[:, None, :] + along[None]).reshape(-1, 3)
     params = {"model": model, "radius": 1e-3, "young_modulus": 1e8, "shear_modulus": 4e7, "damping": 2.0}
-    if model != "der":
+    if model != "der" if guides is None else guides:
         params["guide_count"] = 2
     strand_hair = {"id": "Hair", "kind": "hair", "points": strand_points,
                    "strand_offsets": np.arange(len(roots) + 1, dtype=np.int32) * points, "matrix_world": np.eye(4),
@@ -194,6 +194,7 @@ SCENARIOS = {
     "colliders_der": _static(lambda: collider_zoo("der")),
     "colliders_particles": _static(lambda: collider_zoo("particles")),
     "colliders_cosserat": _static(lambda: collider_zoo("cosserat")),
+    "der_guides_animated": lambda: animated_hair("der", guides=True),
     "particles_guides_animated": lambda: animated_hair("particles"),
     "cosserat_guides_animated": lambda: animated_hair("cosserat"),
 }

@@ -41,13 +41,13 @@ def soft_body_on_pinned_cloth():
 
 def hair_on_suzanne_shot(model: str, guides: bool = False):
     """Hair of ``model`` (its own defaults; DER: the shot's own parameters) falling onto the turning head;
-    ``guides``: the fast models simulate every fourth strand and interpolate the rest."""
+    ``guides``: every fourth strand is simulated and the rest interpolated."""
     built, drive, *_ = hair_on_suzanne(frames=14)
     hair = built["objects"][0]
     if model != "der":
         hair["params"] = {"model": model}
-        if guides:
-            hair["params"]["guide_count"] = (len(hair["strand_offsets"]) - 1) // 4
+    if guides:
+        hair["params"]["guide_count"] = (len(hair["strand_offsets"]) - 1) // 4
     return built, drive, 6
 
 
@@ -88,6 +88,7 @@ RESUME_SCENES = {
     "der_hair_on_suzanne": lambda: hair_on_suzanne_shot("der"),
     "cosserat_hair_on_suzanne": lambda: hair_on_suzanne_shot("cosserat"),
     "particle_hair_on_suzanne": lambda: hair_on_suzanne_shot("particles"),
+    "der_guide_hair_on_suzanne": lambda: hair_on_suzanne_shot("der", guides=True),
     "cosserat_guide_hair_on_suzanne": lambda: hair_on_suzanne_shot("cosserat", guides=True),
     "particle_guide_hair_on_suzanne": lambda: hair_on_suzanne_shot("particles", guides=True),
 }

@@ -45,6 +45,7 @@ from ..wind import WindSettings
 from .air_drag import DerAirDrag
 from .contact import ContactSolver
 from .contact_set import ContactSet
+from .guides import DerGuides
 from .model import DerInputError, DerMaterial, DerModel, build_model
 from .settings import SCENE_CONTACT_DEFAULTS, SCENE_NEWTON_DEFAULTS, ContactSettings, NewtonSettings
 from .solver import DerSolver
@@ -91,10 +92,18 @@ class _HairObject:
         points = np.asarray(spec.vertices, np.float64)
         offsets = np.asarray(spec.raw.get("strand_offsets", [0, len(points)]), np.int64)
         params = spec.params
-        radius = spec.raw.get("radius", params["radius"])
+        radius = np.asarray(spec.raw.get("radius", params["radius"]), np.float64)
         # painted maps scale the moduli and the density point by point (sim/maps.py)
         painted = {name: float(params[name]) * spec.maps[name] if name in spec.maps else float(params[name])
                    for name in ("young_modulus", "shear_modulus", "density")}
+        # only the guide strands are simulated where the object asks for guides (every strand drawn from them)
+        self.guides = DerGuides.of(spec, scene, backend.xp)
+        self.draw_radius = float(radius.mean())
+        if self.guides is not None:
+            kept = self.guides.point_index
+            points, offsets = points[kept], self.guides.offsets
+            radius = radius[kept] if radius.ndim else radius
+            painted = {name: value[kept] if np.ndim(value) else value for name, value in painted.items()}
         material = DerMaterial(radius=np.asarray(radius, np.float64), damping=float(params["damping"]), **painted)
         try:
             self.model = build_model(backend.xp, backend.from_host(points), backend.from_host(offsets), material)
@@ -123,7 +132,9 @@ class _HairObject:
             first = offsets[:-1]
             self.fixed_vertices = np.concatenate((first, first + 1))
             self.fixed_edges = first - np.arange(len(first))
-            self.binding = RootBinding(spec, scene, points[first])
+            # guides: the object's binding of every strand's root, of which the guides' rows are taken
+            self.binding = RootBinding(spec, scene, points[first]) if self.guides is None else \
+                self.guides.strands.binding
             # material director m1 of every first edge at rest (twist angle 0: the reference director)
             self.rest_root_directors = np.asarray(backend.to_host(self.model.rest_u))[self.fixed_edges]
 
@@ -133,6 +144,8 @@ class _HairObject:
         turned by their root frame."""
         if self.binding is not None:
             roots, rotations = self.binding.frames(poses)
+            if self.guides is not None:
+                roots, rotations = roots[self.guides.rows], rotations[self.guides.rows]
             first = self.offsets[:-1]
             second = roots + np.einsum("sij,sj->si", rotations, self.rest_points[first + 1] - self.rest_points[first])
             directors = np.einsum("sij,sj->si", rotations, self.rest_root_directors)
@@ -348,8 +361,14 @@ class DerHairGroup:
         # where each object lives: (solver, index inside it), in the order of ``ids``
         place = {hair.id: (solver, index) for solver in self.solvers for index, hair in enumerate(solver.objects)}
         self.places = [place[object_id] for object_id in self.ids]
+        self.poses: dict = {}
+        self.colliders = None   # the scene's collision.ColliderSet as posed by the latest substep
+        # per object on guides, the strands drawn at the last frame (S, P, 3) [m] (their children's laying out of
+        # the colliders leans towards it: StrandObject.laid_outside), else None; checkpointed
+        self.drawn = [None] * len(self.ids)
 
     def step(self, inputs: SubstepInputs) -> dict:
+        self.poses, self.colliders = inputs.poses, inputs.colliders
         totals = {"iterations": 0, "contacts": 0, "mean_dv": 0.0, "fischer_burmeister": 0.0, "unreachable_contacts": 0,
                   "failsafe_vertices": 0, "failsafe_edges": 0}
         started_inside = 0
@@ -373,9 +392,18 @@ class DerHairGroup:
         return {}
 
     def positions(self) -> dict[str, np.ndarray]:
-        to_host = self.backend.to_host
-        return {object_id: to_host(shared.object_positions(index)).astype(np.float32)
-                for object_id, (shared, index) in zip(self.ids, self.places)}
+        """Every object's points (N, 3) float32 [m]; an object on guides draws every strand from them."""
+        xp, to_host = self.backend.xp, self.backend.to_host
+        drawn = {}
+        for number, (object_id, (shared, index)) in enumerate(zip(self.ids, self.places)):
+            points = shared.object_positions(index)
+            hair = shared.objects[index]
+            if hair.guides is not None:
+                strands = hair.guides.draw(points, self.poses, xp, self.colliders, hair.draw_radius, self.drawn[number])
+                self.drawn[number] = strands
+                points = hair.guides.unpadded(strands, xp)
+            drawn[object_id] = to_host(points).astype(np.float32)
+        return drawn
 
     def device_positions(self) -> list:
         return [(object_id, shared.object_positions(index)) for object_id, (shared, index) in zip(self.ids, self.places)]
@@ -384,21 +412,30 @@ class DerHairGroup:
         """Checkpoint state: every DerState field of every object (positions, velocities, twist angles
         and their rates, time-parallel reference frames and unwrapped reference twists), named
         ``object<i>_<field>`` with i the object's position in ``ids`` (split out of the shared solver), plus
-        ``solver<k>_<name>`` for the cross-step state of solver k (see :meth:`_SharedSolver.solver_state`)."""
+        ``solver<k>_<name>`` for the cross-step state of solver k (see :meth:`_SharedSolver.solver_state`), and
+        ``object<i>_drawn`` for an object on guides (its strands drawn at the frame, which the next frame's
+        children lean towards)."""
         arrays = {}
         for number, (shared, index) in enumerate(self.places):
             arrays.update({f"object{number}_{name}": value for name, value in shared.object_state(index).items()})
+            if self.drawn[number] is not None:
+                arrays[f"object{number}_drawn"] = np.array(self.backend.to_host(self.drawn[number]), np.float64)
         for number, shared in enumerate(self.solvers):
             arrays.update({f"solver{number}_{name}": value for name, value in shared.solver_state().items()})
         return arrays
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        loaded = {}
+        loaded, drawn = {}, []
         for number, (shared, index) in enumerate(self.places):
             like = shared.object_state(index)
             loaded[self.ids[number]] = {
                 name: checked_state_array(arrays, f"object{number}_{name}", value.shape, value.dtype, self.ids[number])
                 for name, value in like.items()}
+            guides = shared.objects[index].guides
+            drawn.append(None if guides is None or f"object{number}_drawn" not in arrays else
+                         self.backend.xp.asarray(checked_state_array(arrays, f"object{number}_drawn",
+                                                                     guides.strands.rest.shape, np.float64,
+                                                                     self.ids[number])))
         for number, shared in enumerate(self.solvers):
             prefix = f"solver{number}_"
             try:
@@ -408,6 +445,7 @@ class DerHairGroup:
                 raise SceneError(f"the resume checkpoint's solver state {prefix}* does not fit this scene ({error})",
                                  object=shared.objects[0].id) from error
             shared.load_object_states([loaded[hair.id] for hair in shared.objects])
+        self.drawn = drawn
 
     def first_non_finite(self) -> str | None:
         """The first object whose positions are not finite, or (on a device, where the substep reads nothing back)
