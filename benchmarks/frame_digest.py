@@ -64,6 +64,10 @@ def cosserat_guides_on_suzanne():
     return _hair("cosserat", 150, 8, guide_count=20)
 
 
+def der_guides_on_suzanne():
+    return _hair("der", 150, 5, guide_count=20)
+
+
 def softbody_on_ball():
     from tests.physics.scenes import box_tets, scene
 
@@ -99,7 +103,8 @@ def der_vs_blender_hair():
 
 SHOTS = {function.__name__: function for function in (cloth_on_suzanne, der_on_suzanne, cosserat_on_suzanne,
                                                        particles_on_suzanne, cosserat_guides_on_suzanne,
-                                                       softbody_on_ball, der_hairball, der_vs_blender_hair)}
+                                                       der_guides_on_suzanne, softbody_on_ball, der_hairball,
+                                                       der_vs_blender_hair)}
 
 
 def digest(frames: list[np.ndarray]) -> str:
