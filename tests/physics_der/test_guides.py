@@ -77,3 +77,37 @@ def test_guides_with_pins_are_refused_by_name():
     with pytest.raises(SceneError, match="guide strands .* need clamped roots for der hair") as raised:
         Simulation(_scene(guide_count=2, pins=pins), get_backend("cpu"))
     assert "Hair" in str(raised.value) or getattr(raised.value, "object", None) == "Hair"
+
+
+def test_a_guided_object_beside_a_fully_simulated_one_in_one_solver_resumes_exactly():
+    """Two DER hair objects sharing one solver (they collide), the first on guides, the second simulated strand by
+    strand: each gets its own points back, and a bake resumed from a checkpoint (the solver state and the first
+    object's last drawing) gives the uninterrupted frames bit for bit."""
+    first = _scene(guide_count=2)["objects"][0]
+    second = _scene()["objects"][0]
+    second["id"] = "Other"
+    second["points"] = second["points"] + [0.0, 0.0, -0.02]
+    scene = {"gravity": [0.0, 0.0, -9.81], "time": {"fps": 24, "frame_start": 1, "frame_end": 10, "substeps": 2},
+             "objects": [first, second]}
+
+    def drive(frame):
+        return {**_drive(frame), "Other": _drive(frame)["Hair"]}
+
+    whole = Simulation(scene, get_backend("cpu"))
+    group = whole.groups[0]
+    assert len(group.solvers) == 1 and group.solvers[0].objects[0].guides is not None
+    assert group.solvers[0].objects[1].guides is None
+    frames = [whole.initial_frame()]
+    checkpoint = None
+    for frame in range(2, 11):
+        frames.append(whole.advance(drive(frame)))
+        if frame == 5:
+            checkpoint = whole.checkpoint()
+    assert frames[-1][1]["Hair"].shape == (48, 3) and frames[-1][1]["Other"].shape == (48, 3)
+    assert "object0_drawn" in checkpoint["groups"][next(iter(checkpoint["groups"]))]
+    resumed = Simulation(scene, get_backend("cpu"))
+    resumed.restore(checkpoint)
+    for frame in range(6, 11):
+        _, positions, _ = resumed.advance(drive(frame))
+        for name in ("Hair", "Other"):
+            np.testing.assert_array_equal(positions[name], frames[frame - 1][1][name])
