@@ -13,8 +13,8 @@ or a triangle mesh in world space):
 * meshes: inside where the generalized winding number of the triangles, every shell wound outward
   (``protocol.mesh_shells``, the server's convention too), is above one half: flipped and open-but-nearly-closed
   shells count, and overlapping shells of opposite windings (an ear through a head) add up instead of
-  cancelling; the depth is the distance to the nearest triangle. The all-pairs work is bounded (``MAX_PAIRS``): beyond it an even subsample of the strands
-  is tested and the count is scaled (the message then says "about").
+  cancelling; the depth is the distance to the nearest triangle. The all-pairs work is bounded (``MAX_PAIRS``):
+  beyond it an even subsample of the strands is tested and the count is scaled (the message then says "about").
 """
 
 from __future__ import annotations

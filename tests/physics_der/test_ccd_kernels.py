@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from solver_server.kernels import launch_items, launch_split, warp_view
+from solver_server.kernels import launch_split, warp_view
 from solver_server.solvers.der.contact import ContactSolver
 from solver_server.solvers.der.contact_detection import ContactDetector, KinematicVertices
 from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
@@ -75,9 +75,9 @@ def test_the_kernel_equals_the_array_form():
     limit = np.full(pairs, 2e-3)
     limit[::5] = 1e-9                                  # most of these drop out in the prefilter
     closest = np.empty((pairs, 4))
-    wp.launch(_closest_of_pairs, pairs, inputs=[warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(va, wp.int32),
-                                                warp_view(vb, wp.int32), warp_view(limit, wp.float64),
-                                                warp_view(closest, wp.vec4d)], device="cpu")
+    wp.launch(_closest_of_pairs, pairs, device="cpu", inputs=[
+        warp_view(x0, wp.vec3d), warp_view(x1, wp.vec3d), warp_view(va, wp.int32), warp_view(vb, wp.int32),
+        warp_view(limit, wp.float64), warp_view(closest, wp.vec4d)])
     expected = _array_form(x0, x1, va, vb, limit)
     dropped = np.isinf(expected[:, 3])
     assert 100 < dropped.sum() < pairs - 1000
@@ -120,7 +120,8 @@ def test_listed_edge_pairs_are_every_pair_within_its_limit_in_order(end_check):
     first_a, first_b = model.edge_vertex[every_a], model.edge_vertex[every_b]
     fixed = np.zeros(model.n_vertices, bool)
     fixed[fixed_vertices] = True
-    kept = (np.abs(first_a - first_b) > 1) & ~(fixed[first_a] & fixed[first_a + 1] & fixed[first_b] & fixed[first_b + 1])
+    kinematic = fixed[first_a] & fixed[first_a + 1] & fixed[first_b] & fixed[first_b + 1]
+    kept = (np.abs(first_a - first_b) > 1) & ~kinematic
     every_a, every_b, first_a, first_b = every_a[kept], every_b[kept], first_a[kept], first_b[kept]
     distance = model.edge_radius[every_a] + model.edge_radius[every_b] + settings.thickness
     limit = (1.0 + settings.proximity) * distance
@@ -163,7 +164,7 @@ def _first_touch_array_form(previous, current, triangles, tri, vertex, p0, p1, r
 
 
 def test_the_vertex_mesh_kernel_finds_the_array_forms_earliest_touch():
-    """Vertex paths against a moving soup of triangles (collider_ccd.swept_mesh_hits, one kernel over the mesh's
+    """Vertex paths against a moving soup of triangles (collider_ccd.swept_mesh_touches, one kernel over the mesh's
     tree): each vertex's earliest touch equals the least over every triangle of the array form's earliest touching
     time (within rounding), crossing, grazing, resting and far paths alike, and its start height has that
     triangle's sign."""

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from solver_server.collision import Collider
-from solver_server.solvers.der.collider_ccd import swept_distance_hits, swept_mesh_hits
+from solver_server.solvers.der.collider_ccd import swept_distance_touches, swept_mesh_touches
 from solver_server.solvers.der.colliders import adapt_collider
 from solver_server.solvers.der.settings import ContactSettings
 from solver_server.solvers.der.settings import NewtonSettings
@@ -135,7 +135,7 @@ def test_conservative_advancement_finds_the_first_touch():
     x0 = np.array([[0.0, 0.0, 0.01], [0.05, 0.0, 0.02], [0.0, 0.0, 0.01]])
     x1 = np.array([[0.0, 0.0, -0.02], [0.07, 0.0, -0.03], [0.0, 0.0, 0.005]])   # last: stops short
     reach = np.full(3, 1e-4)
-    vertex, normal, start_gap, _ = _first_touches(swept_distance_hits(np, view, x0, x1, np.ones(3, bool), reach, DT))
+    vertex, normal, start_gap, _ = _first_touches(swept_distance_touches(np, view, x0, x1, np.ones(3, bool), reach, DT))
     assert list(vertex) == [0, 1]
     assert np.allclose(normal, [[0.0, 0.0, 1.0]] * 2)
     assert np.allclose(start_gap, [0.01, 0.02])
@@ -147,7 +147,7 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     current = previous + [0.0, 0.0, 0.02]
     x0, x1 = np.array([[0.0, 0.0, 0.01]]), np.array([[0.0, 0.0, -0.01]])
     vertex, normal, start_gap, surface_velocity = _first_touches(
-        swept_mesh_hits(np, _moving_mesh(previous, current), x0, x1, np.ones(1, bool), np.full(1, 1e-5), DT))
+        swept_mesh_touches(np, _moving_mesh(previous, current), x0, x1, np.ones(1, bool), np.full(1, 1e-5), DT))
     assert list(vertex) == [0]
     assert np.allclose(normal, [[0.0, 0.0, 1.0]])
     assert np.isclose(start_gap[0], 0.01)
@@ -155,7 +155,7 @@ def test_mesh_ccd_finds_the_first_touch_of_a_moving_triangle():
     # starting behind the triangle (its back side): the surface is two-sided, so the crossing from
     # behind is a hit too, with the normal facing the side the vertex started on
     vertex, normal, start_gap, _ = _first_touches(
-        swept_mesh_hits(np, _moving_mesh(previous, current), -x1 * 0 - [[0.0, 0.0, 0.01]],
+        swept_mesh_touches(np, _moving_mesh(previous, current), -x1 * 0 - [[0.0, 0.0, 0.01]],
                         np.array([[0.0, 0.0, 0.03]]), np.ones(1, bool), np.full(1, 1e-5), DT))
     assert list(vertex) == [0]
     assert np.allclose(normal, [[0.0, 0.0, -1.0]])
@@ -170,11 +170,11 @@ def test_mesh_ccd_touch_beside_a_rim_takes_the_rim_to_vertex_normal():
     triangle = np.array([[-1.0, -1.0, 0.0], [0.0, -1.0, 0.0], [0.0, 1.0, 0.0]])     # its edge x = 0 along y
     x0, x1 = np.array([[0.002, 0.0, 0.003]]), np.array([[0.002, 0.0, -0.003]])
     vertex, normal, start_gap, _ = _first_touches(
-        swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0, x1, np.ones(1, bool), np.full(1, 0.004), DT))
+        swept_mesh_touches(np, _moving_mesh(triangle, triangle), x0, x1, np.ones(1, bool), np.full(1, 0.004), DT))
     assert list(vertex) == [0]
     assert np.allclose(normal, [[1.0, 0.0, 0.0]])
     assert np.isclose(start_gap[0], 0.002)
     # through the face itself, the crossing keeps the face normal on the side the vertex came from
-    _, normal, _, _ = _first_touches(swept_mesh_hits(np, _moving_mesh(triangle, triangle), x0 - [0.01, 0.0, 0.0],
+    _, normal, _, _ = _first_touches(swept_mesh_touches(np, _moving_mesh(triangle, triangle), x0 - [0.01, 0.0, 0.0],
                                                      x1 - [0.01, 0.0, 0.0], np.ones(1, bool), np.full(1, 0.004), DT))
     assert np.allclose(normal, [[0.0, 0.0, 1.0]])

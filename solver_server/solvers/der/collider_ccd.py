@@ -54,7 +54,7 @@ def _rows_dot(xp, a, b):
     return xp.einsum("nc,nc->n", a, b)
 
 
-def swept_distance_hits(xp, collider, x0, x1, movable, reach, dt: float) -> VertexTouches:
+def swept_distance_touches(xp, collider, x0, x1, movable, reach, dt: float) -> VertexTouches:
     """First touches of the paths x0 → x1 (n, 3) of `movable` (n,) vertices against a signed-distance collider.
 
     collider: a colliders.ColliderView (signed_distance, start_in_end_pose, velocity); reach (n,) [m]: the
@@ -96,7 +96,7 @@ def swept_distance_hits(xp, collider, x0, x1, movable, reach, dt: float) -> Vert
     return VertexTouches(hit, planes)
 
 
-def swept_mesh_hits(xp, geometry, x0, x1, movable, reach, dt: float) -> VertexTouches:
+def swept_mesh_touches(xp, geometry, x0, x1, movable, reach, dt: float) -> VertexTouches:
     """First touches of the paths x0 → x1 (n, 3) of `movable` vertices against a triangle mesh (a
     collision.mesh.MeshGeometry posed for the step: its triangles moving linearly from the previous to the current
     vertices); reach (n,) [m]. The search is one kernel, a vertex a thread (``kernels.ccd.vertex_mesh_first_touch``:

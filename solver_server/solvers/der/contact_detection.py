@@ -23,7 +23,7 @@ import warp as wp
 
 from ...kernels import cuda_layout_on, int32_view, launch, launch_items, launch_split, warp_device_of, warp_view
 from ...kernels.segments import nearest_marked
-from .collider_ccd import swept_distance_hits, swept_mesh_hits
+from .collider_ccd import swept_distance_touches, swept_mesh_touches
 from .contact_set import ContactSet, normalize, rows_dot
 from .frames import cross3, row_lengths
 from .geometry import overlap_far_end, segment_closest_points
@@ -243,9 +243,9 @@ class ContactDetector:
         parts = []
         if settings.collider_ccd:
             if collider.mesh_motion() is None:
-                touches = swept_distance_hits(xp, collider, x0, x1, movable, band, self.h)
+                touches = swept_distance_touches(xp, collider, x0, x1, movable, band, self.h)
             else:
-                touches = swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable, band, self.h)
+                touches = swept_mesh_touches(xp, collider.mesh_geometry(), x0, x1, movable, band, self.h)
             movable = movable & ~touches.hit
             # keep the end position contact_distance in front of the plane touched first
             parts.append(self._touch_contacts(touches, contact_distance))
@@ -409,7 +409,7 @@ class ContactDetector:
                 # or ending within reach: the few near the surface, not every vertex of every strand
                 near = collider.path_reaches_mesh(xp, x0, x1, reach)
                 part = self._touch_contacts(
-                    swept_mesh_hits(xp, collider.mesh_geometry(), x0, x1, movable & near, reach, self.h),
+                    swept_mesh_touches(xp, collider.mesh_geometry(), x0, x1, movable & near, reach, self.h),
                     contact_distance)
             selected = self._selected([part])
             if selected is not None:

@@ -1,6 +1,6 @@
 """Warp kernels of the DER narrow phase: strand–strand edge pairs (contact_detection._edge_pair_hits), rod edges
 against a mesh collider's edges (contact_detection._mesh_edge_contacts), and vertex paths against a mesh's
-triangles (collider_ccd.swept_mesh_hits: ``vertex_mesh_first_touch``, at the end of this module).
+triangles (collider_ccd.swept_mesh_touches: ``vertex_mesh_first_touch``, at the end of this module).
 
 Strand–strand pairs are found, tested and listed in one pass pair: ``swept_edge_bounds`` gives every edge its
 swept bounding sphere and box, then ``count_edge_hits`` and ``fill_edge_hits`` query the broad phase's hash grid
