@@ -229,11 +229,13 @@ class StepContacts:
     def checks_end_positions(self) -> bool:
         return bool(self.set.count) or bool(self.solver.colliders)
 
-    def converged(self) -> bool:
+    def converged(self):
         """No contact predicts a penetration deeper than `penetration_tolerance` × its (smaller) hair radius (half
         of `end_penetration_tolerance`, if larger, once the set was written again at the end positions: the
         Gauss–Seidel solve of such a set closes its last few hundredths of a radius slowly, measured 0.04–0.05 r
-        over 10 and more iterations, up to N_max, on the dense substeps of benchmarks.der_vs_blender_hair)."""
+        over 10 and more iterations, up to N_max, on the dense substeps of benchmarks.der_vs_blender_hair). A 0-d
+        device bool once a round has measured the penetration (the integrator reads it with its other flags), True
+        before."""
         settings = self.solver.settings
         tolerance = settings.penetration_tolerance
         if self.relinearized:
@@ -300,7 +302,7 @@ class StepContacts:
         relative = self.relative_velocity(v_after)
         # predicted end-of-step penetration beyond the contact distance, relative to that distance
         shortfall = (self.set.target_normal - rows_dot(xp, relative, self.set.normal)) * self.h / self.set.radius_scale
-        self.worst_penetration = float(xp.maximum(shortfall, 0.0).max())
+        self.worst_penetration = xp.maximum(shortfall, 0.0).max()     # 0-d, read by the caller of converged()
         if self.resolves_each_round and self._factor is not None:
             start = self.solver.warm_start(self.set.keys, self.set.normal, self.set.mu, self.h) if iteration == 0 \
                 else self.impulse

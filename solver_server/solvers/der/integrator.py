@@ -101,8 +101,8 @@ class ImpulseHandler(Protocol):
         """Generalized impulse (n_dofs,) [kg·m/s] to use in the next global step (None: no contact).
         iteration counts the contact rounds: 0 detects the contacts along velocity_after."""
 
-    def converged(self) -> bool:
-        """Whether the contacts accept ending the iteration."""
+    def converged(self) -> Any:
+        """Whether the contacts accept ending the iteration: a bool, or a 0-d device bool that the caller reads."""
 
     @property
     def resolves_each_round(self) -> bool:
@@ -384,9 +384,9 @@ class ImplicitEulerSolver:
                 stats.iterations = iteration + 1
                 break
             self._judge_step(it, iteration, stats, searched, change, cheap or any(decreased))
-            contact_just_found = self._contact_round(it, iteration, impulses, v_new, detectable or not any_moved)
+            contact_just_found, contacts_settled = self._contact_round(it, iteration, impulses, v_new,
+                                                                       detectable or not any_moved)
             it.v = v_new
-            contacts_settled = impulses is None or impulses.converged()
             if contacts_settled and not contact_just_found and self._check_end_positions(it, stats, impulses):
                 continue
             if converged and contacts_settled and not contact_just_found:
@@ -491,21 +491,28 @@ class ImplicitEulerSolver:
         actual = xp.sum(xp.where(full, it.current - problem.objective(v_new, it.target, it.point[0]), 0.0))
         return (predicted > 0.0) & (actual > STALE_DECREASE_RATIO * predicted)
 
-    def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool) -> bool:
+    def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool) -> tuple[bool, bool]:
         """The contacts' answer to the global step v → v_new (seed Algorithm 2 lines 10–13): detection once it
         is due (``_detect_now``; ``settled``: the free motion converged to the detection tolerance or stopped),
-        then new impulses every round. Returns whether the round just found the first contacts with impulses (the
-        loop then takes at least one more step)."""
-        if impulses is not None and it.contact_round is None and self._detect_now(iteration, settled):
+        then new impulses every round. Returns (whether the round just found the first contacts with impulses (the
+        loop then takes at least one more step), whether the contacts accept ending the iteration); the first
+        round reads both at once."""
+        if impulses is None:
+            return False, True
+        if it.contact_round is None and self._detect_now(iteration, settled):
             it.contact_round = 0
         if it.contact_round is None:
-            return False
+            return False, bool(impulses.converged())
         new_impulse = impulses.update(it.contact_round, it.v, v_new)
         if new_impulse is not None:
             it.impulse = new_impulse
-        just_found = it.contact_round == 0 and bool(self.xp.any(it.impulse != 0.0))
+        accepted = impulses.converged()
+        first = it.contact_round == 0
         it.contact_round += 1
-        return just_found
+        found = self.xp.any(it.impulse != 0.0) if first else False
+        if first and not isinstance(accepted, bool):
+            return tuple(self._read_flags(found, accepted))
+        return bool(found), bool(accepted)
 
     def _check_end_positions(self, it: "_Iterate", stats: StepStats, impulses) -> bool:
         """Once the contact set predicts no penetration: do the end positions keep every contact distance?
