@@ -70,7 +70,6 @@ class StrandBlocks:
         lengths = np.diff(np.concatenate(([0], ends)))
         if np.any(lengths <= 0):
             raise ValueError("segment_ends must be strictly increasing and positive")
-        self.xp = xp
         self.n = int(ends[-1])
         self.width = width
         self.count = int(ends.shape[0])

@@ -23,8 +23,7 @@ class DerGuides:
         layout = strands.layout
         self.rows = np.asarray(strands.interpolator.assignment.guides, np.int64)
         counts = np.diff(layout.offsets)[self.rows]
-        self.point_index = np.concatenate([np.arange(layout.offsets[row], layout.offsets[row + 1])
-                                           for row in self.rows]) if len(self.rows) else np.zeros(0, np.int64)
+        self.point_index = layout.gather[self.rows][layout.valid[self.rows]]     # the guides' real points, in order
         self.offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         # (G, P) the guides' own points padded to the object's width by repeating each tip (the interpolator's layout)
         slot = np.arange(layout.max_points)[None, :]

@@ -3,10 +3,10 @@ against a mesh collider's edges (contact_detection._mesh_edge_contacts), and ver
 triangles (collider_ccd.swept_mesh_touches: ``vertex_mesh_first_touch``, at the end of this module).
 
 Strand–strand pairs are found, tested and listed in one pass pair: ``swept_edge_bounds`` gives every edge its
-swept bounding sphere and box, then ``count_edge_hits`` and ``fill_edge_hits`` query the broad phase's hash grid
-(``kernels.pairs``: overlapping spheres and boxes, no shared vertex), skip pairs whose four vertices are all
-kinematic, and run the narrow phase below on the rest: the first counts each edge's hits, the second writes them
-at the counts' prefix sums, each edge's partners ascending, so the hits come in the (i, j) order of the sorted
+swept bounding sphere and box, then ``edge_hits`` queries the broad phase's hash grid (``kernels.pairs``:
+overlapping spheres and boxes, no shared vertex), skips pairs whose four vertices are all kinematic, and runs the
+narrow phase below on the rest, twice: the first pass counts each edge's hits, the second writes them at the
+counts' prefix sums, each edge's partners ascending, so the hits come in the (i, j) order of the sorted
 candidate list they were once filtered from (one read of the device: their number).
 
 For every candidate pair of edges A = [x_a, x_a+1], B = [x_b, x_b+1] moving linearly over the step (x0 → x1):
@@ -179,40 +179,21 @@ def edge_pair_hit(i: int, j: int, x0: wp.array(dtype=wp.vec3d), x1: wp.array(dty
 
 
 @wp.kernel
-def count_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
-                    largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
-                    lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), x0: wp.array(dtype=wp.vec3d),
-                    x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
-                    edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32),
-                    thickness: wp.float64, reach_scale: wp.float64, tolerance: wp.float64, end_check: int,
-                    counts: wp.array(dtype=wp.int32)):
-    """counts[i]: the hits (i, j > i) of edge i (``edge_pair_hit`` over the broad phase's candidates)."""
-    i = wp.tid() + first
-    found = int(0)
-    j = int(0)
-    query = wp.hash_grid_query(grid, centre[i], radius[i] + largest_radius)
-    while wp.hash_grid_query_next(query, j):
-        if is_candidate(i, j, centre, radius, chain_of, order_of, 1, lower, upper, 1):
-            hit = edge_pair_hit(i, j, x0, x1, edge_vertex, edge_radius, vertex_fixed, thickness, reach_scale,
-                                tolerance, end_check)
-            if hit[3] < wp.float64(wp.inf):
-                found += 1
-    counts[i] = found
-
-
-@wp.kernel
-def fill_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
-                   largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
-                   lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), x0: wp.array(dtype=wp.vec3d),
-                   x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
-                   edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32),
-                   thickness: wp.float64, reach_scale: wp.float64, tolerance: wp.float64, end_check: int,
-                   offsets: wp.array(dtype=wp.int32), pairs: wp.array2d(dtype=wp.int32),
-                   closest: wp.array(dtype=wp.vec4d)):
-    """pairs[offsets[i] + k] = (i, j_k) and closest[...] its (τ, s, t, distance) for edge i's hits, j_k ascending
+def edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
+              largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
+              lower: wp.array(dtype=wp.vec3d), upper: wp.array(dtype=wp.vec3d), x0: wp.array(dtype=wp.vec3d),
+              x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
+              edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32), thickness: wp.float64,
+              reach_scale: wp.float64, tolerance: wp.float64, end_check: int, fill: int,
+              offsets: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32), pairs: wp.array2d(dtype=wp.int32),
+              closest: wp.array(dtype=wp.vec4d)):
+    """Edge i's hits (i, j > i): ``edge_pair_hit`` over the broad phase's candidates. ``fill`` 0: counts[i] = their
+    number; ``fill`` 1: pairs[offsets[i] + k] = (i, j_k) and closest[...] its (τ, s, t, distance), j_k ascending
     (insertion sort of the few)."""
     i = wp.tid() + first
-    begin = offsets[i]
+    begin = int(0)
+    if fill != 0:
+        begin = offsets[i]
     slot = begin
     j = int(0)
     query = wp.hash_grid_query(grid, centre[i], radius[i] + largest_radius)
@@ -221,15 +202,18 @@ def fill_edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d)
             hit = edge_pair_hit(i, j, x0, x1, edge_vertex, edge_radius, vertex_fixed, thickness, reach_scale,
                                 tolerance, end_check)
             if hit[3] < wp.float64(wp.inf):
-                pairs[slot, 0] = i
-                position = slot
-                while position > begin and pairs[position - 1, 1] > j:
-                    pairs[position, 1] = pairs[position - 1, 1]
-                    closest[position] = closest[position - 1]
-                    position -= 1
-                pairs[position, 1] = j
-                closest[position] = hit
+                if fill != 0:
+                    pairs[slot, 0] = i
+                    position = slot
+                    while position > begin and pairs[position - 1, 1] > j:
+                        pairs[position, 1] = pairs[position - 1, 1]
+                        closest[position] = closest[position - 1]
+                        position -= 1
+                    pairs[position, 1] = j
+                    closest[position] = hit
                 slot += 1
+    if fill == 0:
+        counts[i] = slot
 
 
 @wp.kernel
