@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .guides.drawing import checked_drawing, drawing_arrays
 from .guides.strand_object import StrandObject
 from .strand_colliders import SceneColliders
 from .registry_types import SubstepInputs, checked_state_array
@@ -40,8 +41,8 @@ class StrandGroup(ABC):
             self.objects.append(strands)
             self.solvers.append(solver)
             self.states.append(solver.initial_state())
-        # per object, the strands drawn at the last frame (S, P, 3) [m] where children are interpolated (their
-        # laying out of the colliders leans towards it: StrandObject.laid_outside), else None; checkpointed
+        # per object, its drawing at the last frame (guides.drawing.DrawnStrands) where children are interpolated
+        # (their laying out of the colliders carries over from it: StrandObject.draw), else None; checkpointed
         self.drawn = [None] * len(self.objects)
 
     # ----------------------------------------------------------------- hooks
@@ -109,11 +110,11 @@ class StrandGroup(ABC):
         drawn = {}
         for index, (strands, solver, state) in enumerate(zip(self.objects, self.solvers, self.states)):
             simulated = self.output_positions(solver, state)
-            points = strands.drawn(simulated, self.poses, xp, self.colliders, solver.settings.radius,
+            drawing = strands.draw(simulated, self.poses, xp, self.colliders, solver.settings.radius,
                                    self.drawn[index])
             if strands.interpolator is not None:
-                self.drawn[index] = points
-            drawn[strands.id] = self.backend.to_host(strands.layout.unpad(points, xp)).astype(np.float32)
+                self.drawn[index] = drawing
+            drawn[strands.id] = self.backend.to_host(strands.layout.unpad(drawing.points, xp)).astype(np.float32)
         return drawn
 
     def device_positions(self) -> list:
@@ -130,7 +131,7 @@ class StrandGroup(ABC):
                 arrays[f"object{index}_{name}"] = np.array(to_host(getattr(state, name)), np.float64)
             arrays[f"object{index}_time"] = np.array(state.time, np.float64)
             if self.drawn[index] is not None:
-                arrays[f"object{index}_drawn"] = np.array(to_host(self.drawn[index]), np.float64)
+                arrays.update(drawing_arrays(f"object{index}", self.drawn[index], to_host))
             arrays.update(self.extra_state_arrays(index, solver, state))
         return arrays
 
@@ -145,10 +146,8 @@ class StrandGroup(ABC):
                       for name in self.STATE_FIELDS}
             time = float(checked_state_array(arrays, f"object{index}_time", (), np.float64, strands.id))
             restored = replace(state, **fields, time=time)
-            drawn = None
-            if f"object{index}_drawn" in arrays and strands.interpolator is not None:
-                drawn = xp.asarray(checked_state_array(arrays, f"object{index}_drawn", strands.rest.shape, np.float64,
-                                                       strands.id))
+            drawn = None if strands.interpolator is None else \
+                checked_drawing(arrays, f"object{index}", strands.rest.shape, strands.id, xp)
             loaded.append((restored, self.checked_extra_state(index, strands, self.solvers[index], restored, arrays),
                            drawn))
         self.states = [state for state, _, _ in loaded]

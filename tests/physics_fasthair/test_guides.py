@@ -279,7 +279,7 @@ def test_a_strand_with_a_tip_inside_a_shell_is_laid_out_and_named():
     np.testing.assert_array_equal(laid[1, :3], into[:3])
     assert laid[1, 3, 0] < 0.0                                              # outside the wall at x = 0
     np.testing.assert_allclose(np.linalg.norm(laid[1, 3] - laid[1, 2]), np.linalg.norm(into[3] - into[2]), rtol=1e-9)
-    np.testing.assert_array_equal(hair.drawn(given, None, np, colliders, 1e-4), given)   # drawn as given
+    np.testing.assert_array_equal(hair.draw(given, None, np, colliders, 1e-4).points, given)   # drawn as given
 
 
 def test_a_segment_plunging_straight_into_the_skin_lies_the_way_it_was_drawn_before():
@@ -306,3 +306,33 @@ def test_a_segment_plunging_straight_into_the_skin_lies_the_way_it_was_drawn_bef
     np.testing.assert_allclose(np.linalg.norm(again[0, 3] - again[0, 2]), 0.02, rtol=1e-9)
     swung, _ = hair.laid_outside(plunging(-0.02), colliders, 1e-4, np)   # without the frame before: the other side
     assert swung[0, 3, 1] < -0.015
+
+
+def test_a_childs_laying_glides_to_a_new_one_instead_of_hopping():
+    """Where a child's blend lies on the skin, its laying out of the head can flip between two layouts (folded
+    along an ear, or free over its top) with millimetres of the blend: a hop of centimetres in one frame. From its
+    drawing the frame before, the child moves towards the new laying by at most the given step a point (about that
+    at its tip, the segments keeping the laying's lengths), reaches it after a few frames, and keeps its root; a
+    strand that was never laid comes back exactly as laid."""
+    from solver_server.solvers.guides.drawing import DrawnStrands, eased_laying
+
+    segment, points, step = 0.02, 6, np.array([0.005, 0.005])
+    along = np.arange(points)[:, None] * segment
+
+    def bent(angle):   # the strand turned about its root by ``angle`` in the x–y plane
+        return np.hstack([np.cos(angle) * along, np.sin(angle) * along, np.zeros((points, 1))])
+
+    blend = np.stack([bent(0.0), bent(0.0)])
+    up, down = np.stack([bent(0.6), bent(0.0)]), np.stack([bent(-0.6), bent(0.0)])
+    assert np.linalg.norm(down[0, -1] - up[0, -1]) > 0.05                        # the hop it would be
+    drawn = DrawnStrands(up, blend)
+    moves = []
+    for _ in range(40):
+        eased = eased_laying(np, blend, down, drawn, step, 1)
+        moves.append(np.linalg.norm(eased[0] - drawn.points[0], axis=1).max())
+        np.testing.assert_array_equal(eased[:, 0], down[:, 0])                  # the root stays
+        np.testing.assert_allclose(np.linalg.norm(np.diff(eased[0], axis=0), axis=1), segment, rtol=1e-12)
+        np.testing.assert_array_equal(eased[1], down[1])                        # never laid: exactly as laid
+        drawn = DrawnStrands(eased, blend)
+    assert max(moves) < 1.5 * step[0], moves
+    np.testing.assert_allclose(drawn.points, down, atol=1e-12)                  # there in the end

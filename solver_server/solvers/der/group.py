@@ -39,6 +39,7 @@ import numpy as np
 
 from ...sim.errors import SceneError
 from ...sim.rigid_carry import carry_points
+from ..guides.drawing import checked_drawing, drawing_arrays
 from ..guides.roots import RootBinding
 from ..registry_types import SubstepInputs, checked_state_array
 from ..wind import WindSettings
@@ -363,8 +364,8 @@ class DerHairGroup:
         self.places = [place[object_id] for object_id in self.ids]
         self.poses: dict = {}
         self.colliders = None   # the scene's collision.ColliderSet as posed by the latest substep
-        # per object on guides, the strands drawn at the last frame (S, P, 3) [m] (their children's laying out of
-        # the colliders leans towards it: StrandObject.laid_outside), else None; checkpointed
+        # per object on guides, its drawing at the last frame (guides.drawing.DrawnStrands: its children's laying
+        # out of the colliders carries over from it, StrandObject.draw), else None; checkpointed
         self.drawn = [None] * len(self.ids)
 
     def step(self, inputs: SubstepInputs) -> dict:
@@ -399,9 +400,9 @@ class DerHairGroup:
             points = shared.object_positions(index)
             hair = shared.objects[index]
             if hair.guides is not None:
-                strands = hair.guides.draw(points, self.poses, xp, self.colliders, hair.draw_radius, self.drawn[number])
-                self.drawn[number] = strands
-                points = hair.guides.unpadded(strands, xp)
+                drawing = hair.guides.draw(points, self.poses, xp, self.colliders, hair.draw_radius, self.drawn[number])
+                self.drawn[number] = drawing
+                points = hair.guides.unpadded(drawing.points, xp)
             drawn[object_id] = to_host(points).astype(np.float32)
         return drawn
 
@@ -413,13 +414,13 @@ class DerHairGroup:
         and their rates, time-parallel reference frames and unwrapped reference twists), named
         ``object<i>_<field>`` with i the object's position in ``ids`` (split out of the shared solver), plus
         ``solver<k>_<name>`` for the cross-step state of solver k (see :meth:`_SharedSolver.solver_state`), and
-        ``object<i>_drawn`` for an object on guides (its strands drawn at the frame, which the next frame's
-        children lean towards)."""
+        ``object<i>_drawn`` and ``object<i>_blend`` for an object on guides (its drawing at the frame, which the next
+        frame's children carry over: guides.drawing)."""
         arrays = {}
         for number, (shared, index) in enumerate(self.places):
             arrays.update({f"object{number}_{name}": value for name, value in shared.object_state(index).items()})
             if self.drawn[number] is not None:
-                arrays[f"object{number}_drawn"] = np.array(self.backend.to_host(self.drawn[number]), np.float64)
+                arrays.update(drawing_arrays(f"object{number}", self.drawn[number], self.backend.to_host))
         for number, shared in enumerate(self.solvers):
             arrays.update({f"solver{number}_{name}": value for name, value in shared.solver_state().items()})
         return arrays
@@ -432,10 +433,9 @@ class DerHairGroup:
                 name: checked_state_array(arrays, f"object{number}_{name}", value.shape, value.dtype, self.ids[number])
                 for name, value in like.items()}
             guides = shared.objects[index].guides
-            drawn.append(None if guides is None or f"object{number}_drawn" not in arrays else
-                         self.backend.xp.asarray(checked_state_array(arrays, f"object{number}_drawn",
-                                                                     guides.strands.rest.shape, np.float64,
-                                                                     self.ids[number])))
+            drawn.append(None if guides is None else checked_drawing(arrays, f"object{number}",
+                                                                     guides.strands.rest.shape, self.ids[number],
+                                                                     self.backend.xp))
         for number, shared in enumerate(self.solvers):
             prefix = f"solver{number}_"
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...sim.errors import SceneError
+from ..guides.drawing import DrawnStrands
 from ..guides.strand_object import StrandObject
 
 
@@ -47,11 +48,11 @@ class DerGuides:
         strands = StrandObject.from_spec(spec, scene, "der", xp)
         return None if strands.interpolator is None else cls(strands, xp)
 
-    def draw(self, simulated, poses, xp, colliders, radius: float, previous=None):
-        """Every strand (S, P, 3) [m] from the guides' simulated points (n, 3) [m] at the instant of ``poses``:
-        children interpolated and laid out of the closed mesh shells of ``colliders`` (or None), leaning towards
-        ``previous`` (S, P, 3), the strands drawn the frame before (or None); the guides as simulated."""
-        return self.strands.drawn(simulated[self._padding], poses, xp, colliders, radius, previous)
+    def draw(self, simulated, poses, xp, colliders, radius: float, previous: DrawnStrands | None = None) -> DrawnStrands:
+        """Every strand (S, P, 3) [m] drawn from the guides' simulated points (n, 3) [m] at the instant of ``poses``:
+        children interpolated and laid out of the closed mesh shells of ``colliders`` (or None), carrying over the
+        drawing of the frame before, ``previous`` (or None) (``StrandObject.draw``); the guides as simulated."""
+        return self.strands.draw(simulated[self._padding], poses, xp, colliders, radius, previous)
 
     def unpadded(self, strands, xp):
         """(N, 3) the object's points from every strand (S, P, 3)."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from solver_server.sim.errors import SceneError
 
+from .drawing import LAYING_CHANGE_PER_FRAME, DrawnStrands, eased_laying
 from .interpolation import GuideInterpolator
 from .layout import StrandLayout
 from .roots import RootBinding
@@ -97,21 +98,41 @@ class StrandObject:
         guides = self.interpolator.assignment.guides
         return {name: factors[guides] for name, factors in padded.items()}
 
-    def drawn(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0, previous=None):
-        """(S, P, 3) padded points of every strand from the simulated (G, P, 3) points; children are
-        interpolated from the guides at the instant of ``poses``.
+    def draw(self, simulated_points, poses, xp=np, colliders=None, radius: float = 0.0,
+             previous: DrawnStrands | None = None) -> DrawnStrands:
+        """Every strand (S, P, 3) padded [m] drawn from the simulated (G, P, 3) points: children are interpolated
+        from the guides at the instant of ``poses``.
 
         With ``colliders`` (a collision.ColliderSet posed at that instant) every interpolated child is kept out of
-        its closed mesh shells (``laid_outside``, leaning towards ``previous`` (S, P, 3) [m], the strands drawn the
-        frame before, or None); the simulated strands are drawn as simulated. The pinned root points stay where
-        the skin puts them."""
-        points = simulated_points
-        if self.interpolator is not None:
-            roots, rotations = self.root_frames(poses)
-            points = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
-            if colliders is not None and colliders.has_meshes:
-                points = self.laid_outside(points, colliders, radius, xp, previous)[0]
-        return points
+        its closed mesh shells (``laid_outside``); given ``previous``, the drawing of the frame before, its laying
+        leans towards where it was drawn and moves from the laying drawn then by at most LAYING_CHANGE_PER_FRAME
+        rest segment lengths a point (``drawing.eased_laying``). The simulated strands are drawn as simulated; the
+        pinned root points stay where the skin puts them."""
+        if self.interpolator is None:
+            return DrawnStrands(simulated_points, simulated_points)
+        roots, rotations = self.root_frames(poses)
+        blend = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        if colliders is None or not colliders.has_meshes:
+            return DrawnStrands(blend, blend)
+        before = None if previous is None else previous.points
+        points = self.laid_outside(blend, colliders, radius, xp, before)[0]
+        if previous is not None:
+            eased = eased_laying(xp, blend, points, previous, xp.asarray(self.laying_step), self.pinned)
+            rows = xp.nonzero(xp.any(eased != points, axis=(1, 2)))[0]   # drawn once a frame: index the few eased
+            if rows.shape[0]:
+                points = points.copy()
+                points[rows] = self.laid_outside(eased[rows], colliders, radius, xp, before[rows])[0]
+        return DrawnStrands(points, blend)
+
+    @property
+    def laying_step(self) -> np.ndarray:
+        """(S,) [m]: how far a child's laying moves at a point in one frame at most, LAYING_CHANGE_PER_FRAME of its
+        mean rest segment length."""
+        if "_laying_step" not in self.__dict__:
+            segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
+            counts = np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
+            self.__dict__["_laying_step"] = LAYING_CHANGE_PER_FRAME * segments.sum(axis=1) / counts
+        return self.__dict__["_laying_step"]
 
     def laid_outside(self, points, colliders, radius: float, xp, previous=None):
         """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
