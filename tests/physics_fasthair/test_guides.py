@@ -244,12 +244,13 @@ def test_a_segment_poking_into_the_skin_is_laid_out_as_far_as_its_depth_asks_and
     assert max(np.linalg.norm(np.diff(ends, axis=0), axis=1)) < 1e-3
 
 
-def _box_behind_a_wall():
-    """A collision.ColliderSet of one closed box mesh filling 0 ≤ x ≤ 1, |y|, |z| ≤ 1: a wall at x = 0."""
+def _box_behind_a_wall(half_width: float = 1.0):
+    """A collision.ColliderSet of one closed box mesh filling 0 ≤ x ≤ 1, |y| ≤ half_width, |z| ≤ 1: a wall at
+    x = 0 (a thin one a fin, an ear)."""
     from solver_server.collision.colliders import ColliderSet
     from solver_server.sim.builder import parse_scene
 
-    corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (-1.0, 1.0) for z in (-1.0, 1.0)])
+    corners = np.array([[x, y, z] for x in (0.0, 1.0) for y in (-half_width, half_width) for z in (-1.0, 1.0)])
     quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
     triangles = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.int32)
     cloth = {"id": "Cloth", "kind": "cloth", "vertices": np.eye(3) + 5.0, "triangles": np.array([[0, 1, 2]])}
@@ -336,3 +337,26 @@ def test_a_childs_laying_glides_to_a_new_one_instead_of_hopping():
         drawn = DrawnStrands(eased, blend)
     assert max(moves) < 1.5 * step[0], moves
     np.testing.assert_allclose(drawn.points, down, atol=1e-12)                  # there in the end
+
+
+def test_a_child_does_not_glide_through_a_fin_to_its_new_laying():
+    """A child drawn along one side of a fin (an ear) whose new laying is on the other side: the way there passes
+    through the fin. Laid out of the fin wherever the glide entered it, the child went through it in four frames
+    (40 mm a frame, the fin between two frames' drawings); it waits on its own side instead, never inside."""
+    from solver_server.solvers.guides.drawing import DrawnStrands, eased_laying
+    from solver_server.solvers.guides.strand_object import StrandObject
+
+    colliders = _box_behind_a_wall(half_width=0.01)
+    x = np.array([-0.04, -0.02, 0.0, 0.02, 0.04, 0.06])
+
+    def along(side):   # the root outside the fin, the rest of the strand beside it (y = side) or through it (0)
+        return np.stack([x, np.where(x > -0.04, side, 0.0), np.zeros_like(x)], axis=1)[None]
+
+    blend, before, new = along(0.0), along(0.03), along(-0.03)
+    hair = StrandObject("Hair", StrandLayout.uniform(1, 6), before.copy(), 1, None, {}, None, {})
+    drawn = DrawnStrands(before, blend)
+    for _ in range(8):
+        eased = eased_laying(np, blend, new, drawn, np.array([0.025]), 1)
+        points = hair._glided(blend, new, eased, drawn, colliders, 1e-4, np)
+        assert np.all(points[0, 1:, 1] > 0.01), points[0]          # on its own side of the fin, outside it
+        drawn = DrawnStrands(points, blend)

@@ -7,8 +7,10 @@ its top) and the laying's choice flips with millimetres of the blend: the child 
 one frame with the head at rest. Its deviation from the blend (where it is drawn less where it is blended) is kept
 from frame to frame instead and moves towards the new laying's by at most LAYING_CHANGE_PER_FRAME of the strand's
 rest segment length at every point, so a child glides from one laying to the other over a few frames; its
-segments then take the laying's lengths again, and whatever of it ends inside a shell is laid out once more (no
-point is drawn inside). A child whose blend and drawing agree (never laid) is drawn exactly as blended."""
+segments then take the laying's lengths again. Where the glide enters a shell (the way from one side of an ear to
+the other passes through the ear) the child keeps the laying it was drawn with, carried by its blend, while that is
+outside, else the glide is laid out of the shell (``StrandObject._glided``): no point is drawn inside. A child whose
+blend and drawing agree (never laid) is drawn exactly as blended."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ class StrandObject:
         With ``colliders`` (a collision.ColliderSet posed at that instant) every interpolated child is kept out of
         its closed mesh shells (``laid_outside``); given ``previous``, the drawing of the frame before, its laying
         leans towards where it was drawn and moves from the laying drawn then by at most LAYING_CHANGE_PER_FRAME
-        rest segment lengths a point (``drawing.eased_laying``). The simulated strands are drawn as simulated; the
+        rest segment lengths a point (``drawing.eased_laying``, ``_glided``). The simulated strands are drawn as simulated; the
         pinned root points stay where the skin puts them."""
         if self.interpolator is None:
             return DrawnStrands(simulated_points, simulated_points)
@@ -121,8 +121,31 @@ class StrandObject:
             rows = xp.nonzero(xp.any(eased != points, axis=(1, 2)))[0]   # drawn once a frame: index the few eased
             if rows.shape[0]:
                 points = points.copy()
-                points[rows] = self.laid_outside(eased[rows], colliders, radius, xp, before[rows])[0]
+                points[rows] = self._glided(blend[rows], points[rows], eased[rows],
+                                            DrawnStrands(previous.points[rows], previous.blend[rows]), colliders,
+                                            radius, xp)
         return DrawnStrands(points, blend)
+
+    def _glided(self, blend, laid, eased, previous: DrawnStrands, colliders, radius: float, xp):
+        """Children (r, P, 3) [m] on their way from the laying drawn before (``previous``) towards their new one,
+        ``laid``, of ``blend``: ``eased`` (``drawing.eased_laying``), laid out of the shells where it enters one. A
+        glide from one side of an ear to the other passes through the ear, and laying it out would choose either
+        side: where the laying drawn before, carried by the blend, is outside, the child keeps it instead and waits
+        on its side until the way is clear (or that side closes)."""
+        relaid, entering = self.laid_outside(eased, colliders, radius, xp, previous.points)
+        if not bool(entering.any()):
+            return relaid
+        kept = eased_laying(xp, blend, laid, previous, xp.zeros(blend.shape[0]), self.pinned)
+        clear = entering & ~self._entering(kept, colliders, radius, xp)
+        return xp.where(clear[:, None, None], kept, relaid)
+
+    def _entering(self, points, colliders, radius: float, xp):
+        """(S,) bool: the strands (S, P, 3) [m] with a free point inside a closed shell of ``colliders`` (one winding
+        test of every free point)."""
+        free = points[:, self.pinned:]
+        _, inside = colliders.recover_inside(xp, xp.ascontiguousarray(free.reshape(-1, 3)),
+                                             xp.full(free.shape[0] * free.shape[1], float(radius)))
+        return inside.reshape(free.shape[:2]).any(axis=1)
 
     @property
     def laying_step(self) -> np.ndarray:
@@ -148,10 +171,7 @@ class StrandObject:
         and one taken from the blend swings round from frame to frame (a child's tip hopped 16 cm a frame with
         the head at rest); it lies towards where its end was drawn before. Returns (points (S, P, 3), laid (S,)
         bool: the strands laid)."""
-        free = points[:, self.pinned:]
-        _, inside = colliders.recover_inside(xp, xp.ascontiguousarray(free.reshape(-1, 3)),
-                                             xp.full(free.shape[0] * free.shape[1], float(radius)))
-        entering = inside.reshape(free.shape[:2]).any(axis=1)
+        entering = self._entering(points, colliders, radius, xp)
         if not bool(entering.any()):
             return points, entering
         rows = xp.nonzero(entering)[0]
