@@ -360,3 +360,34 @@ def test_a_child_does_not_glide_through_a_fin_to_its_new_laying():
         points = hair._glided(blend, new, eased, drawn, colliders, 1e-4, np)
         assert np.all(points[0, 1:, 1] > 0.01), points[0]          # on its own side of the fin, outside it
         drawn = DrawnStrands(points, blend)
+
+
+def test_a_child_moves_no_farther_than_its_guides_mean_plus_a_step():
+    """Where a child's two guides part, its blended segments are short and, set to their full length, turn with every
+    millimetre the guides move: a child's tip moved 2.5 times as far in a frame as the farther of its guides. Its
+    motion beyond the mean of its guides' carried shapes is now at most the step at every point (about that after
+    its lengths are restored), it keeps its root and its blend's lengths, and it catches up within a few frames; a
+    child within the bound is returned exactly as blended."""
+    from solver_server.solvers.guides.drawing import DrawnStrands, bounded_blend
+
+    segment, points, step = 0.02, 6, np.array([0.005, 0.005])
+    along = np.arange(points)[:, None] * segment
+
+    def bent(angle):   # the strand turned about its root by ``angle`` in the x–y plane
+        return np.hstack([np.cos(angle) * along, np.sin(angle) * along, np.zeros((points, 1))])
+
+    mean = np.stack([bent(0.0), bent(0.0)])                        # the guides' mean stays where it is
+    before = DrawnStrands(np.stack([bent(0.5), bent(0.1)]), np.stack([bent(0.5), bent(0.1)]), mean)
+    swung = np.stack([bent(-0.5), bent(0.1)])                      # the blend swings to the other side at once
+    drawn, moves = before, []
+    for _ in range(40):
+        blend = bounded_blend(np, swung, mean, drawn, step, 1)
+        moves.append(np.linalg.norm(blend[0] - drawn.blend[0], axis=1).max())
+        np.testing.assert_array_equal(blend[:, 0], swung[:, 0])
+        np.testing.assert_allclose(np.linalg.norm(np.diff(blend[0], axis=0), axis=1), segment, rtol=1e-12)
+        np.testing.assert_array_equal(blend[1], swung[1])                    # within the bound: as blended
+        drawn = DrawnStrands(blend, blend, mean)
+    assert moves[0] < 1.5 * step[0] and max(moves) < 1.5 * step[0], moves
+    np.testing.assert_allclose(drawn.blend, swung, atol=1e-12)                 # caught up
+    np.testing.assert_array_equal(bounded_blend(np, swung, mean, DrawnStrands(before.points, before.blend), step, 1),
+                                  swung)                                       # no mean checkpointed: no bound

@@ -75,8 +75,15 @@ class GuideInterpolator:
         return a + self.fraction[..., None] * (b - a)
 
     def interpolate(self, guide_points, child_roots, rotations=None):
-        """All strands (S, P, 3) [m] from guide strands (K, Pg, 3), child roots (S, 3) and optional
-        root-frame rotations (S, 3, 3) of every strand since rest (identity when None).
+        """All strands (S, P, 3) [m] from guide strands (K, Pg, 3), child roots (S, 3) and optional root-frame
+        rotations (S, 3, 3) of every strand since rest (identity when None): ``shapes``' strands."""
+        return self.shapes(guide_points, child_roots, rotations)[0]
+
+    def shapes(self, guide_points, child_roots, rotations=None):
+        """(strands (S, P, 3) [m], mean (S, P, 3) [m]) from guide strands (K, Pg, 3), child roots (S, 3) and
+        optional root-frame rotations (S, 3, 3) of every strand since rest (identity when None). ``mean`` is the
+        weighted mean of the two guides' shapes carried to the child (the blend before its parting lean and its
+        lengths): it moves no farther in a frame than the farther of them.
 
         Each child is the weighted blend of its two guides' root-relative shapes carried to its own root
         (module docstring; plus its own rest offset from them), and then stretches as its guides do: where
@@ -94,11 +101,13 @@ class GuideInterpolator:
         stretch = _chords(xp, sampled) / xp.maximum(self.guide_chords_rest, 1e-300)
         stretch = xp.where(self.guide_chords_rest > 0.0, stretch, 1.0)                        # (S, 2, P − 1)
         lengths = self.rest_lengths * xp.einsum("sk,skp->sp", self.weights, stretch)
-        local = self._leaning(xp.einsum("sk,skpd->spd", self.weights, shaped), shaped, lengths)
+        mean = xp.einsum("sk,skpd->spd", self.weights, shaped)
+        local = self._leaning(mean, shaped, lengths)
         if rotations is not None:
             local = xp.einsum("sij,spj->spi", rotations, local)
-        blended = xp.asarray(child_roots)[:, None, :] + local
-        return self.with_lengths(blended, lengths)
+            mean = xp.einsum("sij,spj->spi", rotations, mean)
+        roots = xp.asarray(child_roots)[:, None, :]
+        return self.with_lengths(roots + local, lengths), roots + mean
 
     def _leaning(self, local, shaped, lengths):
         """Blended root-relative strands (S, P, 3) [m] whose segments shorter than PARTING_SHARE of their

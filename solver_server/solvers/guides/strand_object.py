@@ -9,7 +9,7 @@ import numpy as np
 
 from solver_server.sim.errors import SceneError
 
-from .drawing import LAYING_CHANGE_PER_FRAME, DrawnStrands, eased_laying
+from .drawing import BLEND_CHANGE_PER_FRAME, LAYING_CHANGE_PER_FRAME, DrawnStrands, bounded_blend, eased_laying
 from .interpolation import GuideInterpolator
 from .layout import StrandLayout
 from .roots import RootBinding
@@ -103,17 +103,22 @@ class StrandObject:
         """Every strand (S, P, 3) padded [m] drawn from the simulated (G, P, 3) points: children are interpolated
         from the guides at the instant of ``poses``.
 
-        With ``colliders`` (a collision.ColliderSet posed at that instant) every interpolated child is kept out of
-        its closed mesh shells (``laid_outside``); given ``previous``, the drawing of the frame before, its laying
+        Given ``previous``, the drawing of the frame before, a child moves beyond its guides' mean by at most
+        BLEND_CHANGE_PER_FRAME rest segment lengths a point (``drawing.bounded_blend``). With ``colliders`` (a
+        collision.ColliderSet posed at that instant) every interpolated child is kept out of its closed mesh shells
+        (``laid_outside``); given ``previous``, its laying
         leans towards where it was drawn and moves from the laying drawn then by at most LAYING_CHANGE_PER_FRAME
         rest segment lengths a point (``drawing.eased_laying``, ``_glided``). The simulated strands are drawn as simulated; the
         pinned root points stay where the skin puts them."""
         if self.interpolator is None:
-            return DrawnStrands(simulated_points, simulated_points)
+            return DrawnStrands(simulated_points, simulated_points, simulated_points)
         roots, rotations = self.root_frames(poses)
-        blend = self.interpolator.interpolate(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        blend, mean = self.interpolator.shapes(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        if previous is not None:
+            blend = bounded_blend(xp, blend, mean, previous, xp.asarray(self.laying_step * BLEND_CHANGE_PER_FRAME),
+                                  self.pinned)
         if colliders is None or not colliders.has_meshes:
-            return DrawnStrands(blend, blend)
+            return DrawnStrands(blend, blend, mean)
         before = None if previous is None else previous.points
         points = self.laid_outside(blend, colliders, radius, xp, before)[0]
         if previous is not None:
@@ -121,10 +126,9 @@ class StrandObject:
             rows = xp.nonzero(xp.any(eased != points, axis=(1, 2)))[0]   # drawn once a frame: index the few eased
             if rows.shape[0]:
                 points = points.copy()
-                points[rows] = self._glided(blend[rows], points[rows], eased[rows],
-                                            DrawnStrands(previous.points[rows], previous.blend[rows]), colliders,
+                points[rows] = self._glided(blend[rows], points[rows], eased[rows], previous.rows(rows), colliders,
                                             radius, xp)
-        return DrawnStrands(points, blend)
+        return DrawnStrands(points, blend, mean)
 
     def _glided(self, blend, laid, eased, previous: DrawnStrands, colliders, radius: float, xp):
         """Children (r, P, 3) [m] on their way from the laying drawn before (``previous``) towards their new one,
@@ -150,7 +154,7 @@ class StrandObject:
     @property
     def laying_step(self) -> np.ndarray:
         """(S,) [m]: how far a child's laying moves at a point in one frame at most, LAYING_CHANGE_PER_FRAME of its
-        mean rest segment length."""
+        mean rest segment length (its blend beyond its guides' mean: BLEND_CHANGE_PER_FRAME of that length)."""
         if "_laying_step" not in self.__dict__:
             segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
             counts = np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
