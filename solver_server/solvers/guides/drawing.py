@@ -54,9 +54,9 @@ class DrawnStrands:
 
 
 def bounded_blend(xp, blend, mean, previous: DrawnStrands, step, pinned: int):
-    """Children's blends (S, P, 3) [m] whose motion since ``previous`` beyond their guides' ``mean`` (S, P, 3) [m]
-    moves is at most ``step`` (S,) [m] at every point, rebuilt from their ``pinned`` root points at the lengths of
-    ``blend``; strands within the bound (or without a previous mean) are returned exactly as blended."""
+    """Children's blends (S, P, 3) [m] whose motion since ``previous``, beyond the motion of their guides' ``mean``
+    (S, P, 3) [m], is at most ``step`` (S,) [m] at every point, rebuilt from their ``pinned`` root points at the
+    lengths of ``blend``; strands within the bound (or without a previous mean) are returned exactly as blended."""
     if previous.mean is None:
         return blend
     excess = (blend - previous.blend) - (mean - previous.mean)
