@@ -400,7 +400,8 @@ class DerHairGroup:
             points = shared.object_positions(index)
             hair = shared.objects[index]
             if hair.guides is not None:
-                drawing = hair.guides.draw(points, self.poses, xp, self.colliders, hair.draw_radius, self.drawn[number])
+                drawing = hair.guides.draw(points, self.poses, xp, self.colliders, hair.draw_radius,
+                                           self.drawn[number])
                 self.drawn[number] = drawing
                 points = hair.guides.unpadded(drawing.points, xp)
             drawn[object_id] = to_host(points).astype(np.float32)
@@ -414,8 +415,8 @@ class DerHairGroup:
         and their rates, time-parallel reference frames and unwrapped reference twists), named
         ``object<i>_<field>`` with i the object's position in ``ids`` (split out of the shared solver), plus
         ``solver<k>_<name>`` for the cross-step state of solver k (see :meth:`_SharedSolver.solver_state`), and
-        ``object<i>_drawn`` and ``object<i>_blend`` for an object on guides (its drawing at the frame, which the next
-        frame's children carry over: guides.drawing)."""
+        ``object<i>_drawn``, ``object<i>_blend`` and ``object<i>_mean`` for an object on guides (its drawing at the
+        frame, which the next frame's children carry over: guides.drawing)."""
         arrays = {}
         for number, (shared, index) in enumerate(self.places):
             arrays.update({f"object{number}_{name}": value for name, value in shared.object_state(index).items()})

@@ -48,7 +48,8 @@ class DerGuides:
         strands = StrandObject.from_spec(spec, scene, "der", xp)
         return None if strands.interpolator is None else cls(strands, xp)
 
-    def draw(self, simulated, poses, xp, colliders, radius: float, previous: DrawnStrands | None = None) -> DrawnStrands:
+    def draw(self, simulated, poses, xp, colliders, radius: float,
+             previous: DrawnStrands | None = None) -> DrawnStrands:
         """Every strand (S, P, 3) [m] drawn from the guides' simulated points (n, 3) [m] at the instant of ``poses``:
         children interpolated and laid out of the closed mesh shells of ``colliders`` (or None), carrying over the
         drawing of the frame before, ``previous`` (or None) (``StrandObject.draw``); the guides as simulated."""

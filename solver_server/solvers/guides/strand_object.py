@@ -106,10 +106,10 @@ class StrandObject:
         Given ``previous``, the drawing of the frame before, a child moves beyond its guides' mean by at most
         BLEND_CHANGE_PER_FRAME rest segment lengths a point (``drawing.bounded_blend``). With ``colliders`` (a
         collision.ColliderSet posed at that instant) every interpolated child is kept out of its closed mesh shells
-        (``laid_outside``); given ``previous``, its laying
-        leans towards where it was drawn and moves from the laying drawn then by at most LAYING_CHANGE_PER_FRAME
-        rest segment lengths a point (``drawing.eased_laying``, ``_glided``). The simulated strands are drawn as simulated; the
-        pinned root points stay where the skin puts them."""
+        (``laid_outside``); given ``previous``, its laying leans towards where it was drawn and moves from the
+        laying drawn then by at most LAYING_CHANGE_PER_FRAME rest segment lengths a point (``drawing.eased_laying``,
+        ``_glided``). The simulated strands are drawn as simulated; the pinned root points stay where the skin puts
+        them."""
         if self.interpolator is None:
             return DrawnStrands(simulated_points, simulated_points, simulated_points)
         roots, rotations = self.root_frames(poses)
