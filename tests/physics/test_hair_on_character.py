@@ -177,25 +177,37 @@ def test_cosserat_state_ends_every_frame_outside_the_head():
     assert laid > 0         # the frames where it happened say so
 
 
+GUIDE_SHOT_FRAMES = 48
+
+
+def _cosserat_guides_in_head_frame(eased: bool):
+    """The benchmark's shot (benchmarks.hair_on_character: 300 strands drawn from 40 Cosserat guides, the head turning
+    and sliding over 18 frames, ``eased`` or linear, then still to GUIDE_SHOT_FRAMES): (positions (F, S, P, 3) [m],
+    the same in the head's frame, head vertices, head triangles)."""
+    built, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
+        "cosserat", 300, frames=GUIDE_SHOT_FRAMES, motion_frames=18, guide_count=40, eased=eased)
+    out = run(Simulation(built, get_backend("cpu")), drive)
+    positions = np.array([frame[1]["Hair"] for frame in out], dtype=np.float64).reshape(
+        GUIDE_SHOT_FRAMES, -1, np.diff(offsets)[0], 3)
+    local = np.empty_like(positions)
+    for index in range(GUIDE_SHOT_FRAMES):
+        pose = held_motion(index + 1, 18, eased=eased)
+        local[index] = (positions[index] - pose[:3, 3]) @ pose[:3, :3]
+    return positions, local, head_vertices, head_triangles
+
+
 def test_children_on_a_still_head_do_not_hop():
     """300 strands drawn from 40 Cosserat guides on the benchmark's turn and slide (benchmarks.hair_on_character):
     with the head at rest from frame 24 on, no point of any strand moves 0.1 m in a frame in the head's frame.
     Measured on the code before children's layings carried over from frame to frame: a child's tip hopped 141 mm
     between two layouts (folded along an ear, free over its top) while its guides moved 27 mm; now the largest move
     is a child's blend's own, carried by its guides (55 mm)."""
-    frames, rest_from = 48, 24
-    built, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
-        "cosserat", 300, frames=frames, motion_frames=18, guide_count=40)
-    out = run(Simulation(built, get_backend("cpu")), drive)
-    points = np.diff(offsets)[0]
-    positions = np.array([frame[1]["Hair"] for frame in out], dtype=np.float64).reshape(frames, -1, points, 3)
-    local = np.empty_like(positions)
-    for index in range(frames):
-        pose = held_motion(index + 1, 18)
-        local[index] = (positions[index] - pose[:3, 3]) @ pose[:3, :3]
+    rest_from = 24
+    positions, local, head_vertices, head_triangles = _cosserat_guides_in_head_frame(eased=False)
     moves = np.linalg.norm(np.diff(local[rest_from - 1:], axis=0), axis=3)
     assert moves.max() < 0.1, moves.max()
-    posed = head_vertices @ held_motion(frames, 18)[:3, :3].T + held_motion(frames, 18)[:3, 3]
+    pose = held_motion(GUIDE_SHOT_FRAMES, 18)
+    posed = head_vertices @ pose[:3, :3].T + pose[:3, 3]
     assert int((np.abs(winding_numbers(positions[-1][:, 1:].reshape(-1, 3), posed, head_triangles)) > 0.5).sum()) == 0
 
 
@@ -204,15 +216,6 @@ def test_children_move_no_farther_than_their_guides_allow():
     head's frame. Measured on the code before a child's motion was bounded by its guides' mean: 0.204 m, a child
     between two guides that part swinging 2.5 times as far as the farther of them; now 0.122 m (the fully simulated
     Cosserat strands: 0.122 m on the linear motion)."""
-    frames = 48
-    built, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
-        "cosserat", 300, frames=frames, motion_frames=18, guide_count=40, eased=True)
-    out = run(Simulation(built, get_backend("cpu")), drive)
-    points = np.diff(offsets)[0]
-    positions = np.array([frame[1]["Hair"] for frame in out], dtype=np.float64).reshape(frames, -1, points, 3)
-    local = np.empty_like(positions)
-    for index in range(frames):
-        pose = held_motion(index + 1, 18, eased=True)
-        local[index] = (positions[index] - pose[:3, 3]) @ pose[:3, :3]
+    _, local, _, _ = _cosserat_guides_in_head_frame(eased=True)
     moves = np.linalg.norm(np.diff(local[7:], axis=0), axis=3)
     assert moves.max() < 0.16, moves.max()

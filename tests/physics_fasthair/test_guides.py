@@ -309,6 +309,10 @@ def test_a_segment_plunging_straight_into_the_skin_lies_the_way_it_was_drawn_bef
     assert swung[0, 3, 1] < -0.015
 
 
+STRAIGHT_SEGMENT = 0.02                                                   # [m]
+STRAIGHT = np.arange(6)[:, None] * np.array([STRAIGHT_SEGMENT, 0.0, 0.0])   # (6, 3) [m] a strand along +x
+
+
 def test_a_childs_laying_glides_to_a_new_one_instead_of_hopping():
     """Where a child's blend lies on the skin, its laying out of the head can flip between two layouts (folded
     along an ear, or free over its top) with millimetres of the blend: a hop of centimetres in one frame. From its
@@ -317,14 +321,9 @@ def test_a_childs_laying_glides_to_a_new_one_instead_of_hopping():
     strand that was never laid comes back exactly as laid."""
     from solver_server.solvers.guides.drawing import DrawnStrands, eased_laying
 
-    segment, points, step = 0.02, 6, np.array([0.005, 0.005])
-    along = np.arange(points)[:, None] * segment
-
-    def bent(angle):   # the strand turned about its root by ``angle`` in the x–y plane
-        return np.hstack([np.cos(angle) * along, np.sin(angle) * along, np.zeros((points, 1))])
-
-    blend = np.stack([bent(0.0), bent(0.0)])
-    up, down = np.stack([bent(0.6), bent(0.0)]), np.stack([bent(-0.6), bent(0.0)])
+    segment, step = STRAIGHT_SEGMENT, np.array([0.005, 0.005])
+    blend = np.stack([STRAIGHT, STRAIGHT])
+    up, down = np.stack([_turned(STRAIGHT, 35.0), STRAIGHT]), np.stack([_turned(STRAIGHT, -35.0), STRAIGHT])
     assert np.linalg.norm(down[0, -1] - up[0, -1]) > 0.05                        # the hop it would be
     drawn = DrawnStrands(up, blend)
     moves = []
@@ -370,15 +369,11 @@ def test_a_child_moves_no_farther_than_its_guides_mean_plus_a_step():
     child within the bound is returned exactly as blended."""
     from solver_server.solvers.guides.drawing import DrawnStrands, bounded_blend
 
-    segment, points, step = 0.02, 6, np.array([0.005, 0.005])
-    along = np.arange(points)[:, None] * segment
-
-    def bent(angle):   # the strand turned about its root by ``angle`` in the x–y plane
-        return np.hstack([np.cos(angle) * along, np.sin(angle) * along, np.zeros((points, 1))])
-
-    mean = np.stack([bent(0.0), bent(0.0)])                        # the guides' mean stays where it is
-    before = DrawnStrands(np.stack([bent(0.5), bent(0.1)]), np.stack([bent(0.5), bent(0.1)]), mean)
-    swung = np.stack([bent(-0.5), bent(0.1)])                      # the blend swings to the other side at once
+    segment, step = STRAIGHT_SEGMENT, np.array([0.005, 0.005])
+    mean = np.stack([STRAIGHT, STRAIGHT])                          # the guides' mean stays where it is
+    blended = np.stack([_turned(STRAIGHT, 30.0), _turned(STRAIGHT, 6.0)])
+    before = DrawnStrands(blended, blended, mean)
+    swung = np.stack([_turned(STRAIGHT, -30.0), _turned(STRAIGHT, 6.0)])   # the blend swings to the other side at once
     drawn, moves = before, []
     for _ in range(40):
         blend = bounded_blend(np, swung, mean, drawn, step, 1)

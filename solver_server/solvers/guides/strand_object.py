@@ -4,6 +4,7 @@ count and root binding. Shared by the particle and Cosserat solver groups."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -115,14 +116,15 @@ class StrandObject:
         roots, rotations = self.root_frames(poses)
         blend, mean = self.interpolator.shapes(simulated_points, xp.asarray(roots), xp.asarray(rotations))
         if previous is not None:
-            blend = bounded_blend(xp, blend, mean, previous, xp.asarray(self.laying_step * BLEND_CHANGE_PER_FRAME),
-                                  self.pinned)
+            blend = bounded_blend(xp, blend, mean, previous,
+                                  xp.asarray(BLEND_CHANGE_PER_FRAME * self.rest_segment_length), self.pinned)
         if colliders is None or not colliders.has_meshes:
             return DrawnStrands(blend, blend, mean)
         before = None if previous is None else previous.points
         points = self.laid_outside(blend, colliders, radius, xp, before)[0]
         if previous is not None:
-            eased = eased_laying(xp, blend, points, previous, xp.asarray(self.laying_step), self.pinned)
+            eased = eased_laying(xp, blend, points, previous,
+                                 xp.asarray(LAYING_CHANGE_PER_FRAME * self.rest_segment_length), self.pinned)
             rows = xp.nonzero(xp.any(eased != points, axis=(1, 2)))[0]   # drawn once a frame: index the few eased
             if rows.shape[0]:
                 points = points.copy()
@@ -151,15 +153,12 @@ class StrandObject:
                                              xp.full(free.shape[0] * free.shape[1], float(radius)))
         return inside.reshape(free.shape[:2]).any(axis=1)
 
-    @property
-    def laying_step(self) -> np.ndarray:
-        """(S,) [m]: how far a child's laying moves at a point in one frame at most, LAYING_CHANGE_PER_FRAME of its
-        mean rest segment length (its blend beyond its guides' mean: BLEND_CHANGE_PER_FRAME of that length)."""
-        if "_laying_step" not in self.__dict__:
-            segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
-            counts = np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
-            self.__dict__["_laying_step"] = LAYING_CHANGE_PER_FRAME * segments.sum(axis=1) / counts
-        return self.__dict__["_laying_step"]
+    @cached_property
+    def rest_segment_length(self) -> np.ndarray:
+        """(S,) [m]: every strand's mean rest segment length, the unit of how far a child's drawing may change in a
+        frame (``drawing.LAYING_CHANGE_PER_FRAME``, ``drawing.BLEND_CHANGE_PER_FRAME``)."""
+        segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
+        return segments.sum(axis=1) / np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
 
     def laid_outside(self, points, colliders, radius: float, xp, previous=None):
         """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
