@@ -18,7 +18,7 @@ from ..kernels import launch_items, warp_device_of, warp_view
 from ..sim.builder import ObjectSpec
 from ..sim.rigid_carry import carry_points
 from . import primitive_kernels
-from .mesh import CONTACT_PASSES
+from .mesh import CONTACT_PASSES, EDGE_CONTACT_COUNTS
 from .primitive_kernels import packed_parameters
 from .primitives import PRIMITIVES
 
@@ -246,15 +246,16 @@ class ColliderSet:
         start, points: (n, 3) [m] at the substep start and now (or at the start and the end of ``interval``,
         the part of the substep a solver's shorter step covers); point_edges: Warp int32 (E, 2) view;
         thickness (n,) [m]; inverse_mass (n,) (0: the point does not move). Returns (correction (n, 3) [m]
-        averaged per point, touched (n,) bool, counts (3,) int32 device array: the edge pairs in contact, those
-        that had crossed during the substep and the points' edges that passed through a mesh at the start,
+        averaged per point, touched (n,) bool, counts (EDGE_CONTACT_COUNTS,) int32 device array: the edge pairs in
+        contact, those that had crossed during the substep, the points' edges that passed through a mesh at the
+        start and the pairs deeper than half their reach (``MeshGeometry.add_edge_corrections``),
         crossed (n,) bool: the points of edges that had crossed)."""
         n = points.shape[0]
         start = xp.ascontiguousarray(start, dtype=xp.float64)
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         correction = xp.zeros((n, 3), dtype=xp.float64)
         count = xp.zeros(n, dtype=xp.int32)
-        contacts = xp.zeros(3, dtype=xp.int32)
+        contacts = xp.zeros(EDGE_CONTACT_COUNTS, dtype=xp.int32)
         crossed_point = xp.zeros(n, dtype=xp.int32)
         for collider in self.colliders:
             if collider.is_mesh:

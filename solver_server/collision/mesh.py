@@ -42,6 +42,7 @@ CANDIDATE_MARGIN = 0.25
 # the lists are built again when more than this fraction of the paths ends beyond the margin
 CANDIDATE_REBUILD_FRACTION = 0.1
 CANDIDATE_KEYS_KEPT = 6   # kinds of query (named point paths of one count, one set of point edges) whose lists a pose keeps
+EDGE_CONTACT_COUNTS = 4   # add_edge_corrections' counters: pairs in contact, crossed, edges through at start, deep
 
 
 def _ratio(xp, numerator, denominator):
@@ -316,8 +317,10 @@ class MeshGeometry:
         start, proposed: (n, 3) float64 [m] C-contiguous; point_edges: int32 (E, 2)
         Warp view of the points' edges; reach (n,) [m] each point's distance to keep plus the mesh's
         thickness; inverse_mass (n,) (0: does not move). Adds corrections (n, 3) [m], per-point counts,
-        the pairs in contact (contacts[0]), those that had crossed (contacts[1]) and the point edges that
-        already passed through the mesh at the start, left free (contacts[2]) into the given arrays, and sets
+        the pairs in contact (contacts[0]), those that had crossed (contacts[1]), the point edges that
+        already passed through the mesh at the start, left free (contacts[2]) and the pairs closer than
+        ``mesh_kernels.DEEP_EDGE_FRACTION`` of their reach (contacts[3]; contacts: int32 (EDGE_CONTACT_COUNTS,))
+        into the given arrays, and sets
         crossed_point (n,) int32 to 1 at the points of edges that had crossed. interval: the part (begin, end) of
         the substep over which the points moved start → proposed (fractions, as for ``resolve``)."""
         pose = self.pose(xp)

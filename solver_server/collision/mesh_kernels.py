@@ -522,6 +522,12 @@ def edge_candidates(first: int, control: wp.array(dtype=wp.int32), bvh: wp.uint6
                                    swept_edge_upper(start[ia], built[ia], start[ib], built[ib], pad), found, e)
 
 
+# a point edge whose correction exceeds this fraction of its reach (closer to a mesh edge than a tenth of the reach,
+# or crossed) lies deep in the contact offset (contacts[3]); a cloth edge sagging a few millimetres over a rim
+# between two vertices that the vertex contact holds at their offset stays above that
+DEEP_EDGE_FRACTION = wp.constant(wp.float64(0.9))
+
+
 @wp.func
 def _mesh_edge_contact(f: int, ia: int, ib: int, a0: wp.vec3d, b0: wp.vec3d, a1: wp.vec3d, b1: wp.vec3d,
                        r: wp.float64, previous: wp.array(dtype=wp.vec3d), current: wp.array(dtype=wp.vec3d),
@@ -553,6 +559,8 @@ def _mesh_edge_contact(f: int, ia: int, ib: int, a0: wp.vec3d, b0: wp.vec3d, a1:
     wp.atomic_add(count, ia, 1)
     wp.atomic_add(count, ib, 1)
     wp.atomic_add(contacts, 0, 1)
+    if error > DEEP_EDGE_FRACTION * r:
+        wp.atomic_add(contacts, 3, 1)
     if contact.crossed != 0:
         wp.atomic_add(contacts, 1, 1)
         crossed_point[ia] = 1
@@ -573,7 +581,8 @@ def collider_edge_contacts(bvh: wp.uint64, previous: wp.array(dtype=wp.vec3d), c
     the substep to its pose at ``end`` (as ``resolve_mesh_contacts``; the swept boxes cover the whole substep)
     whose swept box it meets: crossed during that part, or closer than the endpoints' larger reach. The point edge is
     moved back to that distance on the side it started on; the mesh edge does not move. contacts[0]
-    counts the pairs in contact, contacts[1] those that had crossed; crossed_point is set to 1 at both
+    counts the pairs in contact, contacts[1] those that had crossed, contacts[3] those closer than
+    DEEP_EDGE_FRACTION of the reach (crossed or not); crossed_point is set to 1 at both
     points of an edge that had crossed. An edge whose points lie within ``margin`` of where the candidate
     lists were built (``built``, ``edge_candidates``) tests its listed mesh edges (unless its row overflowed),
     any other edge queries the tree.

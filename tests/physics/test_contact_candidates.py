@@ -13,7 +13,7 @@ import warp as wp
 from solver_server.backend import get_backend
 from solver_server.collision import mesh as mesh_module
 from solver_server.collision import self_collision as self_collision_module
-from solver_server.collision.mesh import MeshGeometry
+from solver_server.collision.mesh import EDGE_CONTACT_COUNTS, MeshGeometry
 from solver_server.collision import swept_elements
 from solver_server.kernels import cuda_layout, warp_view
 from solver_server.simulation import Simulation
@@ -121,7 +121,7 @@ def test_mesh_edge_contact_lists_match_a_fresh_query(shift, layout):
 
     def corrections(geometry, ends):
         correction, count = np.zeros((len(start), 3)), np.zeros(len(start), np.int32)
-        contacts, crossed = np.zeros(3, np.int32), np.zeros(len(start), np.int32)
+        contacts, crossed = np.zeros(EDGE_CONTACT_COUNTS, np.int32), np.zeros(len(start), np.int32)
         geometry.add_edge_corrections(np, np.ascontiguousarray(start), np.ascontiguousarray(ends), edge_view,
                                       reach, inverse_mass, correction, count, contacts, crossed)
         return correction, count, contacts, crossed
@@ -202,7 +202,7 @@ def test_mesh_searches_split_over_cpu_threads_give_one_launchs_lists(monkeypatch
         for _ in range(2):                                             # seen once, then lists built
             resolved = _resolved(geometry, start, end, reach)
             correction, count = np.zeros((len(start), 3)), np.zeros(len(start), np.int32)
-            contacts, crossed = np.zeros(3, np.int32), np.zeros(len(start), np.int32)
+            contacts, crossed = np.zeros(EDGE_CONTACT_COUNTS, np.int32), np.zeros(len(start), np.int32)
             geometry.add_edge_corrections(np, start, end, edges, reach, np.ones(len(start)), correction, count,
                                           contacts, crossed)
         lists = [array.copy() for entry in geometry.pose(np)._path_lists.values()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from ...collision.mesh import CREASE_PASSES
+from ...collision.mesh import CREASE_PASSES, EDGE_CONTACT_COUNTS
 from ...kernels import cuda_layout_on, warp_device_of, warp_view
 from .contact_set import rows_dot
 
@@ -62,7 +62,7 @@ class MeshFailsafe:
             moved |= crossed
             correction = xp.zeros((model.n_vertices, 3))
             count = xp.zeros(model.n_vertices, dtype=xp.int32)
-            contacts = xp.zeros(3, dtype=xp.int32)
+            contacts = xp.zeros(EDGE_CONTACT_COUNTS, dtype=xp.int32)
             crossed_point = xp.zeros(model.n_vertices, dtype=xp.int32)
             geometry.add_edge_corrections(xp, start, end, edges, reach, xp.where(free, 1.0, 0.0), correction, count,
                                           contacts, crossed_point)

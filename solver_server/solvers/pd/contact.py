@@ -158,7 +158,11 @@ class ContactPoints:
         mesh edge during the substep (a crossing left in place would hold the cloth through a thin part
         such as an ear: CCD keeps the sides it is given); a round after the first whose test finds no
         crossing ends the call without moving anything, so the state returned has been tested unless the
-        rounds ran out.
+        rounds ran out. The first round's test ends the call the same way when no pair lies deeper than
+        ``mesh_kernels.DEEP_EDGE_FRACTION`` of its reach: a cloth edge between two vertices that the vertex
+        contact holds at their offset sags a few millimetres towards a rim it lies across (a brow, an ear's
+        rim), which CCD keeps from crossing; lifting every such sag to the full reach cost a pass, strain-limit
+        passes and a vertex projection per call in every resting substep.
 
         relax(q, frozen (n,) bool) -> q: the solver's strain-limit passes, run after each of the first
         ``rounds`` rounds with the particles of the edges that had crossed held still. Without them the
@@ -173,7 +177,8 @@ class ContactPoints:
         the confirming test was one edge pass in three). Returns (q, edge pairs in contact in the last test,
         edges through a mesh: those that had crossed in the last test plus those that already passed
         through at the substep start; both device scalars, for the frame's stats). A round reads one number
-        from the device: whether its test found pairs, and whether any had crossed, packed in two bits."""
+        from the device: whether its test found pairs, whether any had crossed and whether any lay deep, packed in
+        three bits."""
         if not colliders.has_meshes or self.edges.shape[0] == 0:
             return q, 0, 0
         start = self.points(q_start)
@@ -182,9 +187,10 @@ class ContactPoints:
             points = self.points(q)
             delta, touched, counts, crossed_points = colliders.resolve_edges(
                 self.xp, start, points, self.edge_view, self.thickness, self.inverse_gain)
-            state = int((counts[0] > 0).astype(self.xp.int32) + 2 * (counts[1] > 0).astype(self.xp.int32))
-            found, crossed = state & 1, state & 2
-            if not found or (not crossed and round_index > 0):
+            state = int((counts[0] > 0).astype(self.xp.int32) + 2 * (counts[1] > 0).astype(self.xp.int32)
+                        + 4 * (counts[3] > 0).astype(self.xp.int32))
+            found, crossed, deep = state & 1, state & 2, state & 4
+            if not found or (not crossed and (round_index > 0 or not deep)):
                 break
             q = self.distribute(q, delta, touched)
             if relax is not None and round_index < rounds:
