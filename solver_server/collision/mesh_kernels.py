@@ -492,11 +492,12 @@ def edges_through_mesh(first: int, control: wp.array(dtype=wp.int32), triangle_b
                        fraction: wp.float64, mesh_triangles: wp.array(dtype=wp.int32, ndim=2),
                        start: wp.array(dtype=wp.vec3d), point_edges: wp.array(dtype=wp.int32, ndim=2),
                        through: wp.array(dtype=wp.int32)):
-    """Unless the query uses its kept lists (control[2] == PATHS_USE: same starts, same pose): through[e] = 1
+    """When the query records new paths (control[2] == PATHS_RECORD: new starts, or a new pose): through[e] = 1
     where point edge e at its start already passes through a triangle of the mesh at ``fraction`` of the substep
-    (``collider_edge_contacts`` leaves such an edge free), else 0."""
+    (``collider_edge_contacts`` leaves such an edge free), else 0. A query that uses or builds lists has the
+    starts and the pose of the recording one (``decided_mode``), so its flags stand."""
     e = first + wp.tid()
-    if control[2] == PATHS_USE:
+    if control[2] != PATHS_RECORD:
         return
     through[e] = 0
     if _passes_through_mesh(triangle_bvh, previous, current, fraction, mesh_triangles, start[point_edges[e, 0]],
