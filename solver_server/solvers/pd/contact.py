@@ -221,6 +221,25 @@ class ContactPoints:
         during the substep), and a point above its plane is not moved by it."""
         return None if self._planes is None else self._limit_planes
 
+    def near_candidate_planes(self, q, band: float):
+        """Where the points of particle positions q (n, 3) [m] lie within (1 + band) × their contact offset of a mesh
+        collider, by the contact planes of the substep's candidate query (``candidate_planes``: the tangent plane at
+        the contact offset, facing the point's side): (near (n_c,) bool, unit normal (n_c, 3), surface motion
+        (n_c, 3) [m] over the substep), zero where not near; None when the query gave no planes."""
+        if self._planes is None:
+            return None
+        xp = self.xp
+        candidates, plane_point, normal, motion, _ = self._planes
+        height = ((self.points(q)[candidates] - plane_point) * normal).sum(axis=1)
+        touching = (xp.abs(normal).sum(axis=1) > 0.0) & (height <= band * self.thickness[candidates])
+        near = xp.zeros(self.count, dtype=bool)
+        near[candidates] = touching
+        near_normal = xp.zeros((self.count, 3), dtype=xp.float64)
+        near_normal[candidates] = xp.where(touching[:, None], normal, 0.0)
+        near_motion = xp.zeros((self.count, 3), dtype=xp.float64)
+        near_motion[candidates] = xp.where(touching[:, None], motion, 0.0)
+        return near, near_normal, near_motion
+
     def contact_planes(self, colliders: ColliderSet, q, q_start, band: float):
         """Contact planes of the points within (1 + band) × their contact offset of a collider at q (n, 3):
         (particle (n_c,) int32, -1 for points that are not a particle of their own; point (n_c, 3) [m] on the

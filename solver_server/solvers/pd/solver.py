@@ -533,19 +533,25 @@ class PDSolver:
     def _no_outgoing_kick(self, colliders: ColliderSet, q, q_start, velocities, pushed):
         """Restitution 0 and no velocity kick from position corrections: a point the colliders pushed during
         the substep (``pushed`` (n_c,) bool over the collision points) and that is still within its contact
-        band keeps no normal velocity away from the surface beyond the surface's own motion.
+        band keeps no normal velocity away from the surface beyond the surface's own motion. Against mesh colliders
+        the band and the surface are the contact planes of the substep's candidate query (as for the strain limit;
+        ``ContactPoints.near_candidate_planes``), else a query of the colliders at q.
         velocities (n, 3) [m/s] = (q − q_start)/h; returns the corrected velocities."""
         xp = self.backend.xp
         contact = self.contact
         h = self.dt
-        band = contact.thickness * (1.0 + CONTACT_BAND) + 1e-9
-        points = contact.points(q)
-        _, near = colliders.project(xp, points, band, contact.friction, contact.points(q_start), lists="band")
-        chosen = near.mask & pushed & contact.keep
+        planes = contact.near_candidate_planes(q, CONTACT_BAND)
+        if planes is None:
+            band = contact.thickness * (1.0 + CONTACT_BAND) + 1e-9
+            _, found = colliders.project(xp, contact.points(q), band, contact.friction, contact.points(q_start),
+                                         lists="band")
+            planes = (found.mask, found.normal, found.surface_motion)
+        near, normal, surface_motion = planes
+        chosen = near & pushed & contact.keep
         point_velocity = contact.points(velocities)
-        outgoing = ((point_velocity - near.surface_motion / h) * near.normal).sum(axis=1)
+        outgoing = ((point_velocity - surface_motion / h) * normal).sum(axis=1)
         chosen = chosen & (outgoing > 0)
-        change = -xp.where(chosen, outgoing, 0.0)[:, None] * near.normal
+        change = -xp.where(chosen, outgoing, 0.0)[:, None] * normal
         return contact.distribute(velocities, change, chosen)
 
     def step(self, state_in: PDState, state_out: PDState, control: PDControl, contacts, dt: float) -> dict:
