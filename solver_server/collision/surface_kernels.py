@@ -53,6 +53,16 @@ def _count_unsettled(contacts: wp.array(dtype=wp.int32), crossed: bool, error: w
 
 
 @wp.func
+def _settled_share(point_owner: wp.array(dtype=wp.int32), p: int, q: int, settled: wp.float64,
+                   settled_within: wp.float64) -> wp.float64:
+    """The share of its separation a pair of points p, q may keep as residue once layers rest: ``settled_within``
+    when both belong to one object (a cloth's own folds), else ``settled`` (a body weighing on a cloth)."""
+    if point_owner[p] == point_owner[q]:
+        return settled_within
+    return settled
+
+
+@wp.func
 def _add_four(correction: wp.array(dtype=wp.vec3d), count: wp.array(dtype=wp.int32), p: int, q: int, r: int, s: int,
               move_p: wp.vec3d, move_q: wp.vec3d, move_r: wp.vec3d, move_s: wp.vec3d):
     """One contact's corrections [m] of its four points added to the per-point sums and counts (Jacobi)."""
@@ -137,7 +147,7 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
                             triangles: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                             inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
                             point_owner: wp.array(dtype=wp.int32), down: wp.vec3d,
-                            settled: wp.float64,
+                            settled: wp.float64, settled_within: wp.float64,
                             found: wp.array(dtype=wp.int32, ndim=2),
                             found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                             count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
@@ -146,7 +156,7 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
     or closer than the separation. Adds the corrections of point and corners to correction/count;
     contacts[0] += pairs, contacts[2] += pairs that had passed through each other, whose four points go to
     crossed_pairs (rows beyond its length are counted, not kept), contacts[3] += pairs that had crossed or
-    lay closer than (1 − ``settled``) × their separation."""
+    lay closer than (1 − ``settled``) × their separation (``settled_within`` for a pair within one object)."""
     i = wp.tid()
     x0 = start[i]
     x1 = current[i]
@@ -202,7 +212,8 @@ def point_triangle_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(d
                   (-lam * weights[0] * w_a) * direction, (-lam * weights[1] * w_b) * direction,
                   (-lam * weights[2] * w_c) * direction)
         wp.atomic_add(contacts, 0, 1)
-        _count_unsettled(contacts, crossed, error, settled * separation)
+        _count_unsettled(contacts, crossed, error, _settled_share(point_owner, i, ia, settled, settled_within)
+                         * separation)
         if crossed:
             _record_crossed(contacts, crossed_pairs, i, ia, ib, ic)
 
@@ -212,7 +223,7 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
                        edges: wp.array(dtype=wp.int32, ndim=2), thickness: wp.array(dtype=wp.float64),
                        inverse_mass: wp.array(dtype=wp.float64), holds: wp.array(dtype=wp.int32),
                        point_owner: wp.array(dtype=wp.int32), down: wp.vec3d,
-                       settled: wp.float64,
+                       settled: wp.float64, settled_within: wp.float64,
                        found: wp.array(dtype=wp.int32, ndim=2),
                        found_count: wp.array(dtype=wp.int32), correction: wp.array(dtype=wp.vec3d),
                        count: wp.array(dtype=wp.int32), contacts: wp.array(dtype=wp.int32),
@@ -262,7 +273,8 @@ def edge_edge_contacts(start: wp.array(dtype=wp.vec3d), current: wp.array(dtype=
         _add_four(correction, count, ia, ib, ic, id, (lam * w_a) * direction, (lam * w_b) * direction,
                   (-lam * w_c) * direction, (-lam * w_d) * direction)
         wp.atomic_add(contacts, 1, 1)
-        _count_unsettled(contacts, contact.crossed != 0, error, settled * separation)
+        _count_unsettled(contacts, contact.crossed != 0, error,
+                         _settled_share(point_owner, ia, ic, settled, settled_within) * separation)
         if contact.crossed != 0:
             _record_crossed(contacts, crossed_pairs, ia, ib, ic, id)
 

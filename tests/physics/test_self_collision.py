@@ -137,10 +137,21 @@ def test_impact_zones_undo_a_sheet_passing_through_another_without_a_host_copy()
     assert np.all(heights[count:] > heights[:count].max() - 1e-9)    # the upper sheet stays above the lower
 
 
-def _passes_to_separate(gap: float) -> tuple[int, float]:
-    """The upper of ``_two_sheets`` lowered to ``gap`` [m] above the lower (from 1 cm at the substep start): the
-    Jacobi passes a resolve of up to 6 runs and the smallest gap between the sheets afterwards [m]."""
-    surfaces, start = _two_sheets(BACKEND)
+def _one_cloth_of_two_layers(backend):
+    """The sheets of ``_two_sheets`` as the two layers of one cloth with self-collision (a fold resting on itself)."""
+    lower, triangles, _ = grid(9, 9, size=0.4, height=0.0)
+    layers = np.concatenate([lower, lower + [0.0, 0.0, 0.01]])
+    both = np.concatenate([triangles, triangles + len(lower)])
+    cloth = cloth_object(layers, both, object_id="Folded", params={"thickness": 0.002, "self_collision": True})
+    group = Simulation(scene([cloth], frame_end=2), backend).groups[0]
+    return group.solver.self_collision, group.state.positions
+
+
+def _passes_to_separate(gap: float, layers=_two_sheets) -> tuple[int, float]:
+    """The upper of ``layers`` (``_two_sheets``: two objects) lowered to ``gap`` [m] above the lower (from 1 cm at the
+    substep start): the Jacobi passes a resolve of up to 6 runs and the smallest gap between the sheets afterwards
+    [m]."""
+    surfaces, start = layers(BACKEND)
     surfaces.iterations = 6
     count = start.shape[0] // 2
     moved = np.concatenate([start[:count], start[count:] - [0.0, 0.0, 0.01 - gap]])
@@ -165,3 +176,22 @@ def test_passes_stop_once_layers_rest_within_the_tolerance_of_their_separation()
     pressed, gap = _passes_to_separate(0.8 * separation)
     assert 2 <= pressed < 6
     assert gap >= (1.0 - SETTLED_ERROR) * separation
+
+
+def test_the_folds_of_one_cloth_rest_within_a_wider_tolerance_than_a_body_on_a_cloth():
+    """The same two layers as one cloth's fold: a layer resting a tenth of the way inside its separation is left
+    after one pass, where between two objects (a body weighing on a cloth) passes go on until less than
+    SETTLED_ERROR is left; one pressed two fifths of the way in still takes more passes and ends within
+    SETTLED_ERROR_WITHIN of the separation."""
+    from solver_server.collision.self_collision import SETTLED_ERROR, SETTLED_ERROR_WITHIN
+
+    separation = 0.004
+    assert SETTLED_ERROR < 0.1 < SETTLED_ERROR_WITHIN < 0.4
+    within, gap = _passes_to_separate(0.9 * separation, _one_cloth_of_two_layers)
+    assert within == 1
+    assert gap >= (1.0 - SETTLED_ERROR_WITHIN) * separation
+    between, _ = _passes_to_separate(0.9 * separation)
+    assert between >= 2
+    pressed, gap = _passes_to_separate(0.6 * separation, _one_cloth_of_two_layers)
+    assert 2 <= pressed < 6
+    assert gap >= (1.0 - SETTLED_ERROR_WITHIN) * separation
