@@ -248,8 +248,8 @@ class ColliderSet:
         thickness (n,) [m]; inverse_mass (n,) (0: the point does not move). Returns (correction (n, 3) [m]
         averaged per point, touched (n,) bool, counts (EDGE_CONTACT_COUNTS,) int32 device array: the edge pairs in
         contact, those that had crossed during the substep, the points' edges that passed through a mesh at the
-        start and the pairs deeper than half their reach (``MeshGeometry.add_edge_corrections``),
-        crossed (n,) bool: the points of edges that had crossed)."""
+        start and the pairs deep in their reach (``MeshGeometry.add_edge_corrections``), crossed (n,) bool: the
+        points of edges that had crossed)."""
         n = points.shape[0]
         start = xp.ascontiguousarray(start, dtype=xp.float64)
         points = xp.ascontiguousarray(points, dtype=xp.float64)

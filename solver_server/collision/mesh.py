@@ -320,9 +320,9 @@ class MeshGeometry:
         the pairs in contact (contacts[0]), those that had crossed (contacts[1]), the point edges that
         already passed through the mesh at the start, left free (contacts[2]) and the pairs closer than
         ``mesh_kernels.DEEP_EDGE_FRACTION`` of their reach (contacts[3]; contacts: int32 (EDGE_CONTACT_COUNTS,))
-        into the given arrays, and sets
-        crossed_point (n,) int32 to 1 at the points of edges that had crossed. interval: the part (begin, end) of
-        the substep over which the points moved start → proposed (fractions, as for ``resolve``)."""
+        into the given arrays, and sets crossed_point (n,) int32 to 1 at the points of edges that had crossed.
+        interval: the part (begin, end) of the substep over which the points moved start → proposed (fractions,
+        as for ``resolve``)."""
         pose = self.pose(xp)
         edge_count = point_edges.shape[0]
         if edge_count == 0:
