@@ -60,8 +60,7 @@ def bounded_blend(xp, blend, mean, previous: DrawnStrands, step, pinned: int):
     if previous.mean is None:
         return blend
     excess = (blend - previous.blend) - (mean - previous.mean)
-    size = xp.sqrt(xp.sum(excess * excess, axis=-1))                          # (S, P)
-    scale = xp.minimum(1.0, step[:, None] / xp.maximum(size, 1e-300))
+    _, scale = _step_scale(xp, excess, step)
     bounded = _rebuilt(xp, blend - (1.0 - scale)[..., None] * excess, blend, pinned)
     return xp.where(xp.all(scale == 1.0, axis=1)[:, None, None], blend, bounded)
 
@@ -74,11 +73,17 @@ def eased_laying(xp, blend, laid, previous: DrawnStrands, step, pinned: int):
     stays zero are returned exactly as laid."""
     before = previous.points - previous.blend
     change = (laid - blend) - before
-    size = xp.sqrt(xp.sum(change * change, axis=-1))                         # (S, P)
-    scale = xp.minimum(1.0, step[:, None] / xp.maximum(size, 1e-300))
+    size, scale = _step_scale(xp, change, step)
     eased = _rebuilt(xp, blend + before + scale[..., None] * change, laid, pinned)
     untouched = ~xp.any(xp.sum(before * before, axis=-1) + size > 0.0, axis=1)
     return xp.where(untouched[:, None, None], laid, eased)
+
+
+def _step_scale(xp, change, step):
+    """(size (S, P) [m], scale (S, P)) of per-point changes ``change`` (S, P, 3) [m]: each point's length, and the
+    factor (≤ 1) that keeps it within its strand's ``step`` (S,) [m]."""
+    size = xp.sqrt(xp.sum(change * change, axis=-1))
+    return size, xp.minimum(1.0, step[:, None] / xp.maximum(size, 1e-300))
 
 
 def _rebuilt(xp, shape, like, pinned: int):
