@@ -15,12 +15,13 @@ largest jump of a point in one frame after frame 8 measured in the head's own fr
 out) and in the world less the head's own motion of that point over the same frame, the largest tip motion in
 one frame 24 frames after the head stopped (frame 42 on), the frame from which every tip moves less than 5 mm a frame
 (run with more ``--frames`` to see it), with the head at rest (frame 24 on) each strand's largest point move in one
-frame (the largest, and how many strand-frames exceed 50 mm), and seconds per frame. ``--still-first N`` lets
-Tangle's hair fall from its straight-out groom for N frames on the still head before the shot (a pre-roll), so the
-settling figures measure the answer to the head's motion rather than the fall from the groom.
+frame (the largest, and how many strand-frames exceed 50 mm), and seconds per frame. ``--preroll N`` gives the
+scene a pre-roll of N frames (``time.preroll``: Tangle's hair falls from its straight-out groom on the still head
+before frame 1), so the settling figures measure the answer to the head's motion rather than the fall from the
+groom.
 
     .venv/bin/python -m benchmarks.hair_on_character [--frames 48] [--strands 300] [--models der,cosserat,...]
-        [--skip-blender] [--flipped] [--eased] [--still-first 48] [--render docs/images]
+        [--skip-blender] [--flipped] [--eased] [--preroll 48] [--render docs/images]
 """
 
 from __future__ import annotations
@@ -109,28 +110,26 @@ def head_stop_carry(head_vertices, eased: bool = False) -> float:
 
 
 def run_tangle(model: str, strands: int, frames: int, guides: int, flipped: bool = False, eased: bool = False,
-               still_first: int = 0):
-    """Hair positions (frames, S·P, 3) [m] of the shot's frames, s per frame, rest points, points per strand, and
-    the failsafe's vertex moves. ``still_first``: frames simulated before the shot with the head at rest (the hair
-    falls from its straight-out groom there, as a bake's pre-roll does); they are not returned or counted."""
+               preroll: int = 0):
+    """Hair positions (frames, S·P, 3) [m], s per frame, rest points, points per strand, and the failsafe's vertex
+    moves. ``preroll``: the scene's pre-roll (``time.preroll``: frames simulated before frame 1 with the head at
+    rest, the hair falling from its straight-out groom there); its time is not counted."""
     from solver_server.backend import get_backend
     from solver_server.simulation import Simulation
 
     scene, drive, rest, offsets, head_vertices, head_triangles = hair_on_character(
-        model, strands, frames=still_first + frames, motion_frames=MOTION_FRAMES, guide_count=guides,
-        flipped=flipped, eased=eased, still_frames=still_first)
+        model, strands, frames=frames, motion_frames=MOTION_FRAMES, guide_count=guides, flipped=flipped, eased=eased)
+    scene["time"]["preroll"] = preroll
     simulation = Simulation(scene, get_backend("cpu"))
     out = [simulation.initial_frame()[1]["Hair"]]
     seconds, failsafe = [], 0
-    for frame in range(2, still_first + frames + 1):
+    for frame in range(2, frames + 1):
         started = time.perf_counter()
         _, positions, stats = simulation.advance(drive(frame))
-        if frame > still_first:
-            seconds.append(time.perf_counter() - started)
-            failsafe += int(stats.get("failsafe_vertices", 0))
+        seconds.append(time.perf_counter() - started)
         out.append(positions["Hair"])
-    return (np.array(out[still_first:], np.float64), float(np.mean(seconds)), rest, int(np.diff(offsets)[0]),
-            failsafe)
+        failsafe += int(stats.get("failsafe_vertices", 0))
+    return np.array(out, np.float64), float(np.mean(seconds)), rest, int(np.diff(offsets)[0]), failsafe
 
 
 def run_blender(strands: int, frames: int, points: int, eased: bool = False):
@@ -222,9 +221,9 @@ def main(argv=None) -> None:
                         help=f"folder for DER, DER on guides (and Blender) images at frames {RENDER_FRAMES}")
     parser.add_argument("--eased", action="store_true",
                         help="the head's turn and slide on a smoothstep (starts and stops at rest) instead of linear")
-    parser.add_argument("--still-first", type=int, default=0, metavar="FRAMES",
-                        help="Tangle's hair first falls from its groom for this many frames on the still head (a "
-                             "pre-roll); the shot's frames and figures start after them")
+    parser.add_argument("--preroll", type=int, default=0, metavar="FRAMES",
+                        help="the scene's pre-roll (time.preroll): Tangle's hair first falls from its groom for this "
+                             "many frames on the still head; the shot's frames and figures start after them")
     args = parser.parse_args(argv)
     print_kernel_warmup()
     print(f"scene: {args.strands} strands x 12 points, 25 cm, r 0.1 mm, on Suzanne turning 60 deg and sliding 0.3 m "
@@ -233,13 +232,13 @@ def main(argv=None) -> None:
     _, _, _, _, head_vertices, head_triangles = hair_on_character("der", args.strands, frames=args.frames)
     print(f"the head's fastest point moves {head_stop_carry(head_vertices, args.eased):.3f} m in its last frame of "
           "motion: a point that only carries on at that speed for one frame after the head stops scores that as its "
-          "jump" + (f"; Tangle's hair first falls for {args.still_first} frames on the still head" if args.still_first
-                    else ""))
+          "jump" + (f"; Tangle's hair first falls for a pre-roll of {args.preroll} frames on the still head"
+                    if args.preroll else ""))
     runs = {}
     for name in args.models.split(","):
         model, _, guided = name.partition("+")
         positions, seconds, rest, points, failsafe = run_tangle(model, args.strands, args.frames, 40 if guided else 0,
-                                                                args.flipped, args.eased, args.still_first)
+                                                                args.flipped, args.eased, args.preroll)
         runs[name] = positions
         _print(f"tangle {name}", figures(positions, rest, points, head_vertices, head_triangles, args.eased), seconds,
                failsafe)

@@ -161,7 +161,9 @@ class BakeSession:
         settings = self.scene.tangle
         if event.kind == "accepted":
             self._accepted()
-            settings.status = "Baking: waiting for the first frame"
+            preroll = settings.preroll if self.keep_before is None else 0      # a resumed bake does not pre-roll
+            settings.status = f"Baking: a pre-roll of {preroll} frames, then the first frame" if preroll \
+                else "Baking: waiting for the first frame"
         elif event.kind == "frame":
             if self.keep_before is None or event.frame >= self.keep_before:
                 for name, positions in event.positions.items():

@@ -48,7 +48,8 @@ def export_scene(scene: bpy.types.Scene) -> tuple[dict, dict | None, dict[str, o
     first, last = frame_range(scene)
     fps = scene.render.fps / scene.render.fps_base
     gravity = [round(g, 6) for g in scene.gravity] if scene.use_gravity else [0.0, 0.0, 0.0]
-    scene_dict = scene_export.build_scene(read.entries, fps, first, last, scene.tangle.substeps, tuple(gravity))
+    scene_dict = scene_export.build_scene(read.entries, fps, first, last, scene.tangle.substeps, tuple(gravity),
+                                          preroll=scene.tangle.preroll)
     drive = None
     if read.animated:
         with readable_skin(_skinned(scene)):

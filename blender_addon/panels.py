@@ -113,6 +113,7 @@ class TANGLE_PT_bake(_PhysicsTab, bpy.types.Panel):
             layout.label(text=settings.server_info, icon="CHECKMARK")
         layout.prop(settings, "timeout")
         layout.prop(settings, "substeps")
+        layout.prop(settings, "preroll")
         layout.prop(settings, "use_frame_range")
         if settings.use_frame_range:
             row = layout.row(align=True)

@@ -162,6 +162,10 @@ class TangleSceneSettings(PropertyGroup):
                                        "within 3 heartbeats [s]")
     substeps: IntProperty(name="Substeps", default=4, min=1, soft_max=64,
                           description="Solver steps per frame")
+    preroll: IntProperty(name="Pre-roll", default=0, min=0, max=10000, soft_max=240,
+                         description="Frames simulated before the first baked frame with every object held at its "
+                                     "first-frame pose, so hair falls from its groom and cloth settles on its body "
+                                     "before the shot starts (none of them is baked)")
     use_frame_range: BoolProperty(name="Custom Frame Range", default=False,
                                   description="Bake this frame range instead of the scene's")
     frame_start: IntProperty(name="Start", default=1, description="First baked frame (the input state)")

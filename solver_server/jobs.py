@@ -316,9 +316,14 @@ class Job:
             frames_total = frame_end - frame + (0 if resumed else 1)
             if not resumed:
                 tick = time.monotonic()
-                output = simulation.initial_frame()
-                guard.check(frame_start, output[1])
-                self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick)
+                while simulation.preroll_left > 0 and not self._cancelled.is_set():
+                    simulation.preroll_frame()   # one frame at a time: a cancel ends a long pre-roll
+                if self._cancelled.is_set():
+                    last_frame = frame_start - 1     # cancelled in the pre-roll: no frame was made
+                else:
+                    output = simulation.initial_frame()
+                    guard.check(frame_start, output[1])
+                    self._emit_frame(output, started, frame_start, frames_total, time.monotonic() - tick)
             for frame in range(last_frame + 1, frame_end + 1):
                 self._wait_for_window()
                 if self._cancelled.is_set():

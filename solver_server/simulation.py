@@ -35,6 +35,8 @@ class Simulation:
         self.substeps = time_spec.substeps
         self.dt = time_spec.frame_dt / time_spec.substeps
         self.frame = self.frame_start
+        self.preroll = time_spec.preroll
+        self._prerolled = 0   # frames of the pre-roll run so far
         self.animated_ids = [spec.id for spec in self.scene.objects if spec.animated]
         self._specs = {spec.id: spec for spec in self.scene.objects}
         self.colliders = ColliderSet([spec for spec in self.scene.objects if spec.kind == "collider"])
@@ -187,7 +189,8 @@ class Simulation:
             self.colliders.set_poses(collider_poses)
         self._poses = poses
         self.frame = frame
-        self.runaway.elapsed = (frame - self.frame_start) / self.scene.time.fps
+        self._prerolled = self.preroll          # a checkpoint's state comes after the pre-roll
+        self.runaway.elapsed = (frame - self.frame_start + self.preroll) / self.scene.time.fps
 
     # ------------------------------------------------------------------ frames
     def _collect(self) -> dict[str, np.ndarray]:
@@ -196,9 +199,36 @@ class Simulation:
             positions.update(group.positions())
         return {spec.id: positions[spec.id] for spec in self.scene.objects if spec.id in positions}
 
+    @property
+    def preroll_left(self) -> int:
+        """Frames of the pre-roll (``time.preroll``) not run yet."""
+        return self.preroll - self._prerolled
+
+    def preroll_frame(self) -> dict:
+        """Run the next frame of the pre-roll: ``substeps`` substeps with every object held at its frame_start pose
+        (the frames frame_start − preroll + 1 .. frame_start, none of them output). Returns the frame's stats. A
+        failure names frame_start and how far into the pre-roll it came."""
+        if self.preroll_left <= 0:
+            raise SimulationError("the pre-roll has run already", frame=self.frame_start)
+        try:
+            stats = self._step_frame(self.frame_start - self.preroll_left + 1, dict(self._poses))
+        except SimulationError as exc:
+            raise SimulationError(f"in the pre-roll, frame {self._prerolled + 1} of {self.preroll} before the first "
+                                  f"frame: {exc.message}", object=exc.object, frame=self.frame_start) from exc
+        self._prerolled += 1
+        return stats
+
     def initial_frame(self) -> FrameOutput:
-        """Positions at frame_start (the submitted input state)."""
+        """Positions at frame_start: the submitted input state, after the pre-roll (whatever of it
+        :meth:`preroll_frame` has not run yet runs here first)."""
+        started = time.perf_counter()
+        preroll_left = self.preroll_left
+        while self.preroll_left > 0:
+            self.preroll_frame()
         stats = {"substeps": 0, "iterations": 0, "contacts": 0, "step_ms": 0.0}
+        if self.preroll:
+            stats.update(preroll_frames=self.preroll, preroll_ms=(time.perf_counter() - started) * 1e3
+                         if preroll_left else 0.0)
         return self.frame_start, self._collect(), stats
 
     def advance(self, drive: dict | None = None) -> FrameOutput:
@@ -206,7 +236,17 @@ class Simulation:
         frame = self.frame + 1
         if frame > self.frame_end:
             raise SimulationError(f"advance past frame_end {self.frame_end}", frame=frame)
+        if self.preroll_left > 0:
+            raise SimulationError("advance before the pre-roll ran (call initial_frame first)", frame=frame)
         end_poses = self._next_poses(drive, frame)
+        stats = self._step_frame(frame, end_poses)
+        self._poses = end_poses
+        self.frame = frame
+        return frame, self._collect(), stats
+
+    def _step_frame(self, frame: int, end_poses: dict[str, ObjectPose]) -> dict:
+        """``substeps`` substeps from the current poses to ``end_poses`` (the animated objects' poses at
+        ``frame``, blended linearly across the substeps); returns the frame's stats."""
         started = time.perf_counter()
         device_timer = self.backend.start_timer()
         substep_stats: list[dict] = []    # every group's stats of every substep, read once at the frame's end
@@ -257,12 +297,9 @@ class Simulation:
         for group in self.groups:
             extra.update(group.finish_frame())
         device_ms = device_timer.elapsed_ms()
-        self._poses = end_poses
-        self.frame = frame
         elapsed_ms = (time.perf_counter() - started) * 1e3
-        stats = {"substeps": self.substeps, **totals, "step_ms": elapsed_ms / self.substeps,
-                 "frame_ms": elapsed_ms, "device_ms": device_ms, **extra}
-        return frame, self._collect(), stats
+        return {"substeps": self.substeps, **totals, "step_ms": elapsed_ms / self.substeps,
+                "frame_ms": elapsed_ms, "device_ms": device_ms, **extra}
 
 
 def _frame_totals(substep_stats: list[dict]) -> tuple[dict, dict]:

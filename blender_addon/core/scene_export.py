@@ -300,8 +300,10 @@ def build_scene(
     frame_end: int,
     substeps: int,
     gravity: Iterable[float] = (0.0, 0.0, -9.81),
+    preroll: int = 0,
 ) -> dict:
-    """Assemble the submit scene. Raises ExportError on an empty scene, duplicate ids or a bad range."""
+    """Assemble the submit scene (``preroll``: frames simulated before frame_start with every object held at its
+    first pose). Raises ExportError on an empty scene, duplicate ids or a bad range."""
     objects = list(objects)
     if frame_end <= frame_start:
         raise ExportError(f"frame range {frame_start}..{frame_end} is empty: the end must be after the start")
@@ -309,6 +311,8 @@ def build_scene(
         raise ExportError(f"frames per second must be positive, got {fps}")
     if substeps < 1:
         raise ExportError(f"substeps must be at least 1, got {substeps}")
+    if preroll < 0:
+        raise ExportError(f"the pre-roll must be 0 or more frames, got {preroll}")
     if not any(obj["kind"] != "collider" for obj in objects):
         raise ExportError("nothing to simulate: mark at least one object as Cloth, Soft Body or Hair in the Tangle physics panel")
     seen: set[str] = set()
@@ -319,7 +323,7 @@ def build_scene(
     return {
         "gravity": [float(g) for g in gravity],
         "time": {"fps": float(fps), "frame_start": int(frame_start), "frame_end": int(frame_end),
-                 "substeps": int(substeps)},
+                 "substeps": int(substeps), **({"preroll": int(preroll)} if preroll else {})},
         "objects": objects,
     }
 

@@ -49,7 +49,7 @@ class WorkerEvent:
 
 
 # Scene fields the server's messages name, and what the Tangle panels call them
-PANEL_TERMS = (("time.substeps", "Substeps (Tangle Bake panel)"),)
+PANEL_TERMS = (("time.substeps", "Substeps (Tangle Bake panel)"), ("time.preroll", "Pre-roll (Tangle Bake panel)"))
 
 
 def in_panel_terms(message: str) -> str:

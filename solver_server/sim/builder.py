@@ -18,17 +18,21 @@ from .params import KINDS, resolve_params
 
 COLLIDER_SHAPES = ("plane", "sphere", "box", "torus")
 MAX_SUBSTEPS = 1000
+MAX_PREROLL = 10000   # frames of pre-roll at most (over 7 minutes at 24 fps)
 MAX_ABS_VALUE = 1.0e6  # [m] coordinates, sizes and matrix entries beyond this are refused (wrong unit scale)
 
 
 @dataclass(frozen=True)
 class TimeSpec:
-    """fps [1/s], inclusive frame range, substeps per frame."""
+    """fps [1/s], inclusive frame range, substeps per frame, and the pre-roll: frames simulated before frame_start
+    with every object held at its frame_start pose (the hair falls from its groom, a cloth settles on its body), so
+    the shot starts at rest."""
 
     fps: float
     frame_start: int
     frame_end: int
     substeps: int
+    preroll: int = 0
 
     @property
     def frame_dt(self) -> float:
@@ -135,15 +139,15 @@ def _matrix(value: Any, object_id: str | None, what: str = "matrix_world") -> np
 
 def _parse_time(time: Any) -> TimeSpec:
     if not isinstance(time, dict):
-        raise SceneError("scene 'time' must be a map {fps, frame_start, frame_end, substeps}")
-    unknown = sorted(set(time) - {"fps", "frame_start", "frame_end", "substeps"})
+        raise SceneError("scene 'time' must be a map {fps, frame_start, frame_end, substeps, preroll}")
+    unknown = sorted(set(time) - {"fps", "frame_start", "frame_end", "substeps", "preroll"})
     if unknown:
         raise SceneError(f"unknown key {unknown[0]!r} in scene 'time'")
     fps = time.get("fps", 24)
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) or fps <= 0:
         raise SceneError(f"time.fps must be a positive number, got {fps!r}")
     ints = {}
-    for key, default in (("frame_start", 1), ("frame_end", None), ("substeps", 4)):
+    for key, default in (("frame_start", 1), ("frame_end", None), ("substeps", 4), ("preroll", 0)):
         value = time.get(key, default)
         if value is None:
             raise SceneError(f"time.{key} is required")
@@ -154,7 +158,9 @@ def _parse_time(time: Any) -> TimeSpec:
         raise SceneError(f"time.frame_end ({ints['frame_end']}) is before time.frame_start ({ints['frame_start']})")
     if not 1 <= ints["substeps"] <= MAX_SUBSTEPS:
         raise SceneError(f"time.substeps must be in 1..{MAX_SUBSTEPS}, got {ints['substeps']}")
-    return TimeSpec(float(fps), ints["frame_start"], ints["frame_end"], ints["substeps"])
+    if not 0 <= ints["preroll"] <= MAX_PREROLL:
+        raise SceneError(f"time.preroll must be in 0..{MAX_PREROLL} frames, got {ints['preroll']}")
+    return TimeSpec(float(fps), ints["frame_start"], ints["frame_end"], ints["substeps"], ints["preroll"])
 
 
 def _parse_shape(shape: Any, object_id: str) -> dict:

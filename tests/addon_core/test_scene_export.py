@@ -86,6 +86,9 @@ def test_build_scene_time_block_and_validation():
         scene_export.build_scene([cloth], 24.0, 5, 5, 4)
     with pytest.raises(ExportError, match="substeps"):
         scene_export.build_scene([cloth], 24.0, 1, 5, 0)
+    assert scene_export.build_scene([cloth], 24.0, 1, 5, 4, preroll=30)["time"]["preroll"] == 30
+    with pytest.raises(ExportError, match="pre-roll"):
+        scene_export.build_scene([cloth], 24.0, 1, 5, 4, preroll=-1)
     with pytest.raises(ExportError, match="nothing to simulate"):
         scene_export.build_scene([floor], 24.0, 1, 5, 4)
     with pytest.raises(ExportError, match="share this name"):

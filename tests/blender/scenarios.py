@@ -116,6 +116,29 @@ def scenario_sphere_collider(args: dict) -> dict:
     return result
 
 
+def scenario_preroll(args: dict) -> dict:
+    """A cloth above a still sphere baked with a pre-roll: the panel's Pre-roll reaches the scene sent, and the
+    first baked frame already lies on the sphere instead of being the input state."""
+    result = {"addon": load_addon("source", None)}
+    scene = bake_scene(args["frames"], 4, args["address"])
+    scene.tangle.preroll = args["preroll"]
+    sheet = grid_object("Sheet", 10, 1.0, 0.5)
+    sheet.tangle.role = "CLOTH"
+    ball = mesh_object("Ball", bpy.ops.mesh.primitive_uv_sphere_add, radius=0.3)
+    ball.tangle.role, ball.tangle.collider_shape = "COLLIDER", "SPHERE"
+    export = importlib.import_module("blender_addon.export")
+    result["exported_time"] = export.export_scene(scene)[0]["time"]
+    rest = evaluated_world_positions(sheet, 1)
+    result |= bake(scene)
+    result["status"] = scene.tangle.status
+    first = evaluated_world_positions(sheet, 1)
+    result["first_frame_drop"] = float((rest[:, 2] - first[:, 2]).max())
+    result["first_frame_clearance"] = float(np.linalg.norm(first, axis=1).min())   # the ball's centre: the origin
+    result["last_frame_clearance"] = float(np.linalg.norm(evaluated_world_positions(sheet, args["frames"]),
+                                                          axis=1).min())
+    return result
+
+
 def scenario_cancel_and_server_loss(args: dict) -> dict:
     """Drive BakeSession the way the modal timer does (handle_pending), cancel mid-bake; then bake
     again and kill the server mid-bake. Frames baked so far must be kept and the last pose must hold."""

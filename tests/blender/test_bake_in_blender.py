@@ -85,6 +85,18 @@ def test_animated_scaled_sphere_collider_keeps_cloth_out(run_scenario, solver_se
     assert result["center_z_last"] == pytest.approx(0.6, abs=1e-6)
 
 
+def test_a_pre_roll_bakes_the_first_frame_already_settled(run_scenario, solver_server_address):
+    result = run_scenario("preroll", frames=4, preroll=24, address=solver_server_address)
+    assert result["exported_time"]["preroll"] == 24
+    assert result["bake_result"]["result"] == ["FINISHED"], result["bake_result"]
+    assert result["status"].startswith("Baked: frames 1–4")
+    # the sheet starts 0.2 m above the ball (radius 0.3); after a second of pre-roll frame 1 already rests on it
+    assert result["first_frame_drop"] > 0.15
+    contact = 0.3 + 0.002
+    assert contact - 1e-3 < result["first_frame_clearance"] < contact + 0.01
+    assert contact - 1e-3 < result["last_frame_clearance"] < contact + 0.01
+
+
 def test_cancel_and_server_loss_keep_the_frames_baked_so_far(run_scenario):
     result = run_scenario("cancel_and_server_loss")
     for case, state in (("cancel", "cancelled"), ("server_loss", "failed")):

@@ -107,12 +107,10 @@ def _hair_on_moving_suzanne(points, offsets, params: dict, head_thickness: float
 
 
 def held_motion(frame: int, motion_frames: int, turn_degrees: float = 60.0, slide=(0.3, 0.0, 0.0),
-                eased: bool = False, still_frames: int = 0) -> np.ndarray:
-    """matrix_world (4, 4) of a head that holds still for ``still_frames`` frames, turns and slides
-    (``turn_and_slide``) over the next ``motion_frames`` and then holds still; ``eased``: along the same path on a
-    smoothstep, starting and stopping at rest (as an animator keys it; its peak speed is 1.5× the linear motion's)
-    instead of at constant speed with a dead stop."""
-    frame = max(frame - still_frames, 1)
+                eased: bool = False) -> np.ndarray:
+    """matrix_world (4, 4) of a head that turns and slides (``turn_and_slide``) until ``motion_frames`` and then
+    holds still; ``eased``: along the same path on a smoothstep, starting and stopping at rest (as an animator
+    keys it; its peak speed is 1.5× the linear motion's) instead of at constant speed with a dead stop."""
     fraction = (min(frame, motion_frames) - 1) / max(motion_frames - 1, 1)
     if eased:
         fraction = fraction * fraction * (3.0 - 2.0 * fraction)
@@ -155,19 +153,17 @@ def groom_on_suzanne(strands: int = 300, points: int = 12, length: float = 0.25,
 
 def hair_on_character(model: str = "der", strands: int = 300, frames: int = 48, motion_frames: int = 18,
                       flipped: bool = False, substeps: int = 4, guide_count: int = 0, radius: float = 1.0e-4,
-                      eased: bool = False, still_frames: int = 0):
+                      eased: bool = False):
     """Hair on a moving Suzanne as an artist grooms it: ``groom_on_suzanne`` strands (25 cm, 12 points) of the
     given ``model`` with its own defaults (radius ``radius`` [m], μ = 0.3 against the head), rooted on the head;
-    after ``still_frames`` frames at rest (the hair falls from its groom first), head and roots turn 60° and slide
-    0.3 m over ``motion_frames`` frames at 24 fps, then hold still until ``frames`` (``eased``: ``held_motion``'s
-    eased motion). ``guide_count`` > 0 simulates that many guides and interpolates the rest (Cosserat,
-    particles). Returns (scene dict, drive(frame) callable, hair rest points (N, 3), strand offsets, head vertices,
-    head triangles)."""
+    head and roots turn 60° and slide 0.3 m over ``motion_frames`` frames at 24 fps, then hold still until
+    ``frames`` (``eased``: ``held_motion``'s eased motion). ``guide_count`` > 0 simulates that many guides and
+    interpolates the rest (Cosserat, particles). Returns (scene dict, drive(frame) callable, hair rest points (N, 3), strand offsets, head vertices, head
+    triangles)."""
     points, offsets, _ = groom_on_suzanne(strands)
     params = {"model": model, "radius": radius, "collider_friction": 0.3}
     if guide_count:
         params["guide_count"] = guide_count
-    def pose_at(frame):
-        return held_motion(frame, motion_frames, eased=eased, still_frames=still_frames)
-
-    return _hair_on_moving_suzanne(points, offsets, params, 0.0, pose_at, frames, flipped, substeps)
+    return _hair_on_moving_suzanne(points, offsets, params, 0.0,
+                                   lambda frame: held_motion(frame, motion_frames, eased=eased), frames, flipped,
+                                   substeps)

@@ -4,7 +4,8 @@ transport can be tested independently of the solvers.
 Each object moves by ``velocity`` (m/frame, default [0, 0, -0.01]) per frame; an animated
 object follows the translation column of its driven ``matrix_world`` instead. Scene keys for
 tests: ``objects[i]["fail_at_frame"]`` raises SimulationError there, ``objects[i]["invalid"]``
-raises SceneError, ``time["sleep_s"]`` slows every advance down.
+raises SceneError, ``time["sleep_s"]`` slows every advance (and every pre-roll frame) down. ``time["preroll"]``
+frames run before the first frame and leave the positions as they are.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class FakeSimulation:
         self.frame_end = int(timing["frame_end"])
         self.sleep_s = float(timing.get("sleep_s", 0.0))
         self.frame = self.frame_start
+        self.preroll_left = int(timing.get("preroll", 0))
+        self.prerolled = 0
         self.objects = {}
         for obj in scene["objects"]:
             if obj.get("invalid"):
@@ -33,8 +36,17 @@ class FakeSimulation:
         self.animated_ids = [oid for oid, o in self.objects.items() if o.get("animated")]
         self.drives_seen: list = []
 
+    def preroll_frame(self):
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        self.preroll_left -= 1
+        self.prerolled += 1
+        return {}
+
     def initial_frame(self):
-        return self.frame, self.positions, {"note": "initial"}
+        while self.preroll_left > 0:
+            self.preroll_frame()
+        return self.frame, self.positions, {"note": "initial", "prerolled": self.prerolled}
 
     def advance(self, drive):
         self.frame += 1

@@ -142,6 +142,30 @@ def test_cancel_from_another_thread(inprocess_server):
     assert 1 <= len(frames) < 100000
 
 
+def test_a_pre_roll_runs_before_the_first_frame_and_outputs_none_of_its_frames(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=4, preroll=5))
+        results = list(job.frames())
+    assert [result.frame for result in results] == [1, 2, 3, 4]
+    assert results[0].stats["prerolled"] == 5
+    assert job.done_info["frames_done"] == 4 and job.done_info["cancelled"] is False
+
+
+def test_a_cancel_during_a_long_pre_roll_ends_the_job_without_frames(inprocess_server):
+    server = inprocess_server()
+    with SolverClient(server.address, timeout=10) as client:
+        job = client.submit(scene(frame_end=10, preroll=100000, sleep_s=0.002))
+        timer = threading.Timer(0.3, job.cancel)
+        timer.start()
+        frames = [result.frame for result in job.frames()]
+        timer.join()
+    assert frames == []
+    assert job.done_info["cancelled"] is True and job.done_info["frames_done"] == 0
+    assert job.done_info["last_frame"] == 0
+    assert wait_until(lambda: not server.server._jobs)
+
+
 def test_busy_server_refuses_extra_jobs(inprocess_server):
     server = inprocess_server(max_jobs=1)
     with SolverClient(server.address, timeout=10) as first, SolverClient(server.address, timeout=10) as second:
