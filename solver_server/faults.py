@@ -31,13 +31,14 @@ EARLY_FRAMES = 2  # a failure this close to the start points at the start state
 class MotionGuard:
     """Per-frame explosion check of one job's output positions.
 
-    frame_start, frame_end: the scene's frames; fps [1/s]; gravity: (3,) [m/s²].
+    frame_start, frame_end: the scene's frames; fps [1/s]; gravity: (3,) [m/s²]; preroll: the frames simulated
+    before frame_start (their time counts in the free-fall speed the limit allows).
     """
 
-    def __init__(self, frame_start: int, frame_end: int, fps: float, gravity):
+    def __init__(self, frame_start: int, frame_end: int, fps: float, gravity, preroll: int = 0):
         self.frame_start = frame_start
         self.frame_dt = 1.0 / fps
-        duration = max(frame_end - frame_start, 1) * self.frame_dt
+        duration = max(frame_end - frame_start + preroll, 1) * self.frame_dt
         free_fall_speed = float(np.linalg.norm(np.asarray(gravity, dtype=np.float64))) * duration
         self.speed_limit = max(MIN_SPEED_LIMIT, FREE_FALL_FACTOR * free_fall_speed)
         self._previous: dict[str, np.ndarray] = {}
@@ -49,7 +50,8 @@ class MotionGuard:
         timing = scene.get("time", {}) if isinstance(scene, dict) else {}
         fps = float(timing.get("fps", 24.0)) if isinstance(timing, dict) else 24.0
         gravity = scene.get("gravity", (0.0, 0.0, -9.81)) if isinstance(scene, dict) else (0.0, 0.0, -9.81)
-        return cls(frame_start, frame_end, fps if fps > 0 else 24.0, gravity)
+        preroll = int(timing.get("preroll", 0)) if isinstance(timing, dict) else 0
+        return cls(frame_start, frame_end, fps if fps > 0 else 24.0, gravity, preroll)
 
     def _cause(self, frame: int) -> str:
         if frame - self.frame_start <= EARLY_FRAMES:
