@@ -60,8 +60,9 @@ class DelassusStructure:
         vertex = vertices[contact, slot]
         strand = model.vertex_strand[vertex]
         self.touched = _TouchedVertices.of(xp, model, vertex)
+        incidence = xp.unique(contact * model.n_strands + strand)         # (contact, strand) pairs, once each
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
-        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, contact, strand)
+        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, incidence)
         self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
         # the column layout as the kernels read it (the sweeps and every W v)
         self.column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
@@ -80,8 +81,10 @@ class DelassusStructure:
         # (the pair set is symmetric: columns first, which are ascending; a contact's own pair among its
         # neighbours never beats it)
         self.colour = _greedy_colouring(xp, n, self.pair_second, self.pair_first, max_colours)
-        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, contact, strand)
-        self.colours = int(self.colour.max()) + 1 if n else 0
+        self.sharing = _colour_sharing(xp, n, model.n_strands, self.colour, incidence)
+        # every colour is below max_colours: the sweeps go over all of them (an empty colour launches nothing),
+        # and the number in use is not read from the device
+        self.colours = max_colours if n else 0
         # the sweeps work in colour order, where every colour's contacts are a contiguous range
         self.order = xp.argsort(self.colour, kind="stable")                        # colour order -> contact
         self.rank = xp.empty(n, dtype=xp.int64)                                     # contact -> colour order
@@ -318,16 +321,16 @@ class _ColourSweeps:
         return solve
 
 
-def _coupled_pairs(xp, n: int, n_strands: int, contact, strand):
+def _coupled_pairs(xp, n: int, n_strands: int, incidence):
     """The contact pairs (c, c') that touch a common strand, both orders and (c, c), sorted by the column c' then
-    c: (pair_first (P,), pair_second (P,)).  contact, strand (E,): the contact and strand of every weighted slot."""
-    incidence = xp.unique(contact * n_strands + strand)                   # (contact, strand) pairs, once each
+    c: (pair_first (P,), pair_second (P,)).  incidence (I,): contact × n_strands + strand of every (contact, strand)
+    pair, ascending, once each."""
     by_strand = xp.argsort(incidence % n_strands, kind="stable")
     member, group = incidence[by_strand] // n_strands, incidence[by_strand] % n_strands
     group_start = xp.searchsorted(group, group, side="left")
     group_size = xp.searchsorted(group, group, side="right") - group_start
-    first = repeat_each(xp, xp.arange(group.shape[0]), group_size)
-    local = xp.arange(first.shape[0]) - repeat_each(xp, xp.cumsum(group_size) - group_size, group_size)
+    first = repeat_each(xp, xp.arange(group.shape[0]), group_size)       # one read: the pairs' number
+    local = xp.arange(first.shape[0]) - (xp.cumsum(group_size) - group_size)[first]
     keys = xp.unique(member[group_start[first] + local] * n + member[first])  # a pair sharing two strands once
     return keys % n, keys // n
 
@@ -510,12 +513,11 @@ def _greedy_colouring(xp, n, first, second, max_colours: int):
     return xp.where(left, dealt, colour)
 
 
-def _colour_sharing(xp, n, n_strands, colour, contact, strand):
+def _colour_sharing(xp, n, n_strands, colour, incidence):
     """For every contact (n,): the largest number of contacts of its colour on one of its strands (1 when
-    the colouring separated it from all its neighbours).  contact, strand (E,): the strand of every weighted
-    vertex slot of every contact."""
-    touching = xp.unique(contact * n_strands + strand)                              # (contact, strand) pairs
-    pair_contact, pair_strand = touching // n_strands, touching % n_strands
+    the colouring separated it from all its neighbours).  incidence (I,): contact × n_strands + strand of every
+    (contact, strand) pair, ascending, once each."""
+    pair_contact, pair_strand = incidence // n_strands, incidence % n_strands
     _, group, count = xp.unique(colour[pair_contact] * n_strands + pair_strand, return_inverse=True,
                                 return_counts=True)
     per_pair = count[group.reshape(-1)].astype(xp.float64)
