@@ -255,14 +255,19 @@ class _ColourSweeps:
         key = colour[pair_second] * n + rank[pair_first]
         by_key = xp.argsort(key, kind="stable")
         key = key[by_key]
-        first = xp.nonzero(xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]]))[0]
+        starts = xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]])
+        # the (colour, row) groups of each colour: the group starts within the colour's range of the sorted keys
+        started = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(starts)])
+        colour_end = xp.searchsorted(key, xp.arange(colours + 1) * n)
+        # the launch bounds on the host, with the groups' number: one read-back when the layout is made
+        counts = xp.concatenate([histogram(xp, colour, colours), started[colour_end[1:]] - started[colour_end[:-1]]])
+        counts = np.asarray(counts.tolist(), dtype=np.int64)
+        groups = int(counts[colours:].sum())
+        first = xp.argsort(~starts, kind="stable")[:groups]      # where each group starts, in order (no mask)
         effect_key = key[first]
         arrays = {"effect_row": (effect_key % n).astype(xp.int32),
                   "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
                   "effect_column": rank[pair_second][by_key].astype(xp.int32)}
-        # the launch bounds on the host (one read-back when the layout is made)
-        counts = xp.concatenate([histogram(xp, colour, colours), histogram(xp, effect_key // n, colours)])
-        counts = np.asarray(counts.tolist(), dtype=np.int64)
         return {"by_key": by_key, "arrays": arrays, "member_start": [0, *np.cumsum(counts[:colours]).tolist()],
                 "row_start": [0, *np.cumsum(counts[colours:]).tolist()]}
 
@@ -518,9 +523,11 @@ def _colour_sharing(xp, n, n_strands, colour, incidence):
     the colouring separated it from all its neighbours).  incidence (I,): contact × n_strands + strand of every
     (contact, strand) pair, ascending, once each."""
     pair_contact, pair_strand = incidence // n_strands, incidence % n_strands
-    _, group, count = xp.unique(colour[pair_contact] * n_strands + pair_strand, return_inverse=True,
-                                return_counts=True)
-    per_pair = count[group.reshape(-1)].astype(xp.float64)
+    # how many pairs share each pair's (colour, strand): a sorted search of the keys (no data-sized output)
+    key = colour[pair_contact] * n_strands + pair_strand
+    ordered = xp.sort(key)
+    per_pair = (xp.searchsorted(ordered, key, side="right") - xp.searchsorted(ordered, key, side="left")) \
+        .astype(xp.float64)
     # pairs are sorted by contact: a contact's largest count is at one of its (one or two) pairs
     first = xp.searchsorted(pair_contact, xp.arange(n), side="left")
     last = xp.searchsorted(pair_contact, xp.arange(n), side="right") - 1
