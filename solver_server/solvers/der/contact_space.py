@@ -56,11 +56,8 @@ class DelassusStructure:
 
     def __init__(self, xp, model, vertices, weights, normal, max_colours: int):
         n = self.n = vertices.shape[0]
-        contact, slot = xp.nonzero(weights != 0.0)
-        vertex = vertices[contact, slot]
-        strand = model.vertex_strand[vertex]
-        self.touched = _TouchedVertices.of(xp, model, vertex)
-        incidence = xp.unique(contact * model.n_strands + strand)         # (contact, strand) pairs, once each
+        # the touched vertices and the (contact, strand) pairs of the weighted slots, with one read
+        self.touched, incidence = _touched_and_incidence(xp, model, vertices, weights)
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
         self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, incidence)
         self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
@@ -442,13 +439,41 @@ class _TouchedVertices:
     dofs: Any
 
     @classmethod
-    def of(cls, xp, model, vertex) -> "_TouchedVertices":
-        """vertex (m,): the vertex of every weighted slot of the contacts."""
-        touched = xp.unique(vertex)
+    def of(cls, xp, model, touched, widest: int) -> "_TouchedVertices":
+        """touched (t,): the vertices, ascending; widest: the most of them on one strand (a host int)."""
         touched_strand = model.vertex_strand[touched]
         rank = xp.arange(touched.shape[0]) - xp.searchsorted(touched_strand, touched_strand, side="left")
-        return cls(touched, touched_strand, rank, 3 * (int(rank.max()) + 1),
-                   model.vertex_dof[touched][:, None] + xp.arange(3))
+        return cls(touched, touched_strand, rank, 3 * widest, model.vertex_dof[touched][:, None] + xp.arange(3))
+
+
+def _touched_and_incidence(xp, model, vertices, weights):
+    """(the touched vertices of the weighted slots of ``vertices`` / ``weights`` (n, 4) (_TouchedVertices),
+    incidence (I,): contact × n_strands + strand of every (contact, strand) pair, ascending, once each), with one
+    read of the device for their sizes and the widest strand: sorted searches over all the slots (the unused ones
+    sorted last) instead of a nonzero and two uniques, each of which reads the device."""
+    n_vertices, n_strands = model.n_vertices, model.n_strands
+    used = (weights != 0.0).reshape(-1)
+    slot_vertex = xp.where(used, vertices.reshape(-1), n_vertices)
+    slot_strand = model.vertex_strand[xp.minimum(slot_vertex, n_vertices - 1)]
+    # distinct touched vertices: the starts of runs of the sorted slot vertices (the unused last, not counted)
+    vertex_sorted = xp.sort(slot_vertex)
+    valid = vertex_sorted < n_vertices
+    vertex_start = xp.concatenate([valid[:1], vertex_sorted[1:] != vertex_sorted[:-1]]) & valid
+    # each distinct vertex's rank on its strand (the strands are contiguous vertex ranges, so sorted too)
+    strand_sorted = xp.where(valid, model.vertex_strand[xp.minimum(vertex_sorted, n_vertices - 1)], n_strands)
+    distinct_before = xp.cumsum(vertex_start) - vertex_start
+    rank = distinct_before - distinct_before[xp.searchsorted(strand_sorted, strand_sorted, side="left")]
+    # distinct (contact, strand) pairs, the same way
+    beyond = vertices.shape[0] * n_strands
+    pair_key = xp.where(used, (xp.arange(used.shape[0]) // vertices.shape[1]) * n_strands + slot_strand, beyond)
+    pair_sorted = xp.sort(pair_key)
+    pair_valid = pair_sorted < beyond
+    pair_start = xp.concatenate([pair_valid[:1], pair_sorted[1:] != pair_sorted[:-1]]) & pair_valid
+    touched_count, widest, pairs = (int(value) for value in xp.stack([
+        vertex_start.sum(), xp.max(xp.where(vertex_start, rank + 1, 0)), pair_start.sum()]).tolist())
+    touched = vertex_sorted[xp.argsort(~vertex_start, kind="stable")[:touched_count]]
+    incidence = pair_sorted[xp.argsort(~pair_start, kind="stable")[:pairs]]
+    return _TouchedVertices.of(xp, model, touched, widest), incidence
 
 
 def _strand_inverse_blocks(xp, model, factor, vertices: _TouchedVertices, dof_fixed) -> _StrandInverseBlocks:
