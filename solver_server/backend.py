@@ -114,13 +114,14 @@ def conjugate_gradient_factor(backend: "Backend", matrix, tolerance: float = CG_
     return solve
 
 
-def repeat_each(xp, values, counts):
+def repeat_each(xp, values, counts, total: int | None = None):
     """``values[i]`` repeated ``counts[i]`` times: numpy.repeat with an array of counts, on any device.
 
     CuPy's ``repeat`` refuses a device array of counts, so this uses a sorted search instead.
-    values (n, ...), counts (n,) non-negative integers -> (counts.sum(), ...).
+    values (n, ...), counts (n,) non-negative integers -> (counts.sum(), ...); ``total``: counts.sum() where the
+    caller knows it on the host already (else it is read from the device).
     """
-    total = int(counts.sum())
+    total = int(counts.sum()) if total is None else total
     owner = xp.searchsorted(xp.cumsum(counts), xp.arange(total), side="right")
     return values[owner]
 

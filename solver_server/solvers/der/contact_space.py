@@ -57,9 +57,9 @@ class DelassusStructure:
     def __init__(self, xp, model, vertices, weights, normal, max_colours: int):
         n = self.n = vertices.shape[0]
         # the touched vertices and the (contact, strand) pairs of the weighted slots, with one read
-        self.touched, incidence = _touched_and_incidence(xp, model, vertices, weights)
+        self.touched, incidence, strand_pairs = _touched_and_incidence(xp, model, vertices, weights)
         # pairs by column: column c's blocks W_rc are [column_start[c], column_start[c + 1]) (rows pair_first)
-        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, incidence)
+        self.pair_first, self.pair_second = _coupled_pairs(xp, n, model.n_strands, incidence, strand_pairs)
         self.column_start = xp.searchsorted(self.pair_second, xp.arange(n + 1))    # pair_second is sorted
         # the column layout as the kernels read it (the sweeps and every W v)
         self.column_views = (int32_view(xp, self.column_start), int32_view(xp, self.pair_first))
@@ -323,15 +323,16 @@ class _ColourSweeps:
         return solve
 
 
-def _coupled_pairs(xp, n: int, n_strands: int, incidence):
+def _coupled_pairs(xp, n: int, n_strands: int, incidence, strand_pairs: int):
     """The contact pairs (c, c') that touch a common strand, both orders and (c, c), sorted by the column c' then
     c: (pair_first (P,), pair_second (P,)).  incidence (I,): contact × n_strands + strand of every (contact, strand)
-    pair, ascending, once each."""
+    pair, ascending, once each; strand_pairs: the ordered pairs of them on one strand, Σ over strands of their
+    count squared (a host int)."""
     by_strand = xp.argsort(incidence % n_strands, kind="stable")
     member, group = incidence[by_strand] // n_strands, incidence[by_strand] % n_strands
     group_start = xp.searchsorted(group, group, side="left")
     group_size = xp.searchsorted(group, group, side="right") - group_start
-    first = repeat_each(xp, xp.arange(group.shape[0]), group_size)       # one read: the pairs' number
+    first = repeat_each(xp, xp.arange(group.shape[0]), group_size, strand_pairs)
     local = xp.arange(first.shape[0]) - (xp.cumsum(group_size) - group_size)[first]
     keys = xp.unique(member[group_start[first] + local] * n + member[first])  # a pair sharing two strands once
     return keys % n, keys // n
@@ -448,9 +449,10 @@ class _TouchedVertices:
 
 def _touched_and_incidence(xp, model, vertices, weights):
     """(the touched vertices of the weighted slots of ``vertices`` / ``weights`` (n, 4) (_TouchedVertices),
-    incidence (I,): contact × n_strands + strand of every (contact, strand) pair, ascending, once each), with one
-    read of the device for their sizes and the widest strand: sorted searches over all the slots (the unused ones
-    sorted last) instead of a nonzero and two uniques, each of which reads the device."""
+    incidence (I,): contact × n_strands + strand of every (contact, strand) pair, ascending, once each, and the
+    ordered pairs of those on a common strand, Σ over strands of their count squared), with one read of the device
+    for the sizes and the widest strand: sorted searches over all the slots (the unused ones sorted last) instead
+    of a nonzero and two uniques, each of which reads the device."""
     n_vertices, n_strands = model.n_vertices, model.n_strands
     used = (weights != 0.0).reshape(-1)
     slot_vertex = xp.where(used, vertices.reshape(-1), n_vertices)
@@ -469,11 +471,13 @@ def _touched_and_incidence(xp, model, vertices, weights):
     pair_sorted = xp.sort(pair_key)
     pair_valid = pair_sorted < beyond
     pair_start = xp.concatenate([pair_valid[:1], pair_sorted[1:] != pair_sorted[:-1]]) & pair_valid
-    touched_count, widest, pairs = (int(value) for value in xp.stack([
-        vertex_start.sum(), xp.max(xp.where(vertex_start, rank + 1, 0)), pair_start.sum()]).tolist())
+    on_strand = histogram(xp, xp.where(pair_start, pair_sorted % n_strands, n_strands), n_strands + 1)[:n_strands]
+    touched_count, widest, pairs, strand_pairs = (int(value) for value in xp.stack([
+        vertex_start.sum(), xp.max(xp.where(vertex_start, rank + 1, 0)), pair_start.sum(),
+        (on_strand * on_strand).sum()]).tolist())
     touched = vertex_sorted[xp.argsort(~vertex_start, kind="stable")[:touched_count]]
     incidence = pair_sorted[xp.argsort(~pair_start, kind="stable")[:pairs]]
-    return _TouchedVertices.of(xp, model, touched, widest), incidence
+    return _TouchedVertices.of(xp, model, touched, widest), incidence, strand_pairs
 
 
 def _strand_inverse_blocks(xp, model, factor, vertices: _TouchedVertices, dof_fixed) -> _StrandInverseBlocks:
