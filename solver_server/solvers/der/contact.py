@@ -192,7 +192,9 @@ class StepContacts:
         self._operator = None
         self._structure = None
         self.response.set_contacts(contacts)
-        self.n_edge_contacts = int(contacts.kind_edge.sum())
+        edges = contacts.kind_edge.sum()
+        # figures for the frame's stats: on the device a 0-d device array, read with them (statistics)
+        self.n_edge_contacts = edges if cuda_layout_on(warp_device_of(contacts.normal)) else int(edges)
         self.n_collider_contacts = contacts.count - self.n_edge_contacts
 
     def _take(self, found: ContactSet | None) -> None:
