@@ -384,8 +384,11 @@ class ImplicitEulerSolver:
                 stats.iterations = iteration + 1
                 break
             self._judge_step(it, iteration, stats, searched, change, cheap or any(decreased))
+            # whether the contacts accept ending the iteration matters only to an iteration that may end or check
+            # its end positions: otherwise it is not read (on a device, a read less)
+            asked = converged or self._end_check_due(it, stats, impulses)
             contact_just_found, contacts_settled = self._contact_round(it, iteration, impulses, v_new,
-                                                                       detectable or not any_moved)
+                                                                       detectable or not any_moved, asked)
             it.v = v_new
             if contacts_settled and not contact_just_found and self._check_end_positions(it, stats, impulses):
                 continue
@@ -491,12 +494,14 @@ class ImplicitEulerSolver:
         actual = xp.sum(xp.where(full, it.current - problem.objective(v_new, it.target, it.point[0]), 0.0))
         return (predicted > 0.0) & (actual > STALE_DECREASE_RATIO * predicted)
 
-    def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool) -> tuple[bool, bool]:
+    def _contact_round(self, it: "_Iterate", iteration: int, impulses, v_new, settled: bool,
+                       asked: bool = True) -> tuple[bool, bool]:
         """The contacts' answer to the global step v → v_new (seed Algorithm 2 lines 10–13): detection once it
         is due (``_detect_now``; ``settled``: the free motion converged to the detection tolerance or stopped),
         then new impulses every round. Returns (whether the round just found the first contacts with impulses (the
         loop then takes at least one more step), whether the contacts accept ending the iteration); the first
-        round reads both at once."""
+        round reads both at once. A later round reads the acceptance only when ``asked`` (else it answers False:
+        the iteration neither ends nor checks its end positions, whatever the contacts say)."""
         if impulses is None:
             return False, True
         if it.contact_round is None and self._detect_now(iteration, settled):
@@ -512,14 +517,19 @@ class ImplicitEulerSolver:
         found = self.xp.any(it.impulse != 0.0) if first else False
         if first and not isinstance(accepted, bool):
             return tuple(self._read_flags(found, accepted))
-        return bool(found), bool(accepted)
+        return bool(found), bool(accepted) if asked or first else False
+
+    @staticmethod
+    def _end_check_due(it: "_Iterate", stats: StepStats, impulses) -> bool:
+        """Whether ``_check_end_positions`` would test the end positions once the contacts settle."""
+        return not (impulses is None or it.contact_round is None or it.end_checked
+                    or not impulses.checks_end_positions or stats.relinearizations >= MAX_RELINEARIZATIONS)
 
     def _check_end_positions(self, it: "_Iterate", stats: StepStats, impulses) -> bool:
         """Once the contact set predicts no penetration: do the end positions keep every contact distance?
         (``StepContacts.relinearize``, once per set, at most MAX_RELINEARIZATIONS times a step.) Returns
         whether the set was written again (the loop then goes on with the new impulses)."""
-        if it.contact_round is None or it.end_checked or not impulses.checks_end_positions \
-                or stats.relinearizations >= MAX_RELINEARIZATIONS:
+        if not self._end_check_due(it, stats, impulses):
             return False
         it.end_checked = True
         relinearized = impulses.relinearize(it.v)
