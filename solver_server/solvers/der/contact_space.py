@@ -252,7 +252,7 @@ class _ColourSweeps:
         key = colour[pair_second] * n + rank[pair_first]
         by_key = xp.argsort(key, kind="stable")
         key = key[by_key]
-        starts = xp.concatenate([xp.ones(min(1, key.shape[0]), dtype=bool), key[1:] != key[:-1]])
+        starts = _run_starts(xp, key)
         # the (colour, row) groups of each colour: the group starts within the colour's range of the sorted keys
         started = xp.concatenate([xp.zeros(1, dtype=xp.int64), xp.cumsum(starts)])
         colour_end = xp.searchsorted(key, xp.arange(colours + 1) * n)
@@ -260,7 +260,7 @@ class _ColourSweeps:
         counts = xp.concatenate([histogram(xp, colour, colours), started[colour_end[1:]] - started[colour_end[:-1]]])
         counts = np.asarray(counts.tolist(), dtype=np.int64)
         groups = int(counts[colours:].sum())
-        first = xp.argsort(~starts, kind="stable")[:groups]      # where each group starts, in order (no mask)
+        first = _flagged(xp, starts, groups)                      # where each group starts, in order
         effect_key = key[first]
         arrays = {"effect_row": (effect_key % n).astype(xp.int32),
                   "effect_start": xp.concatenate([first, xp.asarray([key.shape[0]])]).astype(xp.int32),
@@ -451,7 +451,7 @@ def _touched_and_incidence(xp, model, vertices, weights):
     """(the touched vertices of the weighted slots of ``vertices`` / ``weights`` (n, 4) (_TouchedVertices),
     incidence (I,): contact × n_strands + strand of every (contact, strand) pair, ascending, once each, and the
     ordered pairs of those on a common strand, Σ over strands of their count squared), with one read of the device
-    for the sizes and the widest strand: sorted searches over all the slots (the unused ones sorted last) instead
+    for the sizes and the widest strand: runs of sorted keys over all the slots (the unused ones sorted last) instead
     of a nonzero and two uniques, each of which reads the device."""
     n_vertices, n_strands = model.n_vertices, model.n_strands
     used = (weights != 0.0).reshape(-1)
@@ -460,7 +460,7 @@ def _touched_and_incidence(xp, model, vertices, weights):
     # distinct touched vertices: the starts of runs of the sorted slot vertices (the unused last, not counted)
     vertex_sorted = xp.sort(slot_vertex)
     valid = vertex_sorted < n_vertices
-    vertex_start = xp.concatenate([valid[:1], vertex_sorted[1:] != vertex_sorted[:-1]]) & valid
+    vertex_start = _run_starts(xp, vertex_sorted, valid)
     # each distinct vertex's rank on its strand (the strands are contiguous vertex ranges, so sorted too)
     strand_sorted = xp.where(valid, model.vertex_strand[xp.minimum(vertex_sorted, n_vertices - 1)], n_strands)
     distinct_before = xp.cumsum(vertex_start) - vertex_start
@@ -469,15 +469,27 @@ def _touched_and_incidence(xp, model, vertices, weights):
     beyond = vertices.shape[0] * n_strands
     pair_key = xp.where(used, (xp.arange(used.shape[0]) // vertices.shape[1]) * n_strands + slot_strand, beyond)
     pair_sorted = xp.sort(pair_key)
-    pair_valid = pair_sorted < beyond
-    pair_start = xp.concatenate([pair_valid[:1], pair_sorted[1:] != pair_sorted[:-1]]) & pair_valid
+    pair_start = _run_starts(xp, pair_sorted, pair_sorted < beyond)
     on_strand = histogram(xp, xp.where(pair_start, pair_sorted % n_strands, n_strands), n_strands + 1)[:n_strands]
     touched_count, widest, pairs, strand_pairs = (int(value) for value in xp.stack([
         vertex_start.sum(), xp.max(xp.where(vertex_start, rank + 1, 0)), pair_start.sum(),
         (on_strand * on_strand).sum()]).tolist())
-    touched = vertex_sorted[xp.argsort(~vertex_start, kind="stable")[:touched_count]]
-    incidence = pair_sorted[xp.argsort(~pair_start, kind="stable")[:pairs]]
+    touched = vertex_sorted[_flagged(xp, vertex_start, touched_count)]
+    incidence = pair_sorted[_flagged(xp, pair_start, pairs)]
     return _TouchedVertices.of(xp, model, touched, widest), incidence, strand_pairs
+
+
+def _run_starts(xp, ordered, valid=None):
+    """(k,) bool: where a run of equal values of the sorted ``ordered`` (k,) starts; with ``valid`` (k,) bool, only
+    among the valid entries (the others, sorted last, start none)."""
+    starts = xp.concatenate([xp.ones(min(1, ordered.shape[0]), dtype=bool), ordered[1:] != ordered[:-1]])
+    return starts if valid is None else starts & valid
+
+
+def _flagged(xp, flags, count: int):
+    """The indices of the ``count`` (a host int) true entries of ``flags`` (k,) bool, ascending: a stable argsort
+    of the flags instead of a nonzero, whose data-sized output reads the device."""
+    return xp.argsort(~flags, kind="stable")[:count]
 
 
 def _strand_inverse_blocks(xp, model, factor, vertices: _TouchedVertices, dof_fixed) -> _StrandInverseBlocks:
