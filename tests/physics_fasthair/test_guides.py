@@ -313,52 +313,69 @@ STRAIGHT_SEGMENT = 0.02                                                   # [m]
 STRAIGHT = np.arange(6)[:, None] * np.array([STRAIGHT_SEGMENT, 0.0, 0.0])   # (6, 3) [m] a strand along +x
 
 
-def test_a_childs_laying_glides_to_a_new_one_instead_of_hopping():
-    """Where a child's blend lies on the skin, its laying out of the head can flip between two layouts (folded
-    along an ear, or free over its top) with millimetres of the blend: a hop of centimetres in one frame. From its
-    drawing the frame before, the child moves towards the new laying by at most the given step a point (about that
-    at its tip, the segments keeping the laying's lengths), reaches it after a few frames, and keeps its root; a
-    strand that was never laid comes back exactly as laid."""
-    from solver_server.solvers.guides.drawing import DrawnStrands, eased_laying
-
-    segment, step = STRAIGHT_SEGMENT, np.array([0.005, 0.005])
-    blend = np.stack([STRAIGHT, STRAIGHT])
-    up, down = np.stack([_turned(STRAIGHT, 35.0), STRAIGHT]), np.stack([_turned(STRAIGHT, -35.0), STRAIGHT])
-    assert np.linalg.norm(down[0, -1] - up[0, -1]) > 0.05                        # the hop it would be
-    drawn = DrawnStrands(up, blend)
-    moves = []
-    for _ in range(40):
-        eased = eased_laying(np, blend, down, drawn, step, 1)
-        moves.append(np.linalg.norm(eased[0] - drawn.points[0], axis=1).max())
-        np.testing.assert_array_equal(eased[:, 0], down[:, 0])                  # the root stays
-        np.testing.assert_allclose(np.linalg.norm(np.diff(eased[0], axis=0), axis=1), segment, rtol=1e-12)
-        np.testing.assert_array_equal(eased[1], down[1])                        # never laid: exactly as laid
-        drawn = DrawnStrands(eased, blend)
-    assert max(moves) < 1.5 * step[0], moves
-    np.testing.assert_allclose(drawn.points, down, atol=1e-12)                  # there in the end
+def _about_z(degrees):
+    """Rotation matrix (3, 3) by ``degrees`` about +z."""
+    angle = np.radians(degrees)
+    return np.array([[np.cos(angle), -np.sin(angle), 0.0], [np.sin(angle), np.cos(angle), 0.0], [0.0, 0.0, 1.0]])
 
 
-def test_a_child_does_not_glide_through_a_fin_to_its_new_laying():
-    """A child drawn along one side of a fin (an ear) whose new laying is on the other side: the way there passes
-    through the fin. Laid out of the fin wherever the glide entered it, the child went through it in four frames
-    (40 mm a frame, the fin between two frames' drawings); it waits on its own side instead, never inside."""
-    from solver_server.solvers.guides.drawing import DrawnStrands, eased_laying
+def test_a_laid_child_turns_with_its_root_frame_and_returns_to_its_blend_slowly():
+    """A child laid 35° up from its blend (folded over an ear) on a head that then turns 90°: its laying is carried
+    with its root frame, so with the blend turned the same way the child is its old drawing turned, exactly where
+    it would be on the turned head. With nothing in its way it then returns to its blend by at most the step a
+    point a frame (about that at its tip), at its blend's lengths, its root held; a child never laid is its blend
+    exactly."""
+    from solver_server.solvers.guides.drawing import DrawnStrands, carried_deviation, carried_layings
+
+    segment, step = STRAIGHT_SEGMENT, np.array([0.002, 0.002])
+    blend = np.stack([STRAIGHT, _turned(STRAIGHT, 6.0)])
+    laid = np.stack([_turned(STRAIGHT, 35.0), blend[1]])
+    still, turn = np.stack([np.eye(3)] * 2), np.stack([_about_z(90.0)] * 2)
+    before = DrawnStrands(laid, blend, blend, still)
+    turned_blend = blend @ turn[0].T
+    carried, _ = carried_layings(np, turned_blend, carried_deviation(np, turn, before), step, 1)
+    np.testing.assert_allclose(carried, laid @ turn[0].T, atol=1e-12)
+    unturned, _ = carried_layings(np, turned_blend, carried_deviation(np, turn, DrawnStrands(laid, blend)), step, 1)
+    assert np.linalg.norm(unturned[0, -1] - carried[0, -1]) > 0.01      # a laying carried without its root frame
+    drawn, moves = DrawnStrands(carried, turned_blend, turned_blend, turn), []
+    for _ in range(200):
+        _, relaxed = carried_layings(np, turned_blend, carried_deviation(np, turn, drawn), step, 1)
+        moves.append(np.linalg.norm(relaxed[0] - drawn.points[0], axis=1).max())
+        np.testing.assert_array_equal(relaxed[:, 0], turned_blend[:, 0])              # the root stays
+        np.testing.assert_allclose(np.linalg.norm(np.diff(relaxed[0], axis=0), axis=1), segment, rtol=1e-12)
+        np.testing.assert_array_equal(relaxed[1], turned_blend[1])                    # never laid: its blend
+        drawn = DrawnStrands(relaxed, turned_blend, turned_blend, turn)
+    assert max(moves) < 1.5 * step[0], max(moves)
+    assert moves[0] > 0.5 * step[0]                                                    # it does move back
+    np.testing.assert_allclose(drawn.points, turned_blend, atol=1e-12)                 # and gets there
+
+
+def test_a_laid_child_stays_on_its_side_of_a_fin_its_blend_runs_through():
+    """A child drawn along one side of a fin (an ear) while its blend runs through the fin. Laid afresh every frame
+    it could come out on either side (the laying's choice flips with millimetres of the blend: a hop through the
+    ear); carried from its drawing, it stays on its own side, outside, closing in on the fin by at most the step a
+    frame."""
+    from solver_server.solvers.guides.drawing import DEVIATION_RELAX_PER_FRAME, DrawnStrands
     from solver_server.solvers.guides.strand_object import StrandObject
 
     colliders = _box_behind_a_wall(half_width=0.01)
-    x = np.array([-0.04, -0.02, 0.0, 0.02, 0.04, 0.06])
+    blend = (STRAIGHT + [-0.04, 0.0, 0.0])[None]                    # from outside the fin (x < 0) through it
+    before = blend[0, 0] + (blend - blend[0, 0]) @ _about_z(25.0).T   # turned beside it (y > 0.01 where x ≥ 0)
 
-    def along(side):   # the root outside the fin, the rest of the strand beside it (y = side) or through it (0)
-        return np.stack([x, np.where(x > -0.04, side, 0.0), np.zeros_like(x)], axis=1)[None]
+    def beside_the_fin(points):     # every point before the fin (x < 0) or beside it on its +y side
+        return np.all((points[:, 0] < 0.0) | (points[:, 1] > 0.01))
 
-    blend, before, new = along(0.0), along(0.03), along(-0.03)
+    assert beside_the_fin(before[0])
     hair = StrandObject("Hair", StrandLayout.uniform(1, 6), before.copy(), 1, None, {}, None, {})
-    drawn = DrawnStrands(before, blend)
-    for _ in range(8):
-        eased = eased_laying(np, blend, new, drawn, np.array([0.025]), 1)
-        points = hair._glided(blend, new, eased, drawn, colliders, 1e-4, np)
-        assert np.all(points[0, 1:, 1] > 0.01), points[0]          # on its own side of the fin, outside it
-        drawn = DrawnStrands(points, blend)
+    step = DEVIATION_RELAX_PER_FRAME * hair.rest_segment_length[0]
+    still = np.eye(3)[None]
+    drawn = DrawnStrands(before, blend, blend, still)
+    for _ in range(60):
+        points = hair._carried(blend, still, drawn, colliders, 1e-4, np)
+        assert beside_the_fin(points[0]), points[0]
+        assert np.linalg.norm(points - drawn.points, axis=-1).max() < 1.5 * step
+        drawn = DrawnStrands(points, blend, blend, still)
+    assert drawn.points[0, drawn.points[0, :, 0] >= 0.0, 1].min() < 0.012    # as close as the fin lets it
 
 
 def test_a_child_moves_no_farther_than_its_guides_mean_plus_a_step():

@@ -8,18 +8,21 @@ guides. The weighted mean of the carried shapes itself moves no farther than the
 its mean's motion is kept to BLEND_CHANGE_PER_FRAME of its rest segment length at every point a frame
 (``bounded_blend``); a child that fell behind catches up at that rate.
 
-**A child glides between layings.** A child is then laid out of the closed mesh shells
+**A laid child is carried from frame to frame.** A child is then laid out of the closed mesh shells
 (``StrandObject.laid_outside``). Where its blend lies on the skin, two layings can be about equally good (folded
-down along an ear, or running free over its top) and the laying's choice flips with millimetres of the blend: the
-child would hop between them, 15 cm in one frame with the head at rest. Its deviation from the blend (where it is
-drawn less where it is blended) is kept from frame to frame instead and moves towards the new laying's by at most
-LAYING_CHANGE_PER_FRAME of its rest segment length at every point (``eased_laying``), so it glides from one laying
-to the other over a few frames. Where the glide enters a shell (the way from one side of an ear to the other passes
-through the ear) the child keeps the laying it was drawn with, carried by its blend, while that is outside, else
-the glide is laid out of the shell (``StrandObject._glided``): no point is drawn inside.
+down along an ear, or running free over its top), and a laying chosen afresh each frame flips with millimetres of
+the blend: the child would hop between them, 15 cm in one frame with the head at rest. A child is therefore laid
+afresh only where nothing was drawn before. Otherwise its deviation from its blend at the last frame (where it
+was drawn less where it was blended) is carried over, turned with its root frame since then (``carried_deviation``;
+a head that turns carries a child folded along its ear with it), and shortened by at most
+DEVIATION_RELAX_PER_FRAME of its rest segment length at every point, so that a child whose obstacle has gone
+returns to its blend slowly (``carried_layings``). Where the shortened deviation would take the child into a
+shell it keeps the whole one. What still enters a shell (the blend itself moved into the skin) is laid out from
+there, towards where it was drawn before: the correction is as small as the penetration, so a child moves about
+as far as its blend does and settles when its guides settle.
 
-A child within both bounds is drawn exactly as before them. Each strand is rebuilt from its root at the segment
-lengths it would have had (``_rebuilt``)."""
+A child within the blend's bound, or without a deviation, is drawn exactly as blended. Each strand is rebuilt from
+its root at the segment lengths it would have had (``_rebuilt``)."""
 
 from __future__ import annotations
 
@@ -30,8 +33,8 @@ import numpy as np
 
 from ..registry_types import checked_state_array
 
-# how far [rest segment lengths] a child's laying moves at any of its points in one frame, beyond its blend's motion
-LAYING_CHANGE_PER_FRAME = 1.0
+# how far [rest segment lengths] a laid child's deviation from its blend shrinks at any of its points in one frame
+DEVIATION_RELAX_PER_FRAME = 0.05
 # how far [rest segment lengths] a child's blend moves at any of its points in one frame beyond its guides' mean
 BLEND_CHANGE_PER_FRAME = 1.0
 
@@ -40,17 +43,20 @@ BLEND_CHANGE_PER_FRAME = 1.0
 class DrawnStrands:
     """One frame's drawing of a hair object on guides, each (S, P, 3) [m]: points, every strand as drawn (children
     laid out of the colliders); blend, every strand as blended from its guides (``bounded_blend``); mean, the
-    weighted mean of its guides' carried shapes (``GuideInterpolator.shapes``; None where a checkpoint lacks it).
-    The guides are drawn as simulated in all three. All are checkpointed: a resumed bake draws the next frame as
-    the uninterrupted one does."""
+    weighted mean of its guides' carried shapes (``GuideInterpolator.shapes``; None where a checkpoint lacks it);
+    rotations (S, 3, 3), every strand's root-frame rotation since rest at that frame (None where a checkpoint
+    lacks it). The guides are drawn as simulated in points, blend and mean. All are checkpointed: a resumed bake
+    draws the next frame as the uninterrupted one does."""
 
     points: Any
     blend: Any
     mean: Any = None
+    rotations: Any = None
 
     def rows(self, rows) -> "DrawnStrands":
         """The drawing of the strands ``rows`` (an index array) only."""
-        return DrawnStrands(self.points[rows], self.blend[rows], None if self.mean is None else self.mean[rows])
+        return DrawnStrands(*(None if values is None else values[rows]
+                              for values in (self.points, self.blend, self.mean, self.rotations)))
 
 
 def bounded_blend(xp, blend, mean, previous: DrawnStrands, step, pinned: int):
@@ -65,18 +71,28 @@ def bounded_blend(xp, blend, mean, previous: DrawnStrands, step, pinned: int):
     return xp.where(xp.all(scale == 1.0, axis=1)[:, None, None], blend, bounded)
 
 
-def eased_laying(xp, blend, laid, previous: DrawnStrands, step, pinned: int):
-    """Children (S, P, 3) [m] between their drawing at the last frame and their new laying ``laid`` (S, P, 3) [m]
-    of ``blend`` (S, P, 3) [m]: each point's deviation from the blend moves from the one drawn (``previous``)
-    towards the laying's by at most ``step`` (S,) [m] of its strand, then the strand is rebuilt from its ``pinned``
-    root points along its own directions at the laying's segment lengths. Strands whose deviation was zero and
-    stays zero are returned exactly as laid."""
-    before = previous.points - previous.blend
-    change = (laid - blend) - before
-    size, scale = _step_scale(xp, change, step)
-    eased = _rebuilt(xp, blend + before + scale[..., None] * change, laid, pinned)
-    untouched = ~xp.any(xp.sum(before * before, axis=-1) + size > 0.0, axis=1)
-    return xp.where(untouched[:, None, None], laid, eased)
+def carried_deviation(xp, rotations, previous: DrawnStrands):
+    """Every strand's deviation (S, P, 3) [m] from its blend as drawn at ``previous``, turned with its root frame
+    from then to now (``rotations`` (S, 3, 3): the root frames' rotations since rest now); not turned where the
+    previous drawing has no rotations (a checkpoint without them)."""
+    deviation = previous.points - previous.blend
+    if previous.rotations is None:
+        return deviation
+    turn = xp.einsum("sij,skj->sik", rotations, previous.rotations)          # R_now R_beforeᵀ
+    return xp.einsum("sij,spj->spi", turn, deviation)
+
+
+def carried_layings(xp, blend, deviation, step, pinned: int):
+    """(carried, relaxed), children (S, P, 3) [m]: ``blend`` (S, P, 3) [m] plus their ``deviation`` (S, P, 3) [m],
+    and plus the deviation shortened by at most ``step`` (S,) [m] at every point, each rebuilt from its ``pinned``
+    root points along its own directions at the blend's segment lengths. A strand without a deviation is its blend
+    exactly in both."""
+    size = xp.sqrt(xp.sum(deviation * deviation, axis=-1))
+    kept = xp.maximum(0.0, 1.0 - step[:, None] / xp.maximum(size, 1e-300))
+    deviates = xp.any(size > 0.0, axis=1)[:, None, None]
+    carried = xp.where(deviates, _rebuilt(xp, blend + deviation, blend, pinned), blend)
+    relaxed = xp.where(deviates, _rebuilt(xp, blend + kept[..., None] * deviation, blend, pinned), blend)
+    return carried, relaxed
 
 
 def _step_scale(xp, change, step):
@@ -98,25 +114,29 @@ def _rebuilt(xp, shape, like, pinned: int):
 
 
 def drawing_arrays(prefix: str, drawing: DrawnStrands, to_host) -> dict[str, np.ndarray]:
-    """Checkpoint arrays of a drawing: ``<prefix>_drawn`` (its points), ``<prefix>_blend`` and ``<prefix>_mean``,
-    float64 host."""
+    """Checkpoint arrays of a drawing: ``<prefix>_drawn`` (its points), ``<prefix>_blend``, ``<prefix>_mean`` and
+    ``<prefix>_rotations``, float64 host."""
     arrays = {f"{prefix}_drawn": np.array(to_host(drawing.points), np.float64),
               f"{prefix}_blend": np.array(to_host(drawing.blend), np.float64)}
-    if drawing.mean is not None:
-        arrays[f"{prefix}_mean"] = np.array(to_host(drawing.mean), np.float64)
+    for name in ("mean", "rotations"):
+        if getattr(drawing, name) is not None:
+            arrays[f"{prefix}_{name}"] = np.array(to_host(getattr(drawing, name)), np.float64)
     return arrays
 
 
 def checked_drawing(arrays: dict, prefix: str, shape: tuple, object_id: str, xp) -> DrawnStrands | None:
-    """The drawing of ``drawing_arrays`` on ``xp``'s device, each array checked for ``shape``, or None where the
-    checkpoint holds none (before the first frame was drawn). A checkpoint with the points only takes them as the
-    blend too (no laying to carry over), and one without the mean bounds nothing at the next frame."""
+    """The drawing of ``drawing_arrays`` on ``xp``'s device, each array checked for ``shape`` (S, P, 3) (the
+    rotations for (S, 3, 3)), or None where the checkpoint holds none (before the first frame was drawn). A
+    checkpoint with the points only takes them as the blend too (no laying to carry over), one without the mean
+    bounds nothing at the next frame, and one without the rotations carries the laying unturned."""
     if f"{prefix}_drawn" not in arrays:
         return None
 
-    def read(name):
-        return xp.asarray(checked_state_array(arrays, f"{prefix}_{name}", shape, np.float64, object_id))
+    def read(name, expected=shape):
+        if f"{prefix}_{name}" not in arrays:
+            return None
+        return xp.asarray(checked_state_array(arrays, f"{prefix}_{name}", expected, np.float64, object_id))
 
     points = read("drawn")
-    return DrawnStrands(points, read("blend") if f"{prefix}_blend" in arrays else points,
-                        read("mean") if f"{prefix}_mean" in arrays else None)
+    blend = read("blend")
+    return DrawnStrands(points, points if blend is None else blend, read("mean"), read("rotations", shape[:1] + (3, 3)))

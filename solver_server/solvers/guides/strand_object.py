@@ -10,7 +10,8 @@ import numpy as np
 
 from solver_server.sim.errors import SceneError
 
-from .drawing import BLEND_CHANGE_PER_FRAME, LAYING_CHANGE_PER_FRAME, DrawnStrands, bounded_blend, eased_laying
+from .drawing import (BLEND_CHANGE_PER_FRAME, DEVIATION_RELAX_PER_FRAME, DrawnStrands, bounded_blend,
+                      carried_deviation, carried_layings)
 from .interpolation import GuideInterpolator
 from .layout import StrandLayout
 from .roots import RootBinding
@@ -106,44 +107,36 @@ class StrandObject:
 
         Given ``previous``, the drawing of the frame before, a child moves beyond its guides' mean by at most
         BLEND_CHANGE_PER_FRAME rest segment lengths a point (``drawing.bounded_blend``). With ``colliders`` (a
-        collision.ColliderSet posed at that instant) every interpolated child is kept out of its closed mesh shells
-        (``laid_outside``); given ``previous``, its laying leans towards where it was drawn and moves from the
-        laying drawn then by at most LAYING_CHANGE_PER_FRAME rest segment lengths a point (``drawing.eased_laying``,
-        ``_glided``). The simulated strands are drawn as simulated; the pinned root points stay where the skin puts
-        them."""
+        collision.ColliderSet posed at that instant) every interpolated child is kept out of its closed mesh shells:
+        laid out of them afresh at the first drawing (``laid_outside``), and after it carried over from
+        ``previous`` (``_carried``). The simulated strands are drawn as simulated; the pinned root points stay
+        where the skin puts them."""
         if self.interpolator is None:
             return DrawnStrands(simulated_points, simulated_points, simulated_points)
         roots, rotations = self.root_frames(poses)
-        blend, mean = self.interpolator.shapes(simulated_points, xp.asarray(roots), xp.asarray(rotations))
+        rotations = xp.asarray(rotations)
+        blend, mean = self.interpolator.shapes(simulated_points, xp.asarray(roots), rotations)
         if previous is not None:
             blend = bounded_blend(xp, blend, mean, previous,
                                   xp.asarray(BLEND_CHANGE_PER_FRAME * self.rest_segment_length), self.pinned)
         if colliders is None or not colliders.has_meshes:
-            return DrawnStrands(blend, blend, mean)
-        before = None if previous is None else previous.points
-        points = self.laid_outside(blend, colliders, radius, xp, before)[0]
-        if previous is not None:
-            eased = eased_laying(xp, blend, points, previous,
-                                 xp.asarray(LAYING_CHANGE_PER_FRAME * self.rest_segment_length), self.pinned)
-            rows = xp.nonzero(xp.any(eased != points, axis=(1, 2)))[0]   # drawn once a frame: index the few eased
-            if rows.shape[0]:
-                points = points.copy()
-                points[rows] = self._glided(blend[rows], points[rows], eased[rows], previous.rows(rows), colliders,
-                                            radius, xp)
-        return DrawnStrands(points, blend, mean)
+            return DrawnStrands(blend, blend, mean, rotations)
+        if previous is None:
+            return DrawnStrands(self.laid_outside(blend, colliders, radius, xp)[0], blend, mean, rotations)
+        return DrawnStrands(self._carried(blend, rotations, previous, colliders, radius, xp), blend, mean, rotations)
 
-    def _glided(self, blend, laid, eased, previous: DrawnStrands, colliders, radius: float, xp):
-        """Children (r, P, 3) [m] on their way from the laying drawn before (``previous``) towards their new one,
-        ``laid``, of ``blend``: ``eased`` (``drawing.eased_laying``), laid out of the shells where it enters one. A
-        glide from one side of an ear to the other passes through the ear, and laying it out would choose either
-        side: where the laying drawn before, carried by the blend, is outside, the child keeps it instead and waits
-        on its side until the way is clear (or that side closes)."""
-        relaid, entering = self.laid_outside(eased, colliders, radius, xp, previous.points)
-        if not bool(entering.any()):
-            return relaid
-        kept = eased_laying(xp, blend, laid, previous, xp.zeros(blend.shape[0]), self.pinned)
-        clear = entering & ~self._entering(kept, colliders, radius, xp)
-        return xp.where(clear[:, None, None], kept, relaid)
+    def _carried(self, blend, rotations, previous: DrawnStrands, colliders, radius: float, xp):
+        """Children (S, P, 3) [m] of ``blend`` (S, P, 3) [m] drawn from ``previous``: their deviation from the blend
+        drawn then, turned with their root frames (``rotations`` (S, 3, 3) now) and shortened by
+        DEVIATION_RELAX_PER_FRAME rest segment lengths a point where that stays out of the shells, else whole
+        (``drawing.carried_layings``); what then enters a shell is laid out of it (``laid_outside``, towards where
+        it was drawn before)."""
+        carried, relaxed = carried_layings(xp, blend, carried_deviation(xp, rotations, previous),
+                                           xp.asarray(DEVIATION_RELAX_PER_FRAME * self.rest_segment_length),
+                                           self.pinned)
+        entering = self._entering(relaxed, colliders, radius, xp)
+        candidate = xp.where(entering[:, None, None], carried, relaxed)
+        return self.laid_outside(candidate, colliders, radius, xp, previous.points)[0]
 
     def _entering(self, points, colliders, radius: float, xp):
         """(S,) bool: the strands (S, P, 3) [m] with a free point inside a closed shell of ``colliders`` (one winding
@@ -156,7 +149,7 @@ class StrandObject:
     @cached_property
     def rest_segment_length(self) -> np.ndarray:
         """(S,) [m]: every strand's mean rest segment length, the unit of how far a child's drawing may change in a
-        frame (``drawing.LAYING_CHANGE_PER_FRAME``, ``drawing.BLEND_CHANGE_PER_FRAME``)."""
+        frame (``drawing.DEVIATION_RELAX_PER_FRAME``, ``drawing.BLEND_CHANGE_PER_FRAME``)."""
         segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
         return segments.sum(axis=1) / np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
 
