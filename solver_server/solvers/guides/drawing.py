@@ -87,8 +87,8 @@ def carried_layings(xp, blend, deviation, step, pinned: int):
     and plus the deviation shortened by at most ``step`` (S,) [m] at every point, each rebuilt from its ``pinned``
     root points along its own directions at the blend's segment lengths. A strand without a deviation is its blend
     exactly in both."""
-    size = xp.sqrt(xp.sum(deviation * deviation, axis=-1))
-    kept = xp.maximum(0.0, 1.0 - step[:, None] / xp.maximum(size, 1e-300))
+    size, scale = _step_scale(xp, deviation, step)
+    kept = 1.0 - scale
     deviates = xp.any(size > 0.0, axis=1)[:, None, None]
     carried = xp.where(deviates, _rebuilt(xp, blend + deviation, blend, pinned), blend)
     relaxed = xp.where(deviates, _rebuilt(xp, blend + kept[..., None] * deviation, blend, pinned), blend)
