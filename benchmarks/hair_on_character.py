@@ -14,7 +14,8 @@ worst segment strain (|l / l_rest − 1|), the roots' largest distance from wher
 largest jump of a point in one frame after frame 8 measured in the head's own frame (the head's motion taken
 out) and in the world less the head's own motion of that point over the same frame, the largest tip motion in
 one frame 24 frames after the head stopped (frame 42 on), the frame from which every tip moves less than 5 mm a frame
-(run with more ``--frames`` to see it), with the head at rest (frame 24 on) each strand's largest point move in one
+(run with more ``--frames`` to see it), how many strands still move that much from frame 42 on and how many of those
+rest on the head (the others swing or tip over in free air), with the head at rest (frame 24 on) each strand's largest point move in one
 frame (the largest, and how many strand-frames exceed 50 mm), and seconds per frame. ``--preroll N`` gives the
 scene a pre-roll of N frames (``time.preroll``: Tangle's hair falls from its straight-out groom on the still head
 before frame 1), so the settling figures measure the answer to the head's motion rather than the fall from the
@@ -36,12 +37,13 @@ from benchmarks.kernel_warmup import print_kernel_warmup
 from benchmarks.suzanne_drape import add_keyed_head
 from benchmarks.workbench import render_still
 from tests.physics.character_scenes import hair_on_character, held_motion
-from tests.physics.contact_metrics import winding_numbers
+from tests.physics.contact_metrics import distance_to_surface, winding_numbers
 
 MOTION_FRAMES = 18
 JUMP_FROM = 8                  # the bar on per-frame jumps applies from this frame on
 SETTLE_AFTER = 24              # frames after the head stops
 SETTLED_TIP_MOTION = 0.005     # [m] a frame: the bar's settled hair
+RESTING_ON_HEAD = 0.003        # [m]: a strand with a free point this close to the head rests on it
 REST_FROM = 24                 # the head at rest since MOTION_FRAMES: strand hops counted from here
 RENDER_FRAMES = (8, 18, 48)
 PATH_STEPS_LOG2 = 4            # Blender's drawn hair path: 2^4 segments per strand, read back with co_hair
@@ -83,7 +85,9 @@ def figures(positions, rest, points, head_vertices, head_triangles, eased: bool 
     # with the head at rest, each strand's largest point move in a frame: a drawn strand that hops between two
     # layouts shows here (anywhere along it, not only at its tip)
     at_rest = jumps[REST_FROM - 1:].max(axis=2) if frames > REST_FROM else np.zeros((0, 0))
-    return {"rest_hop_max_m": float(at_rest.max()) if at_rest.size else None,
+    unsettled, resting = _unsettled(strands, jumps, settle_from, head_vertices, head_triangles, eased)
+    return {"unsettled_strands": unsettled, "unsettled_resting_on_head": resting,
+            "rest_hop_max_m": float(at_rest.max()) if at_rest.size else None,
             "rest_hops_over_50mm": int((at_rest > 0.05).sum()),
             "inside": inside, "inside_max": max(inside), "strain_worst": float(strain.max()),
             "strain_p99": float(np.percentile(strain, 99)), "root_drift_m": drift,
@@ -91,6 +95,18 @@ def figures(positions, rest, points, head_vertices, head_triangles, eased: bool 
             "jump_beyond_head_m": beyond_head if frames > JUMP_FROM else None,
             "settled_tip_motion_m": float(jumps[settle_from - 1:, :, -1].max()) if frames > settle_from else None,
             "settled_from_frame": _settled_from(jumps[:, :, -1].max(axis=1))}
+
+
+def _unsettled(strands, jumps, settle_from: int, head_vertices, head_triangles, eased: bool):
+    """(strands whose tip moves SETTLED_TIP_MOTION or more in a frame from ``settle_from`` on, how many of them rest
+    on the head at the last frame: a free point within RESTING_ON_HEAD of it), or (None, None) for a run that ends
+    before. Strands that move in free air swing or tip over about their root; those on the head slide."""
+    if len(strands) <= settle_from:
+        return None, None
+    moving = np.nonzero(jumps[settle_from - 1:, :, -1].max(axis=0) >= SETTLED_TIP_MOTION)[0]
+    free = strands[-1, moving, 1:].reshape(-1, 3)
+    near = distance_to_surface(free, _head_at(head_vertices, len(strands), eased), head_triangles, RESTING_ON_HEAD)
+    return int(moving.size), int(np.isfinite(near.reshape(moving.size, -1)).any(axis=1).sum())
 
 
 def _settled_from(tip_moves) -> int | None:
@@ -206,7 +222,10 @@ def _print(name, figure, seconds, failsafe=None):
     print(f"{'':22s}  with the head at rest (frame {REST_FROM} on): largest point move in a frame "
           f"{'-' if hop is None else f'{hop * 1e3:.1f} mm'}, strand-frames above 50 mm {figure['rest_hops_over_50mm']}; "
           f"every tip under {SETTLED_TIP_MOTION * 1e3:.0f} mm a frame from frame "
-          f"{'- (not in this run)' if settled_from is None else settled_from}")
+          f"{'- (not in this run)' if settled_from is None else settled_from}"
+          + ("" if figure["unsettled_strands"] is None else
+             f"; strands still moving then {figure['unsettled_strands']}, of them resting on the head "
+             f"{figure['unsettled_resting_on_head']} (the others swing or tip over in free air)"))
     print(f"{'':22s}  inside per frame: {figure['inside']}")
 
 
