@@ -121,7 +121,9 @@ def _view_at(address: int, dtype, shape: tuple, device: str, owner):
     array that owns the memory) alive. Building a ``wp.array`` costs ~8 µs of checks, a good part of a launch's
     host time where a launch takes several views (a contact pass: ~20); the same memory is viewed again and again
     (state arrays, the outputs of a query, whose allocator hands back the same block), so the view's fields are
-    built once per (address, dtype, shape, device) and every later view is a copy of them with its own owner. A
+    built once per (address, dtype, shape, device) and every later view is a copy of them with its own owner. The
+    template's kernel-argument struct (``wp.array.__ctype__``: address, shape, strides) is built with it and shared
+    by its views, which takes another ~10 µs off a launch of a DER substep's kind (~2 200 launches a frame). A
     template owns nothing and refers to no array: it describes the memory, whatever array holds it now."""
     key = (address, dtype, shape, device)
     template = _VIEW_TEMPLATES.get(key)
@@ -129,6 +131,7 @@ def _view_at(address: int, dtype, shape: tuple, device: str, owner):
         if len(_VIEW_TEMPLATES) >= VIEW_TEMPLATES_KEPT:
             _VIEW_TEMPLATES.clear()
         template = wp.array(ptr=address, dtype=dtype, shape=shape, device=device, copy=False)
+        template.__ctype__()
         _VIEW_TEMPLATES[key] = template
     view = _WarpArray.__new__(_WarpArray)
     view.__dict__.update(template.__dict__)
