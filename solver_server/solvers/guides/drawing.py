@@ -53,11 +53,6 @@ class DrawnStrands:
     mean: Any = None
     rotations: Any = None
 
-    def rows(self, rows) -> "DrawnStrands":
-        """The drawing of the strands ``rows`` (an index array) only."""
-        return DrawnStrands(*(None if values is None else values[rows]
-                              for values in (self.points, self.blend, self.mean, self.rotations)))
-
 
 def bounded_blend(xp, blend, mean, previous: DrawnStrands, step, pinned: int):
     """Children's blends (S, P, 3) [m] whose motion since ``previous``, beyond the motion of their guides' ``mean``
