@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import warp as wp
 
+from .cpu_launch import lean_launch, recording_graph
+
 wp.config.quiet = True   # no banner on stdout: the server and the CLI print their own lines
 
 _init_lock = threading.Lock()
@@ -183,11 +185,13 @@ def on_device_stream(device: str):
 def launch(kernel, dim: int, inputs: list, device: str) -> None:
     """``wp.launch`` on ``device``; on CUDA in CuPy's current stream, so a kernel is ordered with the CuPy
     work that produced its inputs and with the CuPy work that reads its outputs (and CuPy's stream-ordered
-    memory pool never reuses an input before the kernel ran)."""
+    memory pool never reuses an input before the kernel ran). On the CPU through ``cpu_launch.lean_launch``
+    (the same kernel call without ``wp.launch``'s per-call packing) where it applies."""
     if dim == 0:
         return
     if device == "cpu":
-        wp.launch(kernel, dim=dim, inputs=inputs, device=device)
+        if not lean_launch(kernel, dim, inputs):
+            wp.launch(kernel, dim=dim, inputs=inputs, device=device)
         return
     wp.launch(kernel, dim=dim, inputs=inputs, device=device, stream=_stream_for(device))
 
@@ -203,7 +207,8 @@ def capture(device: str, record):
     if device == "cpu":
         wp.capture_begin(device="cpu")
         try:
-            value = record()
+            with recording_graph():
+                value = record()
         finally:
             graph = wp.capture_end(device="cpu")
         return graph, value
