@@ -327,6 +327,37 @@ def test_the_colour_sweeps_are_gauss_seidel_colour_after_colour(monkeypatch, gra
                                        change_rtol=1e-4)
 
 
+def test_a_contact_set_records_its_colour_sweeps_once_over_its_factors(monkeypatch):
+    """A contact round refactors the matrix and builds the operator again on the same contact set: the graph that
+    the set's first solve recorded serves the solves on the later factors (one recording per set, not per factor;
+    on CUDA a recording is a graph capture and instantiation), and each solve sweeps with its own factor's blocks
+    (it matches its own operator's reference sweeps)."""
+    monkeypatch.setattr(contact_space, "SEQUENTIAL_ON_CPU", False)
+    monkeypatch.setattr(contact_space, "COLOUR_SWEEP_GRAPH", True)
+    recordings = []
+    original = contact_space.capture
+
+    def recorded(device, record):
+        recordings.append(device)
+        return original(device, record)
+
+    monkeypatch.setattr(contact_space, "capture", recorded)
+    model, _, dof_fixed, vertices, weights, normal, target, relative = _approaching_contacts(7, 12, 6)
+    n = vertices.shape[0]
+    start = np.random.default_rng(4).normal(scale=1e-6, size=(n, 3))
+    structure, diagonals = None, []
+    for seed in (7, 8, 9):
+        factor = _system(seed=seed)[1]
+        operator = DelassusOperator(np, model, factor, vertices, weights, dof_fixed, normal, max_colours=3,
+                                    structure=structure)
+        structure = operator.structure
+        diagonals.append(operator.diagonal)
+        _assert_sweeps_match_reference(operator, relative, start, target, np.full(n, 0.4), np.full(n, 1e-12),
+                                       change_rtol=1e-4)
+    assert len(recordings) == 1
+    assert not np.allclose(diagonals[0], diagonals[1])       # the factors differ, so their blocks do
+
+
 def test_the_colour_sweeps_stop_at_the_sweep_limit(monkeypatch):
     """With a tolerance no sweep meets, the colour sweeps stop after exactly the allowed number (the device-side
     count of sweep_end), graph or not, and report a change above the tolerance."""

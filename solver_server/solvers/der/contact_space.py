@@ -221,7 +221,13 @@ class _ColourSweeps:
     effect_blocks[p] Δλ[effect_column[p]] over p in [effect_start[k], effect_start[k + 1]) to u[effect_row[k]];
     step_maps (n, 3, 3): the contacts' local step maps.  graph: a solve's sweeps as one captured graph whose
     while-node runs them until the stopping test holds (kernels.capture, repeat_while): on CUDA one replay
-    instead of two launches per colour and sweep and a synchronization per sweep."""
+    instead of two launches per colour and sweep and a synchronization per sweep.
+
+    The layout holds what outlives one operator: the contact set's grouping and launch bounds, and the solves'
+    buffers (the blocks and step maps included) with the graph recorded over them. A contact round refactors the
+    matrix and builds the operator again on the same set; its blocks are copied into those buffers and the graph
+    recorded by the set's first solve serves every later one (one recording per contact set, where there was one
+    per factor)."""
 
     def __init__(self, xp, colour, colours: int, rank, local_blocks, pair_first, pair_second, step_maps,
                  layout: dict | None = None):
@@ -232,16 +238,26 @@ class _ColourSweeps:
             layout = self._layout(xp, colour, colours, rank, pair_first, pair_second)
         self.layout = layout
         self.member_start, self.row_start = layout["member_start"], layout["row_start"]
-        self.arrays = {**layout["arrays"],
-                       "effect_blocks": xp.ascontiguousarray(local_blocks[layout["by_key"]], dtype=xp.float64),
-                       "step_maps": xp.ascontiguousarray(step_maps, dtype=xp.float64)}
-        kinds = {"effect_blocks": wp.mat33d, "step_maps": wp.mat33d}
-        self.views = {name: warp_view(xp.ascontiguousarray(array), kinds.get(name, wp.int32))
-                      for name, array in self.arrays.items()}
         self.graph = cuda_layout_on(self.device) if COLOUR_SWEEP_GRAPH is None else bool(COLOUR_SWEEP_GRAPH)
         self.graph = self.graph and device_loops(self.device)
-        self._buffers = None       # the solves' buffers (run)
-        self._recorded = None      # (sweeps, the graph or the launching function) of the last solve
+        buffers = layout.get("buffers")
+        if buffers is None:
+            n = step_maps.shape[0]
+            buffers = layout["buffers"] = {
+                "effect_blocks": xp.zeros((layout["by_key"].shape[0], 3, 3)), "step_maps": xp.zeros((n, 3, 3)),
+                "target": xp.zeros((n, 3)), "mu": xp.zeros(n), "inverse_tolerance": xp.zeros(n),
+                "lam": xp.zeros((n, 3)), "u": xp.zeros((n, 3)), "delta": xp.zeros((n, 3)), "outcome": xp.zeros(2),
+                "running": xp.zeros(1, dtype=xp.int32)}
+            kinds = {"effect_blocks": wp.mat33d, "step_maps": wp.mat33d, "target": wp.vec3d, "lam": wp.vec3d,
+                     "u": wp.vec3d, "delta": wp.vec3d, "mu": wp.float64, "inverse_tolerance": wp.float64,
+                     "outcome": wp.float64, "running": wp.int32}
+            layout["views"] = {**{name: warp_view(xp.ascontiguousarray(array), wp.int32)
+                                  for name, array in layout["arrays"].items()},
+                               **{name: warp_view(buffers[name], kind) for name, kind in kinds.items()}}
+            layout["recorded"] = None     # (sweeps, the graph or the launching function) of the set's solves
+        buffers["effect_blocks"][...] = local_blocks[layout["by_key"]]
+        buffers["step_maps"][...] = step_maps
+        self.buffers, self.views = buffers, layout["views"]
 
     @staticmethod
     def _layout(xp, colour, colours: int, rank, pair_first, pair_second) -> dict:
@@ -271,54 +287,46 @@ class _ColourSweeps:
     def run(self, sweeps: int, target, mu, inverse_tolerance, lam, u):
         """The sweeps; lam, u (n, 3) (contact frames, sweep order) updated in place. Returns (sweeps done, last
         sweep's largest single colour step's velocity change relative to the tolerance) as 0-d device arrays (a
-        stall is a read of the caller's, where it needs one).  The
-        launches work on buffers of the operator's own, into which the inputs are copied, so that the graph
-        recorded by the first solve serves the later ones (a contact round solves again on the same operator)."""
-        xp, device = self.xp, self.device
-        if self._buffers is None:
-            n = lam.shape[0]
-            self._buffers = {"target": xp.zeros((n, 3)), "mu": xp.zeros(n), "inverse_tolerance": xp.zeros(n),
-                             "lam": xp.zeros((n, 3)), "u": xp.zeros((n, 3)), "delta": xp.zeros((n, 3)),
-                             "outcome": xp.zeros(2), "running": xp.zeros(1, dtype=xp.int32)}
-        buffers = self._buffers
+        stall is a read of the caller's, where it needs one).  The launches work on the layout's buffers, into
+        which the inputs are copied, so that the graph recorded by the contact set's first solve serves the
+        later ones (a contact round solves again, on the same operator or on the set's next one)."""
+        device, buffers, layout = self.device, self.buffers, self.layout
         for name, value in (("target", target), ("mu", mu), ("inverse_tolerance", inverse_tolerance), ("lam", lam),
                             ("u", u)):
             buffers[name][...] = value
-        if self._recorded is None or self._recorded[0] != sweeps:
+        if layout["recorded"] is None or layout["recorded"][0] != sweeps:
             solve = self._solve_launches(int(sweeps))
-            self._recorded = (sweeps, capture(device, solve)[0] if self.graph else solve)
+            layout["recorded"] = (sweeps, capture(device, solve)[0] if self.graph else solve)
         if self.graph:
-            replay(self._recorded[1], device)
+            replay(layout["recorded"][1], device)
         else:
-            self._recorded[1]()
+            layout["recorded"][1]()
         lam[...] = buffers["lam"]
         u[...] = buffers["u"]
         outcome = buffers["outcome"].copy()
         return outcome[0], outcome[1]
 
     def _solve_launches(self, sweeps: int):
-        """A function making the launches of a solve of at most ``sweeps`` sweeps on the operator's buffers."""
-        device, views, buffers = self.device, self.views, self._buffers
-        view = {name: warp_view(buffers[name], wp.vec3d) for name in ("target", "lam", "u", "delta")}
-        view.update({name: warp_view(buffers[name], wp.float64) for name in ("mu", "inverse_tolerance", "outcome")})
-        running = warp_view(buffers["running"], wp.int32)
-        step_inputs = [views["step_maps"], view["target"], view["mu"], view["u"], view["lam"], view["delta"]]
-        effect_inputs = [views["effect_row"], views["effect_start"], views["effect_column"], views["effect_blocks"],
+        """A function making the launches of a solve of at most ``sweeps`` sweeps on the layout's buffers."""
+        device, view = self.device, self.views
+        step_inputs = [view["step_maps"], view["target"], view["mu"], view["u"], view["lam"], view["delta"]]
+        effect_inputs = [view["effect_row"], view["effect_start"], view["effect_column"], view["effect_blocks"],
                          view["delta"], view["inverse_tolerance"], view["u"], view["outcome"]]
         members, rows = self.member_start, self.row_start
+        colours = self.colours
 
         def sweep():
             launch(contact_kernels.sweep_reset, 1, [view["outcome"]], device)
-            for colour in range(self.colours):
+            for colour in range(colours):
                 launch(contact_kernels.colour_steps, members[colour + 1] - members[colour],
                        [members[colour], *step_inputs], device)
                 launch(contact_kernels.colour_effects, rows[colour + 1] - rows[colour],
                        [rows[colour], *effect_inputs], device)
-            launch(contact_kernels.sweep_end, 1, [sweeps, view["outcome"], running], device)
+            launch(contact_kernels.sweep_end, 1, [sweeps, view["outcome"], view["running"]], device)
 
         def solve():
-            launch(contact_kernels.sweep_start, 1, [sweeps, view["outcome"], running], device)
-            repeat_while(running, sweep, device)
+            launch(contact_kernels.sweep_start, 1, [sweeps, view["outcome"], view["running"]], device)
+            repeat_while(view["running"], sweep, device)
 
         return solve
 
