@@ -414,10 +414,10 @@ def _launch_ranges(kernel, count: int, threads: int, device: str, dim_and_inputs
     futures = []
     for low, high in ranges[1:]:
         dim, inputs = dim_and_inputs(low, high)
-        futures.append(pool.submit(wp.launch, kernel, dim=dim, inputs=inputs, device=device))
+        futures.append(pool.submit(launch, kernel, dim, inputs, device))
     dim, inputs = dim_and_inputs(*ranges[0])
     try:
-        wp.launch(kernel, dim=dim, inputs=inputs, device=device)
+        launch(kernel, dim, inputs, device)
     finally:
         for future in futures:
             future.result()
