@@ -194,7 +194,16 @@ def test_constrain_band_makes_rows_and_columns_of_fixed_dofs_identity():
     expected = np.stack([np.concatenate((np.diag(dense, -d), np.zeros(d))) for d in range(P + 1)])
     n = band.shape[1]
     used = np.arange(n)[None, :] + np.arange(P + 1)[:, None] < n        # the band's unused tail is left alone
+    # the product of every entry with the indicators of its column and row, bit for bit (negative entries of a
+    # kinematic row or column become −0.0, as the product gives)
+    free = np.ones(band.shape[1])
+    free[fixed] = 0.0
+    product = band * free[None, :]
+    for d in range(1, P + 1):
+        product[d, :n - d] *= free[d:]
+    product[0, fixed] = 1.0
     assert np.array_equal(constrain_band(np, band, fixed)[used], expected[used])
+    assert band.tobytes() == product.tobytes()
     backend = emulated_cuda_backend()
     device_band = constrain_band(backend.xp, backend.from_host(_strand_band(np.random.default_rng(10), LENGTHS)[0]),
                                  backend.from_host(fixed))

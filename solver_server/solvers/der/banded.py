@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg
 import warp as wp
 
-from ...kernels import launch, launch_split, warp_device_of, warp_view
+from ...kernels import int32_view, launch, launch_split, warp_device_of, warp_view
 from .kernels import band as band_kernels
 from .kernels import cholesky as cholesky_kernels
 
@@ -43,15 +43,17 @@ def uses_kernel_path(xp) -> bool:
 def constrain_band(xp, band, fixed_dofs):
     """Replace rows and columns of kinematic DOFs by the identity (in place), band (p+1, n).
 
-    Every entry multiplied by the free-DOF indicator of its column and of its row, in one launch
-    (``kernels.band.constrain_columns``: no data-sized selection, so no synchronization on a device, and one
-    launch where a multiply per sub-diagonal made ~35 array operations)."""
+    Every entry in a kinematic DOF's row or column multiplied by the free-DOF indicator of its column and of its row,
+    in one launch over the kinematic DOFs (``kernels.band.constrain_fixed``: no data-sized selection, so no
+    synchronization on a device; the other entries stay as they are, so it reads 2p + 1 entries a kinematic DOF
+    where a pass over every column read the whole band)."""
     if fixed_dofs.shape[0] == 0:
         return band
     free = xp.ones(band.shape[1], dtype=xp.float64)
     free[fixed_dofs] = 0.0
-    launch(band_kernels.constrain_columns, band.shape[1], inputs=[warp_view(free, wp.float64),
-                                                                  warp_view(band, wp.float64)],
+    launch(band_kernels.constrain_fixed, fixed_dofs.shape[0], inputs=[int32_view(xp, fixed_dofs),
+                                                                       warp_view(free, wp.float64),
+                                                                       warp_view(band, wp.float64)],
            device=warp_device_of(band))
     return band
 
