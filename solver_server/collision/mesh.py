@@ -351,10 +351,12 @@ class MeshGeometry:
                        warp_view(correction, wp.vec3d), warp_view(count, wp.int32), warp_view(contacts, wp.int32),
                        warp_view(crossed_point, wp.int32)])
 
-    def signed_distance(self, xp, points):
+    def signed_distance(self, xp, points, reach: float | None = None):
         """(distance (n,) [m] ≥ 0 to the two-sided surface, inf beyond ``margin``; unit direction (n, 3)
         from the surface to the point) of points (n, 3) on ``xp``'s device. Never negative: which side
-        a point belongs on is kept by the caller's CCD, not read from the winding."""
+        a point belongs on is kept by the caller's CCD, not read from the winding. reach [m]: a caller that needs
+        only the distances below it gets inf beyond it (a smaller query per point: the tree is searched within
+        min(reach, margin)); the distances below it are those of the full query bit for bit."""
         points = xp.ascontiguousarray(points, dtype=xp.float64)
         n = points.shape[0]
         pose = self.pose(xp)
@@ -366,7 +368,9 @@ class MeshGeometry:
         if n:
             launch(mesh_kernels.closest_on_mesh, n, device=pose.device,
                       inputs=[pose.triangles.bvh.id, pose.previous_view, pose.current_view, pose.triangles.index_view,
-                              warp_view(points, wp.vec3d), float(self.margin), warp_view(distance, wp.float64),
+                              warp_view(points, wp.vec3d),
+                              float(self.margin if reach is None else min(reach, self.margin)),
+                              warp_view(distance, wp.float64),
                               warp_view(direction, wp.vec3d), warp_view(face, wp.int32),
                               warp_view(weights, wp.vec3d), warp_view(motion, wp.vec3d)])
         self._last = (face, motion)

@@ -101,6 +101,21 @@ def test_mesh_signed_distance_matches_brute_force():
 
 
 
+def test_a_mesh_query_within_a_reach_gives_the_full_query_s_distances_below_it_and_inf_beyond():
+    """A caller that needs only near points (DER's end-position contacts) passes a reach: below it the distances and
+    directions are the full query's bit for bit, beyond it inf."""
+    vertices, triangles = uv_sphere(rings=12, segments=24, radius=0.5)
+    mesh = MeshGeometry("Ball", vertices, triangles)
+    points = np.random.default_rng(7).uniform(-0.7, 0.7, (3000, 3))
+    full, full_normal = mesh.signed_distance(np, points)
+    reach = 0.05
+    near, near_normal = mesh.signed_distance(np, points, reach)
+    inside = full < reach
+    assert inside.sum() > 100 and (~inside & np.isfinite(full)).sum() > 100
+    assert np.array_equal(near[inside], full[inside]) and np.array_equal(near_normal[inside], full_normal[inside])
+    assert np.all(np.isinf(near[~inside]) | (near[~inside] >= reach))
+
+
 def test_mesh_contact_over_part_of_the_substep():
     """MeshGeometry.resolve's interval: a point swept against the surface over a part of the substep sees the
     surface move only over that part (a hair solver with shorter internal steps), while the reported motion is

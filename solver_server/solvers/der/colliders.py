@@ -25,6 +25,11 @@ class ColliderView:
     def signed_distance(self, xp, points):
         return self.source.signed_distance(xp, points)
 
+    def near_distance(self, xp, points, reach: float):
+        """``signed_distance`` for a caller that needs only the distances below ``reach`` [m] (a host bound): a
+        collider may give inf beyond it (a mesh then searches its tree within reach only)."""
+        return self.signed_distance(xp, points)
+
     def velocity(self, xp, points, dt: float):
         if hasattr(self.source, "velocity"):
             return self.source.velocity(xp, points)
@@ -71,6 +76,12 @@ class _MovingColliderView(ColliderView):
             collider.geometry.signed_distance(xp, points)
             return collider.surface_motion(xp, points, np.ones(len(points), bool)) / dt
         return collider.surface_motion(xp, points) / dt
+
+    def near_distance(self, xp, points, reach: float):
+        collider = self.source.collider
+        if getattr(collider, "is_mesh", False):
+            return collider.geometry.signed_distance(xp, points, reach)
+        return self.signed_distance(xp, points)
 
     def start_in_end_pose(self, xp, points, dt: float):
         """Exact for a rigidly moving primitive: matrix · matrix_previous⁻¹ applied to the points."""

@@ -60,6 +60,8 @@ class ContactSolver:
         self.edge_vertices = xp.ascontiguousarray(
             xp.stack((model.edge_vertex, model.edge_vertex + 1), axis=1).astype(xp.int32))
         self.vertex_radius = _vertex_radius(xp, model)   # (N,) [m] mean radius of each vertex's edges
+        # [m] the largest of them on the host (read once here): bounds of queries that need only near points
+        self.largest_vertex_radius = float(xp.max(self.vertex_radius)) if model.n_vertices else 0.0
         # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
         self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
         self._kinematic = None      # (fixed DOFs, KinematicVertices) of the last step's fixed DOFs

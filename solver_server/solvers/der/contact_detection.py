@@ -298,7 +298,11 @@ class ContactDetector:
         linearized at the predicted position, d(x_t + h v) ≈ d1 + h n·(v − v¹); a vertex predicted inside the
         solid comes out by at most recovery_speed · h in this step."""
         xp = self.xp
-        distance, normal = collider.signed_distance(xp, x1)
+        # only vertices nearer than their reach count: the query searches within the largest reach (a host bound)
+        settings = self.solver.settings
+        largest_reach = max(1.0, 1.0 + settings.proximity) * (self.solver.largest_vertex_radius + collider.thickness
+                                                              + settings.thickness)
+        distance, normal = collider.near_distance(xp, x1, largest_reach)
 
         def contacts(rows):
             unit = normalize(xp, normal[rows])
