@@ -136,7 +136,8 @@ class StrandObject:
                                            self.pinned)
         entering = self._entering(relaxed, colliders, radius, xp)
         candidate = xp.where(entering[:, None, None], carried, relaxed)
-        return self.laid_outside(candidate, colliders, radius, xp, previous.points)[0]
+        # the relaxed strands kept were just tested: only the carried ones are tested again
+        return self.laid_outside(candidate, colliders, radius, xp, previous.points, suspects=entering)[0]
 
     def _entering(self, points, colliders, radius: float, xp):
         """(S,) bool: the strands (S, P, 3) [m] with a free point inside a closed shell of ``colliders`` (one winding
@@ -153,7 +154,7 @@ class StrandObject:
         segments = np.linalg.norm(np.diff(self.rest, axis=1), axis=2)              # (S, P − 1), padding 0
         return segments.sum(axis=1) / np.maximum(self.layout.valid.sum(axis=1) - 1, 1)
 
-    def laid_outside(self, points, colliders, radius: float, xp, previous=None):
+    def laid_outside(self, points, colliders, radius: float, xp, previous=None, suspects=None):
         """Strands (S, P, 3) [m] laid again from the root, point by point, outside the closed mesh shells of
         ``colliders``: a child blended from two guides that lie on a curved scalp, or on either side of an ear,
         cuts through the head between them. Each point is placed along its (blended) segment from the
@@ -165,9 +166,16 @@ class StrandObject:
         others are kept exactly as they are. ``previous`` (S, P, 3) [m]: where the strands were drawn the frame
         before (or None): a segment that plunges straight into the skin has no direction of its own to lie along,
         and one taken from the blend swings round from frame to frame (a child's tip hopped 16 cm a frame with
-        the head at rest); it lies towards where its end was drawn before. Returns (points (S, P, 3), laid (S,)
-        bool: the strands laid)."""
-        entering = self._entering(points, colliders, radius, xp)
+        the head at rest); it lies towards where its end was drawn before. ``suspects`` (S,) bool: the only strands
+        that may enter a shell (the others are known to lie outside: not tested again), or None (every strand).
+        Returns (points (S, P, 3), laid (S,) bool: the strands laid)."""
+        if suspects is None:
+            entering = self._entering(points, colliders, radius, xp)
+        else:
+            entering = xp.zeros(points.shape[0], dtype=bool)
+            suspected = xp.nonzero(suspects)[0]
+            if suspected.shape[0]:
+                entering[suspected] = self._entering(points[suspected], colliders, radius, xp)
         if not bool(entering.any()):
             return points, entering
         rows = xp.nonzero(entering)[0]
