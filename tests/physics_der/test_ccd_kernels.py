@@ -8,6 +8,7 @@ import pytest
 import warp as wp
 
 from solver_server.kernels import launch_split, warp_view
+from solver_server.solvers.der import contact as contact_module
 from solver_server.solvers.der.contact import ContactSolver
 from solver_server.solvers.der.contact_detection import ContactDetector, KinematicVertices
 from solver_server.solvers.der.geometry import coplanarity_times, segment_closest_points
@@ -91,11 +92,14 @@ def test_the_kernel_equals_the_array_form():
     np.testing.assert_allclose(closest[unique, 1:3], expected[unique, 1:3], rtol=0.0, atol=1e-9)
 
 
+@pytest.mark.parametrize("kept_hits", [8, 1])
 @pytest.mark.parametrize("end_check", [False, True])
-def test_listed_edge_pairs_are_every_pair_within_its_limit_in_order(end_check):
+def test_listed_edge_pairs_are_every_pair_within_its_limit_in_order(monkeypatch, end_check, kept_hits):
     """A tangle of 60 short strands, some vertices kinematic: the pairs the detection lists are exactly the pairs
     with no shared vertex and a free vertex whose narrow phase (the array form) comes within the limit, in (ea, eb)
-    order, with the array form's distances."""
+    order, with the array form's distances; whether the filling pass takes an edge's hits from those the counting
+    pass kept or, beyond the kept width, searches again (a width of 1: most edges search again)."""
+    monkeypatch.setattr(contact_module, "KEPT_HITS", kept_hits)
     rng = np.random.default_rng(4)
     strands, per_strand = 60, 6
     roots = rng.uniform(-0.01, 0.01, size=(strands, 1, 3))
@@ -131,6 +135,7 @@ def test_listed_edge_pairs_are_every_pair_within_its_limit_in_order(end_check):
     expected = _array_form(x0, x1, first_a, first_b, limit)
     hit = expected[:, 3] < limit
     assert 50 < hit.sum() < len(hit) // 2
+    assert np.bincount(every_a[hit]).max() > kept_hits        # some edge has more hits than are kept
     np.testing.assert_array_equal(ea, every_a[hit])
     np.testing.assert_array_equal(eb, every_b[hit])
     np.testing.assert_array_equal(va, first_a[hit])

@@ -43,6 +43,9 @@ from .settings import ContactSettings
 # a refactorization that changes some contact's normal compliance W_nn by more than this fraction (of the
 # smaller of the two) has the last round's impulses solved again on it before a step applies them
 RESOLVE_RESPONSE_CHANGE = 0.5
+# hits of one rod edge kept by the strand–strand search's counting pass for its filling pass (an edge with more is
+# searched again there): (E, KEPT_HITS) slots, 36 bytes each
+KEPT_HITS = 8
 
 
 class ContactSolver:
@@ -65,6 +68,7 @@ class ContactSolver:
         # strand–strand broad phase: edges as one chain ordered by their first vertex (adjacent ones share one)
         self.edge_pairs = ChainSpherePairs(xp.zeros_like(model.edge_vertex), model.edge_vertex, xp)
         self._kinematic = None      # (fixed DOFs, KinematicVertices) of the last step's fixed DOFs
+        self._kept_hits = None      # (j (E, KEPT_HITS) int32, hits (E · KEPT_HITS,) vec4d) views: kept_hits
         if settings.response not in ("rigid_rod", "delassus"):
             raise ValueError(f"contact response must be 'rigid_rod' or 'delassus', got {settings.response!r}")
         if settings.local_solver not in ("jacobi", "gauss_seidel"):
@@ -134,6 +138,16 @@ class ContactSolver:
     @property
     def active(self) -> bool:
         return bool(self.colliders) or (self.settings.self_collision and self.model.n_strands > 0)
+
+    def kept_hits(self, n_edges: int):
+        """The Warp views (j (n_edges, KEPT_HITS) int32, hits (n_edges · KEPT_HITS,) vec4d) in which the strand–strand
+        search's counting pass keeps each edge's first hits (``kernels.ccd.edge_hits``), allocated once."""
+        if self._kept_hits is None or self._kept_hits[0].shape[0] != n_edges:
+            xp = self.xp
+            self._kept_hits = (warp_view(xp.zeros((n_edges, KEPT_HITS), dtype=xp.int32), wp.int32),
+                               warp_view(xp.zeros((n_edges * KEPT_HITS, 4)), wp.vec4d))
+        j, hits = self._kept_hits
+        return j, hits
 
     def begin_step(self, state, dt: float, fixed_dofs) -> "StepContacts":
         return StepContacts(self, state, dt, fixed_dofs)

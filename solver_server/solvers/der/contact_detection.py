@@ -89,7 +89,9 @@ class ContactDetector:
         One launch gives every edge its swept sphere and box (``kernels.ccd.swept_edge_bounds``); the broad phase's
         hash grid is built over the spheres (one read: the largest radius, its cell size); the hits are counted
         and then written at the counts' prefix sums by kernels that query the grid, skip kinematic pairs and run
-        the narrow phase (``kernels.ccd.edge_hits``, counting then filling: one read, their number)."""
+        the narrow phase (``kernels.ccd.edge_hits``, counting then filling: one read, their number; the counting
+        pass keeps each edge's first hits, ``ContactSolver.kept_hits``, and the filling pass takes them from there
+        instead of running the query and the narrow phase again)."""
         xp, model, settings = self.xp, self.model, self.solver.settings
         n_edges = model.n_edges
         if n_edges == 0:
@@ -112,8 +114,9 @@ class ContactDetector:
                   float(settings.end_penetration_tolerance), int(end_check)]
         counts = xp.empty(n_edges, dtype=xp.int32)
         count_view = warp_view(counts, wp.int32)
+        kept = self.solver.kept_hits(n_edges)
         launch_split(ccd_kernels.edge_hits, n_edges, device, [], [
-            *shared, 0, count_view, count_view, warp_view(xp.empty((0, 2), dtype=xp.int32), wp.int32),
+            *shared, 0, count_view, count_view, *kept, warp_view(xp.empty((0, 2), dtype=xp.int32), wp.int32),
             warp_view(xp.empty((0, 4)), wp.vec4d)])
         ends = xp.cumsum(counts, dtype=xp.int32)
         total = int(ends[-1])               # one read: the hits' count (none: no contact)
@@ -122,7 +125,7 @@ class ContactDetector:
         pairs = xp.empty((total, 2), dtype=xp.int32)
         closest = xp.empty((total, 4), dtype=xp.float64)
         launch_split(ccd_kernels.edge_hits, n_edges, device, [], [
-            *shared, 1, warp_view(xp.ascontiguousarray(ends - counts), wp.int32), count_view,
+            *shared, 1, warp_view(xp.ascontiguousarray(ends - counts), wp.int32), count_view, *kept,
             warp_view(pairs, wp.int32), warp_view(closest, wp.vec4d)])
         ea, eb = pairs[:, 0].astype(xp.int64), pairs[:, 1].astype(xp.int64)
         va, vb = model.edge_vertex[ea], model.edge_vertex[eb]

@@ -178,6 +178,20 @@ def edge_pair_hit(i: int, j: int, x0: wp.array(dtype=wp.vec3d), x1: wp.array(dty
     return miss
 
 
+@wp.func
+def _insert_hit(pairs: wp.array2d(dtype=wp.int32), closest: wp.array(dtype=wp.vec4d), begin: int, slot: int, i: int,
+                j: int, hit: wp.vec4d):
+    """Hit (i, j) into pairs/closest at slot, kept in ascending j from begin (insertion sort of the few)."""
+    pairs[slot, 0] = i
+    position = slot
+    while position > begin and pairs[position - 1, 1] > j:
+        pairs[position, 1] = pairs[position - 1, 1]
+        closest[position] = closest[position - 1]
+        position -= 1
+    pairs[position, 1] = j
+    closest[position] = hit
+
+
 @wp.kernel
 def edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), radius: wp.array(dtype=wp.float64),
               largest_radius: wp.float64, chain_of: wp.array(dtype=wp.int32), order_of: wp.array(dtype=wp.int32),
@@ -185,15 +199,23 @@ def edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), rad
               x1: wp.array(dtype=wp.vec3d), edge_vertex: wp.array(dtype=wp.int32),
               edge_radius: wp.array(dtype=wp.float64), vertex_fixed: wp.array(dtype=wp.int32), thickness: wp.float64,
               reach_scale: wp.float64, tolerance: wp.float64, end_check: int, fill: int,
-              offsets: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32), pairs: wp.array2d(dtype=wp.int32),
-              closest: wp.array(dtype=wp.vec4d)):
+              offsets: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32),
+              kept_j: wp.array2d(dtype=wp.int32), kept_hit: wp.array(dtype=wp.vec4d),
+              pairs: wp.array2d(dtype=wp.int32), closest: wp.array(dtype=wp.vec4d)):
     """Edge i's hits (i, j > i): ``edge_pair_hit`` over the broad phase's candidates. ``fill`` 0: counts[i] = their
-    number; ``fill`` 1: pairs[offsets[i] + k] = (i, j_k) and closest[...] its (τ, s, t, distance), j_k ascending
-    (insertion sort of the few)."""
+    number, and the first ``kept_j.shape[1]`` (the width) of them (j and the hit, in the query's order) kept in row i
+    of kept_j and at i · width + k of kept_hit; ``fill`` 1: pairs[offsets[i] + k] = (i, j_k) and closest[...] its (τ, s, t, distance), j_k
+    ascending (insertion sort of the few), from the kept row where it holds them all, else by the query and the
+    narrow phase again (the same hits in the same order)."""
     i = wp.tid() + first
+    width = kept_j.shape[1]
     begin = int(0)
     if fill != 0:
         begin = offsets[i]
+        if counts[i] <= width:
+            for k in range(counts[i]):
+                _insert_hit(pairs, closest, begin, begin + k, i, kept_j[i, k], kept_hit[i * width + k])
+            return
     slot = begin
     j = int(0)
     query = wp.hash_grid_query(grid, centre[i], radius[i] + largest_radius)
@@ -203,14 +225,10 @@ def edge_hits(first: int, grid: wp.uint64, centre: wp.array(dtype=wp.vec3d), rad
                                 tolerance, end_check)
             if hit[3] < wp.float64(wp.inf):
                 if fill != 0:
-                    pairs[slot, 0] = i
-                    position = slot
-                    while position > begin and pairs[position - 1, 1] > j:
-                        pairs[position, 1] = pairs[position - 1, 1]
-                        closest[position] = closest[position - 1]
-                        position -= 1
-                    pairs[position, 1] = j
-                    closest[position] = hit
+                    _insert_hit(pairs, closest, begin, slot, i, j, hit)
+                elif slot < width:
+                    kept_j[i, slot] = j
+                    kept_hit[i * width + slot] = hit
                 slot += 1
     if fill == 0:
         counts[i] = slot
