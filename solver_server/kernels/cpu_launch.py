@@ -14,7 +14,9 @@ mismatch raises instead of letting the kernel read memory of another layout.
 :func:`lean_launch` is the entry: it declines (returns False) where ``wp.launch`` must run, i.e. while a CPU graph
 is being recorded (``interop.capture``: Warp records launches made through it), while ``wp.launch`` is wrapped by
 an observer (a test's recorder, ``benchmarks.host_cost``'s counter: they see every launch), and for a kernel or an
-argument of a kind this module does not pack (``CpuLaunch.packers``: Warp's own path then packs it).
+argument of a kind this module does not pack (``CpuLaunch.packers``: Warp's own path then packs it). A Warp whose
+recorded launch is laid out otherwise (no compiled entry point, another parameter count) keeps ``wp.launch`` for
+every kernel; the entry point's calling convention itself is what ``tests/kernels/test_cpu_launch.py`` holds.
 """
 
 from __future__ import annotations
@@ -94,8 +96,13 @@ class CpuLaunch:
 
     def __init__(self, kernel, dim: int, inputs: list):
         command = _WP_LAUNCH(kernel, dim=dim, inputs=inputs, device="cpu", record_cmd=True)
+        hooks = getattr(command, "hooks", None)
+        params = getattr(command, "params", None)
+        if getattr(hooks, "forward", None) is None or params is None or len(params) != len(kernel.adj.args) + 1 \
+                or getattr(command, "block_dim", 1) > 1 or not hasattr(command, "set_dim"):
+            raise _Unpacked                         # a Warp whose recorded launch is laid out otherwise: wp.launch
         self.command = command                      # keeps the module's executable loaded
-        self.forward = command.hooks.forward
+        self.forward = hooks.forward
         self.kernel_key = kernel.key
         fields, packers = [], []
         for arg, param in zip(kernel.adj.args, command.params[1:]):
