@@ -113,3 +113,21 @@ def test_the_kernel_backtracking_equals_the_whole_array_backtracking():
         if not pinned:
             # a direction blind to the soft pins: their springs hold a pinned strand back
             assert alpha[0] < alpha[3]
+
+
+def test_evaluating_only_the_moved_strands_gives_the_whole_evaluation_bit_for_bit():
+    """After a line search the strands that did not move keep the start point's frames, energies and gradient
+    entries, and only the moved ones are evaluated again (``_StepProblem.evaluate(v, moved, base)``, the CPU path
+    where few strands move): the same potential, gradient and frames as evaluating every strand, soft pins
+    included."""
+    problem, _, v, direction, *_ = _search_case(True, False, 1.0)
+    base = problem.evaluate(v)
+    moved = np.array([True, False, False, True])
+    owner = dof_strand(problem.model)
+    trial = np.where(moved[owner], v + 0.5 * direction, v)
+    whole = problem.evaluate(trial)
+    part = problem.evaluate(trial, moved, base)
+    assert whole[0].tobytes() == part[0].tobytes() and whole[1].tobytes() == part[1].tobytes()
+    for name in ("positions", "theta", "reference_u", "reference_twist"):
+        assert getattr(whole[2], name).tobytes() == getattr(part[2], name).tobytes(), name
+    assert not np.array_equal(whole[0], base[0])                 # the moved strands' potentials did change

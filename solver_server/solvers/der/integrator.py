@@ -306,9 +306,16 @@ class ImplicitEulerSolver:
             full = (searching & accepted & (alpha == 1.0)).sum()
             refresh = (searched_strands >= SUBSET_FRACTION * model.n_strands) \
                 & (full < least_full_fraction * searched_strands)
-        if not self._device_resident and not bool(xp.any(alpha > 0.0)):
-            # nothing moved (a free read on the CPU)
-            return (alpha, slope, direction, point, accepted, accepted_v), refresh
+        if not self._device_resident:
+            # on the CPU (where reads are free) only the strands that moved are evaluated again when they are few:
+            # the others' velocities, frames, energies and gradient entries are the search's start point's
+            moved = alpha > 0.0
+            count = int(moved.sum())
+            if count == 0:
+                return (alpha, slope, direction, point, accepted, accepted_v), refresh
+            if count < SUBSET_FRACTION * model.n_strands:
+                return (alpha, slope, direction, problem.evaluate(accepted_v, moved, point), accepted,
+                        accepted_v), refresh
         return (alpha, slope, direction, problem.evaluate(accepted_v), accepted, accepted_v), refresh
 
     @property
@@ -599,16 +606,29 @@ class _StepProblem:
                    soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
                    damping=h * (model.damping if drag is None else model.damping + drag))
 
-    def evaluate(self, v):
+    def evaluate(self, v, moved=None, base=None):
         """(potential per strand (S,) [J]: elastic energy plus the soft pins' springs; elastic gradient
-        (n_dofs,); configuration) at q_t + h v."""
+        (n_dofs,); configuration) at q_t + h v. moved (S,) bool with base, the triple at velocities that equal v
+        on every other strand: only the moved strands' frames, energies and gradient entries are computed, the
+        others are base's (each strand's come from its own elements alone, so they are what a full evaluation
+        gives, bit for bit)."""
         xp, model = self.xp, self.model
         q = self.q_t + self.h * v
-        config = transported_configuration(xp, model, self.state, model.gather_positions(q), model.gather_theta(q))
-        energy, elastic_gradient = strand_energy_and_gradient(xp, model, config)
+        positions, theta = model.gather_positions(q), model.gather_theta(q)
+        if moved is None:
+            config = transported_configuration(xp, model, self.state, positions, theta)
+            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config)
+        else:
+            subset = element_subset(xp, model, moved)
+            config = transported_configuration(xp, model, self.state, positions, theta, subset=subset, fill=base[2])
+            energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
+            elastic_gradient = xp.where(xp.repeat(moved, 4 * xp.diff(model.strand_offsets) - 1), elastic_gradient,
+                                        base[1])
         if self.soft_pins is not None:
             pin_strands = model.vertex_strand[self.soft_pins.vertices]
             energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
+        if moved is not None:
+            energy = xp.where(moved, energy, base[0])
         return energy, elastic_gradient, config
 
     def fixed_view(self):
