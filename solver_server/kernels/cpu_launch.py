@@ -105,7 +105,7 @@ class CpuLaunch:
         self.forward = hooks.forward
         self.kernel_key = kernel.key
         fields, packers = [], []
-        for arg, param in zip(kernel.adj.args, command.params[1:]):
+        for arg, param in zip(kernel.adj.args, params[1:]):
             fields.append((arg.label, type(param)))
             if wp.types.is_array(arg.type):
                 packers.append(_array_packer(arg.type, arg.label, kernel.key))

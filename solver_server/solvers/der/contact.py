@@ -146,8 +146,7 @@ class ContactSolver:
             xp = self.xp
             self._kept_hits = (warp_view(xp.zeros((n_edges, KEPT_HITS), dtype=xp.int32), wp.int32),
                                warp_view(xp.zeros((n_edges * KEPT_HITS, 4)), wp.vec4d))
-        j, hits = self._kept_hits
-        return j, hits
+        return self._kept_hits
 
     def begin_step(self, state, dt: float, fixed_dofs) -> "StepContacts":
         return StepContacts(self, state, dt, fixed_dofs)

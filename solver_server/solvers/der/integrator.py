@@ -167,7 +167,9 @@ class ImplicitEulerSolver:
         self.model = model
         self.settings = settings
         # a strand's DOFs are contiguous, from 4 × its first vertex − its index (3 per vertex, 1 per edge)
-        self.dof_offsets = int32_view(xp, 4 * model.strand_offsets - xp.arange(model.n_strands + 1))
+        dof_starts = 4 * model.strand_offsets - xp.arange(model.n_strands + 1)
+        self.dof_offsets = int32_view(xp, dof_starts)
+        self.strand_dofs = xp.diff(dof_starts)                       # (S,) each strand's DOF count
         self.strand_vertex_dofs = 3.0 * (model.strand_offsets[1:] - model.strand_offsets[:-1])   # (S,)
         self.blocks = strand_blocks_of_model(xp, to_host, model)   # the strands' independent blocks of the band
         self.device = warp_device_of(model.strand_offsets)
@@ -576,11 +578,13 @@ class ImplicitEulerSolver:
 class _StepProblem:
     """One step's fixed data and its objective g(v) (the module docstring) per strand: q_t, v_t (n_dofs,) the
     coordinates and velocities at the start, free_velocity (n_dofs,) = v_t + h M⁻¹ f_ext, damping = h c (the
-    model's damping plus the step's air drag; scalar or (n_dofs,))."""
+    model's damping plus the step's air drag; scalar or (n_dofs,)); dof_offsets (S + 1,) int32 view and strand_dofs
+    (S,): the strands' contiguous DOF ranges."""
 
     xp: Any
     model: DerModel
     dof_offsets: Any
+    strand_dofs: Any
     state: DerState
     h: float
     fixed_dofs: Any
@@ -602,8 +606,9 @@ class _StepProblem:
         external[model.position_dofs] = model.vertex_mass[:, None] * xp.asarray(gravity, dtype=q_t.dtype)
         if acceleration is not None:
             external[model.position_dofs] += model.vertex_mass[:, None] * acceleration
-        return cls(xp=xp, model=model, dof_offsets=solver.dof_offsets, state=state, h=h, fixed_dofs=fixed_dofs,
-                   soft_pins=soft_pins, q_t=q_t, v_t=v_t, free_velocity=v_t + h * external / model.mass,
+        return cls(xp=xp, model=model, dof_offsets=solver.dof_offsets, strand_dofs=solver.strand_dofs, state=state,
+                   h=h, fixed_dofs=fixed_dofs, soft_pins=soft_pins, q_t=q_t, v_t=v_t,
+                   free_velocity=v_t + h * external / model.mass,
                    damping=h * (model.damping if drag is None else model.damping + drag))
 
     def evaluate(self, v, moved=None, base=None):
@@ -622,8 +627,7 @@ class _StepProblem:
             subset = element_subset(xp, model, moved)
             config = transported_configuration(xp, model, self.state, positions, theta, subset=subset, fill=base[2])
             energy, elastic_gradient = strand_energy_and_gradient(xp, model, config, subset)
-            elastic_gradient = xp.where(xp.repeat(moved, 4 * xp.diff(model.strand_offsets) - 1), elastic_gradient,
-                                        base[1])
+            elastic_gradient = xp.where(xp.repeat(moved, self.strand_dofs), elastic_gradient, base[1])
         if self.soft_pins is not None:
             pin_strands = model.vertex_strand[self.soft_pins.vertices]
             energy = energy + self.soft_pins.strand_energy(xp, q, pin_strands, model.n_strands)
